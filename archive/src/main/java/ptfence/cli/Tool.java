@@ -1,0 +1,81 @@
+package ptfence.cli;
+
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.NoSuchFileException;
+import picocli.CommandLine;
+
+/**
+ * Runs one of the ptfence commands with the error policy every tool shares: bad input and wrong flags
+ * are one line on stderr and exit code 2; anything else is an internal error, one line too, with the
+ * stack trace only when PTFENCE_DEBUG is set.
+ */
+public final class Tool {
+    public static final int EXIT_OK = 0;
+    public static final int EXIT_BAD_INPUT = 2;
+    public static final int EXIT_INTERNAL = 70;
+
+    private Tool() {}
+
+    /** Parses, runs and returns the exit code; never calls System.exit, so tests can use it. */
+    public static int run(String name, Object command, String... args) {
+        CommandLine cl = new CommandLine(command);
+        cl.setCaseInsensitiveEnumValuesAllowed(true);
+        cl.setParameterExceptionHandler((ex, a) -> {
+            PrintWriter err = ex.getCommandLine().getErr();
+            err.println(name + ": " + ex.getMessage() + " (see '" + name + " --help')");
+            err.flush();
+            return EXIT_BAD_INPUT;
+        });
+        cl.setExecutionExceptionHandler((ex, c, parsed) -> {
+            PrintWriter err = c.getErr();
+            err.println(name + ": " + describe(ex));
+            if (System.getenv("PTFENCE_DEBUG") != null) {
+                ex.printStackTrace(err);
+            }
+            err.flush();
+            return isUserError(ex) ? EXIT_BAD_INPUT : EXIT_INTERNAL;
+        });
+        return cl.execute(args);
+    }
+
+    /** Entry point for the launchers. */
+    public static void main(String name, Object command, String... args) {
+        System.exit(run(name, command, args));
+    }
+
+    static boolean isUserError(Throwable ex) {
+        Throwable t = unwrap(ex);
+        return t instanceof BadInputException || t instanceof NoSuchFileException
+                || t instanceof AccessDeniedException || t instanceof java.io.FileNotFoundException;
+    }
+
+    static String describe(Throwable ex) {
+        Throwable t = unwrap(ex);
+        if (t instanceof BadInputException) {
+            return t.getMessage();
+        }
+        if (t instanceof NoSuchFileException) {
+            return "no such file: " + ((NoSuchFileException) t).getFile();
+        }
+        if (t instanceof AccessDeniedException) {
+            return "permission denied: " + ((AccessDeniedException) t).getFile();
+        }
+        if (t instanceof OutOfMemoryError) {
+            return "out of memory (raise it with JAVA_OPTS=-Xmx...)";
+        }
+        String msg = t.getMessage();
+        return "internal error: " + t.getClass().getSimpleName() + (msg == null ? "" : ": " + msg)
+                + " (set PTFENCE_DEBUG=1 for the stack trace)";
+    }
+
+    private static Throwable unwrap(Throwable ex) {
+        Throwable t = ex;
+        while ((t instanceof UncheckedIOException || t instanceof CommandLine.ExecutionException)
+                && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+}
