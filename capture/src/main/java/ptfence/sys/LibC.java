@@ -11,8 +11,6 @@ import jnr.ffi.annotations.Out;
 public interface LibC {
     long syscall(long number, @In byte[] attr, int pid, int cpu, int groupFd, long flags);
 
-    long syscall(long number, long cmd, ByteBuffer attr, int size);
-
     long mmap(long addr, long length, int prot, int flags, int fd, long offset);
 
     int munmap(long addr, long length);
