@@ -113,7 +113,7 @@ public sealed interface Feature {
         public int id() { return PMU_MAPPINGS; }
     }
 
-    /** Where each PERF_RECORD_AUXTRACE of the data section sits: record offset and record+payload size. */
+    /** Where each PERF_RECORD_AUXTRACE of the data section sits: record offset and header.size (48). */
     record AuxtraceIndexEntry(long fileOffset, long size) {}
 
     record AuxtraceIndex(List<AuxtraceIndexEntry> entries) implements Feature {

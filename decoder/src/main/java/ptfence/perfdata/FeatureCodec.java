@@ -156,7 +156,7 @@ final class FeatureCodec {
             o.u32(cl.args().size());
             cl.args().forEach(o::perfString);
         } else if (f instanceof EventDesc ed) {
-            int attrSize = EventAttr.SIZE_PERF61;
+            int attrSize = EventAttr.SIZE_VER0;
             for (EventDescEntry e : ed.events()) {
                 attrSize = Math.max(attrSize, e.attr().length());
             }
