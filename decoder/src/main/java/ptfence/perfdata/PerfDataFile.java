@@ -326,7 +326,7 @@ public final class PerfDataFile implements Closeable {
                 throw bad(pos, RecordTypes.name(type) + " payload of " + payload + " bytes is larger than 2 GiB");
             }
             EventAttr attr = null;
-            if (RecordTypes.isKernelType(type)) {
+            if (type == RecordTypes.SAMPLE || RecordParser.hasTrailer(type)) {
                 attr = type == RecordTypes.SAMPLE ? layouts.forSample(rec.duplicate().order(rec.order()).position(8))
                         : layouts.forOther(rec.duplicate().order(rec.order()).position(8));
             }
