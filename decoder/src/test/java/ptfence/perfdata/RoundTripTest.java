@@ -43,6 +43,7 @@ class RoundTripTest {
                 new AttrIds(sb, List.of(157L, 158L, 159L, 160L)));
         List<PerfRecord> records = Samples.everyType(Samples.SID_LAYOUT, 157);
         Map<Integer, Feature> features = Samples.features(pt, sb);
+        features.put(Feature.CPU_TOPOLOGY, new Feature.Raw(Feature.CPU_TOPOLOGY, Samples.longs(1, 2, 3)));
         Path p = dir.resolve("every.perf");
         try (PerfDataWriter w = PerfDataWriter.create(p, attrs)) {
             features.values().forEach(w::setFeature);

@@ -111,6 +111,8 @@ final class Samples {
                 "bpf_prog_6deef7357e7b4530_sd_fw_egress", s));
         r.add(new BpfEvent(0, PerfRecord.BpfEvent.PROG_LOAD, 0, 42, bytes(0x6d, 0xee, 0xf7, 0x35, 0x7e, 0x7b, 0x45, 0x30), s));
         r.add(new Cgroup(0, 77, "/system.slice/ssh.service", s));
+        r.add(new Mmap(0, -1, 0, 0xffffffff81000000L, 0x1000000, 0xffffffff81000000L, "[kernel.kallsyms]_text",
+                s));
         r.add(new TextPoke(0, 0xffffffff81000000L, bytes(0x0f, 0x1f, 0x44, 0x00, 0x00), bytes(0xe9, 1, 2, 3, 4), s));
         r.add(new AuxOutputHwId(0, 5, s));
         r.add(new HeaderEventType(0, 99, "cycles"));
@@ -145,8 +147,9 @@ final class Samples {
         }
         bid.put((byte) 20).flip().limit(24);
         f.put(Feature.BUILD_ID, new Feature.BuildIds(List.of(
-                new Feature.BuildIdEntry(0x8001, -1, bid, "/home/x/loopy"),
-                new Feature.BuildIdEntry(0x8002, -1, bid.duplicate(), "[kernel.kallsyms]"))));
+                // misc: MISC_BUILD_ID_SIZE | cpumode (2 user, 1 kernel)
+                new Feature.BuildIdEntry(0x8002, -1, bid, "/home/x/loopy"),
+                new Feature.BuildIdEntry(0x8001, -1, bid.duplicate(), "[kernel.kallsyms]"))));
         f.put(Feature.HOSTNAME, new Feature.Text(Feature.HOSTNAME, "eddie"));
         f.put(Feature.OSRELEASE, new Feature.Text(Feature.OSRELEASE, "6.1.0-ptfence"));
         f.put(Feature.VERSION, new Feature.Text(Feature.VERSION, "6.1.76"));
@@ -159,7 +162,7 @@ final class Samples {
         List<Feature.EventDescEntry> ev = new ArrayList<>();
         String[] names = {"intel_pt//u", "dummy:u", "dummy:k"};
         for (int i = 0; i < attrs.length; i++) {
-            ev.add(new Feature.EventDescEntry(attrs[i], names[i % names.length], List.of(100L + 4 * i, 101L + 4 * i)));
+            ev.add(new Feature.EventDescEntry(attrs[i], names[i % names.length], List.of(1L + 2 * i, 2L + 2 * i)));
         }
         f.put(Feature.EVENT_DESC, new Feature.EventDesc(ev));
         f.put(Feature.PMU_MAPPINGS, new Feature.PmuMappings(List.of(new Feature.PmuMapping(INTEL_PT_TYPE, "intel_pt"),
@@ -170,7 +173,6 @@ final class Samples {
                 new byte[] {0x0f, 0x1f, 0x44, 0, 0, 0x55, 0x48, (byte) 0x89, (byte) 0xe5, (byte) 0xc9, (byte) 0xc3},
                 0xffffffffc0001000L))));
         f.put(Feature.BPF_BTF, new Feature.BpfBtfs(List.of(new Feature.BpfBtf(7, bytes(0x9f, 0xeb, 1, 0, 24, 0, 0, 0)))));
-        f.put(Feature.CPU_TOPOLOGY, new Feature.Raw(Feature.CPU_TOPOLOGY, longs(1, 2, 3)));
         return f;
     }
 
@@ -186,15 +188,16 @@ final class Samples {
         info.putInt(16, code.length);
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         info.put(64, n, 0, Math.min(15, n.length));
-        info.putInt(104, 1).putInt(108, 1);
+        info.putInt(104, 1).putInt(108, 1).putInt(180, 1);
         int codeOff = 0;
         int ksymOff = (code.length + 7) / 8 * 8;
         int lenOff = ksymOff + 8;
-        info.putLong(24, codeOff).putLong(112, ksymOff).putLong(120, lenOff);
-        ByteBuffer data = ByteBuffer.allocate(lenOff + 8).order(ByteOrder.LITTLE_ENDIAN);
-        data.put(0, code).putLong(ksymOff, addr).putInt(lenOff, code.length);
+        int tagOff = lenOff + 8;
+        info.putLong(24, codeOff).putLong(112, ksymOff).putLong(120, lenOff).putLong(184, tagOff);
+        ByteBuffer data = ByteBuffer.allocate(tagOff + 8).order(ByteOrder.LITTLE_ENDIAN);
+        data.put(0, code).putLong(ksymOff, addr).putInt(lenOff, code.length).put(tagOff, tag);
         long arrays = (1L << Feature.BpfProgInfo.ARRAY_JITED_INSNS) | (1L << Feature.BpfProgInfo.ARRAY_JITED_KSYMS)
-                | (1L << Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS);
+                | (1L << Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS) | (1L << Feature.BpfProgInfo.ARRAY_PROG_TAGS);
         return new Feature.BpfProgInfo(arrays, info, data);
     }
 }
