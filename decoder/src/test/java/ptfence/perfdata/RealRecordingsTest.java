@@ -205,4 +205,41 @@ class RealRecordingsTest {
             }
         });
     }
+
+    private static final java.util.regex.Pattern AUX_LINE = java.util.regex.Pattern.compile(
+            "^(-?\\d+) (-?\\d+) (0x[0-9a-f]+) \\[0x[0-9a-f]+\\]: PERF_RECORD_AUX offset: (\\S+) size: (\\S+) flags: (\\S+)");
+
+    @TestFactory
+    Stream<DynamicTest> auxRecordsAndTheirSampleIdsEqualPerfs() {
+        return each("aux records", c -> {
+            try (PerfDataFile f = PerfDataFile.open(c.perfData())) {
+                Map<Long, PerfRecord> byOffset = new HashMap<>();
+                for (Positioned p : readAll(f)) {
+                    byOffset.put(p.offset(), p.record());
+                }
+                int n = 0;
+                for (String l : RealRecordings.lines(c.reportD())) {
+                    java.util.regex.Matcher m = AUX_LINE.matcher(l);
+                    if (!m.find()) {
+                        continue;
+                    }
+                    long off = Long.decode(m.group(3)) + (c.pipe() ? PerfDataFile.PIPE_HEADER_SIZE : 0);
+                    PerfRecord.Aux a = (PerfRecord.Aux) byOffset.get(off);
+                    assertEquals(Long.decode(m.group(4)), a.auxOffset());
+                    assertEquals(Long.decode(m.group(5)), a.auxSize());
+                    assertEquals(Long.decode(m.group(6)), a.flags());
+                    assertEquals(Integer.parseInt(m.group(1)), a.sampleId().cpu(), "cpu");
+                    assertEquals(Long.parseUnsignedLong(m.group(2)), a.sampleId().time(), "time");
+                    n++;
+                }
+                long ours = byOffset.values().stream().filter(PerfRecord.Aux.class::isInstance).count();
+                if (!c.pipe()) {
+                    assertEquals(ours, n, "perf printed every AUX record");
+                    AuxTrace.AuxFlagCounts fc = AuxTrace.extract(f).flags();
+                    assertEquals(ours, fc.records());
+                    assertTrue(n > 0);
+                }
+            }
+        });
+    }
 }

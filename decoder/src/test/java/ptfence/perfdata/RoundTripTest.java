@@ -78,6 +78,10 @@ class RoundTripTest {
             assertEquals("sd_fw_egress", prog.name());
             assertEquals(11, prog.jitedInsns().remaining());
             assertEquals(0xffffffffc0001000L, prog.jitedKsyms()[0]);
+            AuxTrace aux = AuxTrace.extract(f);
+            assertEquals(new AuxTrace.AuxFlagCounts(2, 0x580, 1, 0, 1, 1), aux.flags());
+            assertEquals(java.util.Map.of(2, aux.flags()), aux.flagsByCpu());
+            assertEquals(Samples.ptInfo("filter 0x400000/0x1000@/bin/ls"), aux.intelPt().orElseThrow());
         }
     }
 
