@@ -78,6 +78,10 @@ class RoundTripTest {
             assertEquals("sd_fw_egress", prog.name());
             assertEquals(11, prog.jitedInsns().remaining());
             assertEquals(0xffffffffc0001000L, prog.jitedKsyms()[0]);
+            assertEquals(11, prog.jitedFuncLens()[0]);
+            assertEquals(ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}),
+                    prog.array(Feature.BpfProgInfo.ARRAY_PROG_TAGS));
+            assertEquals(0x119, prog.arrays()); // JITED_INSNS, JITED_KSYMS, JITED_FUNC_LENS, PROG_TAGS
             AuxTrace aux = AuxTrace.extract(f);
             assertEquals(new AuxTrace.AuxFlagCounts(2, 0x580, 1, 0, 1, 1), aux.flags());
             assertEquals(java.util.Map.of(2, aux.flags()), aux.flagsByCpu());

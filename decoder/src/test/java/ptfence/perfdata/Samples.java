@@ -189,15 +189,11 @@ final class Samples {
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         info.put(64, n, 0, Math.min(15, n.length));
         info.putInt(104, 1).putInt(108, 1).putInt(180, 1);
-        int codeOff = 0;
-        int ksymOff = (code.length + 7) / 8 * 8;
-        int lenOff = ksymOff + 8;
-        int tagOff = lenOff + 8;
-        info.putLong(24, codeOff).putLong(112, ksymOff).putLong(120, lenOff).putLong(184, tagOff);
-        ByteBuffer data = ByteBuffer.allocate(tagOff + 8).order(ByteOrder.LITTLE_ENDIAN);
-        data.put(0, code).putLong(ksymOff, addr).putInt(lenOff, code.length).put(tagOff, tag);
-        long arrays = (1L << Feature.BpfProgInfo.ARRAY_JITED_INSNS) | (1L << Feature.BpfProgInfo.ARRAY_JITED_KSYMS)
-                | (1L << Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS) | (1L << Feature.BpfProgInfo.ARRAY_PROG_TAGS);
-        return new Feature.BpfProgInfo(arrays, info, data);
+        return Feature.BpfProgInfo.linear(info, Map.of(
+                Feature.BpfProgInfo.ARRAY_JITED_INSNS, ByteBuffer.wrap(code),
+                Feature.BpfProgInfo.ARRAY_JITED_KSYMS, longs(addr),
+                Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS,
+                ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(0, code.length),
+                Feature.BpfProgInfo.ARRAY_PROG_TAGS, ByteBuffer.wrap(tag)));
     }
 }
