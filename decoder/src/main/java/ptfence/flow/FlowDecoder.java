@@ -1,0 +1,798 @@
+package ptfence.flow;
+
+import ptfence.image.Image;
+import ptfence.insn.CodeCache;
+import ptfence.insn.InsnClass;
+import ptfence.insn.InsnOp;
+import ptfence.insn.X86Decoder;
+
+/**
+ * Rebuilds the executed instructions from the event stream and the code image: the state machine shared
+ * by the instruction-flow decoder (one {@link FlowSink#insn} per instruction) and the block decoder
+ * (straight-line runs via {@link FlowSink#block}). Walks code without trace until an instruction needs it
+ * (conditional branch: a TNT bit; indirect branch, uncompressed return, far transfer: a TIP), binds each
+ * event to its place in the flow (an IP, or an instruction such as MOV CR3 for a PIP), and on an error
+ * reports {@code [offset, ip: error: message]} and resynchronizes at the next PSB.
+ *
+ * <p>The hot path (TNT-driven walking through cached blocks) touches only primitive fields.
+ */
+public final class FlowDecoder {
+    private static final int WALK_NONE = 0;
+    private static final int WALK_TO_IP = 1;
+    private static final int WALK_TO_INSN = 2;
+
+    private static final int PRED_CHANGES_CR3 = 1;
+    private static final int PRED_BINDS_PIP = 2;
+    private static final int PRED_BINDS_VMCS = 3;
+    private static final int PRED_PTWRITE = 4;
+
+    private static final int RETSTACK_SIZE = 64;
+
+    private final Image image;
+    private final FlowConfig cfg;
+    private final PacketInput in;
+    private final EventDecoder evd;
+    private final FlowSink sink;
+    private final boolean blockMode;
+    private final X86Decoder x86 = new X86Decoder();
+    private final byte[] slowBuf = new byte[15];
+
+    private final Event ev = new Event();
+    private int status;
+    private boolean initialPsb;
+
+    private boolean enabled;
+    private long ip;
+    private int mode;
+    private boolean speculative;
+
+    private final long[] retStack = new long[RETSTACK_SIZE];
+    private int rsTop;
+    private int rsCount;
+
+    // The instruction the last walk step decoded.
+    private long lIp;
+    private int lSize;
+    private byte lCls;
+    private byte lOp;
+    private int lDisp;
+
+    // An instruction emitted whose effect on the IP waits until the events bound to it are reported.
+    private boolean postponed;
+    private long pIp;
+    private int pSize;
+    private byte pCls;
+    private byte pOp;
+    private int pDisp;
+    private boolean boundPaging;
+    private boolean boundVmcs;
+    private boolean boundPtwrite;
+
+    private long lastEmittedIp;
+    private boolean emitted;
+
+    // Current code piece and its cache.
+    private CodeCache cc;
+    private long secBase;
+    private long pieceStart;
+    private long pieceEnd;
+
+    // Block-mode run being collected.
+    private long runIp;
+    private int runCount;
+    private CodeCache runCc;
+    private int runOff;
+    private long runNext;
+    private boolean runSpec;
+    private int runMode;
+
+    /** Statistics. */
+    public long instructions;
+    public long blocks;
+    public long errors;
+
+    public FlowDecoder(Image image, FlowConfig cfg, PacketInput in, FlowSink sink, boolean blockMode) {
+        this.image = image;
+        this.cfg = cfg;
+        this.in = in;
+        this.evd = new EventDecoder(in, cfg);
+        this.sink = sink;
+        this.blockMode = blockMode;
+    }
+
+    /** Decodes the whole trace: sync at each PSB after an error, until the end. */
+    public void run() {
+        long from = 0;
+        long lastSync = -1;
+        while (true) {
+            resetState();
+            long syncAt = in.findPsb(from);
+            int st = syncAt < 0 ? PtError.EOS : evd.syncForward(from);
+            if (st == PtError.EOS) {
+                return;
+            }
+            if (st < 0) {
+                errors++;
+                sink.error("sync error", st, evd.offset(), 0);
+                long pos = in.position();
+                if (pos <= from) {
+                    return;
+                }
+                from = pos;
+                continue;
+            }
+            lastSync = syncAt;
+            st = decodeSegment();
+            flushRun();
+            if (st == PtError.EOS) {
+                return;
+            }
+            errors++;
+            sink.error("error", st, evd.offset(), errorIp(st));
+            long pos = in.position();
+            if (pos == lastSync) {
+                pos += 16;
+            }
+            from = Math.max(lastSync + 1, pos - Math.min(15, pos));
+        }
+    }
+
+    private long errorIp(int err) {
+        if (err == PtError.BAD_QUERY && emitted) {
+            return lastEmittedIp;
+        }
+        return ip;
+    }
+
+    private void resetState() {
+        enabled = false;
+        ip = 0;
+        mode = 0;
+        speculative = false;
+        rsTop = 0;
+        rsCount = 0;
+        postponed = false;
+        boundPaging = boundVmcs = boundPtwrite = false;
+        emitted = false;
+        status = 0;
+        initialPsb = true;
+        runCount = 0;
+    }
+
+    private void fetchEvent() {
+        status = evd.next(ev);
+        if (status < 0) {
+            ev.type = Event.NONE;
+        } else if (!ev.statusUpdate) {
+            initialPsb = false;
+        }
+    }
+
+    private int decodeSegment() {
+        fetchEvent();
+        while (true) {
+            int err;
+            if (status < 0) {
+                err = proceedPostponed();
+                if (err < 0) {
+                    return err;
+                }
+                if (status == PtError.EOS) {
+                    if (enabled) {
+                        flushRun();
+                        sink.endOfTrace();
+                    }
+                    return PtError.EOS;
+                }
+                return status;
+            }
+            switch (ev.type) {
+                case Event.TNT, Event.TIP -> {
+                    if (postponed) {
+                        err = proceedPostponed();
+                        break;
+                    }
+                    if (!enabled) {
+                        return PtError.NO_ENABLE;
+                    }
+                    err = walk(WALK_NONE, 0, 0);
+                    if (err == PtError.BAD_QUERY) {
+                        err = proceedWithTrace();
+                    }
+                }
+                default -> err = handleEvent();
+            }
+            if (err < 0) {
+                return err;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- events
+
+    private void report() {
+        flushRun();
+        sink.event(ev);
+        fetchEvent();
+    }
+
+    private int handleEvent() {
+        int err;
+        if (postponed) {
+            switch (ev.type) {
+                case Event.PAGING -> {
+                    if (enabled && !boundPaging && bindsToPip(pCls, pOp)) {
+                        boundPaging = true;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.VMCS -> {
+                    if (enabled && !boundVmcs && bindsToVmcs(pCls, pOp)) {
+                        boundVmcs = true;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.PTWRITE -> {
+                    if (enabled && !boundPtwrite && ev.ipSuppressed && pCls == InsnClass.PTWRITE) {
+                        boundPtwrite = true;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.DISABLED -> {
+                    if (!ev.statusUpdate) {
+                        if (ev.ipSuppressed && pOp == InsnOp.MOV_CR3) {
+                            postponed = false;
+                            return applyDisabled();
+                        }
+                        long next = nextIpNoTrace(pIp, pSize, pCls, pDisp);
+                        if (next == NEEDS_TRACE) {
+                            setResumeIp(pIp, pSize, pCls);
+                            postponed = false;
+                            return applyDisabled();
+                        }
+                        ip = next;
+                        postponed = false;
+                    }
+                }
+                default -> { }
+            }
+            err = proceedPostponed();
+            if (err < 0) {
+                return err;
+            }
+        }
+        switch (ev.type) {
+            case Event.ENABLED -> {
+                if (ev.statusUpdate) {
+                    if (initialPsb && !enabled) {
+                        enabled = true;
+                        ip = ev.ip;
+                    } else if (!enabled) {
+                        return PtError.BAD_STATUS_UPDATE;
+                    }
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    return PtError.NOIP;
+                }
+                if (enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                ev.resumed = ev.ip == ip;
+                ip = ev.ip;
+                enabled = true;
+                report();
+                return 0;
+            }
+            case Event.DISABLED -> {
+                if (ev.statusUpdate) {
+                    if (enabled && !initialPsb) {
+                        return PtError.BAD_STATUS_UPDATE;
+                    }
+                    enabled = false;
+                    report();
+                    return 0;
+                }
+                if (!enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                err = ev.ipSuppressed ? walk(WALK_TO_INSN, 0, PRED_CHANGES_CR3) : walk(WALK_TO_IP, ev.ip, 0);
+                if (err == PtError.BAD_QUERY) {
+                    setResumeIp(lIp, lSize, lCls);
+                } else if (err < 0) {
+                    return err;
+                }
+                return applyDisabled();
+            }
+            case Event.ASYNC_DISABLED -> {
+                if (!enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                err = walk(WALK_TO_IP, ev.from, 0);
+                if (err < 0) {
+                    return err;
+                }
+                return applyDisabled();
+            }
+            case Event.ASYNC_BRANCH -> {
+                if (!enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                err = walk(WALK_TO_IP, ev.from, 0);
+                if (err < 0) {
+                    return err;
+                }
+                long to = ev.ip;
+                report();
+                ip = to;
+                return 0;
+            }
+            case Event.PAGING, Event.VMCS -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                err = walk(WALK_TO_INSN, 0, ev.type == Event.PAGING ? PRED_BINDS_PIP : PRED_BINDS_VMCS);
+                if (err < 0) {
+                    return err;
+                }
+                postponeLast();
+                if (ev.type == Event.PAGING) {
+                    boundPaging = true;
+                } else {
+                    boundVmcs = true;
+                }
+                report();
+                return 0;
+            }
+            case Event.ASYNC_PAGING, Event.ASYNC_VMCS -> {
+                if (!ev.ipSuppressed && enabled) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
+            case Event.OVERFLOW -> {
+                boolean sup = ev.ipSuppressed;
+                long oip = ev.ip;
+                report();
+                if (sup) {
+                    enabled = false;
+                    ip = 0;
+                } else {
+                    enabled = true;
+                    ip = oip;
+                }
+                speculative = false;
+                return 0;
+            }
+            case Event.EXEC_MODE -> {
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                }
+                if (ev.statusUpdate && enabled && mode != 0 && mode != ev.mode) {
+                    return PtError.BAD_STATUS_UPDATE;
+                }
+                mode = ev.mode;
+                report();
+                return 0;
+            }
+            case Event.TSX -> {
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                }
+                speculative = ev.speculative;
+                report();
+                return 0;
+            }
+            case Event.STOP -> {
+                if (ev.statusUpdate || enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                report();
+                return 0;
+            }
+            case Event.EXSTOP, Event.MWAIT -> {
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
+            case Event.PTWRITE -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    err = walk(WALK_TO_INSN, 0, PRED_PTWRITE);
+                    if (err < 0) {
+                        return err;
+                    }
+                } else {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                    err = decodeAt(ip);
+                    if (err < 0) {
+                        return err;
+                    }
+                    emitLast();
+                }
+                postponeLast();
+                boundPtwrite = true;
+                report();
+                return 0;
+            }
+            case Event.IGNORE, Event.NONE -> {
+                fetchEvent();
+                return 0;
+            }
+            default -> {
+                report();
+                return 0;
+            }
+        }
+    }
+
+    private int applyDisabled() {
+        enabled = false;
+        report();
+        return 0;
+    }
+
+    /** Where tracing should resume after a synchronous disable: after a call, else unknown. */
+    private void setResumeIp(long insnIp, int size, byte cls) {
+        if (cls == InsnClass.CALL || cls == InsnClass.CALL_INDIRECT || cls == InsnClass.FAR_CALL) {
+            ip = insnIp + size;
+        } else {
+            ip = 0;
+        }
+    }
+
+    private static boolean isFarBranch(byte cls) {
+        return cls == InsnClass.FAR_CALL || cls == InsnClass.FAR_RETURN || cls == InsnClass.FAR_JUMP;
+    }
+
+    private static boolean bindsToPip(byte cls, byte op) {
+        return op == InsnOp.MOV_CR3 || op == InsnOp.VMLAUNCH || op == InsnOp.VMRESUME || isFarBranch(cls);
+    }
+
+    private static boolean bindsToVmcs(byte cls, byte op) {
+        return op == InsnOp.VMPTRLD || op == InsnOp.VMLAUNCH || op == InsnOp.VMRESUME || isFarBranch(cls);
+    }
+
+    private boolean matches(int pred) {
+        return switch (pred) {
+            case PRED_CHANGES_CR3 -> lOp == InsnOp.MOV_CR3;
+            case PRED_BINDS_PIP -> bindsToPip(lCls, lOp);
+            case PRED_BINDS_VMCS -> bindsToVmcs(lCls, lOp);
+            case PRED_PTWRITE -> lCls == InsnClass.PTWRITE;
+            default -> false;
+        };
+    }
+
+    private void postponeLast() {
+        postponed = true;
+        pIp = lIp;
+        pSize = lSize;
+        pCls = lCls;
+        pOp = lOp;
+        pDisp = lDisp;
+    }
+
+    private int proceedPostponed() {
+        if (!postponed) {
+            return 0;
+        }
+        postponed = false;
+        boundPaging = boundVmcs = boundPtwrite = false;
+        if (!enabled) {
+            return 0;
+        }
+        long next = nextIpNoTrace(pIp, pSize, pCls, pDisp);
+        if (next != NEEDS_TRACE) {
+            ip = next;
+            return 0;
+        }
+        lIp = pIp;
+        lSize = pSize;
+        lCls = pCls;
+        lOp = pOp;
+        lDisp = pDisp;
+        ip = pIp;
+        return proceedWithTrace();
+    }
+
+    // ---------------------------------------------------------------- walking
+
+    private static final long NEEDS_TRACE = 0x8000_0000_0000_0001L;
+
+    private long nextIpNoTrace(long at, int size, byte cls, int disp) {
+        return switch (cls) {
+            case InsnClass.OTHER, InsnClass.PTWRITE -> at + size;
+            case InsnClass.JUMP, InsnClass.CALL -> at + size + disp;
+            default -> NEEDS_TRACE;
+        };
+    }
+
+    /**
+     * Walks instructions from {@link #ip} without trace. Returns 1 when the target IP (WALK_TO_IP) or an
+     * instruction matching the predicate (WALK_TO_INSN; ip stays at it) is reached, BAD_QUERY when an
+     * instruction needs trace (it was emitted; ip stays at it), or another error.
+     */
+    private int walk(int kind, long target, int pred) {
+        while (true) {
+            if (kind == WALK_TO_IP && ip == target) {
+                return 1;
+            }
+            if (kind != WALK_TO_INSN) {
+                int fast = walkCachedBlock(kind, target);
+                if (fast != 0) {
+                    if (fast < 0) {
+                        return fast;
+                    }
+                    continue;
+                }
+            }
+            int err = decodeAt(ip);
+            if (err < 0) {
+                return err;
+            }
+            emitLast();
+            if (kind == WALK_TO_INSN && matches(pred)) {
+                return 1;
+            }
+            long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+            if (next == NEEDS_TRACE) {
+                return PtError.BAD_QUERY;
+            }
+            ip = next;
+        }
+    }
+
+    /**
+     * Emits a whole cached block when it cannot contain the walk's target. Returns 1 if it advanced,
+     * BAD_QUERY if the block's last instruction needs trace, 0 if the slow path must be used.
+     */
+    private int walkCachedBlock(int kind, long target) {
+        if (Long.compareUnsigned(ip - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+            return 0;
+        }
+        int off = (int) (ip - secBase);
+        int last = cc.blockLast(off, x86);
+        if (last < 0) {
+            return 0;
+        }
+        int count = cc.blockCount(off);
+        long lastIp = secBase + last;
+        int lastLen = cc.length(last, x86);
+        if (Long.compareUnsigned(lastIp + lastLen - pieceStart, pieceEnd - pieceStart) > 0) {
+            return 0;
+        }
+        if (kind == WALK_TO_IP && Long.compareUnsigned(target - ip, lastIp - ip) <= 0 && count > 1) {
+            return 0; // the target may lie inside this block
+        }
+        lIp = lastIp;
+        lSize = lastLen;
+        lCls = cc.cls(last);
+        lOp = cc.op(last);
+        lDisp = cc.displacement(last);
+        emitRun(ip, count, off);
+        if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
+            logCall();
+        }
+        if (lOp != InsnOp.NONE || lCls == InsnClass.PTWRITE) {
+            // Event anchors are handled by the slow path's bookkeeping; just continue past them.
+        }
+        long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+        if (next == NEEDS_TRACE) {
+            ip = lIp;
+            return PtError.BAD_QUERY;
+        }
+        ip = next;
+        return 1;
+    }
+
+    private int decodeAt(long at) {
+        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+            Image.Piece p = image.find(at, Long.MIN_VALUE + 1);
+            if (p == null) {
+                return PtError.NOMAP;
+            }
+            if (mode == 0) {
+                return PtError.BAD_INSN;
+            }
+            cc = CodeCache.of(p.section.contentId(), p.section.bytes(), mode);
+            secBase = p.section.address();
+            pieceStart = p.start;
+            pieceEnd = p.end;
+        }
+        int off = (int) (at - secBase);
+        int len = cc.length(off, x86);
+        if (len == CodeCache.INVALID) {
+            return PtError.BAD_INSN;
+        }
+        if (len == CodeCache.TRUNCATED || Long.compareUnsigned(at + len - pieceStart, pieceEnd - pieceStart) > 0) {
+            int n = image.read(at, Long.MIN_VALUE + 1, slowBuf, 0, slowBuf.length);
+            if (x86.decode(slowBuf, 0, n, mode) == 0) {
+                return PtError.BAD_INSN;
+            }
+            lIp = at;
+            lSize = x86.length;
+            lCls = x86.cls;
+            lOp = x86.op;
+            lDisp = x86.displacement;
+            lSlow = true;
+            return 0;
+        }
+        lIp = at;
+        lSize = len;
+        lCls = cc.cls(off);
+        lOp = cc.op(off);
+        lDisp = cc.displacement(off);
+        lSlow = false;
+        return 0;
+    }
+
+    private boolean lSlow;
+
+    private void emitLast() {
+        if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
+            logCall();
+        }
+        instructions++;
+        lastEmittedIp = lIp;
+        emitted = true;
+        if (!blockMode) {
+            sink.insn(lIp, lSize, lCls, mode, speculative);
+            return;
+        }
+        if (lSlow) {
+            flushRun();
+            sink.block(lIp, 1, null, 0, mode, speculative);
+            return;
+        }
+        addToRun(lIp, 1, (int) (lIp - secBase), lIp + lSize);
+    }
+
+    private void emitRun(long first, int count, int off) {
+        instructions += count;
+        lastEmittedIp = lIp;
+        emitted = true;
+        if (!blockMode) {
+            long a = first;
+            int o = off;
+            for (int i = 0; i < count; i++) {
+                int len = cc.length(o, x86);
+                sink.insn(a, len, cc.cls(o), mode, speculative);
+                a += len;
+                o += len;
+            }
+            return;
+        }
+        addToRun(first, count, off, lIp + lSize);
+    }
+
+    private void addToRun(long first, int count, int off, long next) {
+        if (runCount > 0 && runNext == first && runCc == cc && runSpec == speculative && runMode == mode) {
+            runCount += count;
+            runNext = next;
+            return;
+        }
+        flushRun();
+        runIp = first;
+        runCount = count;
+        runCc = cc;
+        runOff = off;
+        runNext = next;
+        runSpec = speculative;
+        runMode = mode;
+    }
+
+    private void flushRun() {
+        if (runCount > 0) {
+            blocks++;
+            sink.block(runIp, runCount, runCc, runOff, runMode, runSpec);
+            runCount = 0;
+        }
+    }
+
+    private void logCall() {
+        if (lCls == InsnClass.CALL && lDisp == 0) {
+            return; // call to the next instruction: position-independent code, not a real call
+        }
+        retStack[rsTop] = lIp + lSize;
+        rsTop = (rsTop + 1) & (RETSTACK_SIZE - 1);
+        if (rsCount < RETSTACK_SIZE) {
+            rsCount++;
+        }
+    }
+
+    private int popReturn() {
+        if (rsCount == 0) {
+            return PtError.RETSTACK_EMPTY;
+        }
+        rsTop = (rsTop - 1) & (RETSTACK_SIZE - 1);
+        rsCount--;
+        ip = retStack[rsTop];
+        return 0;
+    }
+
+    // ---------------------------------------------------------------- trace
+
+    /** The instruction in l* needs trace; the head event must supply it. */
+    private int proceedWithTrace() {
+        switch (lCls) {
+            case InsnClass.COND_JUMP -> {
+                int bit = takeTnt();
+                if (bit < 0) {
+                    return bit;
+                }
+                ip = lIp + lSize + (bit != 0 ? lDisp : 0);
+                return 0;
+            }
+            case InsnClass.RETURN -> {
+                if (ev.type == Event.TNT && !cfg.noRetComp) {
+                    int bit = takeTnt();
+                    if (bit < 0) {
+                        return bit;
+                    }
+                    if (bit == 0) {
+                        return PtError.BAD_RETCOMP;
+                    }
+                    return popReturn();
+                }
+                return proceedIndirect();
+            }
+            case InsnClass.OTHER, InsnClass.PTWRITE, InsnClass.JUMP, InsnClass.CALL -> {
+                return PtError.INTERNAL;
+            }
+            default -> {
+                return proceedIndirect();
+            }
+        }
+    }
+
+    private int proceedIndirect() {
+        if (ev.type != Event.TIP) {
+            return PtError.BAD_QUERY;
+        }
+        if (ev.ipSuppressed) {
+            return PtError.BAD_PACKET;
+        }
+        ip = ev.ip;
+        fetchEvent();
+        return 0;
+    }
+
+    private int takeTnt() {
+        if (ev.type != Event.TNT) {
+            return PtError.BAD_QUERY;
+        }
+        int size = ev.tntSize - 1;
+        ev.tntSize = size;
+        int bit = (int) ((ev.tntBits >>> size) & 1);
+        if (size == 0) {
+            fetchEvent();
+        }
+        return bit;
+    }
+}
