@@ -58,6 +58,62 @@ public final class EventDecoder {
         }
     }
 
+    /** One saved state for look-ahead (deferred TIPs); see {@link #mark()} and {@link #rewind()}. */
+    private EventDecoder saved;
+    private long savedPosition;
+
+    /** Remembers the current state so a look-ahead can be undone with {@link #rewind()}. */
+    public void mark() {
+        if (saved == null) {
+            saved = new EventDecoder(in, config);
+        }
+        saved.copyState(this);
+        savedPosition = in.position();
+    }
+
+    /** Returns to the state {@link #mark()} saved. */
+    public void rewind() {
+        copyState(saved);
+        in.seek(savedPosition);
+    }
+
+    private void copyState(EventDecoder o) {
+        copyPkt(packet, o.packet);
+        status = o.status;
+        event = null;
+        enabled = o.enabled;
+        bound = o.bound;
+        modeExecValid = o.modeExecValid;
+        csl = o.csl;
+        csd = o.csd;
+        iflag = o.iflag;
+        lastIp = o.lastIp;
+        haveIp = o.haveIp;
+        ipSuppressed = o.ipSuppressed;
+        queued = o.queued;
+        for (int i = 0; i < o.queued; i++) {
+            queue[i].copyFrom(o.queue[i]);
+            bindings[i] = o.bindings[i];
+        }
+        time.copyFrom(o.time);
+    }
+
+    private static void copyPkt(Pkt d, Pkt s) {
+        d.type = s.type;
+        d.offset = s.offset;
+        d.size = s.size;
+        d.ipc = s.ipc;
+        d.ip = s.ip;
+        d.tntBits = s.tntBits;
+        d.tntSize = s.tntSize;
+        d.flagA = s.flagA;
+        d.flagB = s.flagB;
+        d.flagC = s.flagC;
+        d.payload = s.payload;
+        d.payload2 = s.payload2;
+        d.small = s.small;
+    }
+
     public TimeTracker time() {
         return time;
     }
@@ -363,7 +419,15 @@ public final class EventDecoder {
 
     // ---------------------------------------------------------------- PSB+
 
+    private long syncOffset = -1;
+
+    /** Offset of the last PSB the decoder read (where a resync restarts). */
+    public long syncOffset() {
+        return syncOffset;
+    }
+
     private int decodePsb() {
+        syncOffset = offset();
         if (queued > 0) {
             return PtError.BAD_CONTEXT;
         }

@@ -30,6 +30,8 @@ public final class FlowConfig {
     public boolean keepTcalOnOvf;
     public boolean endOnCall;
     public boolean endOnJump;
+    /** After an error, continue at the next usable event instead of the next PSB. */
+    public boolean resyncOnError;
 
     public int mtcFreq;
     public int nomFreq;

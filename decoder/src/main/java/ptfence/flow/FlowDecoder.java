@@ -103,7 +103,6 @@ public final class FlowDecoder {
     /** Decodes the whole trace: sync at each PSB after an error, until the end. */
     public void run() {
         long from = 0;
-        long lastSync = -1;
         while (true) {
             resetState();
             long syncAt = in.findPsb(from);
@@ -122,18 +121,117 @@ public final class FlowDecoder {
                 continue;
             }
             lastSync = syncAt;
-            st = decodeSegment();
+            fetchEvent();
+            st = decodeLoop();
+            while (st < 0 && st != PtError.EOS) {
+                flushRun();
+                errors++;
+                sink.error("error", st, evd.offset(), errorIp(st));
+                if (!cfg.resyncOnError) {
+                    break;
+                }
+                st = resync();
+                if (st < 0) {
+                    flushRun();
+                    errors++;
+                    sink.error("resync error", st, evd.offset(), errorIp(st));
+                    break;
+                }
+                if (!enabled) {
+                    sink.disabledAfterResync();
+                }
+                st = decodeLoop();
+            }
             flushRun();
             if (st == PtError.EOS) {
                 return;
             }
-            errors++;
-            sink.error("error", st, evd.offset(), errorIp(st));
             long pos = in.position();
             if (pos == lastSync) {
                 pos += 16;
             }
             from = Math.max(lastSync + 1, pos - Math.min(15, pos));
+        }
+    }
+
+    private long lastSync;
+
+    /** After an error: find a place in the event stream to continue from (ptxed --resync-on-error). */
+    private int resync() {
+        postponed = false;
+        boundPaging = boundVmcs = boundPtwrite = false;
+        while (true) {
+            if (status < 0) {
+                return status;
+            }
+            if (ev.statusUpdate) {
+                resetState();
+                long at = evd.syncOffset();
+                lastSync = at;
+                int st = evd.syncForward(at);
+                if (st < 0) {
+                    return st;
+                }
+                fetchEvent();
+                if (status == 0 && ev.type == Event.ENABLED && ev.statusUpdate) {
+                    enabled = true;
+                    ip = ev.ip;
+                }
+                return 0;
+            }
+            switch (ev.type) {
+                case Event.ENABLED -> {
+                    enabled = false;
+                    return 0;
+                }
+                case Event.DISABLED -> {
+                    enabled = false;
+                    ip = 0;
+                    fetchEvent();
+                    return 0;
+                }
+                case Event.ASYNC_DISABLED, Event.ASYNC_BRANCH -> {
+                    ip = ev.from;
+                    return 0;
+                }
+                case Event.ASYNC_PAGING, Event.ASYNC_VMCS -> {
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        return 0;
+                    }
+                }
+                case Event.OVERFLOW -> {
+                    return 0;
+                }
+                case Event.EXEC_MODE, Event.TSX -> {
+                    enabled = !ev.ipSuppressed;
+                    if (enabled) {
+                        ip = ev.ip;
+                    }
+                    return 0;
+                }
+                case Event.EXSTOP, Event.MWAIT, Event.TICK -> {
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        return 0;
+                    }
+                }
+                case Event.PTWRITE -> {
+                    if (ev.ipSuppressed) {
+                        report();
+                        continue;
+                    }
+                    ip = ev.ip;
+                    return 0;
+                }
+                case Event.TIP -> {
+                    ip = ev.ip;
+                    fetchEvent();
+                    return 0;
+                }
+                default -> { }
+            }
+            fetchEvent();
         }
     }
 
@@ -168,8 +266,7 @@ public final class FlowDecoder {
         }
     }
 
-    private int decodeSegment() {
-        fetchEvent();
+    private int decodeLoop() {
         while (true) {
             int err;
             if (status < 0) {
@@ -771,7 +868,23 @@ public final class FlowDecoder {
         }
     }
 
+    private final Event held = new Event();
+
     private int proceedIndirect() {
+        if (ev.type == Event.TNT) {
+            // A deferred TIP may sit behind the TNT in progress: look ahead, keep the TNT current.
+            evd.mark();
+            held.copyFrom(ev);
+            int st = evd.next(ev);
+            if (st < 0 || ev.type != Event.TIP || ev.ipSuppressed) {
+                evd.rewind();
+                ev.copyFrom(held);
+                return PtError.BAD_QUERY;
+            }
+            ip = ev.ip;
+            ev.copyFrom(held);
+            return 0;
+        }
         if (ev.type != Event.TIP) {
             return PtError.BAD_QUERY;
         }

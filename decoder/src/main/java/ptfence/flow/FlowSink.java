@@ -21,4 +21,8 @@ public interface FlowSink {
 
     /** The trace ended while tracing was enabled. */
     void endOfTrace();
+
+    /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
+    default void disabledAfterResync() {
+    }
 }

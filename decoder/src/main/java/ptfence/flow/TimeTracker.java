@@ -22,6 +22,12 @@ public final class TimeTracker {
         cbr = 0;
     }
 
+    void copyFrom(TimeTracker o) {
+        hasTsc = o.hasTsc;
+        tsc = o.tsc;
+        cbr = o.cbr;
+    }
+
     void resetCalibration() {
         // Calibration is not tracked yet; nothing to drop.
     }

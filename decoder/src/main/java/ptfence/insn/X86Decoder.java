@@ -48,6 +48,9 @@ public final class X86Decoder {
         }
         byte[] window = new byte[n];
         System.arraycopy(code, off, window, 0, n);
+        if (mode == ExecMode.BITS64 && jmpabs(window, n)) {
+            return length;
+        }
         Capstone.CsInsn[] insns = engine(mode).disasm(window, 0, 1);
         if (insns == null || insns.length == 0) {
             length = ptwriteLength(window, n, mode);
@@ -74,6 +77,36 @@ public final class X86Decoder {
             return null;
         }
         return insns[0].opStr.isEmpty() ? insns[0].mnemonic : insns[0].mnemonic + " " + insns[0].opStr;
+    }
+
+    /**
+     * JMPABS (APX: REX2 with M0=0, W=0, then A1 and a 64-bit absolute target), unknown to capstone 4. It
+     * is direct but, like libipt, we let its TIP give the target, so it is classified as an indirect jump.
+     */
+    private boolean jmpabs(byte[] b, int n) {
+        int i = 0;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            if ((b[i] & 0xff) == 0x66 || (b[i] & 0xff) == 0x67) {
+                return false;
+            }
+            i++;
+        }
+        if (i + 2 >= n || (b[i] & 0xff) != 0xd5 || (b[i + 1] & 0x88) != 0 || (b[i + 2] & 0xff) != 0xa1) {
+            return false;
+        }
+        if (i + 11 > n) {
+            return false;
+        }
+        length = i + 11;
+        cls = InsnClass.JUMP_INDIRECT;
+        return true;
+    }
+
+    private static boolean isLegacyPrefix(int p) {
+        return switch (p) {
+            case 0x66, 0x67, 0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65 -> true;
+            default -> false;
+        };
     }
 
     /**

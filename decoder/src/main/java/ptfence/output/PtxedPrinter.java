@@ -68,6 +68,11 @@ public final class PtxedPrinter implements FlowSink {
     }
 
     @Override
+    public void disabledAfterResync() {
+        out.append("[disabled]\n");
+    }
+
+    @Override
     public void endOfTrace() {
         out.append("[end of trace]\n");
     }

@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Unmatched;
 import ptfence.cli.BadInputException;
 import ptfence.flow.FlowConfig;
 import ptfence.flow.FlowDecoder;
@@ -49,14 +50,22 @@ public final class FlowCommand implements Callable<Integer> {
     String cpu;
     private boolean blockDecoder;
 
-    @Option(names = "--insn-decoder", description = "Use the instruction-flow decoder (default; the last decoder option wins).")
-    void insnDecoder(boolean on) {
-        blockDecoder = false;
-    }
+    /**
+     * --insn-decoder / --block-decoder may repeat; as in ptxed the last one wins, so they are read here in
+     * order instead of as picocli options.
+     */
+    @Unmatched
+    List<String> decoderChoice = new ArrayList<>();
 
-    @Option(names = "--block-decoder", description = "Use the block decoder.")
-    void blockDecoder(boolean on) {
-        blockDecoder = true;
+    private void chooseDecoder() {
+        for (String a : decoderChoice) {
+            switch (a) {
+                case "--insn-decoder" -> blockDecoder = false;
+                case "--block-decoder" -> blockDecoder = true;
+                default -> throw new BadInputException("unknown option '" + a + "' (see 'ptdecode flow --help'; "
+                        + "decoders: --insn-decoder, --block-decoder)");
+            }
+        }
     }
     @Option(names = "--check", description = "Accepted for ptxed compatibility.")
     boolean check;
@@ -121,6 +130,7 @@ public final class FlowCommand implements Callable<Integer> {
 
     /** Runs the decode and writes everything to {@code out} (tests call this directly). */
     public void decode(PrintWriter out) {
+        chooseDecoder();
         FlowConfig cfg = new FlowConfig();
         if (cpu != null && !cfg.setCpu(cpu)) {
             out.append("[0, 0: config error: unknown cpu]\n");
@@ -130,6 +140,7 @@ public final class FlowCommand implements Callable<Integer> {
         cfg.keepTcalOnOvf = keepTcal;
         cfg.endOnCall = endOnCall;
         cfg.endOnJump = endOnJump;
+        cfg.resyncOnError = resyncOnError;
         cfg.mtcFreq = mtcFreq == null ? 0 : (int) Numbers.parse(mtcFreq, "--mtc-freq");
         cfg.nomFreq = nomFreq == null ? 0 : (int) Numbers.parse(nomFreq, "--nom-freq");
         cfg.cpuid15Eax = cpuid15Eax == null ? 0 : (int) Numbers.parse(cpuid15Eax, "--cpuid-0x15.eax");
