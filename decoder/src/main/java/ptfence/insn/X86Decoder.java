@@ -55,6 +55,9 @@ public final class X86Decoder {
         if (insns == null || insns.length == 0) {
             length = ptwriteLength(window, n, mode);
             if (length == 0) {
+                length = vexLength(window, n, mode);
+            }
+            if (length == 0) {
                 return 0;
             }
         } else {
@@ -107,6 +110,80 @@ public final class X86Decoder {
             case 0x66, 0x67, 0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65 -> true;
             default -> false;
         };
+    }
+
+    /**
+     * Length of a VEX/EVEX-encoded instruction capstone 4 does not know (newer AVX-512 forms). None of
+     * them transfers control, so the length is all the flow needs. Returns 0 if this is not one.
+     */
+    private static int vexLength(byte[] b, int n, int mode) {
+        int i = 0;
+        boolean asz = false;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            asz |= (b[i] & 0xff) == 0x67;
+            i++;
+        }
+        if (i >= n) {
+            return 0;
+        }
+        boolean m64 = mode == ExecMode.BITS64;
+        int esc = b[i] & 0xff;
+        int map;
+        int opAt;
+        if (esc == 0xc5 && i + 1 < n && (m64 || (b[i + 1] & 0xc0) == 0xc0)) {
+            map = 1;
+            opAt = i + 2;
+        } else if (esc == 0xc4 && i + 2 < n && (m64 || (b[i + 1] & 0xc0) == 0xc0)) {
+            map = b[i + 1] & 0x1f;
+            opAt = i + 3;
+        } else if (esc == 0x62 && i + 3 < n && (m64 || (b[i + 1] & 0xc0) == 0xc0)) {
+            map = b[i + 1] & 0x07;
+            opAt = i + 4;
+        } else {
+            return 0;
+        }
+        if (opAt + 1 >= n) {
+            return 0;
+        }
+        int opcode = b[opAt] & 0xff;
+        int len = modrmEnd(b, opAt + 1, n, mode == ExecMode.BITS16 != asz && !m64);
+        if (len <= 0) {
+            return 0;
+        }
+        boolean imm8 = map == 3 || (map == 1 && ((opcode >= 0x70 && opcode <= 0x73) || opcode == 0xc2
+                || (opcode >= 0xc4 && opcode <= 0xc6)));
+        len += imm8 ? 1 : 0;
+        return len <= n ? len : 0;
+    }
+
+    /** Offset just past ModRM, SIB and displacement starting at {@code at}; 0 if the bytes run out. */
+    private static int modrmEnd(byte[] b, int at, int n, boolean addr16) {
+        if (at >= n) {
+            return 0;
+        }
+        int modrm = b[at] & 0xff;
+        int mod = modrm >> 6;
+        int rm = modrm & 7;
+        int len = at + 1;
+        if (mod == 3) {
+            return len;
+        }
+        if (addr16) {
+            return len + (mod == 1 ? 1 : mod == 2 ? 2 : rm == 6 ? 2 : 0);
+        }
+        if (rm == 4) {
+            if (len >= n) {
+                return 0;
+            }
+            int base = b[len] & 7;
+            len++;
+            if (mod == 0 && base == 5) {
+                len += 4;
+            }
+        } else if (mod == 0 && rm == 5) {
+            len += 4;
+        }
+        return len + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
     }
 
     /**
