@@ -170,9 +170,22 @@ public final class EventDecoder {
     }
 
     private Event standalone() {
-        standalone.clear();
-        return standalone;
+        Event e = target != null ? target : standalone;
+        e.clear();
+        return e;
     }
+
+    /** For TNT and TIP, the hot events: reset only what the flow reads, straight into the caller's event. */
+    private Event standaloneLight() {
+        Event e = target != null ? target : standalone;
+        e.statusUpdate = false;
+        e.ipSuppressed = false;
+        e.hasTsc = false;
+        return e;
+    }
+
+    /** The caller's event while {@link #next} runs; standalone events are built in it directly. */
+    private Event target;
 
     // ---------------------------------------------------------------- last IP
 
@@ -291,6 +304,7 @@ public final class EventDecoder {
      */
     public int next(Event out) {
         int err;
+        target = out;
         while (true) {
             err = decodePacket();
             if (err <= 0) {
@@ -303,10 +317,13 @@ public final class EventDecoder {
             bound = false;
             fetchPacket();
         }
+        target = null;
         if (err < 0) {
             return err;
         }
-        out.copyFrom(event);
+        if (event != out) {
+            out.copyFrom(event);
+        }
         event = null;
         return 0;
     }
@@ -410,7 +427,7 @@ public final class EventDecoder {
         if (!enabled) {
             return PtError.BAD_CONTEXT;
         }
-        Event ev = standalone();
+        Event ev = standaloneLight();
         ev.type = Event.TNT;
         ev.tntBits = p.tntBits;
         ev.tntSize = p.tntSize;
@@ -650,7 +667,7 @@ public final class EventDecoder {
             eventTime(ev);
             return publish(ev);
         }
-        Event ev = standalone();
+        Event ev = standaloneLight();
         ev.type = Event.TIP;
         int err = eventIp(ev);
         if (err < 0) {

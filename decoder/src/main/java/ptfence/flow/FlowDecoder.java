@@ -34,6 +34,7 @@ public final class FlowDecoder {
     private final EventDecoder evd;
     private final FlowSink sink;
     private final boolean blockMode;
+    private final boolean countOnly;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] slowBuf = new byte[15];
 
@@ -98,6 +99,7 @@ public final class FlowDecoder {
         this.evd = new EventDecoder(in, cfg);
         this.sink = sink;
         this.blockMode = blockMode;
+        this.countOnly = sink.countsOnly();
     }
 
     /** Decodes the whole trace: sync at each PSB after an error, until the end. */
@@ -292,6 +294,9 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
+                    if (countOnly && ev.type == Event.TNT && tntFast()) {
+                        continue;
+                    }
                     err = walk(WALK_NONE, 0, 0);
                     if (err == PtError.BAD_QUERY) {
                         err = proceedWithTrace();
@@ -307,7 +312,18 @@ public final class FlowDecoder {
 
     // ---------------------------------------------------------------- events
 
+    /** Ends the current block (libipt's: at a branch that needs trace, or at an event). */
+    private void endBlock() {
+        if (insnsInBlock > 0) {
+            blocks++;
+            insnsInBlock = 0;
+        }
+    }
+
+    private int insnsInBlock;
+
     private void report() {
+        endBlock();
         flushRun();
         sink.event(ev);
         fetchEvent();
@@ -756,6 +772,7 @@ public final class FlowDecoder {
             logCall();
         }
         instructions++;
+        insnsInBlock++;
         lastEmittedIp = lIp;
         emitted = true;
         if (!blockMode) {
@@ -772,6 +789,7 @@ public final class FlowDecoder {
 
     private void emitRun(long first, int count, int off) {
         instructions += count;
+        insnsInBlock += count;
         lastEmittedIp = lIp;
         emitted = true;
         if (!blockMode) {
@@ -806,7 +824,6 @@ public final class FlowDecoder {
 
     private void flushRun() {
         if (runCount > 0) {
-            blocks++;
             sink.block(runIp, runCount, runCc, runOff, runMode, runSpec);
             runCount = 0;
         }
@@ -835,8 +852,44 @@ public final class FlowDecoder {
 
     // ---------------------------------------------------------------- trace
 
+    /**
+     * When nobody looks at individual instructions (--quiet, statistics, benchmarks), consume whole TNT
+     * packets through the per-content decision-point cache: one lookup per packet instead of a walk per
+     * bit. Returns true if it made progress; false sends the caller down the general path.
+     */
+    private boolean tntFast() {
+        boolean progress = false;
+        while (status == 0 && ev.type == Event.TNT && ev.tntSize <= 8) {
+            if (Long.compareUnsigned(ip - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+                if (decodeAt(ip) < 0 || lSlow) {
+                    return progress;
+                }
+            }
+            int off = (int) (ip - secBase);
+            CodeCache c = cc;
+            if (!c.tntPath(off, ev.tntBits, ev.tntSize, cfg.noRetComp, x86)) {
+                return progress;
+            }
+            long lo = pieceStart - secBase;
+            long hi = pieceEnd - secBase;
+            if (c.pathMin < lo || c.pathMax >= hi) {
+                return progress;
+            }
+            instructions += c.pathInsns;
+            blocks += ev.tntSize;
+            insnsInBlock = 0;
+            lastEmittedIp = secBase + c.pathLast;
+            emitted = true;
+            ip = secBase + c.pathEnd;
+            progress = true;
+            fetchEvent();
+        }
+        return progress;
+    }
+
     /** The instruction in l* needs trace; the head event must supply it. */
     private int proceedWithTrace() {
+        endBlock();
         switch (lCls) {
             case InsnClass.COND_JUMP -> {
                 int bit = takeTnt();

@@ -22,6 +22,11 @@ public interface FlowSink {
     /** The trace ended while tracing was enabled. */
     void endOfTrace();
 
+    /** True if the sink ignores instructions (then the decoder may skip over them in bulk). */
+    default boolean countsOnly() {
+        return false;
+    }
+
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     default void disabledAfterResync() {
     }

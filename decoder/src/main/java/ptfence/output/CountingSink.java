@@ -22,6 +22,11 @@ public final class CountingSink implements FlowSink {
     }
 
     @Override
+    public boolean countsOnly() {
+        return true;
+    }
+
+    @Override
     public void event(Event ev) {
     }
 
