@@ -25,7 +25,9 @@ import ptfence.image.Image;
 import ptfence.image.Numbers;
 import ptfence.image.RawSection;
 import ptfence.output.CountingSink;
+import ptfence.output.JsonlPrinter;
 import ptfence.output.PtxedPrinter;
+import ptfence.output.TextPrinter;
 
 /** {@code ptdecode flow}: rebuild the executed instructions, with ptxed's options. */
 @Command(name = "flow", mixinStandardHelpOptions = true,
@@ -157,6 +159,8 @@ public final class FlowCommand implements Callable<Integer> {
         boolean blocks = isBlockDecoder();
         FlowSink sink = quiet ? new CountingSink(out) : switch (format) {
             case "ptxed" -> new PtxedPrinter(out, eventIp, eventTime);
+            case "text" -> new TextPrinter(out, image, eventIp, eventTime);
+            case "jsonl" -> new JsonlPrinter(out);
             default -> throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
         };
         FlowDecoder decoder = new FlowDecoder(image, cfg, packetSource.apply(trace), sink, blocks);
