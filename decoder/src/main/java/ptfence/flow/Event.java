@@ -30,6 +30,21 @@ public final class Event {
     public static final int TIP = 21;
     public static final int TNT = 22;
     public static final int IGNORE = 23;
+    public static final int IFLAGS = 24;
+    public static final int INTERRUPT = 25;
+    public static final int IRET = 26;
+    public static final int SMI = 27;
+    public static final int RSM = 28;
+    public static final int SIPI = 29;
+    public static final int INIT = 30;
+    public static final int VMENTRY = 31;
+    public static final int VMEXIT = 32;
+    public static final int SHUTDOWN = 33;
+    public static final int UINTR = 34;
+    public static final int UIRET = 35;
+    public static final int SWINTR = 36;
+    public static final int SYSCALL = 37;
+    public static final int TRIG = 38;
 
     public int type;
     public boolean statusUpdate;
@@ -61,6 +76,18 @@ public final class Event {
     public int tntSize;
     public boolean hasTsc;
     public long tsc;
+    public boolean iflag;
+    public int vector;
+    public boolean hasVector;
+    public boolean hasCr2;
+    public long cr2;
+    public boolean hasVmxr;
+    public long vmxr;
+    public boolean hasVmxq;
+    public long vmxq;
+    public int trbv;
+    public boolean mult;
+    public int icnt;
     /** Trace offset of the packet that completed the event. */
     public long offset;
 
@@ -94,6 +121,18 @@ public final class Event {
         hasTsc = false;
         tsc = 0;
         offset = 0;
+        iflag = false;
+        vector = 0;
+        hasVector = false;
+        hasCr2 = false;
+        cr2 = 0;
+        hasVmxr = false;
+        vmxr = 0;
+        hasVmxq = false;
+        vmxq = 0;
+        trbv = 0;
+        mult = false;
+        icnt = 0;
     }
 
     void copyFrom(Event o) {
@@ -126,5 +165,17 @@ public final class Event {
         hasTsc = o.hasTsc;
         tsc = o.tsc;
         offset = o.offset;
+        iflag = o.iflag;
+        vector = o.vector;
+        hasVector = o.hasVector;
+        hasCr2 = o.hasCr2;
+        cr2 = o.cr2;
+        hasVmxr = o.hasVmxr;
+        vmxr = o.vmxr;
+        hasVmxq = o.hasVmxq;
+        vmxq = o.vmxq;
+        trbv = o.trbv;
+        mult = o.mult;
+        icnt = o.icnt;
     }
 }

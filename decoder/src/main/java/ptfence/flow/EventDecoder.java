@@ -19,6 +19,7 @@ public final class EventDecoder {
     private static final int EVB_FUP = 4;
     private static final int EVB_FUP_BOUND = 8;
     private static final int EVB_EXSTOP = 16;
+    private static final int EVB_CFE = 32;
     private static final int EVB_PWRX = 64;
     private static final int INVALID = 0;
 
@@ -390,8 +391,12 @@ public final class EventDecoder {
             }
             case INVALID:
                 return status < 0 ? status : 1;
+            case Pkt.CFE:
+                return decodeCfe(p);
+            case Pkt.EVD:
+                return decodeEvd(p);
             default:
-                // CFE/EVD/TRIG/BBP and unknown packets: nothing for the flow yet.
+                // TRIG/BBP and unknown packets: nothing for the flow yet.
                 return 1;
         }
     }
@@ -579,6 +584,12 @@ public final class EventDecoder {
         ev.statusUpdate = true;
         ev.type = Event.EXEC_MODE;
         ev.mode = execMode(pcsl, pcsd);
+        if (config.iflagsEvents) {
+            Event fl = enqueue(EVB_PSBEND);
+            fl.statusUpdate = true;
+            fl.type = Event.IFLAGS;
+            fl.iflag = pif;
+        }
         return 0;
     }
 
@@ -596,7 +607,7 @@ public final class EventDecoder {
         }
         int err = 0;
         switch (ev.type) {
-            case Event.ENABLED, Event.EXEC_MODE, Event.TSX, Event.ASYNC_PAGING, Event.ASYNC_VMCS -> err = eventIp(ev);
+            case Event.ENABLED, Event.EXEC_MODE, Event.IFLAGS, Event.TSX, Event.ASYNC_PAGING, Event.ASYNC_VMCS -> err = eventIp(ev);
             case Event.DISABLED, Event.CBR, Event.MNT -> { }
             default -> err = PtError.BAD_CONTEXT;
         }
@@ -636,9 +647,17 @@ public final class EventDecoder {
                 err = eventIp(ev);
                 enabled = true;
             }
-            case Event.TSX, Event.EXSTOP, Event.MWAIT, Event.PTWRITE, Event.EXEC_MODE -> {
+            case Event.TSX, Event.EXSTOP, Event.MWAIT, Event.PTWRITE, Event.EXEC_MODE, Event.IFLAGS,
+                    Event.INTERRUPT, Event.IRET, Event.SMI, Event.INIT, Event.VMENTRY, Event.VMEXIT,
+                    Event.SHUTDOWN, Event.UINTR, Event.UIRET, Event.SWINTR, Event.SYSCALL, Event.TRIG -> {
                 eventTime(ev);
                 err = eventIp(ev);
+            }
+            case Event.RSM, Event.SIPI -> {
+                eventTime(ev);
+                if (!ev.ipSuppressed) {
+                    return PtError.INTERNAL;
+                }
             }
             case Event.IGNORE -> {
                 event = null;
@@ -718,7 +737,7 @@ public final class EventDecoder {
             return 1;
         }
         switch (ev.type) {
-            case Event.EXEC_MODE, Event.ASYNC_PAGING, Event.ASYNC_VMCS -> err = eventIp(ev);
+            case Event.EXEC_MODE, Event.IFLAGS, Event.ASYNC_PAGING, Event.ASYNC_VMCS -> err = eventIp(ev);
             case Event.IGNORE -> {
                 event = null;
                 return decodeTip(p);
@@ -754,7 +773,7 @@ public final class EventDecoder {
             return 1;
         }
         switch (ev.type) {
-            case Event.EXEC_MODE -> err = eventIp(ev);
+            case Event.EXEC_MODE, Event.IFLAGS -> err = eventIp(ev);
             case Event.IGNORE -> {
                 event = null;
                 return decodeTipPge(p);
@@ -796,8 +815,8 @@ public final class EventDecoder {
                 enabled = false;
                 bound = true;
             }
-            case Event.ASYNC_PAGING, Event.ASYNC_VMCS, Event.EXEC_MODE -> {
-                if (ev.type != Event.EXEC_MODE && !bound) {
+            case Event.ASYNC_PAGING, Event.ASYNC_VMCS, Event.EXEC_MODE, Event.IFLAGS -> {
+                if (ev.type != Event.EXEC_MODE && ev.type != Event.IFLAGS && !bound) {
                     return PtError.INTERNAL;
                 }
                 ev.ipSuppressed = true;
@@ -827,7 +846,11 @@ public final class EventDecoder {
             n++;
         }
         if (config.iflagsEvents && (!modeExecValid || iflag != pif)) {
+            Event ev = enqueue(EVB_TIP | EVB_FUP_BOUND);
+            ev.type = Event.IFLAGS;
+            ev.iflag = pif;
             iflag = pif;
+            n++;
         }
         if (n == 0) {
             Event ev = enqueue(EVB_TIP | EVB_FUP_BOUND);
@@ -934,6 +957,210 @@ public final class EventDecoder {
         return publishAndFetch(ev);
     }
 
+    // ---------------------------------------------------------------- event trace
+
+    private static final int CFE_INTR = 1;
+    private static final int CFE_IRET = 2;
+    private static final int CFE_SMI = 3;
+    private static final int CFE_RSM = 4;
+    private static final int CFE_SIPI = 5;
+    private static final int CFE_INIT = 6;
+    private static final int CFE_VMENTRY = 7;
+    private static final int CFE_VMEXIT = 8;
+    private static final int CFE_VMEXIT_INTR = 9;
+    private static final int CFE_SHUTDOWN = 10;
+    private static final int CFE_UINTR = 12;
+    private static final int CFE_UIRET = 13;
+    private static final int CFE_SWINTR = 14;
+    private static final int CFE_SYSCALL = 15;
+
+    private static final int EVD_CR2 = 0;
+    private static final int EVD_VMXQ = 1;
+    private static final int EVD_VMXR = 2;
+
+    /** Moves {@code e} (a standalone or dequeued event) to the end of the queue with a new binding. */
+    private void requeue(Event e, int binding) {
+        held.copyFrom(e);
+        Event q = enqueue(binding);
+        q.copyFrom(held);
+    }
+
+    /**
+     * CFE with IP binds to the next FUP; without IP it binds to the next FUP if tracing is enabled (the
+     * asynchronous branch's source) and stands alone otherwise.
+     */
+    private int cfeBind(Event ev, boolean ip, boolean fupWhenEnabled) {
+        if (ip) {
+            requeue(ev, EVB_FUP_BOUND);
+            return 1;
+        }
+        if (fupWhenEnabled && enabled) {
+            requeue(ev, EVB_FUP);
+            return 1;
+        }
+        ev.ipSuppressed = true;
+        return publishAndFetch(ev);
+    }
+
+    private int decodeCfe(Pkt p) {
+        int type = p.small;
+        boolean ip = p.flagA;
+        int vector = (int) p.payload;
+        Event pendingEvd = dequeue(EVB_CFE);
+        if (pendingEvd != null) {
+            held.copyFrom(pendingEvd);
+            pendingEvd = held;
+        }
+        switch (type) {
+            case CFE_INTR -> {
+                Event ev = standalone();
+                if (pendingEvd != null) {
+                    ev.copyFrom(pendingEvd);
+                } else {
+                    ev.type = Event.INTERRUPT;
+                }
+                if (ev.type != Event.INTERRUPT) {
+                    return PtError.BAD_CONTEXT;
+                }
+                ev.vector = vector;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_VMEXIT, CFE_VMEXIT_INTR -> {
+                Event ev = standalone();
+                if (pendingEvd != null) {
+                    ev.copyFrom(pendingEvd);
+                } else {
+                    ev.type = Event.VMEXIT;
+                }
+                if (ev.type != Event.VMEXIT) {
+                    return PtError.BAD_CONTEXT;
+                }
+                if (type == CFE_VMEXIT_INTR) {
+                    ev.hasVector = true;
+                    ev.vector = vector;
+                }
+                return cfeBind(ev, ip, true);
+            }
+            default -> { }
+        }
+        if (pendingEvd != null) {
+            return PtError.BAD_CONTEXT;
+        }
+        Event ev = standalone();
+        switch (type) {
+            case CFE_IRET -> {
+                ev.type = Event.IRET;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_SMI -> {
+                ev.type = Event.SMI;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_RSM, CFE_SIPI -> {
+                if (ip) {
+                    return PtError.BAD_PACKET;
+                }
+                ev.type = type == CFE_RSM ? Event.RSM : Event.SIPI;
+                ev.vector = vector;
+                ev.ipSuppressed = true;
+                if (enabled) {
+                    requeue(ev, EVB_FUP);
+                    return 1;
+                }
+                return publishAndFetch(ev);
+            }
+            case CFE_INIT -> {
+                ev.type = Event.INIT;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_VMENTRY -> {
+                ev.type = Event.VMENTRY;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_SHUTDOWN -> {
+                ev.type = Event.SHUTDOWN;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_UINTR -> {
+                ev.type = Event.UINTR;
+                ev.vector = vector;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_UIRET -> {
+                ev.type = Event.UIRET;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_SWINTR -> {
+                ev.type = Event.SWINTR;
+                ev.vector = vector;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_SYSCALL -> {
+                ev.type = Event.SYSCALL;
+                return cfeBind(ev, ip, false);
+            }
+            default -> {
+                if (ip) {
+                    Event ig = enqueue(EVB_FUP_BOUND);
+                    ig.type = Event.IGNORE;
+                }
+                return 1;
+            }
+        }
+    }
+
+    private int decodeEvd(Pkt p) {
+        Event ev = find(EVB_CFE, Event.VMEXIT);
+        Event any = firstWith(EVB_CFE);
+        switch (p.small) {
+            case EVD_CR2 -> {
+                if (any != null) {
+                    return PtError.BAD_CONTEXT;
+                }
+                Event e = enqueue(EVB_CFE);
+                e.type = Event.INTERRUPT;
+                e.hasCr2 = true;
+                e.cr2 = p.payload;
+                return 1;
+            }
+            case EVD_VMXQ, EVD_VMXR -> {
+                if (any != null && ev == null) {
+                    return PtError.BAD_CONTEXT;
+                }
+                if (ev == null) {
+                    ev = enqueue(EVB_CFE);
+                    ev.type = Event.VMEXIT;
+                }
+                if (p.small == EVD_VMXQ) {
+                    if (ev.hasVmxq) {
+                        return PtError.BAD_CONTEXT;
+                    }
+                    ev.hasVmxq = true;
+                    ev.vmxq = p.payload;
+                } else {
+                    if (ev.hasVmxr) {
+                        return PtError.BAD_CONTEXT;
+                    }
+                    ev.hasVmxr = true;
+                    ev.vmxr = p.payload;
+                }
+                return 1;
+            }
+            default -> {
+                return 1;
+            }
+        }
+    }
+
+    private Event firstWith(int evb) {
+        for (int i = 0; i < queued; i++) {
+            if ((bindings[i] & evb) != 0) {
+                return queue[i];
+            }
+        }
+        return null;
+    }
+
     private int decodeMwait(Pkt p) {
         Event ev = enqueue(EVB_EXSTOP);
         ev.type = Event.MWAIT;
@@ -975,16 +1202,18 @@ public final class EventDecoder {
             return err;
         }
         while (!enabled) {
-            Event ev = dequeue(EVB_FUP_BOUND | EVB_FUP | EVB_TIP | EVB_EXSTOP | EVB_PWRX);
+            Event ev = dequeue(EVB_FUP_BOUND | EVB_FUP | EVB_TIP | EVB_EXSTOP | EVB_PWRX | EVB_CFE);
             if (ev == null) {
                 break;
             }
             switch (ev.type) {
-                case Event.EXSTOP, Event.MWAIT, Event.PTWRITE, Event.TSX, Event.EXEC_MODE -> {
+                case Event.EXSTOP, Event.MWAIT, Event.PTWRITE, Event.TSX, Event.EXEC_MODE, Event.IFLAGS,
+                        Event.INTERRUPT, Event.IRET, Event.SMI, Event.INIT, Event.VMENTRY, Event.VMEXIT,
+                        Event.SHUTDOWN, Event.UINTR, Event.UIRET, Event.TRIG, Event.SWINTR, Event.SYSCALL -> {
                     ev.ipSuppressed = true;
                     return publish(ev);
                 }
-                case Event.PWRE -> {
+                case Event.PWRE, Event.RSM, Event.SIPI -> {
                     return publish(ev);
                 }
                 default -> { }

@@ -25,6 +25,11 @@ public final class FlowDecoder {
     private static final int PRED_BINDS_PIP = 2;
     private static final int PRED_BINDS_VMCS = 3;
     private static final int PRED_PTWRITE = 4;
+    private static final int PRED_IRET = 5;
+    private static final int PRED_VMENTRY = 6;
+    private static final int PRED_UIRET = 7;
+    private static final int PRED_SWINT = 8;
+    private static final int PRED_SYSCALL = 9;
 
     private static final int RETSTACK_SIZE = 64;
 
@@ -162,6 +167,7 @@ public final class FlowDecoder {
     private int resync() {
         postponed = false;
         boundPaging = boundVmcs = boundPtwrite = false;
+        boundInsnEvents = 0;
         while (true) {
             if (status < 0) {
                 return status;
@@ -205,14 +211,15 @@ public final class FlowDecoder {
                 case Event.OVERFLOW -> {
                     return 0;
                 }
-                case Event.EXEC_MODE, Event.TSX -> {
+                case Event.EXEC_MODE, Event.TSX, Event.IFLAGS, Event.INTERRUPT -> {
                     enabled = !ev.ipSuppressed;
                     if (enabled) {
                         ip = ev.ip;
                     }
                     return 0;
                 }
-                case Event.EXSTOP, Event.MWAIT, Event.TICK -> {
+                case Event.EXSTOP, Event.MWAIT, Event.TICK, Event.IRET, Event.SMI, Event.INIT, Event.VMEXIT,
+                        Event.SHUTDOWN, Event.UINTR, Event.SWINTR, Event.SYSCALL, Event.VMENTRY, Event.UIRET -> {
                     if (!ev.ipSuppressed) {
                         ip = ev.ip;
                         return 0;
@@ -350,6 +357,18 @@ public final class FlowDecoder {
                 case Event.PTWRITE -> {
                     if (enabled && !boundPtwrite && ev.ipSuppressed && pCls == InsnClass.PTWRITE) {
                         boundPtwrite = true;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.IRET, Event.VMENTRY, Event.UIRET, Event.SWINTR, Event.SYSCALL -> {
+                    if (!enabled) {
+                        report();
+                        return 0;
+                    }
+                    int bit = 1 << ev.type - Event.IRET;
+                    if ((boundInsnEvents & bit) == 0 && ev.ipSuppressed && opMatches(instructionEventPred(ev.type), pOp)) {
+                        boundInsnEvents |= bit;
                         report();
                         return 0;
                     }
@@ -554,6 +573,63 @@ public final class FlowDecoder {
                 report();
                 return 0;
             }
+            case Event.IFLAGS, Event.INTERRUPT, Event.SMI, Event.INIT, Event.VMEXIT, Event.SHUTDOWN, Event.UINTR -> {
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
+            case Event.IRET, Event.VMENTRY, Event.UIRET -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    err = walk(WALK_TO_INSN, 0, instructionEventPred(ev.type));
+                    if (err < 0) {
+                        return err;
+                    }
+                } else {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                    err = decodeAt(ip);
+                    if (err < 0) {
+                        return err;
+                    }
+                    emitLast();
+                }
+                postponeLast();
+                boundInsnEvents |= 1 << ev.type - Event.IRET;
+                report();
+                return 0;
+            }
+            case Event.SWINTR, Event.SYSCALL -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    err = walk(WALK_TO_INSN, 0, instructionEventPred(ev.type));
+                    if (err < 0) {
+                        return err;
+                    }
+                    postponeLast();
+                    boundInsnEvents |= 1 << ev.type - Event.IRET;
+                } else {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err < 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
             case Event.IGNORE, Event.NONE -> {
                 fetchEvent();
                 return 0;
@@ -598,9 +674,35 @@ public final class FlowDecoder {
             case PRED_BINDS_PIP -> bindsToPip(lCls, lOp);
             case PRED_BINDS_VMCS -> bindsToVmcs(lCls, lOp);
             case PRED_PTWRITE -> lCls == InsnClass.PTWRITE;
+            default -> opMatches(pred, lOp);
+        };
+    }
+
+    private static boolean opMatches(int pred, byte op) {
+        return switch (pred) {
+            case PRED_IRET -> op == InsnOp.IRET || op == InsnOp.SYSRET || op == InsnOp.SYSEXIT
+                    || op == InsnOp.ERETS || op == InsnOp.ERETU;
+            case PRED_VMENTRY -> op == InsnOp.VMLAUNCH || op == InsnOp.VMRESUME;
+            case PRED_UIRET -> op == InsnOp.UIRET;
+            case PRED_SWINT -> op == InsnOp.INT || op == InsnOp.INT3 || op == InsnOp.INT1 || op == InsnOp.INTO;
+            case PRED_SYSCALL -> op == InsnOp.SYSCALL || op == InsnOp.SYSENTER;
             default -> false;
         };
     }
+
+    private static int instructionEventPred(int type) {
+        return switch (type) {
+            case Event.IRET -> PRED_IRET;
+            case Event.VMENTRY -> PRED_VMENTRY;
+            case Event.UIRET -> PRED_UIRET;
+            case Event.SWINTR -> PRED_SWINT;
+            case Event.SYSCALL -> PRED_SYSCALL;
+            default -> 0;
+        };
+    }
+
+    /** Bound-to-instruction flags for event-trace events (one event of each kind per instruction). */
+    private int boundInsnEvents;
 
     private void postponeLast() {
         postponed = true;
@@ -617,6 +719,7 @@ public final class FlowDecoder {
         }
         postponed = false;
         boundPaging = boundVmcs = boundPtwrite = false;
+        boundInsnEvents = 0;
         if (!enabled) {
             return 0;
         }

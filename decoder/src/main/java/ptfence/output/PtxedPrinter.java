@@ -203,6 +203,61 @@ public final class PtxedPrinter implements FlowSink {
                 }
             }
             case Event.CBR -> line.append("cbr: ").append(Integer.toHexString(ev.ratio));
+            case Event.IFLAGS -> {
+                line.append("interrupts ").append(ev.iflag ? "enabled" : "disabled");
+                if (ipPart) {
+                    ipSuffix(ev.ip);
+                }
+            }
+            case Event.INTERRUPT -> {
+                line.append("interrupt ").append(ev.vector);
+                if (ev.hasCr2) {
+                    line.append(", cr2: ");
+                    hex16(line, ev.cr2);
+                }
+                if (ipPart) {
+                    ipSuffix(ev.ip);
+                }
+            }
+            case Event.IRET, Event.SMI, Event.RSM, Event.INIT, Event.VMENTRY, Event.SHUTDOWN, Event.UIRET, Event.SYSCALL -> {
+                line.append(switch (ev.type) {
+                    case Event.IRET -> "iret";
+                    case Event.SMI -> "smi";
+                    case Event.RSM -> "rsm";
+                    case Event.INIT -> "init";
+                    case Event.VMENTRY -> "vmentry";
+                    case Event.SHUTDOWN -> "shutdown";
+                    case Event.UIRET -> "uiret";
+                    default -> "syscall";
+                });
+                if (ipPart) {
+                    ipSuffix(ev.ip);
+                }
+            }
+            case Event.SIPI -> line.append("sipi: ").append(Integer.toHexString(ev.vector));
+            case Event.VMEXIT -> {
+                line.append("vmexit");
+                if (ev.hasVector) {
+                    line.append(", intr: ").append(ev.vector);
+                }
+                if (ev.hasVmxr) {
+                    line.append(", vmxr: ");
+                    hex16(line, ev.vmxr);
+                }
+                if (ev.hasVmxq) {
+                    line.append(", vmxq: ");
+                    hex16(line, ev.vmxq);
+                }
+                if (ipPart) {
+                    ipSuffix(ev.ip);
+                }
+            }
+            case Event.UINTR, Event.SWINTR -> {
+                line.append(ev.type == Event.UINTR ? "uintr " : "swintr ").append(ev.vector);
+                if (ipPart) {
+                    ipSuffix(ev.ip);
+                }
+            }
             case Event.MNT -> line.append("mnt: ").append(Long.toHexString(ev.payload));
             default -> {
                 return;
