@@ -244,12 +244,23 @@ public final class FlowDecoder {
         }
     }
 
+    /**
+     * The IP ptxed attributes an error to: for errors the event layer found, the instruction after the
+     * last one emitted (0 if none yet); for a query mismatch, the instruction that needed trace; else the
+     * IP the flow stopped at.
+     */
     private long errorIp(int err) {
+        if (eventLayerError) {
+            return emitted ? lastEmittedNext : 0;
+        }
         if (err == PtError.BAD_QUERY && emitted) {
             return lastEmittedIp;
         }
         return ip;
     }
+
+    private boolean eventLayerError;
+    private long lastEmittedNext;
 
     private void resetState() {
         enabled = false;
@@ -276,6 +287,7 @@ public final class FlowDecoder {
     }
 
     private int decodeLoop() {
+        eventLayerError = false;
         while (true) {
             int err;
             if (status < 0) {
@@ -290,6 +302,7 @@ public final class FlowDecoder {
                     }
                     return PtError.EOS;
                 }
+                eventLayerError = true;
                 return status;
             }
             switch (ev.type) {
@@ -877,6 +890,7 @@ public final class FlowDecoder {
         instructions++;
         insnsInBlock++;
         lastEmittedIp = lIp;
+        lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
         if (!blockMode) {
             sink.insn(lIp, lSize, lCls, mode, speculative);
@@ -894,6 +908,7 @@ public final class FlowDecoder {
         instructions += count;
         insnsInBlock += count;
         lastEmittedIp = lIp;
+        lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
         if (!blockMode) {
             long a = first;
@@ -930,6 +945,14 @@ public final class FlowDecoder {
             sink.block(runIp, runCount, runCc, runOff, runMode, runSpec);
             runCount = 0;
         }
+    }
+
+    /** ptxed's idea of the next IP: after the instruction, plus any branch displacement. */
+    private static long displacedNext(long at, int size, byte cls, int disp) {
+        return switch (cls) {
+            case InsnClass.JUMP, InsnClass.CALL, InsnClass.COND_JUMP -> at + size + disp;
+            default -> at + size;
+        };
     }
 
     private void logCall() {
@@ -982,6 +1005,7 @@ public final class FlowDecoder {
             blocks += ev.tntSize;
             insnsInBlock = 0;
             lastEmittedIp = secBase + c.pathLast;
+            lastEmittedNext = displacedNext(lastEmittedIp, c.length(c.pathLast, x86), c.cls(c.pathLast), c.displacement(c.pathLast));
             emitted = true;
             ip = secBase + c.pathEnd;
             progress = true;

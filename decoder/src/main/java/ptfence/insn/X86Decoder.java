@@ -58,6 +58,9 @@ public final class X86Decoder {
                 length = vexLength(window, n, mode);
             }
             if (length == 0) {
+                length = group7RegisterLength(window, n, mode);
+            }
+            if (length == 0) {
                 return 0;
             }
         } else {
@@ -184,6 +187,24 @@ public final class X86Decoder {
             len += 4;
         }
         return len + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+    }
+
+    /**
+     * 0F 01 with a register-form ModRM (C0..FF) is a family of operand-less system instructions; newer
+     * ones (UIRET, ERETS, ERETU, ...) are unknown to capstone 4. Returns their length, or 0.
+     */
+    private static int group7RegisterLength(byte[] b, int n, int mode) {
+        int i = 0;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            i++;
+        }
+        if (mode == ExecMode.BITS64 && i < n && (b[i] & 0xf0) == 0x40) {
+            i++;
+        }
+        if (i + 2 < n && b[i] == 0x0f && b[i + 1] == 0x01 && (b[i + 2] & 0xc0) == 0xc0) {
+            return i + 3;
+        }
+        return 0;
     }
 
     /**
