@@ -391,6 +391,8 @@ public final class EventDecoder {
             }
             case INVALID:
                 return status < 0 ? status : 1;
+            case Pkt.TRIG:
+                return decodeTrig(p);
             case Pkt.CFE:
                 return decodeCfe(p);
             case Pkt.EVD:
@@ -1159,6 +1161,33 @@ public final class EventDecoder {
             }
         }
         return null;
+    }
+
+    /** TRIG: flagA = IP bit, flagB = ICNT valid, flagC = mult, payload = TRBV, payload2 = ICNT. */
+    private int decodeTrig(Pkt p) {
+        if (p.flagA) {
+            if (!p.flagB || p.payload2 != 0) {
+                return PtError.BAD_PACKET;
+            }
+            Event ev = enqueue(EVB_FUP_BOUND);
+            ev.type = Event.TRIG;
+            ev.trbv = (int) p.payload;
+            ev.mult = p.flagC;
+            return 1;
+        }
+        Event ev = standalone();
+        ev.type = Event.TRIG;
+        ev.trbv = (int) p.payload;
+        ev.mult = p.flagC;
+        if (p.flagB) {
+            if (p.payload2 != 0 && !enabled) {
+                return PtError.BAD_PACKET;
+            }
+            ev.icnt = (int) p.payload2;
+        } else {
+            ev.ipSuppressed = true;
+        }
+        return publishAndFetch(ev);
     }
 
     private int decodeMwait(Pkt p) {

@@ -275,9 +275,42 @@ public final class FlowDecoder {
         status = 0;
         initialPsb = true;
         runCount = 0;
+        hasIcnt = false;
+        icnt = 0;
+        ev.type = Event.NONE;
+    }
+
+    // TRIG anchors: instructions counted since the last event that pinned down an IP.
+    private boolean hasIcnt;
+    private long icnt;
+
+    private void findTrigAnchor() {
+        switch (ev.type) {
+            case Event.PAGING, Event.SIPI, Event.CBR, Event.MNT, Event.STOP, Event.VMCS, Event.MWAIT, Event.PWRE,
+                    Event.PWRX, Event.NONE, Event.IGNORE -> { }
+            case Event.ENABLED, Event.ASYNC_BRANCH, Event.TIP, Event.TNT -> {
+                hasIcnt = true;
+                icnt = 0;
+            }
+            case Event.DISABLED, Event.ASYNC_DISABLED -> {
+                hasIcnt = false;
+                icnt = 0;
+            }
+            case Event.OVERFLOW -> {
+                hasIcnt = !ev.ipSuppressed;
+                icnt = 0;
+            }
+            default -> {
+                if (!ev.ipSuppressed) {
+                    hasIcnt = true;
+                    icnt = 0;
+                }
+            }
+        }
     }
 
     private void fetchEvent() {
+        findTrigAnchor();
         status = evd.next(ev);
         if (status < 0) {
             ev.type = Event.NONE;
@@ -643,6 +676,43 @@ public final class FlowDecoder {
                 report();
                 return 0;
             }
+            case Event.TRIG -> {
+                if (ev.ipSuppressed) {
+                    report();
+                    return 0;
+                }
+                if (ev.ip == 0) {
+                    if (!hasIcnt || ev.icnt < icnt) {
+                        return PtError.BAD_PACKET;
+                    }
+                    ev.icnt -= (int) icnt;
+                    ev.ip = ip;
+                }
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                err = walk(WALK_TO_IP, ev.ip, 0);
+                if (err < 0) {
+                    return err;
+                }
+                while (ev.icnt > 0) {
+                    err = decodeAt(ip);
+                    if (err < 0) {
+                        return err;
+                    }
+                    emitLast();
+                    long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+                    if (next == NEEDS_TRACE) {
+                        return PtError.BAD_QUERY;
+                    }
+                    ip = next;
+                    ev.ip = ip;
+                    ev.icnt--;
+                }
+                report();
+                return 0;
+            }
             case Event.IGNORE, Event.NONE -> {
                 fetchEvent();
                 return 0;
@@ -889,6 +959,7 @@ public final class FlowDecoder {
         }
         instructions++;
         insnsInBlock++;
+        icnt++;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
@@ -907,6 +978,7 @@ public final class FlowDecoder {
     private void emitRun(long first, int count, int off) {
         instructions += count;
         insnsInBlock += count;
+        icnt += count;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
@@ -1002,6 +1074,7 @@ public final class FlowDecoder {
                 return progress;
             }
             instructions += c.pathInsns;
+            icnt += c.pathInsns;
             blocks += ev.tntSize;
             insnsInBlock = 0;
             lastEmittedIp = secBase + c.pathLast;

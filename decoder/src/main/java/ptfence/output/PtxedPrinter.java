@@ -235,6 +235,23 @@ public final class PtxedPrinter implements FlowSink {
                 }
             }
             case Event.SIPI -> line.append("sipi: ").append(Integer.toHexString(ev.vector));
+            case Event.TRIG -> {
+                line.append("trig ");
+                String h = Integer.toHexString(ev.trbv);
+                if (h.length() < 2) {
+                    line.append('0');
+                }
+                line.append(h);
+                if (ev.mult) {
+                    line.append(", mult");
+                }
+                if (ipPart) {
+                    ipSuffix(ev.ip);
+                }
+                if (ev.icnt != 0) {
+                    line.append(", icnt: ").append(ev.icnt);
+                }
+            }
             case Event.VMEXIT -> {
                 line.append("vmexit");
                 if (ev.hasVector) {
