@@ -347,12 +347,15 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if (countOnly && ev.type == Event.TNT && tntFast()) {
+                    if (countOnly && !cfg.endOnCall && !cfg.endOnJump && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
                     err = walk(WALK_NONE, 0, 0);
                     if (err == PtError.BAD_QUERY) {
                         err = proceedWithTrace();
+                    }
+                    if (err > 0) {
+                        err = 0;
                     }
                 }
                 default -> err = handleEvent();
@@ -365,18 +368,7 @@ public final class FlowDecoder {
 
     // ---------------------------------------------------------------- events
 
-    /** Ends the current block (libipt's: at a branch that needs trace, or at an event). */
-    private void endBlock() {
-        if (insnsInBlock > 0) {
-            blocks++;
-            insnsInBlock = 0;
-        }
-    }
-
-    private int insnsInBlock;
-
     private void report() {
-        endBlock();
         flushRun();
         sink.event(ev);
         fetchEvent();
@@ -481,7 +473,7 @@ public final class FlowDecoder {
                 err = ev.ipSuppressed ? walk(WALK_TO_INSN, 0, PRED_CHANGES_CR3) : walk(WALK_TO_IP, ev.ip, 0);
                 if (err == PtError.BAD_QUERY) {
                     setResumeIp(lIp, lSize, lCls);
-                } else if (err < 0) {
+                } else if (err <= 0) {
                     return err;
                 }
                 return applyDisabled();
@@ -491,7 +483,7 @@ public final class FlowDecoder {
                     return PtError.BAD_CONTEXT;
                 }
                 err = walk(WALK_TO_IP, ev.from, 0);
-                if (err < 0) {
+                if (err <= 0) {
                     return err;
                 }
                 return applyDisabled();
@@ -501,7 +493,7 @@ public final class FlowDecoder {
                     return PtError.BAD_CONTEXT;
                 }
                 err = walk(WALK_TO_IP, ev.from, 0);
-                if (err < 0) {
+                if (err <= 0) {
                     return err;
                 }
                 long to = ev.ip;
@@ -515,7 +507,7 @@ public final class FlowDecoder {
                     return 0;
                 }
                 err = walk(WALK_TO_INSN, 0, ev.type == Event.PAGING ? PRED_BINDS_PIP : PRED_BINDS_VMCS);
-                if (err < 0) {
+                if (err <= 0) {
                     return err;
                 }
                 postponeLast();
@@ -530,7 +522,7 @@ public final class FlowDecoder {
             case Event.ASYNC_PAGING, Event.ASYNC_VMCS -> {
                 if (!ev.ipSuppressed && enabled) {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 }
@@ -554,7 +546,7 @@ public final class FlowDecoder {
             case Event.EXEC_MODE -> {
                 if (enabled && !ev.ipSuppressed) {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 }
@@ -568,7 +560,7 @@ public final class FlowDecoder {
             case Event.TSX -> {
                 if (enabled && !ev.ipSuppressed) {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 }
@@ -586,7 +578,7 @@ public final class FlowDecoder {
             case Event.EXSTOP, Event.MWAIT -> {
                 if (enabled && !ev.ipSuppressed) {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 }
@@ -600,12 +592,12 @@ public final class FlowDecoder {
                 }
                 if (ev.ipSuppressed) {
                     err = walk(WALK_TO_INSN, 0, PRED_PTWRITE);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 } else {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                     err = decodeAt(ip);
@@ -622,7 +614,7 @@ public final class FlowDecoder {
             case Event.IFLAGS, Event.INTERRUPT, Event.SMI, Event.INIT, Event.VMEXIT, Event.SHUTDOWN, Event.UINTR -> {
                 if (enabled && !ev.ipSuppressed) {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 }
@@ -636,12 +628,12 @@ public final class FlowDecoder {
                 }
                 if (ev.ipSuppressed) {
                     err = walk(WALK_TO_INSN, 0, instructionEventPred(ev.type));
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 } else {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                     err = decodeAt(ip);
@@ -662,14 +654,14 @@ public final class FlowDecoder {
                 }
                 if (ev.ipSuppressed) {
                     err = walk(WALK_TO_INSN, 0, instructionEventPred(ev.type));
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                     postponeLast();
                     boundInsnEvents |= 1 << ev.type - Event.IRET;
                 } else {
                     err = walk(WALK_TO_IP, ev.ip, 0);
-                    if (err < 0) {
+                    if (err <= 0) {
                         return err;
                     }
                 }
@@ -693,7 +685,7 @@ public final class FlowDecoder {
                     return 0;
                 }
                 err = walk(WALK_TO_IP, ev.ip, 0);
-                if (err < 0) {
+                if (err <= 0) {
                     return err;
                 }
                 while (ev.icnt > 0) {
@@ -838,11 +830,15 @@ public final class FlowDecoder {
      * instruction needs trace (it was emitted; ip stays at it), or another error.
      */
     private int walk(int kind, long target, int pred) {
+        if (kind == WALK_TO_IP && ip == target) {
+            return 1;
+        }
+        beginBlock();
         while (true) {
             if (kind == WALK_TO_IP && ip == target) {
                 return 1;
             }
-            if (kind != WALK_TO_INSN) {
+            if (kind != WALK_TO_INSN && !cfg.endOnCall && !cfg.endOnJump) {
                 int fast = walkCachedBlock(kind, target);
                 if (fast != 0) {
                     if (fast < 0) {
@@ -864,7 +860,17 @@ public final class FlowDecoder {
                 return PtError.BAD_QUERY;
             }
             ip = next;
+            if ((cfg.endOnCall && lCls == InsnClass.CALL) || (cfg.endOnJump && lCls == InsnClass.JUMP)) {
+                return kind == WALK_TO_IP && ip == target ? 1 : 0;
+            }
         }
+    }
+
+    /** libipt's pt_blk_next: a new block starts (ptxed --block:show-blocks marks it). */
+    private void beginBlock() {
+        flushRun();
+        blocks++;
+        sink.beginBlock();
     }
 
     /**
@@ -958,7 +964,6 @@ public final class FlowDecoder {
             logCall();
         }
         instructions++;
-        insnsInBlock++;
         icnt++;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
@@ -977,7 +982,6 @@ public final class FlowDecoder {
 
     private void emitRun(long first, int count, int off) {
         instructions += count;
-        insnsInBlock += count;
         icnt += count;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
@@ -1076,7 +1080,6 @@ public final class FlowDecoder {
             instructions += c.pathInsns;
             icnt += c.pathInsns;
             blocks += ev.tntSize;
-            insnsInBlock = 0;
             lastEmittedIp = secBase + c.pathLast;
             lastEmittedNext = displacedNext(lastEmittedIp, c.length(c.pathLast, x86), c.cls(c.pathLast), c.displacement(c.pathLast));
             emitted = true;
@@ -1089,7 +1092,6 @@ public final class FlowDecoder {
 
     /** The instruction in l* needs trace; the head event must supply it. */
     private int proceedWithTrace() {
-        endBlock();
         switch (lCls) {
             case InsnClass.COND_JUMP -> {
                 int bit = takeTnt();

@@ -22,6 +22,10 @@ public interface FlowSink {
     /** The trace ended while tracing was enabled. */
     void endOfTrace();
 
+    /** A new block starts (one call of libipt's pt_blk_next). */
+    default void beginBlock() {
+    }
+
     /** True if the sink ignores instructions (then the decoder may skip over them in bulk). */
     default boolean countsOnly() {
         return false;

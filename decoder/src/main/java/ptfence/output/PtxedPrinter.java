@@ -19,6 +19,21 @@ public final class PtxedPrinter implements FlowSink {
     private final X86Decoder dec = new X86Decoder();
     private final StringBuilder line = new StringBuilder(64);
 
+    private boolean showBlocks;
+
+    /** ptxed --block:show-blocks: a "[block]" line where each block starts. */
+    public PtxedPrinter showBlocks(boolean on) {
+        showBlocks = on;
+        return this;
+    }
+
+    @Override
+    public void beginBlock() {
+        if (showBlocks) {
+            out.append("[block]\n");
+        }
+    }
+
     public PtxedPrinter(PrintWriter out, boolean eventIp, boolean eventTime) {
         this.out = out;
         this.eventIp = eventIp;

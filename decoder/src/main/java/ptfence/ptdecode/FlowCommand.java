@@ -158,7 +158,7 @@ public final class FlowCommand implements Callable<Integer> {
         byte[] trace = readTrace(pt);
         boolean blocks = isBlockDecoder();
         FlowSink sink = quiet ? new CountingSink(out) : switch (format) {
-            case "ptxed" -> new PtxedPrinter(out, eventIp, eventTime);
+            case "ptxed" -> new PtxedPrinter(out, eventIp, eventTime).showBlocks(showBlocks && blocks);
             case "text" -> new TextPrinter(out, image, eventIp, eventTime);
             case "jsonl" -> new JsonlPrinter(out);
             default -> throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
