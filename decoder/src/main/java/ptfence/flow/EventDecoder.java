@@ -1262,6 +1262,18 @@ public final class EventDecoder {
 
         int offset = findOvfFup();
         if (offset <= 0) {
+            if (config.skd010) {
+                int r = handleSkd010();
+                if (r <= 0) {
+                    return r;
+                }
+            }
+            if (config.apl11 && offset == PtError.BAD_CONTEXT) {
+                int r = handleApl11();
+                if (r <= 0) {
+                    return r;
+                }
+            }
             if ((offset < 0) && (offset != PtError.EOS)) {
                 return offset;
             }
@@ -1270,10 +1282,215 @@ public final class EventDecoder {
             ev.ipSuppressed = true;
             return publishAndFetch(ev);
         }
+        if (config.apl12) {
+            int r = handleApl12(offset);
+            if (r <= 0) {
+                return r;
+            }
+        }
         Event ev = enqueue(EVB_FUP_BOUND);
         ev.type = Event.OVERFLOW;
         eventTime(ev);
         return 1;
+    }
+
+    /** OVF resolved with tracing disabled at a packet found ahead: continue after {@code afterPacket}. */
+    private int recoverOvfDisabled(long afterPacket) {
+        in.seek(afterPacket);
+        Event ev = standalone();
+        ev.type = Event.OVERFLOW;
+        ev.ipSuppressed = true;
+        eventTime(ev);
+        ev.offset = offset();
+        event = ev;
+        return fetchPacket();
+    }
+
+    /**
+     * OVF resolved with tracing enabled at the IP of {@code ipPacket}; {@code current} (ending at
+     * {@code afterCurrent}) becomes the packet the decoder looks at next.
+     */
+    private int recoverOvfAtIp(Pkt ipPacket, Pkt current, long afterCurrent) {
+        int err = updateIp(ipPacket);
+        if (err < 0) {
+            return err;
+        }
+        copyPkt(packet, current);
+        in.seek(afterCurrent);
+        Event ev = standalone();
+        ev.type = Event.OVERFLOW;
+        eventTime(ev);
+        enabled = true;
+        err = eventIp(ev);
+        if (err < 0) {
+            return err;
+        }
+        return publish(ev);
+    }
+
+    /** SKD010: the FUP after OVF may be missing; find where tracing resumed from later packets. */
+    private int handleSkd010() {
+        long save = in.position();
+        boolean tsxFound = false;
+        boolean intx = false;
+        boolean abrt = false;
+        Pkt p = new Pkt();
+        while (true) {
+            int st = in.next(p);
+            if (st < 0) {
+                in.seek(save);
+                return st == PtError.EOS ? 1 : st;
+            }
+            long after = in.position();
+            switch (p.type) {
+                case Pkt.TIP_PGE, Pkt.TNT, Pkt.OVF, Pkt.STOP, Pkt.MWAIT, Pkt.UNKNOWN -> {
+                    in.seek(save);
+                    return 1;
+                }
+                case Pkt.TIP_PGD -> {
+                    return recoverOvfDisabled(after);
+                }
+                case Pkt.MODE_TSX -> {
+                    if (tsxFound) {
+                        in.seek(save);
+                        return 1;
+                    }
+                    tsxFound = true;
+                    intx = p.flagA;
+                    abrt = p.flagB;
+                }
+                case Pkt.FUP -> {
+                    if (tsxFound) {
+                        Event ev = enqueue(EVB_FUP_BOUND);
+                        ev.type = Event.TSX;
+                        ev.speculative = intx;
+                        ev.aborted = abrt;
+                    }
+                    return recoverOvfAtIp(p, p, after);
+                }
+                case Pkt.TIP -> {
+                    int err = recoverOvfAtIp(p, p, after);
+                    if (err < 0) {
+                        return err;
+                    }
+                    return fetchPacket();
+                }
+                case Pkt.PSB -> {
+                    Pkt fup = new Pkt();
+                    int f = findHeaderFup(fup);
+                    if (f <= 0) {
+                        in.seek(save);
+                        return f == PtError.EOS || f == 0 ? 1 : f;
+                    }
+                    in.seek(after);
+                    return recoverOvfAtIp(fup, p, after);
+                }
+                case Pkt.PSBEND -> {
+                    in.seek(save);
+                    return PtError.BAD_CONTEXT;
+                }
+                case Pkt.EXSTOP, Pkt.PTW -> {
+                    if (p.flagA) {
+                        in.seek(save);
+                        return 1;
+                    }
+                }
+                case Pkt.CFE -> {
+                    if (p.flagA) {
+                        in.seek(save);
+                        return 1;
+                    }
+                }
+                default -> {
+                    if (p.type == Pkt.TSC || p.type == Pkt.CBR || p.type == Pkt.TMA || p.type == Pkt.MTC || p.type == Pkt.CYC) {
+                        time.apply(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The FUP inside the PSB+ that starts at the input's position: 1 (in {@code fup}), 0 if none, or an error. */
+    private int findHeaderFup(Pkt fup) {
+        long save = in.position();
+        try {
+            while (true) {
+                int st = in.next(fup);
+                if (st < 0) {
+                    return st;
+                }
+                switch (fup.type) {
+                    case Pkt.FUP:
+                        return 1;
+                    case Pkt.MODE_EXEC, Pkt.MODE_TSX, Pkt.PIP, Pkt.VMCS, Pkt.MNT, Pkt.TSC, Pkt.CBR, Pkt.TMA, Pkt.MTC,
+                            Pkt.CYC, Pkt.PAD:
+                        break;
+                    case Pkt.PSBEND, Pkt.OVF:
+                        return 0;
+                    default:
+                        return PtError.BAD_CONTEXT;
+                }
+            }
+        } finally {
+            in.seek(save);
+        }
+    }
+
+    /** APL11: an OVF may be followed by a spurious TIP.PGD; treat the overflow as resolved disabled there. */
+    private int handleApl11() {
+        long save = in.position();
+        Pkt p = new Pkt();
+        while (true) {
+            int st = in.next(p);
+            if (st < 0) {
+                in.seek(save);
+                return st;
+            }
+            switch (p.type) {
+                case Pkt.TIP_PGD -> {
+                    return recoverOvfDisabled(in.position());
+                }
+                case Pkt.TSC, Pkt.CBR, Pkt.TMA, Pkt.MTC, Pkt.CYC -> time.apply(p);
+                case Pkt.PAD, Pkt.MNT, Pkt.CFE, Pkt.EVD, Pkt.TRIG -> { }
+                default -> {
+                    in.seek(save);
+                    return 1;
+                }
+            }
+        }
+    }
+
+    /** APL12: an OVF resolved disabled may still be followed by a FUP; look past it for the real resolution. */
+    private int handleApl12(int fupEnd) {
+        long save = in.position();
+        in.seek(save + fupEnd);
+        Pkt p = new Pkt();
+        while (true) {
+            int st = in.next(p);
+            if (st < 0) {
+                in.seek(save);
+                return st == PtError.EOS ? 1 : st;
+            }
+            switch (p.type) {
+                case Pkt.TNT, Pkt.TIP, Pkt.TIP_PGD, Pkt.PSBEND, Pkt.OVF, Pkt.UNKNOWN -> {
+                    in.seek(save);
+                    return 1;
+                }
+                case Pkt.PSB -> {
+                    Pkt fup = new Pkt();
+                    int f = findHeaderFup(fup);
+                    if (f != 0) {
+                        in.seek(save);
+                        return f == PtError.EOS ? 1 : f;
+                    }
+                    return recoverOvfDisabled(save + fupEnd);
+                }
+                case Pkt.STOP, Pkt.TIP_PGE -> {
+                    return recoverOvfDisabled(save + fupEnd);
+                }
+                default -> { }
+            }
+        }
     }
 
     /** After OVF: bytes to (the end of) the FUP that resolves it, 0 if tracing resumed disabled, or an error. */

@@ -30,6 +30,7 @@ public final class FlowDecoder {
     private static final int PRED_UIRET = 7;
     private static final int PRED_SWINT = 8;
     private static final int PRED_SYSCALL = 9;
+    private static final int PRED_SKL014 = 10;
 
     private static final int RETSTACK_SIZE = 64;
 
@@ -470,7 +471,11 @@ public final class FlowDecoder {
                 if (!enabled) {
                     return PtError.BAD_CONTEXT;
                 }
-                err = ev.ipSuppressed ? walk(WALK_TO_INSN, 0, PRED_CHANGES_CR3) : walk(WALK_TO_IP, ev.ip, 0);
+                if (ev.ipSuppressed && cfg.addr0Cfg != 0 && cfg.skl014) {
+                    err = walkSkl014();
+                } else {
+                    err = ev.ipSuppressed ? walk(WALK_TO_INSN, 0, PRED_CHANGES_CR3) : walk(WALK_TO_IP, ev.ip, 0);
+                }
                 if (err == PtError.BAD_QUERY) {
                     setResumeIp(lIp, lSize, lCls);
                 } else if (err <= 0) {
@@ -485,6 +490,12 @@ public final class FlowDecoder {
                 err = walk(WALK_TO_IP, ev.from, 0);
                 if (err <= 0) {
                     return err;
+                }
+                if (cfg.skd022 && decodeAt(ev.from) == 0 && (lOp == InsnOp.VMLAUNCH || lOp == InsnOp.VMRESUME)) {
+                    // SKD022: a VM entry that fails may look like an asynchronous disable; treat it as
+                    // the synchronous disable of that instruction.
+                    ev.type = Event.DISABLED;
+                    return 0;
                 }
                 return applyDisabled();
             }
@@ -749,6 +760,7 @@ public final class FlowDecoder {
             case PRED_BINDS_PIP -> bindsToPip(lCls, lOp);
             case PRED_BINDS_VMCS -> bindsToVmcs(lCls, lOp);
             case PRED_PTWRITE -> lCls == InsnClass.PTWRITE;
+            case PRED_SKL014 -> lCls == InsnClass.JUMP || lCls == InsnClass.CALL || lOp == InsnOp.MOV_CR3;
             default -> opMatches(pred, lOp);
         };
     }
@@ -864,6 +876,37 @@ public final class FlowDecoder {
                 return kind == WALK_TO_IP && ip == target ? 1 : 0;
             }
         }
+    }
+
+    /**
+     * SKL014: with address filtering, a TIP.PGD's IP may be suppressed even for a direct branch that left
+     * the filter region. Walk to the direct branch (or MOV CR3) whose target lies outside the filter.
+     */
+    private int walkSkl014() {
+        while (true) {
+            int err = walk(WALK_TO_INSN, 0, PRED_SKL014);
+            if (err <= 0) {
+                return err;
+            }
+            if (lOp == InsnOp.MOV_CR3) {
+                return 1;
+            }
+            long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+            if (next == NEEDS_TRACE) {
+                return PtError.BAD_QUERY;
+            }
+            if (!insideFilter(next)) {
+                return 1;
+            }
+            ip = next;
+        }
+    }
+
+    private boolean insideFilter(long addr) {
+        if (cfg.addr0Cfg != 1) {
+            return true;
+        }
+        return Long.compareUnsigned(addr, cfg.addr0A) >= 0 && Long.compareUnsigned(addr, cfg.addr0B) <= 0;
     }
 
     /** libipt's pt_blk_next: a new block starts (ptxed --block:show-blocks marks it). */
