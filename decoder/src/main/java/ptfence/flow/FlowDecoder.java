@@ -369,7 +369,25 @@ public final class FlowDecoder {
 
     // ---------------------------------------------------------------- events
 
+    /** The last block ended with a branch and no event came since (for BDM64). */
+    private boolean blockEndedWithBranch;
+
+    private boolean rangeContiguous(long begin, long end, int steps) {
+        long at = begin;
+        for (int i = 0; i < steps; i++) {
+            if (at == end) {
+                return true;
+            }
+            if (decodeAt(at) < 0 || InsnClass.isBranch(lCls)) {
+                return false;
+            }
+            at += lSize;
+        }
+        return false;
+    }
+
     private void report() {
+        blockEndedWithBranch = false;
         flushRun();
         sink.event(ev);
         fetchEvent();
@@ -569,6 +587,11 @@ public final class FlowDecoder {
                 return 0;
             }
             case Event.TSX -> {
+                if (cfg.bdm64 && enabled && ev.aborted && !ev.ipSuppressed && blockEndedWithBranch
+                        && ip != ev.ip && !rangeContiguous(ip, ev.ip, 0x100)) {
+                    // BDM64: the trace of the branch just before an abort may be corrupt; trust the abort IP.
+                    ip = ev.ip;
+                }
                 if (enabled && !ev.ipSuppressed) {
                     err = walk(WALK_TO_IP, ev.ip, 0);
                     if (err <= 0) {
@@ -1008,6 +1031,7 @@ public final class FlowDecoder {
         }
         instructions++;
         icnt++;
+        blockEndedWithBranch = false;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
@@ -1026,6 +1050,7 @@ public final class FlowDecoder {
     private void emitRun(long first, int count, int off) {
         instructions += count;
         icnt += count;
+        blockEndedWithBranch = false;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
@@ -1135,6 +1160,7 @@ public final class FlowDecoder {
 
     /** The instruction in l* needs trace; the head event must supply it. */
     private int proceedWithTrace() {
+        blockEndedWithBranch = true;
         switch (lCls) {
             case InsnClass.COND_JUMP -> {
                 int bit = takeTnt();
