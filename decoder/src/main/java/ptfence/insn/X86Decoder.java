@@ -61,6 +61,9 @@ public final class X86Decoder {
                 length = group7RegisterLength(window, n, mode);
             }
             if (length == 0) {
+                length = twoByteModrmLength(window, n, mode);
+            }
+            if (length == 0) {
                 return 0;
             }
         } else {
@@ -187,6 +190,42 @@ public final class X86Decoder {
             len += 4;
         }
         return len + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+    }
+
+    /**
+     * A 0F-map instruction with a ModRM operand that capstone 4 does not know (CET's RDSSP, INCSSP, ...):
+     * its length follows from ModRM, SIB, displacement and, for a few opcodes, an 8-bit immediate. Returns
+     * 0 for opcodes without ModRM or outside this map.
+     */
+    private static int twoByteModrmLength(byte[] b, int n, int mode) {
+        int i = 0;
+        boolean asz = false;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            asz |= (b[i] & 0xff) == 0x67;
+            i++;
+        }
+        boolean m64 = mode == ExecMode.BITS64;
+        if (m64 && i < n && (b[i] & 0xf0) == 0x40) {
+            i++;
+        }
+        if (i + 2 >= n || b[i] != 0x0f) {
+            return 0;
+        }
+        int op = b[i + 1] & 0xff;
+        boolean noModrm = op == 0x38 || op == 0x3a || op == 0x0f || (op >= 0x04 && op <= 0x0b) || op == 0x0e
+                || (op >= 0x30 && op <= 0x37) || op == 0x77 || (op >= 0x80 && op <= 0x8f)
+                || (op >= 0xa0 && op <= 0xa2) || (op >= 0xa8 && op <= 0xaa) || (op >= 0xc8 && op <= 0xcf);
+        if (noModrm) {
+            return 0;
+        }
+        int len = modrmEnd(b, i + 2, n, (mode == ExecMode.BITS16) != asz && !m64);
+        if (len <= 0) {
+            return 0;
+        }
+        boolean imm8 = (op >= 0x70 && op <= 0x73) || op == 0xa4 || op == 0xac || op == 0xba || op == 0xc2
+                || (op >= 0xc4 && op <= 0xc6);
+        len += imm8 ? 1 : 0;
+        return len <= n ? len : 0;
     }
 
     /**
