@@ -1,0 +1,227 @@
+package ptfence.fence;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import ptfence.bpf.Kallsyms;
+import ptfence.bpf.ProgInfo;
+import ptfence.bpf.TestPrograms;
+import ptfence.sys.Bpf;
+import ptfence.sys.BpfFd;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.*;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Acceptance of the in-kernel fence, live: programs loaded and closed at once through the facade are all
+ * captured, byte for byte what BPF_OBJ_GET_INFO_BY_FD returns, named as kallsyms names them, with no loss.
+ */
+class TextFenceTest {
+    static final int N = 1000;
+    static final Duration QUIET = Duration.ofSeconds(2), MAX_WAIT = Duration.ofSeconds(60);
+
+    @BeforeAll
+    static void live() {
+        assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
+    }
+
+    /** What the kernel says about one program kept alive: per function bytes, address and kallsyms name. */
+    record Reference(List<byte[]> images, List<Long> addresses, List<String> names) {}
+
+    static Reference reference(ProgInfo info, Kallsyms k) {
+        List<byte[]> images = new ArrayList<>();
+        List<Long> addrs = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        for (int f = 0; f < info.functionCount(); f++) {
+            images.add(info.functionImage(f));
+            addrs.add(info.jitedKsyms()[f]);
+            names.add(k.at(info.jitedKsyms()[f]).stream().filter(s -> s.name().startsWith("bpf_prog_"))
+                    .findFirst().orElseThrow().name());
+        }
+        return new Reference(images, addrs, names);
+    }
+
+    @Test
+    void churnOfAThousandIsCapturedCompletelyAtLoadAndAtFree() throws Exception {
+        Bpf bpf = Bpf.get();
+        // Control run: the same programs kept alive, as the kernel reports them.
+        Map<String, Reference> control = new HashMap<>();
+        List<BpfFd> alive = new ArrayList<>();
+        try {
+            for (int i = 0; i < N; i++) alive.add(bpf.progLoad(TestPrograms.constant("acc" + i, i)));
+            Kallsyms k = Kallsyms.read();
+            for (int i = 0; i < N; i++) {
+                Reference r = reference(ProgInfo.fetch(alive.get(i)), k);
+                control.put(r.names().get(0), r);
+            }
+        } finally {
+            alive.forEach(BpfFd::close);
+        }
+        assertEquals(N, control.size(), "every control program has its own kallsyms name");
+
+        CollectingSink sink = new CollectingSink();
+        FenceCounters c;
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
+            assertEquals(TextFence.Mode.IN_KERNEL, fence.mode(), fence.fallbackReason());
+            for (int i = 0; i < N; i++) bpf.progLoad(TestPrograms.constant("acc" + i, i)).close();
+            fence.awaitQuiet(QUIET, MAX_WAIT);
+            c = fence.counters();
+        }
+        for (Hook hook : new Hook[] {Hook.LOAD, Hook.FREE}) {
+            List<CapturedText> got = sink.of(hook, "acc");
+            assertEquals(N, got.size(), hook + " images");
+            int sameAddress = 0;
+            for (CapturedText t : got) {
+                Reference r = control.get(t.name());
+                assertNotNull(r, hook + ": " + t.name() + " is not a kallsyms name of the control run");
+                assertTrue(t.complete(), t.toString());
+                assertEquals(1, t.functionCount());
+                byte[] want = r.images().get(0);
+                if (t.address() == r.addresses().get(0)) {
+                    sameAddress++;
+                    assertArrayEquals(want, t.bytes(), t.toString());
+                } else {
+                    assertTrue(SameCode.relocatedEqual(want, r.addresses().get(0), t.bytes(), t.address()),
+                            t + ": bytes differ from the control run beyond PC-relative fields");
+                }
+            }
+            System.out.printf("%s: %d/%d captured, %d at the control run's address (byte-identical)%n",
+                    hook, got.size(), N, sameAddress);
+        }
+        assertEquals(0, c.losses(), c.summary());
+        assertEquals(0, c.reserveFailures());
+    }
+
+    @Test
+    void imagesAreByteIdenticalToObjGetInfoOfTheSameInstance() throws Exception {
+        Bpf bpf = Bpf.get();
+        CollectingSink sink = new CollectingSink();
+        Map<String, ProgInfo> infos = new HashMap<>();
+        FenceCounters c;
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
+            for (int i = 0; i < N; i++) {
+                try (BpfFd fd = bpf.progLoad(TestPrograms.constant("same" + i, i + 7))) {
+                    infos.put("same" + i, ProgInfo.fetch(fd));
+                }
+            }
+            fence.awaitQuiet(QUIET, MAX_WAIT);
+            c = fence.counters();
+        }
+        for (Hook hook : new Hook[] {Hook.LOAD, Hook.FREE}) {
+            List<CapturedText> got = sink.of(hook, "same");
+            assertEquals(N, got.size(), hook + " images");
+            for (CapturedText t : got) {
+                String progName = t.name().substring(t.name().lastIndexOf('_') + 1);
+                ProgInfo info = infos.get(progName);
+                assertArrayEquals(info.jitedInsns(), t.bytes(), t.toString());
+                assertEquals(info.jitedKsyms()[0], t.address());
+                assertEquals("bpf_prog_" + info.tagHex() + "_" + progName, t.name());
+                assertEquals(info.tag(), t.tag());
+                if (hook == Hook.LOAD) assertEquals(info.id(), t.progId());
+            }
+        }
+        assertEquals(0, c.losses(), c.summary());
+    }
+
+    @Test
+    void multiFunctionAndHundredThousandInstructionPrograms() throws Exception {
+        Bpf bpf = Bpf.get();
+        CollectingSink sink = new CollectingSink();
+        List<Reference> refs = new ArrayList<>();
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
+            for (Bpf.ProgLoad p : List.of(TestPrograms.withSubprograms("multi_fn", 5, 3),
+                    TestPrograms.large("big_100k", 100_000))) {
+                try (BpfFd fd = bpf.progLoad(p)) {
+                    refs.add(reference(ProgInfo.fetch(fd), Kallsyms.read()));
+                }
+            }
+            fence.awaitQuiet(QUIET, MAX_WAIT);
+            assertEquals(0, fence.counters().losses(), fence.counters().summary());
+        }
+        assertEquals(6, refs.get(0).images().size(), "main + 5 subprograms");
+        assertTrue(refs.get(1).images().get(0).length > 300_000, "100k insns JIT to " + refs.get(1).images().get(0).length);
+        for (Hook hook : new Hook[] {Hook.LOAD, Hook.FREE}) {
+            for (Reference r : refs) {
+                for (int f = 0; f < r.images().size(); f++) {
+                    long addr = r.addresses().get(f);
+                    CapturedText t = sink.all.stream().filter(x -> x.hook() == hook && x.address() == addr)
+                            .findFirst().orElseThrow(() -> new AssertionError(hook + " missed " + addr));
+                    assertEquals(r.names().get(f), t.name());
+                    assertArrayEquals(r.images().get(f), t.bytes(), hook + " " + t);
+                    assertEquals(f, t.functionIndex());
+                    assertEquals(r.images().size(), t.functionCount());
+                }
+            }
+        }
+    }
+
+    @Test
+    void startupScanCopiesProgramsLoadedBeforeTheFence() throws Exception {
+        try (BpfFd early = Bpf.get().progLoad(TestPrograms.withSubprograms("early", 2, 11))) {
+            ProgInfo info = ProgInfo.fetch(early);
+            Reference r = reference(info, Kallsyms.read());
+            CollectingSink sink = new CollectingSink();
+            try (TextFence fence = TextFence.start(TextFence.Config.defaults(), sink)) {
+                for (int f = 0; f < r.images().size(); f++) {
+                    long addr = r.addresses().get(f);
+                    CapturedText t = sink.all.stream().filter(x -> x.hook() == Hook.SCAN && x.address() == addr)
+                            .findFirst().orElseThrow();
+                    assertArrayEquals(r.images().get(f), t.bytes());
+                    assertEquals(r.names().get(f), t.name());
+                }
+                assertTrue(fence.onProgramLoaded(info.id()).isPresent());
+                assertEquals(1, fence.counters().metadataFetched());
+            }
+        }
+    }
+
+    @Test
+    void userSpaceFallbackCopiesWhatItCanAndCountsTheRest() throws Exception {
+        Bpf bpf = Bpf.get();
+        int n = 300;
+        CollectingSink sink = new CollectingSink();
+        Map<String, ProgInfo> infos = new HashMap<>();
+        FenceCounters c;
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withInKernel(false).withStartupScan(false),
+                sink)) {
+            assertEquals(TextFence.Mode.USER_SPACE, fence.mode());
+            for (int i = 0; i < n; i++) {
+                try (BpfFd fd = bpf.progLoad(TestPrograms.constant("usr" + i, i))) {
+                    if (i % 2 == 0) infos.put("usr" + i, ProgInfo.fetch(fd)); // odd ones close at once
+                }
+            }
+            // Gaps are only visible once a later id shows up: a sentinel closes the last one.
+            try (BpfFd sentinel = bpf.progLoad(TestPrograms.constant("usr_end", 0))) {
+                Thread.sleep(300);
+            }
+            c = fence.counters();
+        }
+        List<CapturedText> got = sink.of(Hook.USER_SPACE, "usr");
+        for (CapturedText t : got) {
+            ProgInfo info = infos.get(t.name().substring(t.name().lastIndexOf('_') + 1));
+            if (info != null) assertArrayEquals(info.jitedInsns(), t.bytes());
+        }
+        System.out.printf("user-space fence: %d/%d captured, %d counted as missed%n", got.size(), n, c.userSpaceMissed());
+        // Other processes' programs in the same id range also count as missed, hence at least n.
+        assertTrue(got.size() + c.userSpaceMissed() >= n,
+                "every program is either captured or counted as lost: " + got.size() + " + " + c.userSpaceMissed());
+    }
+
+    @Test
+    void copiesKernelRanges() throws Exception {
+        try (BpfFd fd = Bpf.get().progLoad(TestPrograms.constant("kr", 5));
+             TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), new CollectingSink())) {
+            ProgInfo info = ProgInfo.fetch(fd);
+            CapturedText t = fence.copyKernelRange("kr", info.jitedKsyms()[0], info.jitedInsns().length);
+            assertArrayEquals(info.jitedInsns(), t.bytes());
+            assertEquals(Hook.KERNEL_READ, t.hook());
+            assertTrue(Arrays.asList("bpf read program", "kcore /proc/kcore").contains(fence.kernelMemory().backend()));
+        }
+    }
+}
