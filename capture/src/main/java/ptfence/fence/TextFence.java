@@ -201,7 +201,7 @@ public final class TextFence implements AutoCloseable {
                 // Ids are handed out in increasing order: a gap is a program that came and went unseen.
                 if (id > lastPolledId + 1 && lastPolledId > 0) userMissed.addAndGet(id - lastPolledId - 1L);
                 lastPolledId = id;
-                pinAndCopy(id, Hook.USER_SPACE);
+                if (!pinAndCopy(id, Hook.USER_SPACE)) userMissed.incrementAndGet(); // listed, gone before pinned
             } catch (IOException e) {
                 LockSupport.parkNanos(1_000_000);
             }
