@@ -20,7 +20,7 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
                        byte[] jitedInsns, byte[] xlatedInsns, long[] jitedKsyms, int[] jitedFuncLens,
                        long[] progTags, int[] mapIds,
                        int funcInfoRecSize, byte[] funcInfo, int lineInfoRecSize, byte[] lineInfo,
-                       long[] jitedLineInfo, byte[] raw) {
+                       long[] jitedLineInfo, long runTimeNs, long runCount, long recursionMisses, byte[] raw) {
 
     public static final int SIZE = 232;
     // Offsets in struct bpf_prog_info (uapi).
@@ -29,7 +29,8 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
             NR_JITED_KSYMS = 104, NR_JITED_FUNC_LENS = 108, JITED_KSYMS = 112, JITED_FUNC_LENS = 120,
             BTF_ID = 128, FUNC_INFO_REC_SIZE = 132, FUNC_INFO = 136, NR_FUNC_INFO = 144, NR_LINE_INFO = 148,
             LINE_INFO = 152, JITED_LINE_INFO = 160, NR_JITED_LINE_INFO = 168, LINE_INFO_REC_SIZE = 172,
-            JITED_LINE_INFO_REC_SIZE = 176, NR_PROG_TAGS = 180, PROG_TAGS = 184, VERIFIED_INSNS = 216;
+            JITED_LINE_INFO_REC_SIZE = 176, NR_PROG_TAGS = 180, PROG_TAGS = 184, RUN_TIME_NS = 192, RUN_CNT = 200,
+            RECURSION_MISSES = 208, VERIFIED_INSNS = 216;
 
     /** Thrown when the program changed between the two calls (a count grew); the caller may retry. */
     public static final class Raced extends RuntimeException {
@@ -95,7 +96,8 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
                 new String(nameBytes, 0, nl, StandardCharsets.US_ASCII), s.getLong(LOAD_TIME), s.getInt(UID),
                 s.getInt(BTF_ID), s.getInt(VERIFIED_INSNS), (s.getInt(GPL) & 1) != 0,
                 jited, xlated, longs(ksyms), ints(lens), tagsOf(tags), ints(maps),
-                funcRec, funcInfo, lineRec, lineInfo, longs(jitedLine), second);
+                funcRec, funcInfo, lineRec, lineInfo, longs(jitedLine), s.getLong(RUN_TIME_NS), s.getLong(RUN_CNT),
+                s.getLong(RECURSION_MISSES), second);
     }
 
     /** The tag as kallsyms and perf print it (16 hex digits, byte order). */

@@ -79,6 +79,7 @@ public final class TextFence implements AutoCloseable {
     private Thread worker;
     private volatile int lastPolledId;
     private KernelMemory kernelMemory;
+    private final Map<Hook, BpfFd> hookPrograms = new EnumMap<>(Hook.class);
 
     private TextFence(Config config, TextSink sink) {
         this.config = config;
@@ -126,6 +127,9 @@ public final class TextFence implements AutoCloseable {
         var tramp = syms.address("__bpf_tramp_image_put_deferred");
         BpfFd trampProg = tramp.isPresent() && layout.trampWork().isPresent()
                 ? keep(load(programs.trampolineFree(tramp.getAsLong()), "fence_tramp")) : null;
+        hookPrograms.put(Hook.LOAD, load);
+        hookPrograms.put(Hook.FREE, free);
+        if (trampProg != null) hookPrograms.put(Hook.TRAMPOLINE_FREE, trampProg);
         mode = Mode.IN_KERNEL;
         worker = new Thread(this::consumeLoop, "text-fence-consumer");
         worker.setDaemon(true);
@@ -307,6 +311,20 @@ public final class TextFence implements AutoCloseable {
         return copyKernelRange("[kernel.kallsyms]_text", start, Math.toIntExact(end - start));
     }
 
+    /** Run count and time of one hook program (meaningful while BPF run-time stats are enabled). */
+    public record HookRunStats(long runs, long runTimeNs, long recursionMisses) {}
+
+    /** Per hook: how often its program ran and for how long (kernel.bpf_stats_enabled or BPF_ENABLE_STATS). */
+    public Map<Hook, HookRunStats> hookRunStats() throws BpfException {
+        Map<Hook, HookRunStats> out = new EnumMap<>(Hook.class);
+        for (var e : hookPrograms.entrySet()) {
+            if (e.getValue().isClosed()) continue;
+            ProgInfo info = ProgInfo.fetch(e.getValue());
+            out.put(e.getKey(), new HookRunStats(info.runCount(), info.runTimeNs(), info.recursionMisses()));
+        }
+        return out;
+    }
+
     // ---- counters, drain, close ------------------------------------------------------------------------------
 
     public FenceCounters counters() {
@@ -315,7 +333,15 @@ public final class TextFence implements AutoCloseable {
         long[] s = readStats();
         return new FenceCounters(byHook, s[FencePrograms.STAT_RESERVE_FAILED], s[FencePrograms.STAT_SUBMITTED],
                 incomplete.get(), s[FencePrograms.STAT_FUNCS_TRUNCATED], userMissed.get(), metadataFetched.get(),
-                metadataMissing.get(), sinkErrors.get());
+                metadataMissing.get(), sinkErrors.get(), recursionMisses());
+    }
+
+    private long recursionMisses() {
+        try {
+            return hookRunStats().values().stream().mapToLong(HookRunStats::recursionMisses).sum();
+        } catch (BpfException e) {
+            return 0;
+        }
     }
 
     private long[] readStats() {
@@ -386,6 +412,7 @@ public final class TextFence implements AutoCloseable {
         for (int i = fds.size() - 1; i >= 0; i--) {
             if (fds.get(i) != ring && fds.get(i) != stats) fds.get(i).close();
         }
+        hookPrograms.clear();
         if (mapping != null) mapping.close();
         if (stats != null) stats.close();
         if (ring != null) ring.close();

@@ -62,18 +62,53 @@ public final class FenceBench {
         System.out.println();
         int n = 10_000;
         List<Long> without = new ArrayList<>(), with = new ArrayList<>();
+        long loadRuns = 0, loadNs = 0, freeRuns = 0, freeNs = 0;
         for (int r = 0; r < overheadRuns; r++) {
             without.add(churnProcess(n, "ovh", salt));
-            try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), t -> {})) {
+            try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), t -> {});
+                 var stats = ptfence.sys.Bpf.get().enableRunTimeStats()) {
+                var before = fence.hookRunStats();
                 with.add(churnProcess(n, "ovh", salt));
                 fence.awaitQuiet(Duration.ofSeconds(2), Duration.ofSeconds(60));
+                var after = fence.hookRunStats();
+                loadRuns += after.get(Hook.LOAD).runs() - before.get(Hook.LOAD).runs();
+                loadNs += after.get(Hook.LOAD).runTimeNs() - before.get(Hook.LOAD).runTimeNs();
+                freeRuns += after.get(Hook.FREE).runs() - before.get(Hook.FREE).runs();
+                freeNs += after.get(Hook.FREE).runTimeNs() - before.get(Hook.FREE).runTimeNs();
             }
         }
         long a = median(without), b = median(with);
         System.out.printf("| churn %d (median of %d, another process) | wall |%n|---|---|%n", n, overheadRuns);
         System.out.printf("| no fence | %.3f s [%s] |%n", a / 1e9, range(without));
         System.out.printf("| in-kernel fence (LOAD+FREE) | %.3f s [%s] |%n", b / 1e9, range(with));
-        System.out.printf("fence overhead per program (load + unload): %.2f µs%n", (b - a) / 1e3 / n);
+        System.out.printf("%nfence overhead per program (load + unload, wall): %.2f µs%n", (b - a) / 1e3 / n);
+        System.out.printf("BPF run time: LOAD hook %.0f ns per run over %d runs (every syscall exit), "
+                        + "%.2f µs per churned program; FREE hook %.2f µs per churned program (%d runs)%n",
+                (double) loadNs / Math.max(1, loadRuns), loadRuns, loadNs / 1e3 / n / overheadRuns,
+                freeNs / 1e3 / n / overheadRuns, freeRuns);
+
+        // The LOAD hook's tax on every other syscall: a null syscall with and without the fence.
+        long[] nullCall = new long[2];
+        for (int r = 0; r < 3; r++) {
+            nullCall[0] += nullSyscallNs(2_000_000);
+            try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), t -> {})) {
+                nullCall[1] += nullSyscallNs(2_000_000);
+            }
+        }
+        System.out.printf("null syscall (getppid via jnr, 3 x 2M): %.0f ns without, %.0f ns with the fence (+%.0f ns)%n",
+                nullCall[0] / 3.0, nullCall[1] / 3.0, (nullCall[1] - nullCall[0]) / 3.0);
+    }
+
+    public interface LibC {
+        int getppid();
+    }
+
+    static long nullSyscallNs(int calls) {
+        LibC libc = jnr.ffi.LibraryLoader.create(LibC.class).load("c");
+        for (int i = 0; i < 100_000; i++) libc.getppid();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < calls; i++) libc.getppid();
+        return (System.nanoTime() - t0) / calls;
     }
 
     /** Runs {@link Churn} in another JVM and returns its loop time in ns. */
