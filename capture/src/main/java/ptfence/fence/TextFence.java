@@ -176,6 +176,7 @@ public final class TextFence implements AutoCloseable {
             case FenceRecord.KIND_TRAMP_FREE -> Hook.TRAMPOLINE_FREE;
             default -> Hook.KERNEL_READ;
         };
+        if (r.len() == 0 && r.end() == r.start()) return; // not JITed (interpreter): no text to keep
         if (!r.complete()) incomplete.incrementAndGet();
         deliver(new CapturedText(hook, r.start(), r.image(), r.progId(), r.tag(), r.name(), r.monotonicNs(),
                 r.funcIdx(), r.funcCnt(), r.pid(), r.tid(), r.complete()));
@@ -259,6 +260,42 @@ public final class TextFence implements AutoCloseable {
                 emitImages(ProgramMetadata.fetch(fd), Hook.SCAN, kallsyms);
             }
         }
+        copyOutOfLineText(kallsyms);
+    }
+
+    /** Modules under which kallsyms lists out-of-line kernel text (not programs). */
+    private static final java.util.Set<String> OUT_OF_LINE = java.util.Set.of("bpf", "__builtin__ftrace",
+            "__builtin__kprobes");
+    private static final int PAGE = 4096;
+
+    /**
+     * Copies the out-of-line text that exists now — BPF dispatchers and trampolines, ftrace and kprobe pages — via
+     * the kernel memory reader. kallsyms has no sizes: each is read up to the next symbol, at most one page (a
+     * dispatcher's ksym is exactly one page, allocated from the BPF pack, so not page-aligned). Later ones come through {@link #copyKernelRange} on KSYMBOL.
+     * Returns how many regions were copied.
+     */
+    public int copyOutOfLineText(Kallsyms kallsyms) {
+        List<Kallsyms.Symbol> ool = new ArrayList<>();
+        for (Kallsyms.Symbol s : kallsyms.symbols()) {
+            if (OUT_OF_LINE.contains(s.module()) && !s.name().startsWith("bpf_prog_")) ool.add(s);
+        }
+        long[] starts = kallsyms.symbols().stream().mapToLong(Kallsyms.Symbol::address).filter(a -> a != 0)
+                .sorted().distinct().toArray();
+        int copied = 0;
+        for (Kallsyms.Symbol s : ool) {
+            int i = java.util.Arrays.binarySearch(starts, s.address());
+            long next = i >= 0 && i + 1 < starts.length ? starts[i + 1] : Long.MAX_VALUE;
+            long end = s.address() + PAGE;
+            if (Long.compareUnsigned(next, s.address()) > 0 && Long.compareUnsigned(next, end) < 0) end = next;
+            int len = (int) (end - s.address());
+            try {
+                copyKernelRange(s.name(), s.address(), len);
+                copied++;
+            } catch (IOException e) {
+                incomplete.incrementAndGet();
+            }
+        }
+        return copied;
     }
 
     /**

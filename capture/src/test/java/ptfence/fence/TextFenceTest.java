@@ -224,4 +224,35 @@ class TextFenceTest {
             assertTrue(Arrays.asList("bpf read program", "kcore /proc/kcore").contains(fence.kernelMemory().backend()));
         }
     }
+
+    @Test
+    void startupScanCopiesTheXdpDispatcherWithItsCurrentTarget() throws Exception {
+        Bpf bpf = Bpf.get();
+        byte[] xdpPass = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 2).exit().assemble();
+        try (BpfFd prog = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_XDP, xdpPass, "GPL", "xdp_pass",
+                Bpf.ATTACH_XDP, 0));
+             BpfFd link = bpf.linkCreate(prog, 1 /* lo */, Bpf.ATTACH_XDP)) {
+            long progAddr = ProgInfo.fetch(prog).jitedKsyms()[0];
+            CollectingSink sink = new CollectingSink();
+            try (TextFence fence = TextFence.start(TextFence.Config.defaults(), sink)) {
+                CapturedText d = sink.all.stream().filter(t -> t.hook() == Hook.KERNEL_READ
+                        && t.name().equals("bpf_dispatcher_xdp")).findFirst()
+                        .orElseThrow(() -> new AssertionError("no dispatcher copied: " + sink.all));
+                assertEquals(4096, d.bytes().length);
+                // The dispatcher compares the program pointer with each target: cmp rdx, imm32 (low half).
+                byte[] cmp = java.nio.ByteBuffer.allocate(7).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                        .put((byte) 0x48).put((byte) 0x81).put((byte) 0xfa).putInt((int) progAddr).array();
+                assertTrue(indexOf(d.bytes(), cmp) >= 0, "dispatcher does not dispatch to the attached program");
+            }
+        }
+    }
+
+    static int indexOf(byte[] hay, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= hay.length; i++) {
+            for (int j = 0; j < needle.length; j++) if (hay[i + j] != needle[j]) continue outer;
+            return i;
+        }
+        return -1;
+    }
 }
