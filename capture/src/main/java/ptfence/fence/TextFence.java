@@ -153,9 +153,9 @@ public final class TextFence implements AutoCloseable {
         worker = new Thread(this::pollIdsLoop, "text-fence-user-space");
         worker.setDaemon(true);
         try {
-            lastPolledId = highestProgramId();
+            lastPolledId = currentIdCounter();
         } catch (BpfException e) {
-            lastPolledId = 0;
+            lastPolledId = 0; // no baseline: the first gap is not counted
         }
         worker.start();
     }
@@ -242,10 +242,15 @@ public final class TextFence implements AutoCloseable {
         }
     }
 
-    private static int highestProgramId() throws BpfException {
-        int id = 0, next;
-        while ((next = Bpf.get().progGetNextId(id)) >= 0) id = next;
-        return id;
+    /**
+     * Where the kernel's program id counter stands: the live programs' highest id can be far behind it (freed
+     * programs), which would count every id in between as missed. A throw-away program tells.
+     */
+    private static int currentIdCounter() throws BpfException {
+        byte[] insns = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 0).exit().assemble();
+        try (BpfFd probe = Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, insns, "fence_id_probe"))) {
+            return ProgInfo.fetch(probe).id();
+        }
     }
 
     // ---- startup scan and metadata ---------------------------------------------------------------------------

@@ -59,6 +59,52 @@ public final class FenceBench {
             salt += n;
         }
 
+        // Parallel loaders, and the user-space fallback on the same churn.
+        {
+            int procs = 4, per = 2500;
+            CollectingSink sink = new CollectingSink();
+            FenceCounters c;
+            try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
+                List<Thread> ts = new ArrayList<>();
+                for (int p = 0; p < procs; p++) {
+                    int pp = p, sl = salt + p * per;
+                    Thread t = new Thread(() -> {
+                        try {
+                            churnProcess(per, "par" + pp + "_", sl);
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    });
+                    t.start();
+                    ts.add(t);
+                }
+                for (Thread t : ts) t.join();
+                fence.awaitQuiet(Duration.ofSeconds(2), Duration.ofSeconds(120));
+                c = fence.counters();
+            }
+            salt += procs * per;
+            long load = sink.all.stream().filter(t -> t.hook() == Hook.LOAD && t.name().contains("_par")).count();
+            long free = sink.all.stream().filter(t -> t.hook() == Hook.FREE && t.name().contains("_par")).count();
+            System.out.printf("| %d × %d in parallel | %d/%d | %d/%d | – | %d |%n", procs, per, load, procs * per, free,
+                    procs * per, c.losses());
+        }
+        for (int n : sizes) {
+            CollectingSink sink = new CollectingSink();
+            FenceCounters c;
+            try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false).withInKernel(false),
+                    sink)) {
+                churnProcess(n, "usr" + n + "_", salt);
+                try (var sentinel = ptfence.sys.Bpf.get().progLoad(ptfence.bpf.TestPrograms.constant("usr_end", 0))) {
+                    Thread.sleep(200); // the last gap shows once a later id exists
+                }
+                c = fence.counters();
+            }
+            salt += n;
+            long got = sink.all.stream().filter(t -> t.name().contains("_usr" + n + "_")).count();
+            System.out.printf("| user-space fallback, churn %d | %d/%d (pinned by id) | – | – | %d counted missed |%n",
+                    n, got, n, c.userSpaceMissed());
+        }
+
         System.out.println();
         int n = 10_000;
         List<Long> without = new ArrayList<>(), with = new ArrayList<>();
