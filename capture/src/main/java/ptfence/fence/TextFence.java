@@ -58,6 +58,8 @@ public final class TextFence implements AutoCloseable {
         public Config withStartupScan(boolean v) { return new Config(ringBytes, pollInterval, inKernel, v, userSpacePoll); }
 
         public Config withRingBytes(int v) { return new Config(v, pollInterval, inKernel, startupScan, userSpacePoll); }
+
+        public Config withPollInterval(Duration v) { return new Config(ringBytes, v, inKernel, startupScan, userSpacePoll); }
     }
 
     private final Config config;
@@ -435,6 +437,7 @@ public final class TextFence implements AutoCloseable {
     private void stopWorker() {
         stopping = true;
         if (worker != null) {
+            LockSupport.unpark(worker);
             try {
                 worker.join(10_000);
             } catch (InterruptedException e) {

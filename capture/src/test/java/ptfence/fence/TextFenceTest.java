@@ -255,4 +255,27 @@ class TextFenceTest {
         }
         return -1;
     }
+
+    @Test
+    void aFullRingIsCountedNeverSilent() throws Exception {
+        int n = 400;
+        CollectingSink sink = new CollectingSink();
+        FenceCounters c;
+        // 64 KiB holds about a hundred churn records; the consumer sleeps through the whole churn.
+        TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false).withRingBytes(64 << 10)
+                .withPollInterval(Duration.ofSeconds(30)), sink);
+        try {
+            for (int i = 0; i < n; i++) Bpf.get().progLoad(TestPrograms.constant("full" + i, i)).close();
+            Thread.sleep(1500); // FREE work runs after an RCU grace period
+        } finally {
+            fence.close();
+            c = fence.finalCounters();
+        }
+        long delivered = c.images(Hook.LOAD) + c.images(Hook.FREE);
+        System.out.printf("full ring: %d delivered, %d reserve failures (%s)%n", delivered, c.reserveFailures(), c.summary());
+        assertTrue(c.reserveFailures() > 0, c.summary());
+        assertTrue(c.losses() >= c.reserveFailures());
+        assertTrue(delivered + c.reserveFailures() >= 2L * n, "every attempt is delivered or counted: " + c.summary());
+        assertEquals(c.submittedInKernel(), delivered, "the consumer got everything the kernel committed");
+    }
 }
