@@ -75,6 +75,28 @@ public final class RegionTracker implements TextSink {
         }
     }
 
+    /**
+     * A PERF_RECORD_TEXT_POKE: the live region holding {@code [address, address + newBytes.length)} ends at
+     * {@code monotonicNs} and a new version with the poked bytes begins. False if no live region holds the range
+     * (the recorder then copies the region anew).
+     */
+    public synchronized boolean textPoke(long address, byte[] newBytes, long monotonicNs) throws IOException {
+        for (var e : live.entrySet()) {
+            TextRegion r = e.getValue();
+            long off = address - r.address();
+            if (off < 0 || off + newBytes.length > r.bytes().length) continue;
+            byte[] patched = r.bytes().clone();
+            System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
+            writer.closed(r.closedAt(monotonicNs));
+            TextRegion next = new TextRegion(bootId, r.address(), patched, monotonicNs, TextRegion.OPEN, r.kind(),
+                    r.name(), r.progId(), r.tag(), r.firstSeenBy());
+            e.setValue(next);
+            writer.opened(next);
+            return true;
+        }
+        return false;
+    }
+
     /** Regions still open (live programs at the end of a recording stay open in the archive). */
     public synchronized int liveRegions() { return live.size(); }
 

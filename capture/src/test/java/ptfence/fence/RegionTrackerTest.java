@@ -64,6 +64,21 @@ class RegionTrackerTest {
     }
 
     @Test
+    void textPokeStartsANewVersion() throws Exception {
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w);
+        t.accept(img(Hook.LOAD, 0x4000, "bpf_prog_t", 10, (byte) 1, (byte) 2, (byte) 3, (byte) 4));
+        assertFalse(t.textPoke(0x5000, new byte[] {7}, 20));
+        assertTrue(t.textPoke(0x4001, new byte[] {8, 9}, 30));
+        assertEquals(30, w.closed.get(0).validToNs());
+        assertArrayEquals(new byte[] {1, 8, 9, 4}, w.opened.get(1).bytes());
+        assertEquals(30, w.opened.get(1).validFromNs());
+        t.accept(img(Hook.FREE, 0x4000, "bpf_prog_t", 40, (byte) 1, (byte) 8, (byte) 9, (byte) 4));
+        assertEquals(40, w.closed.get(1).validToNs());
+        assertEquals(0, t.liveRegions());
+    }
+
+    @Test
     void liveChurnBecomesClosedRegions() throws Exception {
         assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
         Recorder w = new Recorder();
