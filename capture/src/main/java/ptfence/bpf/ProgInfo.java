@@ -37,22 +37,33 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
         Raced(String what) { super(what); }
     }
 
+    /**
+     * Fetches everything. The kernel dumps translated instructions through one kmalloc'ed copy, which fails with
+     * ENOMEM beyond about 4 MB (a ~500k-instruction program); the fetch is then repeated without them (the
+     * returned xlatedInsns is empty).
+     */
     public static ProgInfo fetch(BpfFd prog) throws BpfException {
+        boolean xlated = true;
         for (int attempt = 0; ; attempt++) {
             try {
-                return fetchOnce(prog);
+                return fetchOnce(prog, xlated);
             } catch (Raced r) {
                 if (attempt >= 3) throw r;
+            } catch (BpfException e) {
+                if (e.errno() != ENOMEM || !xlated) throw e;
+                xlated = false;
             }
         }
     }
 
-    private static ProgInfo fetchOnce(BpfFd prog) throws BpfException {
+    private static final int ENOMEM = 12;
+
+    private static ProgInfo fetchOnce(BpfFd prog, boolean withXlated) throws BpfException {
         Bpf bpf = Bpf.get();
         byte[] first = new byte[SIZE];
         bpf.objGetInfo(prog, first, List.of());
         ByteBuffer f = le(first);
-        int jitedLen = f.getInt(JITED_LEN), xlatedLen = f.getInt(XLATED_LEN);
+        int jitedLen = f.getInt(JITED_LEN), xlatedLen = withXlated ? f.getInt(XLATED_LEN) : 0;
         int nKsyms = f.getInt(NR_JITED_KSYMS), nLens = f.getInt(NR_JITED_FUNC_LENS);
         int nFuncInfo = f.getInt(NR_FUNC_INFO), funcRec = f.getInt(FUNC_INFO_REC_SIZE);
         int nLineInfo = f.getInt(NR_LINE_INFO), lineRec = f.getInt(LINE_INFO_REC_SIZE);
@@ -83,7 +94,7 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
         add(arrays, MAP_IDS, maps);
         bpf.objGetInfo(prog, second, arrays);
         check("jited_prog_len", jitedLen, s.getInt(JITED_LEN));
-        check("xlated_prog_len", xlatedLen, s.getInt(XLATED_LEN));
+        if (withXlated) check("xlated_prog_len", xlatedLen, s.getInt(XLATED_LEN));
         check("nr_jited_ksyms", nKsyms, s.getInt(NR_JITED_KSYMS));
         check("nr_jited_func_lens", nLens, s.getInt(NR_JITED_FUNC_LENS));
         check("nr_map_ids", nMaps, s.getInt(NR_MAP_IDS));

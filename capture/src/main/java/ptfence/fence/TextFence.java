@@ -41,7 +41,7 @@ public final class TextFence implements AutoCloseable {
     public enum Mode { IN_KERNEL, USER_SPACE }
 
     /**
-     * @param ringBytes      BPF ring size (power of two, ≥ 2 × the 4 MiB largest image record)
+     * @param ringBytes      BPF ring size (power of two; 64 MiB holds the largest 16 MiB record with room to spare)
      * @param pollInterval   how often the consumer looks at the ring (records are sent without wakeups)
      * @param inKernel       false forces the user-space fence
      * @param startupScan    copy the programs already loaded

@@ -162,6 +162,27 @@ class TextFenceTest {
     }
 
     @Test
+    void imagesLargerThanFourMegabytesTravelInOneRecord() throws Exception {
+        Bpf bpf = Bpf.get();
+        CollectingSink sink = new CollectingSink();
+        ProgInfo info;
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
+            try (BpfFd fd = bpf.progLoad(TestPrograms.large("huge_800k", 800_000))) {
+                info = ProgInfo.fetch(fd);
+            }
+            fence.awaitQuiet(QUIET, MAX_WAIT);
+            assertEquals(0, fence.counters().losses(), fence.counters().summary());
+        }
+        assertTrue(info.jitedInsns().length > 4 << 20, "JIT image of " + info.jitedInsns().length + " bytes");
+        for (Hook hook : new Hook[] {Hook.LOAD, Hook.FREE}) {
+            CapturedText t = sink.all.stream().filter(x -> x.hook() == hook && x.address() == info.jitedKsyms()[0])
+                    .findFirst().orElseThrow(() -> new AssertionError(hook + " missed the 800k program"));
+            assertTrue(t.complete());
+            assertArrayEquals(info.jitedInsns(), t.bytes(), hook.toString());
+        }
+    }
+
+    @Test
     void startupScanCopiesProgramsLoadedBeforeTheFence() throws Exception {
         try (BpfFd early = Bpf.get().progLoad(TestPrograms.withSubprograms("early", 2, 11))) {
             ProgInfo info = ProgInfo.fetch(early);
