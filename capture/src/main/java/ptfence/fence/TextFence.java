@@ -69,6 +69,9 @@ public final class TextFence implements AutoCloseable {
             metadataFetched = new AtomicLong(), metadataMissing = new AtomicLong(), sinkErrors = new AtomicLong();
     private final Set<Integer> pinned = ConcurrentHashMap.newKeySet();
     private final List<BpfFd> fds = new ArrayList<>();
+    /** Attachments: closing one detaches its hook. */
+    private final List<BpfFd> links = new ArrayList<>();
+    private final Object sinkLock = new Object();
     private volatile long lastDeliveryNanos = System.nanoTime();
     private volatile boolean stopping;
 
@@ -136,9 +139,9 @@ public final class TextFence implements AutoCloseable {
         worker = new Thread(this::consumeLoop, "text-fence-consumer");
         worker.setDaemon(true);
         worker.start();
-        keep(bpf.rawTracepointOpen("workqueue_execute_start", free));
-        if (trampProg != null) keep(bpf.rawTracepointOpen("workqueue_execute_start", trampProg));
-        keep(bpf.rawTracepointOpen("sys_exit", load));
+        links.add(bpf.rawTracepointOpen("workqueue_execute_start", free));
+        if (trampProg != null) links.add(bpf.rawTracepointOpen("workqueue_execute_start", trampProg));
+        links.add(bpf.rawTracepointOpen("sys_exit", load));
     }
 
     private static BpfFd load(byte[] insns, String name) throws BpfException {
@@ -187,10 +190,12 @@ public final class TextFence implements AutoCloseable {
     private void deliver(CapturedText t) {
         images.get(t.hook()).incrementAndGet();
         lastDeliveryNanos = System.nanoTime();
-        try {
-            sink.accept(t);
-        } catch (IOException | RuntimeException e) {
-            sinkErrors.incrementAndGet();
+        synchronized (sinkLock) { // consumer, poller, scan and callers deliver: the sink sees one at a time
+            try {
+                sink.accept(t);
+            } catch (IOException | RuntimeException e) {
+                sinkErrors.incrementAndGet();
+            }
         }
     }
 
@@ -415,21 +420,23 @@ public final class TextFence implements AutoCloseable {
             if (ringEmpty && System.nanoTime() - lastDeliveryNanos >= quiet.toNanos()) break;
             LockSupport.parkNanos(5_000_000);
         }
-        sink.flush();
+        synchronized (sinkLock) {
+            sink.flush();
+        }
     }
 
     @Override
     public void close() throws IOException {
         // Detach first (links, then programs), then let the consumer take what is left, then unmap.
-        for (int i = fds.size() - 1; i >= 0; i--) {
-            if (fds.get(i).toString().startsWith("raw_tp")) fds.get(i).close();
-        }
+        links.forEach(BpfFd::close);
         stopWorker();
         FenceCounters last = counters();
         lastCounters = last;
         releaseKernelSide();
         if (kernelMemory != null) kernelMemory.close();
-        sink.flush();
+        synchronized (sinkLock) {
+            sink.flush();
+        }
     }
 
     private volatile FenceCounters lastCounters;
@@ -454,6 +461,8 @@ public final class TextFence implements AutoCloseable {
     }
 
     private void releaseKernelSide() {
+        links.forEach(BpfFd::close);
+        links.clear();
         for (int i = fds.size() - 1; i >= 0; i--) {
             if (fds.get(i) != ring && fds.get(i) != stats) fds.get(i).close();
         }
