@@ -183,6 +183,33 @@ class TextFenceTest {
     }
 
     @Test
+    void compatLoadsThroughInt80AreSeenAtLoad(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path src = dir.resolve("compat_load.c"), exe = dir.resolve("compat_load");
+        try (var in = getClass().getResourceAsStream("compat_load.c")) {
+            java.nio.file.Files.copy(in, src);
+        }
+        Process cc;
+        try {
+            cc = new ProcessBuilder("gcc", "-O1", "-o", exe.toString(), src.toString()).inheritIO().start();
+        } catch (java.io.IOException e) {
+            cc = null;
+        }
+        assumeTrue(cc != null && cc.waitFor() == 0, "needs gcc to build the ia32 compat loader");
+        CollectingSink sink = new CollectingSink();
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
+            Process p = new ProcessBuilder(exe.toString(), "compat_ld").start();
+            assumeTrue(p.waitFor() == 0, "kernel without ia32 emulation (int 0x80 bpf failed)");
+            fence.awaitQuiet(QUIET, MAX_WAIT);
+        }
+        for (Hook hook : new Hook[] {Hook.LOAD, Hook.FREE}) {
+            List<CapturedText> got = sink.of(hook, "compat_ld");
+            assertEquals(1, got.size(), hook + ": " + got);
+            assertTrue(got.get(0).complete());
+        }
+        assertArrayEquals(sink.of(Hook.LOAD, "compat_ld").get(0).bytes(), sink.of(Hook.FREE, "compat_ld").get(0).bytes());
+    }
+
+    @Test
     void startupScanCopiesProgramsLoadedBeforeTheFence() throws Exception {
         try (BpfFd early = Bpf.get().progLoad(TestPrograms.withSubprograms("early", 2, 11))) {
             ProgInfo info = ProgInfo.fetch(early);
