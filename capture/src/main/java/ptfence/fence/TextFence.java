@@ -45,12 +45,13 @@ public final class TextFence implements AutoCloseable {
      * @param pollInterval   how often the consumer looks at the ring (records are sent without wakeups)
      * @param inKernel       false forces the user-space fence
      * @param startupScan    copy the programs already loaded
-     * @param userSpacePoll  park between id polls of the user-space fence (zero spins)
+     * @param userSpacePoll  park between id polls of the user-space fence; zero (the default) spins, which
+     *                       catches 20 % of immediately closed programs where a 20 µs park catches almost none
      */
     public record Config(int ringBytes, Duration pollInterval, boolean inKernel, boolean startupScan,
                          Duration userSpacePoll) {
         public static Config defaults() {
-            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ofNanos(20_000));
+            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ZERO);
         }
 
         public Config withInKernel(boolean v) { return new Config(ringBytes, pollInterval, v, startupScan, userSpacePoll); }
@@ -60,6 +61,8 @@ public final class TextFence implements AutoCloseable {
         public Config withRingBytes(int v) { return new Config(v, pollInterval, inKernel, startupScan, userSpacePoll); }
 
         public Config withPollInterval(Duration v) { return new Config(ringBytes, v, inKernel, startupScan, userSpacePoll); }
+
+        public Config withUserSpacePoll(Duration v) { return new Config(ringBytes, pollInterval, inKernel, startupScan, v); }
     }
 
     private final Config config;

@@ -88,11 +88,11 @@ public final class FenceBench {
             System.out.printf("| %d × %d in parallel | %d/%d | %d/%d | – | %d |%n", procs, per, load, procs * per, free,
                     procs * per, c.losses());
         }
-        for (int n : sizes) {
+        for (int n : sizes) for (Duration poll : List.of(Duration.ofNanos(20_000), Duration.ZERO)) {
             CollectingSink sink = new CollectingSink();
             FenceCounters c;
-            try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false).withInKernel(false),
-                    sink)) {
+            try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false).withInKernel(false)
+                    .withUserSpacePoll(poll), sink)) {
                 churnProcess(n, "usr" + n + "_", salt);
                 try (var sentinel = ptfence.sys.Bpf.get().progLoad(ptfence.bpf.TestPrograms.constant("usr_end", 0))) {
                     Thread.sleep(200); // the last gap shows once a later id exists
@@ -101,8 +101,8 @@ public final class FenceBench {
             }
             salt += n;
             long got = sink.all.stream().filter(t -> t.name().contains("_usr" + n + "_")).count();
-            System.out.printf("| user-space fallback, churn %d | %d/%d (pinned by id) | – | – | %d counted missed |%n",
-                    n, got, n, c.userSpaceMissed());
+            System.out.printf("| user-space fallback (%s), churn %d | %d/%d (pinned by id) | – | – | %d counted missed |%n",
+                    poll.isZero() ? "spinning" : "parks " + poll.toNanos() / 1000 + " µs", n, got, n, c.userSpaceMissed());
         }
 
         System.out.println();
