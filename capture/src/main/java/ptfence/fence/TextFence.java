@@ -160,6 +160,9 @@ public final class TextFence implements AutoCloseable {
         mode = Mode.USER_SPACE;
         worker = new Thread(this::pollIdsLoop, "text-fence-user-space");
         worker.setDaemon(true);
+        copier = new Thread(this::copyPinnedLoop, "text-fence-user-space-copy");
+        copier.setDaemon(true);
+        copier.start();
         try {
             lastPolledId = currentIdCounter();
         } catch (BpfException e) {
@@ -216,21 +219,37 @@ public final class TextFence implements AutoCloseable {
                 // Ids are handed out in increasing order: a gap is a program that came and went unseen.
                 if (id > lastPolledId + 1 && lastPolledId > 0) userMissed.addAndGet(id - lastPolledId - 1L);
                 lastPolledId = id;
-                if (!pinAndCopy(id, Hook.USER_SPACE)) userMissed.incrementAndGet(); // listed, gone before pinned
+                if (!pinned.add(id)) continue;
+                // Pinning is the race; copying can wait, the fd keeps the program alive.
+                BpfFd fd = Bpf.get().progGetFdById(id);
+                if (fd == null) userMissed.incrementAndGet(); // listed, gone before pinned
+                else toCopy.add(fd);
             } catch (IOException e) {
                 LockSupport.parkNanos(1_000_000);
             }
         }
     }
 
-    /** Pins program {@code id} and copies its functions; false if it was already gone. */
-    private boolean pinAndCopy(int id, Hook hook) throws BpfException {
-        if (!pinned.add(id)) return true;
-        try (BpfFd fd = Bpf.get().progGetFdById(id)) {
-            if (fd == null) return false;
-            ProgramMetadata m = ProgramMetadata.fetch(fd);
-            emitImages(m, hook, null);
-            return true;
+    private final java.util.concurrent.LinkedBlockingQueue<BpfFd> toCopy = new java.util.concurrent.LinkedBlockingQueue<>();
+    private Thread copier;
+
+    private void copyPinnedLoop() {
+        while (true) {
+            BpfFd fd;
+            try {
+                fd = toCopy.poll(20, java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (fd == null) {
+                if (stopping) return;
+                continue;
+            }
+            try (fd) {
+                emitImages(ProgramMetadata.fetch(fd), Hook.USER_SPACE, null);
+            } catch (IOException | RuntimeException e) {
+                userMissed.incrementAndGet();
+            }
         }
     }
 
@@ -455,6 +474,14 @@ public final class TextFence implements AutoCloseable {
             }
         }
         worker = null;
+        if (copier != null) {
+            try {
+                copier.join(30_000); // it empties the queue of pinned programs first
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            copier = null;
+        }
         stopping = false;
     }
 
