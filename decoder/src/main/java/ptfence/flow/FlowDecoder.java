@@ -997,9 +997,6 @@ public final class FlowDecoder {
         if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
             logCall();
         }
-        if (lOp != InsnOp.NONE || lCls == InsnClass.PTWRITE) {
-            // Event anchors are handled by the slow path's bookkeeping; just continue past them.
-        }
         long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
         if (next == NEEDS_TRACE) {
             ip = lIp;

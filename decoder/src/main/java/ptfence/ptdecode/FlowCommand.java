@@ -26,6 +26,7 @@ import ptfence.image.FileRange;
 import ptfence.image.Image;
 import ptfence.image.Numbers;
 import ptfence.image.RawSection;
+import ptfence.image.Symbols;
 import ptfence.output.CountingSink;
 import ptfence.output.JsonlPrinter;
 import ptfence.output.PtxedPrinter;
@@ -161,7 +162,14 @@ public final class FlowCommand implements Callable<Integer> {
 
         Image image = new Image();
         raw.forEach(r -> image.addAll(RawSection.parse(r)));
-        elf.forEach(e -> image.addAll(ElfSegments.parse(e)));
+        Symbols symbols = new Symbols();
+        for (String e : elf) {
+            ElfSegments segments = ElfSegments.parse(e);
+            image.addAll(segments);
+            if (format.equals("text")) {
+                symbols.addElf(segments);
+            }
+        }
 
         ByteBuffer trace = mapTrace(pt);
         boolean blocks = isBlockDecoder();
@@ -170,7 +178,7 @@ public final class FlowCommand implements Callable<Integer> {
         }
         Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
             case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks);
-            case "text" -> new TextPrinter(w, image, eventIp, eventTime);
+            case "text" -> new TextPrinter(w, image, symbols, eventIp, eventTime);
             default -> new JsonlPrinter(w);
         };
         int nThreads = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
