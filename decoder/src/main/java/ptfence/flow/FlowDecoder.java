@@ -302,7 +302,13 @@ public final class FlowDecoder {
     private long icnt;
 
     private void findTrigAnchor() {
-        switch (ev.type) {
+        int t = ev.type;
+        if (t == Event.TNT || t == Event.TIP) {
+            hasIcnt = true;
+            icnt = 0;
+            return;
+        }
+        switch (t) {
             case Event.PAGING, Event.SIPI, Event.CBR, Event.MNT, Event.STOP, Event.VMCS, Event.MWAIT, Event.PWRE,
                     Event.PWRX, Event.NONE, Event.IGNORE -> { }
             case Event.ENABLED, Event.ASYNC_BRANCH, Event.TIP, Event.TNT -> {
