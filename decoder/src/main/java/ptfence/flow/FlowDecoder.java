@@ -4,6 +4,7 @@ import ptfence.image.Image;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
 import ptfence.insn.InsnOp;
+import ptfence.insn.TntPaths;
 import ptfence.insn.X86Decoder;
 
 /**
@@ -93,6 +94,21 @@ public final class FlowDecoder {
     private boolean runSpec;
     private int runMode;
 
+    /** Added to trace offsets in reports (a segment decoded from a slice of the trace). */
+    private long offsetBase;
+    /** Where the next segment starts (its PSB+ FUP); -1 if unknown or tracing is off there. */
+    private long stopIp = -1;
+
+    /**
+     * For PSB-segment decoding: offsets are reported relative to {@code base}, and at the end of this
+     * segment's trace the flow walks on (without trace) to {@code nextSegmentIp} instead of reporting
+     * the end of the trace, exactly as the sequential decoder would walk to the next PSB+'s IP.
+     */
+    public void segment(long base, long nextSegmentIp) {
+        this.offsetBase = base;
+        this.stopIp = nextSegmentIp;
+    }
+
     /** Statistics. */
     public long instructions;
     public long blocks;
@@ -120,7 +136,7 @@ public final class FlowDecoder {
             }
             if (st < 0) {
                 errors++;
-                sink.error("sync error", st, evd.offset(), 0);
+                sink.error("sync error", st, offsetBase + evd.offset(), 0);
                 long pos = in.position();
                 if (pos <= from) {
                     return;
@@ -134,7 +150,7 @@ public final class FlowDecoder {
             while (st < 0 && st != PtError.EOS) {
                 flushRun();
                 errors++;
-                sink.error("error", st, evd.offset(), errorIp(st));
+                sink.error("error", st, offsetBase + evd.offset(), errorIp(st));
                 if (!cfg.resyncOnError) {
                     break;
                 }
@@ -142,7 +158,7 @@ public final class FlowDecoder {
                 if (st < 0) {
                     flushRun();
                     errors++;
-                    sink.error("resync error", st, evd.offset(), errorIp(st));
+                    sink.error("resync error", st, offsetBase + evd.offset(), errorIp(st));
                     break;
                 }
                 if (!enabled) {
@@ -286,7 +302,13 @@ public final class FlowDecoder {
     private long icnt;
 
     private void findTrigAnchor() {
-        switch (ev.type) {
+        int t = ev.type;
+        if (t == Event.TNT || t == Event.TIP) {
+            hasIcnt = true;
+            icnt = 0;
+            return;
+        }
+        switch (t) {
             case Event.PAGING, Event.SIPI, Event.CBR, Event.MNT, Event.STOP, Event.VMCS, Event.MWAIT, Event.PWRE,
                     Event.PWRX, Event.NONE, Event.IGNORE -> { }
             case Event.ENABLED, Event.ASYNC_BRANCH, Event.TIP, Event.TNT -> {
@@ -330,6 +352,17 @@ public final class FlowDecoder {
                     return err;
                 }
                 if (status == PtError.EOS) {
+                    if (enabled && stopIp != -1) {
+                        int w;
+                        do {
+                            w = walk(WALK_TO_IP, stopIp, 0);
+                        } while (w == 0);
+                        if (w < 0) {
+                            return w;
+                        }
+                        flushRun();
+                        return PtError.EOS;
+                    }
                     if (enabled) {
                         flushRun();
                         sink.endOfTrace();
@@ -970,9 +1003,6 @@ public final class FlowDecoder {
         if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
             logCall();
         }
-        if (lOp != InsnOp.NONE || lCls == InsnClass.PTWRITE) {
-            // Event anchors are handled by the slow path's bookkeeping; just continue past them.
-        }
         long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
         if (next == NEEDS_TRACE) {
             ip = lIp;
@@ -1127,6 +1157,8 @@ public final class FlowDecoder {
      * packets through the per-content decision-point cache: one lookup per packet instead of a walk per
      * bit. Returns true if it made progress; false sends the caller down the general path.
      */
+    private final TntPaths tntPaths = new TntPaths();
+
     private boolean tntFast() {
         boolean progress = false;
         while (status == 0 && ev.type == Event.TNT && ev.tntSize <= 8) {
@@ -1137,21 +1169,22 @@ public final class FlowDecoder {
             }
             int off = (int) (ip - secBase);
             CodeCache c = cc;
-            if (!c.tntPath(off, ev.tntBits, ev.tntSize, cfg.noRetComp, x86)) {
+            TntPaths t = tntPaths;
+            if (!t.lookup(c, off, ev.tntBits, ev.tntSize, cfg.noRetComp, x86)) {
                 return progress;
             }
             long lo = pieceStart - secBase;
             long hi = pieceEnd - secBase;
-            if (c.pathMin < lo || c.pathMax >= hi) {
+            if (t.min < lo || t.max >= hi) {
                 return progress;
             }
-            instructions += c.pathInsns;
-            icnt += c.pathInsns;
+            instructions += t.insns;
+            icnt += t.insns;
             blocks += ev.tntSize;
-            lastEmittedIp = secBase + c.pathLast;
-            lastEmittedNext = displacedNext(lastEmittedIp, c.length(c.pathLast, x86), c.cls(c.pathLast), c.displacement(c.pathLast));
+            lastEmittedIp = secBase + t.last;
+            lastEmittedNext = displacedNext(lastEmittedIp, c.length(t.last, x86), c.cls(t.last), c.displacement(t.last));
             emitted = true;
-            ip = secBase + c.pathEnd;
+            ip = secBase + t.end;
             progress = true;
             fetchEvent();
         }

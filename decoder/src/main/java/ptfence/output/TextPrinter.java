@@ -4,6 +4,7 @@ import java.io.PrintWriter;
 import ptfence.flow.Event;
 import ptfence.flow.FlowSink;
 import ptfence.image.Image;
+import ptfence.image.Symbols;
 import ptfence.insn.CodeCache;
 import ptfence.insn.X86Decoder;
 
@@ -15,9 +16,12 @@ public final class TextPrinter implements FlowSink {
     private final X86Decoder dec = new X86Decoder();
     private final byte[] buf = new byte[15];
 
-    public TextPrinter(PrintWriter out, Image image, boolean eventIp, boolean eventTime) {
+    private final Symbols symbols;
+
+    public TextPrinter(PrintWriter out, Image image, Symbols symbols, boolean eventIp, boolean eventTime) {
         this.out = out;
         this.image = image;
+        this.symbols = symbols;
         this.events = new PtxedPrinter(out, eventIp, eventTime);
     }
 
@@ -28,7 +32,8 @@ public final class TextPrinter implements FlowSink {
         if (speculative) {
             out.append("? ");
         }
-        out.append(String.format("%016x  %s%n", ip, text == null ? "(bad)" : text));
+        String sym = symbols == null ? null : symbols.describe(ip);
+        out.append(String.format("%016x  %-40s%s%n", ip, text == null ? "(bad)" : text, sym == null ? "" : "  <" + sym + ">"));
     }
 
     @Override

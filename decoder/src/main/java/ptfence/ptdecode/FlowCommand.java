@@ -5,9 +5,10 @@ import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
@@ -19,11 +20,13 @@ import ptfence.flow.FlowConfig;
 import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PacketInput;
+import ptfence.flow.ParallelFlow;
 import ptfence.image.ElfSegments;
 import ptfence.image.FileRange;
 import ptfence.image.Image;
 import ptfence.image.Numbers;
 import ptfence.image.RawSection;
+import ptfence.image.Symbols;
 import ptfence.output.CountingSink;
 import ptfence.output.JsonlPrinter;
 import ptfence.output.PtxedPrinter;
@@ -38,7 +41,7 @@ import ptfence.output.TextPrinter;
             "  ptdecode flow --raw bench.bin:0x400000 --pt bench-tnt.pt --quiet --stat"})
 public final class FlowCommand implements Callable<Integer> {
     /** How trace bytes become packets; the packet layer's cursor by default. */
-    public static Function<byte[], PacketInput> packetSource = bytes -> {
+    public static Function<ByteBuffer, PacketInput> packetSource = bytes -> {
         throw new IllegalStateException("no packet layer");
     };
 
@@ -115,6 +118,12 @@ public final class FlowCommand implements Callable<Integer> {
     String addr0A;
     @Option(names = "--filter:addr0_b", paramLabel = "ADDR", description = "Address filter 0 end.")
     String addr0B;
+    @Option(names = "--threads", paramLabel = "N", defaultValue = "1",
+            description = "Decode PSB segments on N threads and stitch them in order (0: one per core; default: ${DEFAULT-VALUE}).")
+    int threads;
+    @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
+            description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
+    Long segmentBytes;
     @Option(names = "--format", defaultValue = "ptxed", paramLabel = "ptxed|text|jsonl",
             description = "Output: ptxed (addresses and bracketed events), text, jsonl.")
     String format;
@@ -153,27 +162,53 @@ public final class FlowCommand implements Callable<Integer> {
 
         Image image = new Image();
         raw.forEach(r -> image.addAll(RawSection.parse(r)));
-        elf.forEach(e -> image.addAll(ElfSegments.parse(e)));
+        Symbols symbols = new Symbols();
+        for (String e : elf) {
+            ElfSegments segments = ElfSegments.parse(e);
+            image.addAll(segments);
+            if (format.equals("text")) {
+                symbols.addElf(segments);
+            }
+        }
 
-        byte[] trace = readTrace(pt);
+        ByteBuffer trace = mapTrace(pt);
         boolean blocks = isBlockDecoder();
-        FlowSink sink = quiet ? new CountingSink(out) : switch (format) {
-            case "ptxed" -> new PtxedPrinter(out, eventIp, eventTime).showBlocks(showBlocks && blocks);
-            case "text" -> new TextPrinter(out, image, eventIp, eventTime);
-            case "jsonl" -> new JsonlPrinter(out);
-            default -> throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
+        if (!List.of("ptxed", "text", "jsonl").contains(format)) {
+            throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
+        }
+        Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
+            case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks);
+            case "text" -> new TextPrinter(w, image, symbols, eventIp, eventTime);
+            default -> new JsonlPrinter(w);
         };
-        FlowDecoder decoder = new FlowDecoder(image, cfg, packetSource.apply(trace), sink, blocks);
-        decoder.run();
+        int nThreads = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
+        long instructions;
+        long blockCount;
+        if (nThreads > 1) {
+            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads,
+                    segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20);
+            try {
+                par.run(trace, out, sinks);
+            } catch (Exception e) {
+                throw new IllegalStateException("parallel decode failed: " + e, e);
+            }
+            instructions = par.instructions;
+            blockCount = par.blocks;
+        } else {
+            FlowDecoder decoder = new FlowDecoder(image, cfg, packetSource.apply(trace), sinks.apply(out), blocks);
+            decoder.run();
+            instructions = decoder.instructions;
+            blockCount = decoder.blocks;
+        }
         boolean anyStat = stat || statInsn || statBlocks;
         if (anyStat) {
             boolean showInsn = statInsn || (!statInsn && !statBlocks);
             boolean showBlocks = statBlocks || (!statInsn && !statBlocks && blocks);
             if (showInsn) {
-                out.append("insn: ").append(Long.toString(decoder.instructions)).append(".\n");
+                out.append("insn: ").append(Long.toString(instructions)).append(".\n");
             }
             if (showBlocks) {
-                out.append("blocks:\t").append(Long.toString(decoder.blocks)).append(".\n");
+                out.append("blocks:\t").append(Long.toString(blockCount)).append(".\n");
             }
         }
     }
@@ -182,15 +217,19 @@ public final class FlowCommand implements Callable<Integer> {
         return blockDecoder;
     }
 
-    private static byte[] readTrace(String spec) {
+    /** The trace bytes, memory-mapped (a 100 MB trace costs no heap). */
+    private static ByteBuffer mapTrace(String spec) {
         FileRange r = FileRange.parse(spec, "--pt");
-        try {
-            byte[] all = Files.readAllBytes(r.file());
-            long to = r.to() < 0 ? all.length : Math.min(r.to(), all.length);
+        try (FileChannel ch = FileChannel.open(r.file(), StandardOpenOption.READ)) {
+            long size = ch.size();
+            long to = r.to() < 0 ? size : Math.min(r.to(), size);
             if (r.from() > to) {
-                throw new BadInputException("--pt " + spec + ": range outside the file (" + all.length + " bytes)");
+                throw new BadInputException("--pt " + spec + ": range outside the file (" + size + " bytes)");
             }
-            return Arrays.copyOfRange(all, (int) r.from(), (int) to);
+            if (to - r.from() > Integer.MAX_VALUE) {
+                throw new BadInputException("--pt " + spec + ": traces over 2 GiB must be split with FILE:from-to");
+            }
+            return ch.map(FileChannel.MapMode.READ_ONLY, r.from(), to - r.from());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
