@@ -20,7 +20,7 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
                        byte[] jitedInsns, byte[] xlatedInsns, long[] jitedKsyms, int[] jitedFuncLens,
                        long[] progTags, int[] mapIds,
                        int funcInfoRecSize, byte[] funcInfo, int lineInfoRecSize, byte[] lineInfo,
-                       long[] jitedLineInfo, byte[] raw) {
+                       long[] jitedLineInfo, long runTimeNs, long runCount, long recursionMisses, byte[] raw) {
 
     public static final int SIZE = 232;
     // Offsets in struct bpf_prog_info (uapi).
@@ -29,29 +29,41 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
             NR_JITED_KSYMS = 104, NR_JITED_FUNC_LENS = 108, JITED_KSYMS = 112, JITED_FUNC_LENS = 120,
             BTF_ID = 128, FUNC_INFO_REC_SIZE = 132, FUNC_INFO = 136, NR_FUNC_INFO = 144, NR_LINE_INFO = 148,
             LINE_INFO = 152, JITED_LINE_INFO = 160, NR_JITED_LINE_INFO = 168, LINE_INFO_REC_SIZE = 172,
-            JITED_LINE_INFO_REC_SIZE = 176, NR_PROG_TAGS = 180, PROG_TAGS = 184, VERIFIED_INSNS = 216;
+            JITED_LINE_INFO_REC_SIZE = 176, NR_PROG_TAGS = 180, PROG_TAGS = 184, RUN_TIME_NS = 192, RUN_CNT = 200,
+            RECURSION_MISSES = 208, VERIFIED_INSNS = 216;
 
     /** Thrown when the program changed between the two calls (a count grew); the caller may retry. */
     public static final class Raced extends RuntimeException {
         Raced(String what) { super(what); }
     }
 
+    /**
+     * Fetches everything. The kernel dumps translated instructions through one kmalloc'ed copy, which fails with
+     * ENOMEM beyond about 4 MB (a ~500k-instruction program); the fetch is then repeated without them (the
+     * returned xlatedInsns is empty).
+     */
     public static ProgInfo fetch(BpfFd prog) throws BpfException {
+        boolean xlated = true;
         for (int attempt = 0; ; attempt++) {
             try {
-                return fetchOnce(prog);
+                return fetchOnce(prog, xlated);
             } catch (Raced r) {
                 if (attempt >= 3) throw r;
+            } catch (BpfException e) {
+                if (e.errno() != ENOMEM || !xlated) throw e;
+                xlated = false;
             }
         }
     }
 
-    private static ProgInfo fetchOnce(BpfFd prog) throws BpfException {
+    private static final int ENOMEM = 12;
+
+    private static ProgInfo fetchOnce(BpfFd prog, boolean withXlated) throws BpfException {
         Bpf bpf = Bpf.get();
         byte[] first = new byte[SIZE];
         bpf.objGetInfo(prog, first, List.of());
         ByteBuffer f = le(first);
-        int jitedLen = f.getInt(JITED_LEN), xlatedLen = f.getInt(XLATED_LEN);
+        int jitedLen = f.getInt(JITED_LEN), xlatedLen = withXlated ? f.getInt(XLATED_LEN) : 0;
         int nKsyms = f.getInt(NR_JITED_KSYMS), nLens = f.getInt(NR_JITED_FUNC_LENS);
         int nFuncInfo = f.getInt(NR_FUNC_INFO), funcRec = f.getInt(FUNC_INFO_REC_SIZE);
         int nLineInfo = f.getInt(NR_LINE_INFO), lineRec = f.getInt(LINE_INFO_REC_SIZE);
@@ -82,7 +94,7 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
         add(arrays, MAP_IDS, maps);
         bpf.objGetInfo(prog, second, arrays);
         check("jited_prog_len", jitedLen, s.getInt(JITED_LEN));
-        check("xlated_prog_len", xlatedLen, s.getInt(XLATED_LEN));
+        if (withXlated) check("xlated_prog_len", xlatedLen, s.getInt(XLATED_LEN));
         check("nr_jited_ksyms", nKsyms, s.getInt(NR_JITED_KSYMS));
         check("nr_jited_func_lens", nLens, s.getInt(NR_JITED_FUNC_LENS));
         check("nr_map_ids", nMaps, s.getInt(NR_MAP_IDS));
@@ -95,7 +107,8 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
                 new String(nameBytes, 0, nl, StandardCharsets.US_ASCII), s.getLong(LOAD_TIME), s.getInt(UID),
                 s.getInt(BTF_ID), s.getInt(VERIFIED_INSNS), (s.getInt(GPL) & 1) != 0,
                 jited, xlated, longs(ksyms), ints(lens), tagsOf(tags), ints(maps),
-                funcRec, funcInfo, lineRec, lineInfo, longs(jitedLine), second);
+                funcRec, funcInfo, lineRec, lineInfo, longs(jitedLine), s.getLong(RUN_TIME_NS), s.getLong(RUN_CNT),
+                s.getLong(RECURSION_MISSES), second);
     }
 
     /** The tag as kallsyms and perf print it (16 hex digits, byte order). */

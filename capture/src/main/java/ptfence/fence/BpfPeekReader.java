@@ -12,10 +12,10 @@ import java.nio.ByteOrder;
 /**
  * Kernel memory through a raw_tp program run with BPF_PROG_TEST_RUN (ctx {addr, len}), which copies the range into
  * its own ring buffer with bpf_probe_read_kernel; used where there is no /proc/kcore (as on this machine).
- * Ranges larger than one record are read in {@link FenceRecord#MAX_IMAGE} pieces.
+ * Ranges are read in 4 MiB pieces (a quarter of its ring).
  */
 public final class BpfPeekReader implements KernelMemory {
-    private static final int RING = 16 << 20;
+    private static final int RING = 16 << 20, PIECE = 4 << 20;
 
     private final BpfFd ring, stats, prog;
     private final BpfRingMapping mapping;
@@ -50,7 +50,7 @@ public final class BpfPeekReader implements KernelMemory {
     public synchronized byte[] read(long address, int length) throws IOException {
         byte[] out = new byte[length];
         for (int done = 0; done < length; ) {
-            int n = Math.min(FenceRecord.MAX_IMAGE, length - done);
+            int n = Math.min(PIECE, length - done);
             FenceRecord.Parsed r = readOne(address + done, n);
             System.arraycopy(r.image(), 0, out, done, n);
             done += n;

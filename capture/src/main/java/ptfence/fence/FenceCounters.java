@@ -13,15 +13,18 @@ import java.util.Map;
  * @param metadataFetched    programs whose metadata (bpf_prog_info) was fetched on request
  * @param metadataMissing    programs whose metadata was asked for after they were gone
  * @param sinkErrors         images the sink refused (IOException)
+ * @param recursionMisses    hook runs the kernel skipped because the hook was already running on that CPU
  */
 public record FenceCounters(Map<Hook, Long> imagesByHook, long reserveFailures, long submittedInKernel,
                             long incompleteImages, long functionListsCut, long userSpaceMissed,
-                            long metadataFetched, long metadataMissing, long sinkErrors) {
+                            long metadataFetched, long metadataMissing, long sinkErrors,
+                            long recursionMisses) {
 
     public long images(Hook h) { return imagesByHook.getOrDefault(h, 0L); }
 
     /** Images that should have been captured and were not. */
-    public long losses() { return reserveFailures + userSpaceMissed + incompleteImages + functionListsCut + sinkErrors; }
+    public long losses() { return reserveFailures + userSpaceMissed + incompleteImages + functionListsCut + sinkErrors
+            + recursionMisses; }
 
     public String summary() {
         StringBuilder b = new StringBuilder("fence images:");
@@ -31,6 +34,7 @@ public record FenceCounters(Map<Hook, Long> imagesByHook, long reserveFailures, 
         if (userSpaceMissed > 0) b.append(" (user-space fence too late: ").append(userSpaceMissed).append(')');
         if (incompleteImages > 0) b.append(" (incomplete copies: ").append(incompleteImages).append(')');
         if (functionListsCut > 0) b.append(" (function lists cut: ").append(functionListsCut).append(')');
+        if (recursionMisses > 0) b.append(" (hook runs skipped by the kernel: ").append(recursionMisses).append(')');
         if (sinkErrors > 0) b.append(" (sink errors: ").append(sinkErrors).append(')');
         if (metadataMissing > 0) b.append("; metadata missing for ").append(metadataMissing).append(" programs");
         return b.toString();

@@ -11,7 +11,8 @@ import static ptfence.fence.FenceRecord.*;
 /**
  * Emits the fence's BPF programs (raw tracepoints, no libbpf, no clang):
  * <ul>
- * <li>LOAD, on {@code sys_exit}: after a successful bpf(BPF_PROG_LOAD), in the loading thread and before it
+ * <li>LOAD, on {@code sys_exit}: after a successful bpf(BPF_PROG_LOAD) (64-bit or ia32 compat), in the loading
+ *     thread and before it
  *     returns, walks current->files->fdt->fd[ret]->private_data to the new struct bpf_prog;</li>
  * <li>FREE, on {@code workqueue_execute_start}: when the work item is bpf_prog_free_deferred — immediately before
  *     that function frees the JIT text — takes the prog from container_of(work, struct bpf_prog_aux, work);</li>
@@ -29,7 +30,8 @@ final class FencePrograms {
             HELPER_CURRENT_TASK = 35, HELPER_PROBE_READ_KERNEL = 113, HELPER_RINGBUF_QUERY = 134,
             HELPER_RESERVE_DYNPTR = 198, HELPER_SUBMIT_DYNPTR = 199, HELPER_DISCARD_DYNPTR = 200,
             HELPER_DYNPTR_DATA = 203;
-    private static final int NR_BPF = 321, BPF_PROG_LOAD = 5;
+    /** bpf(2) on x86-64, and through the ia32 compat entry (int 0x80), where the first argument is in bx. */
+    private static final int NR_BPF = 321, NR_BPF_IA32 = 357, BPF_PROG_LOAD = 5;
     private static final int RB_NO_WAKEUP = 1, RB_FORCE_WAKEUP = 2;
 
     // Stack slots (r10-relative).
@@ -52,9 +54,14 @@ final class FencePrograms {
         a.load(DW, R6, R1, 0).load(DW, R7, R1, 8)
                 .jumpIf(Cond.SLT, R7, 0, "out");
         read64(a, TMP, R6, k.ptRegsOrigAx());
-        a.load(DW, R1, R10, TMP).jumpIf(Cond.NE, R1, NR_BPF, "out");
+        a.load(DW, R1, R10, TMP).jumpIf(Cond.EQ, R1, NR_BPF, "native").jumpIf(Cond.NE, R1, NR_BPF_IA32, "out");
+        read64(a, TMP, R6, k.ptRegsBx());
+        a.jump("cmd");
+        a.label("native");
         read64(a, TMP, R6, k.ptRegsDi());
-        a.load(DW, R1, R10, TMP).jumpIf(Cond.NE, R1, BPF_PROG_LOAD, "out");
+        a.label("cmd").load(DW, R1, R10, TMP)
+                .alu(BpfAssembler.Alu.LSH, R1, 32).alu(BpfAssembler.Alu.RSH, R1, 32)   // int cmd: the low 32 bits
+                .jumpIf(Cond.NE, R1, BPF_PROG_LOAD, "out");
         a.call(HELPER_CURRENT_TASK).mov(R8, R0);
         deref(a, R8, k.taskFiles());
         deref(a, R8, k.filesFdt());

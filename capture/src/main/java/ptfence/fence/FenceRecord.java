@@ -23,8 +23,11 @@ public final class FenceRecord {
     public static final int KIND_LOAD = 8, KIND_FREE = 9, KIND_TRAMP_FREE = 10, KIND_PEEK = 11;
     public static final int F_LAST = 1, F_TRUNC = 2, F_FTRUNC = 8;
 
-    /** One image per record; larger ones are truncated and flagged (the ring must hold twice this). */
-    public static final int MAX_IMAGE = 4 << 20;
+    /**
+     * One image per record, up to the dynptr size limit (2^24 - 1 bytes with the header); a JIT image of a
+     * 1M-instruction program fits. Larger ones would be truncated and flagged F_TRUNC.
+     */
+    public static final int MAX_IMAGE = (1 << 24) - 1 - IMAGE;
     /** Functions per program the hooks walk; more are flagged F_FTRUNC. */
     public static final int MAX_FUNCS = 256;
 

@@ -10,7 +10,7 @@ import java.util.OptionalInt;
  * nothing here is hard-coded, so a kernel whose layout moves still gets a correct fence.
  */
 public record KernelLayout(
-        int ptRegsOrigAx, int ptRegsDi,
+        int ptRegsOrigAx, int ptRegsDi, int ptRegsBx,
         int taskFiles, int filesFdt, int fdtMaxFds, int fdtFd, int filePrivateData,
         int progAux, int progBpfFunc, int progJitedLen, int progTag,
         int auxProg, int auxId, int auxRealFuncCnt, int auxFunc, int auxKsymName, int auxWork,
@@ -22,7 +22,7 @@ public record KernelLayout(
     public static KernelLayout from(Btf btf) {
         boolean tramp = hasStruct(btf, "bpf_tramp_image");
         return new KernelLayout(
-                btf.offsetOf("pt_regs", "orig_ax"), btf.offsetOf("pt_regs", "di"),
+                btf.offsetOf("pt_regs", "orig_ax"), btf.offsetOf("pt_regs", "di"), btf.offsetOf("pt_regs", "bx"),
                 btf.offsetOf("task_struct", "files"), btf.offsetOf("files_struct", "fdt"),
                 btf.offsetOf("fdtable", "max_fds"), btf.offsetOf("fdtable", "fd"),
                 btf.offsetOf("file", "private_data"),

@@ -2,7 +2,10 @@ package ptfence.fence;
 
 import java.io.IOException;
 
-/** Where captured images go (the archive, a test's list). Called from the fence's consumer thread. */
+/**
+ * Where captured images go (the archive, a test's list). The fence calls it from its consumer thread and from
+ * callers' threads, but never twice at once.
+ */
 @FunctionalInterface
 public interface TextSink {
     void accept(CapturedText text) throws IOException;

@@ -19,12 +19,14 @@ public final class Bpf {
     private static final long NR_BPF = 321;
     private static final int MAP_CREATE = 0, MAP_LOOKUP_ELEM = 1, MAP_UPDATE_ELEM = 2, PROG_LOAD = 5,
             PROG_TEST_RUN = 10, PROG_GET_NEXT_ID = 11, PROG_GET_FD_BY_ID = 13, OBJ_GET_INFO_BY_FD = 15,
-            RAW_TRACEPOINT_OPEN = 17, BTF_GET_FD_BY_ID = 19, ENABLE_STATS = 32;
+            RAW_TRACEPOINT_OPEN = 17, BTF_GET_FD_BY_ID = 19, LINK_CREATE = 28, ENABLE_STATS = 32;
     /** sizeof(union bpf_attr) in the newest uapi; the kernel accepts a larger zero-tailed attr. */
     private static final int ATTR_SIZE = 168;
     private static final int ENOENT = 2;
 
-    public static final int PROG_TYPE_SOCKET_FILTER = 1, PROG_TYPE_TRACEPOINT = 5, PROG_TYPE_RAW_TRACEPOINT = 17;
+    public static final int PROG_TYPE_SOCKET_FILTER = 1, PROG_TYPE_TRACEPOINT = 5, PROG_TYPE_XDP = 6,
+            PROG_TYPE_RAW_TRACEPOINT = 17;
+    public static final int ATTACH_XDP = 37, ATTACH_PERF_EVENT = 41;
     public static final int MAP_TYPE_ARRAY = 2, MAP_TYPE_RINGBUF = 27;
 
     public interface LibC {
@@ -151,6 +153,18 @@ public final class Bpf {
         long fd = sys(RAW_TRACEPOINT_OPEN, attr);
         if (fd < 0) throw fail("bpf(BPF_RAW_TRACEPOINT_OPEN, " + tracepoint + ", " + prog + ")");
         return new BpfFd((int) fd, "raw_tp link " + tracepoint);
+    }
+
+    /** BPF_LINK_CREATE: attaches {@code prog} to a target fd or ifindex; closing the link detaches. */
+    public BpfFd linkCreate(BpfFd prog, int targetFdOrIfindex, int attachType) throws BpfException {
+        Pointer attr = attr();
+        attr.putInt(0, prog.fd());
+        attr.putInt(4, targetFdOrIfindex);
+        attr.putInt(8, attachType);
+        long fd = sys(LINK_CREATE, attr);
+        if (fd < 0) throw fail("bpf(BPF_LINK_CREATE, " + prog + ", target " + targetFdOrIfindex + ", attach type "
+                + attachType + ")");
+        return new BpfFd((int) fd, "link " + attachType);
     }
 
     /** BPF_PROG_TEST_RUN with only a context (raw_tp programs): returns the program's return value. */

@@ -1,5 +1,6 @@
 package ptfence.insn;
 
+import java.lang.invoke.VarHandle;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -26,8 +27,8 @@ public final class CodeCache {
     private final byte[] cls;
     private final byte[] op;
     private final int[] disp;
-    private int[] blockLast;
-    private int[] blockCount;
+    private volatile int[] blockLast;
+    private volatile int[] blockCount;
 
     private CodeCache(byte[] code, int mode) {
         this.code = code;
@@ -56,6 +57,8 @@ public final class CodeCache {
         byte l = len[off];
         if (l == 0) {
             l = fill(off, dec);
+        } else {
+            VarHandle.acquireFence(); // pairs with the release in fill(): class/op/displacement are visible
         }
         return l;
     }
@@ -73,6 +76,7 @@ public final class CodeCache {
         cls[off] = dec.cls;
         op[off] = dec.op;
         disp[off] = dec.displacement;
+        VarHandle.releaseFence(); // readers that see the length also see the rest
         len[off] = (byte) n;
         return len[off];
     }
@@ -104,6 +108,7 @@ public final class CodeCache {
         if (bl != null) {
             int v = bl[off];
             if (v != 0) {
+                VarHandle.acquireFence();
                 return v - 1;
             }
         }
@@ -114,11 +119,14 @@ public final class CodeCache {
         return blockCount[off];
     }
 
+
     private synchronized int fillBlock(int start, X86Decoder dec) {
         if (blockLast == null) {
-            blockLast = new int[code.length];
             blockCount = new int[code.length];
+            blockLast = new int[code.length];
         }
+        int[] blockLast = this.blockLast;
+        int[] blockCount = this.blockCount;
         int off = start;
         int n = 0;
         while (true) {
@@ -140,8 +148,9 @@ public final class CodeCache {
         int o = start;
         int k = n;
         while (k > 0) {
-            blockLast[o] = last + 1;
             blockCount[o] = k;
+            VarHandle.releaseFence();
+            blockLast[o] = last + 1;
             o += len[o];
             k--;
         }

@@ -48,9 +48,21 @@ public final class X86Decoder {
         }
         byte[] window = new byte[n];
         System.arraycopy(code, off, window, 0, n);
+        if (mode == ExecMode.BITS64 && jmpabs(window, n)) {
+            return length;
+        }
         Capstone.CsInsn[] insns = engine(mode).disasm(window, 0, 1);
         if (insns == null || insns.length == 0) {
             length = ptwriteLength(window, n, mode);
+            if (length == 0) {
+                length = vexLength(window, n, mode);
+            }
+            if (length == 0) {
+                length = group7RegisterLength(window, n, mode);
+            }
+            if (length == 0) {
+                length = twoByteModrmLength(window, n, mode);
+            }
             if (length == 0) {
                 return 0;
             }
@@ -74,6 +86,164 @@ public final class X86Decoder {
             return null;
         }
         return insns[0].opStr.isEmpty() ? insns[0].mnemonic : insns[0].mnemonic + " " + insns[0].opStr;
+    }
+
+    /**
+     * JMPABS (APX: REX2 with M0=0, W=0, then A1 and a 64-bit absolute target), unknown to capstone 4. It
+     * is direct but, like libipt, we let its TIP give the target, so it is classified as an indirect jump.
+     */
+    private boolean jmpabs(byte[] b, int n) {
+        int i = 0;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            if ((b[i] & 0xff) == 0x66 || (b[i] & 0xff) == 0x67) {
+                return false;
+            }
+            i++;
+        }
+        if (i + 2 >= n || (b[i] & 0xff) != 0xd5 || (b[i + 1] & 0x88) != 0 || (b[i + 2] & 0xff) != 0xa1) {
+            return false;
+        }
+        if (i + 11 > n) {
+            return false;
+        }
+        length = i + 11;
+        cls = InsnClass.JUMP_INDIRECT;
+        return true;
+    }
+
+    private static boolean isLegacyPrefix(int p) {
+        return switch (p) {
+            case 0x66, 0x67, 0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65 -> true;
+            default -> false;
+        };
+    }
+
+    /**
+     * Length of a VEX/EVEX-encoded instruction capstone 4 does not know (newer AVX-512 forms). None of
+     * them transfers control, so the length is all the flow needs. Returns 0 if this is not one.
+     */
+    private static int vexLength(byte[] b, int n, int mode) {
+        int i = 0;
+        boolean asz = false;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            asz |= (b[i] & 0xff) == 0x67;
+            i++;
+        }
+        if (i >= n) {
+            return 0;
+        }
+        boolean m64 = mode == ExecMode.BITS64;
+        int esc = b[i] & 0xff;
+        int map;
+        int opAt;
+        if (esc == 0xc5 && i + 1 < n && (m64 || (b[i + 1] & 0xc0) == 0xc0)) {
+            map = 1;
+            opAt = i + 2;
+        } else if (esc == 0xc4 && i + 2 < n && (m64 || (b[i + 1] & 0xc0) == 0xc0)) {
+            map = b[i + 1] & 0x1f;
+            opAt = i + 3;
+        } else if (esc == 0x62 && i + 3 < n && (m64 || (b[i + 1] & 0xc0) == 0xc0)) {
+            map = b[i + 1] & 0x07;
+            opAt = i + 4;
+        } else {
+            return 0;
+        }
+        if (opAt + 1 >= n) {
+            return 0;
+        }
+        int opcode = b[opAt] & 0xff;
+        int len = modrmEnd(b, opAt + 1, n, mode == ExecMode.BITS16 != asz && !m64);
+        if (len <= 0) {
+            return 0;
+        }
+        boolean imm8 = map == 3 || (map == 1 && ((opcode >= 0x70 && opcode <= 0x73) || opcode == 0xc2
+                || (opcode >= 0xc4 && opcode <= 0xc6)));
+        len += imm8 ? 1 : 0;
+        return len <= n ? len : 0;
+    }
+
+    /** Offset just past ModRM, SIB and displacement starting at {@code at}; 0 if the bytes run out. */
+    private static int modrmEnd(byte[] b, int at, int n, boolean addr16) {
+        if (at >= n) {
+            return 0;
+        }
+        int modrm = b[at] & 0xff;
+        int mod = modrm >> 6;
+        int rm = modrm & 7;
+        int len = at + 1;
+        if (mod == 3) {
+            return len;
+        }
+        if (addr16) {
+            return len + (mod == 1 ? 1 : mod == 2 ? 2 : rm == 6 ? 2 : 0);
+        }
+        if (rm == 4) {
+            if (len >= n) {
+                return 0;
+            }
+            int base = b[len] & 7;
+            len++;
+            if (mod == 0 && base == 5) {
+                len += 4;
+            }
+        } else if (mod == 0 && rm == 5) {
+            len += 4;
+        }
+        return len + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+    }
+
+    /**
+     * A 0F-map instruction with a ModRM operand that capstone 4 does not know (CET's RDSSP, INCSSP, ...):
+     * its length follows from ModRM, SIB, displacement and, for a few opcodes, an 8-bit immediate. Returns
+     * 0 for opcodes without ModRM or outside this map.
+     */
+    private static int twoByteModrmLength(byte[] b, int n, int mode) {
+        int i = 0;
+        boolean asz = false;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            asz |= (b[i] & 0xff) == 0x67;
+            i++;
+        }
+        boolean m64 = mode == ExecMode.BITS64;
+        if (m64 && i < n && (b[i] & 0xf0) == 0x40) {
+            i++;
+        }
+        if (i + 2 >= n || b[i] != 0x0f) {
+            return 0;
+        }
+        int op = b[i + 1] & 0xff;
+        boolean noModrm = op == 0x38 || op == 0x3a || op == 0x0f || (op >= 0x04 && op <= 0x0b) || op == 0x0e
+                || (op >= 0x30 && op <= 0x37) || op == 0x77 || (op >= 0x80 && op <= 0x8f)
+                || (op >= 0xa0 && op <= 0xa2) || (op >= 0xa8 && op <= 0xaa) || (op >= 0xc8 && op <= 0xcf);
+        if (noModrm) {
+            return 0;
+        }
+        int len = modrmEnd(b, i + 2, n, (mode == ExecMode.BITS16) != asz && !m64);
+        if (len <= 0) {
+            return 0;
+        }
+        boolean imm8 = (op >= 0x70 && op <= 0x73) || op == 0xa4 || op == 0xac || op == 0xba || op == 0xc2
+                || (op >= 0xc4 && op <= 0xc6);
+        len += imm8 ? 1 : 0;
+        return len <= n ? len : 0;
+    }
+
+    /**
+     * 0F 01 with a register-form ModRM (C0..FF) is a family of operand-less system instructions; newer
+     * ones (UIRET, ERETS, ERETU, ...) are unknown to capstone 4. Returns their length, or 0.
+     */
+    private static int group7RegisterLength(byte[] b, int n, int mode) {
+        int i = 0;
+        while (i < n && isLegacyPrefix(b[i] & 0xff)) {
+            i++;
+        }
+        if (mode == ExecMode.BITS64 && i < n && (b[i] & 0xf0) == 0x40) {
+            i++;
+        }
+        if (i + 2 < n && b[i] == 0x0f && b[i + 1] == 0x01 && (b[i + 2] & 0xc0) == 0xc0) {
+            return i + 3;
+        }
+        return 0;
     }
 
     /**
