@@ -83,6 +83,11 @@ public final class PerfDataFile implements Closeable {
         return new PerfDataFile(path, null, view, FileHeader.read(path, view));
     }
 
+    /** Reads a whole stream (typically a pipe-mode recording on stdin) into memory and opens it. */
+    public static PerfDataFile read(java.io.InputStream in, String name) throws IOException {
+        return of(name, ByteBuffer.wrap(in.readAllBytes()));
+    }
+
     private static ByteOrder magicOrder(Path path, long magic) {
         if (magic == MAGIC) {
             return ByteOrder.LITTLE_ENDIAN;

@@ -176,4 +176,18 @@ class RoundTripTest {
             }
         }
     }
+
+    @Test
+    void aPipeModeStreamReadsFromAnInputStream() throws IOException {
+        RealRecordings.Case piped = RealRecordings.all().stream().filter(RealRecordings.Case::pipe).findFirst()
+                .orElseThrow();
+        try (var in = Files.newInputStream(piped.perfData());
+                PerfDataFile s = PerfDataFile.read(in, "stdin");
+                PerfDataFile f = PerfDataFile.open(piped.perfData())) {
+            assertTrue(s.pipeMode());
+            assertEquals(f.attrs(), s.attrs());
+            assertEquals(f.features().all(), s.features().all());
+            assertRecords(f.stream().toList(), s.stream().toList(), "stdin");
+        }
+    }
 }
