@@ -1,0 +1,163 @@
+package ptfence.ptdecode;
+
+import java.io.FileOutputStream;
+import java.io.FileDescriptor;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import ptfence.cli.BadInputException;
+import ptfence.output.DecodeSummary;
+import ptfence.output.JsonlPacketPrinter;
+import ptfence.output.PtdumpOptions;
+import ptfence.output.PtdumpPrinter;
+import ptfence.output.TextSink;
+import ptfence.packet.Errata;
+import ptfence.packet.PacketCursor;
+import ptfence.packet.TraceSource;
+import ptfence.timing.TimingConfig;
+
+/** {@code ptdecode packets}: libipt ptdump's packet listing (same options, same output) or JSON lines. */
+@Command(name = "packets", mixinStandardHelpOptions = true,
+        description = {"Print the packets of a raw Intel PT trace, as libipt's ptdump does.",
+                "FILE[:from[-to]] selects a byte range (ptdump syntax; offsets are then relative to 'from')."},
+        footer = {"", "Examples:",
+                "  ptdecode packets trace.pt                      # ptdump format",
+                "  ptdecode packets --no-pad --lastip trace.pt:0x1000-0x2000",
+                "  ptdecode packets --time --time-delta --cpu 6/142 --mtc-freq 4 \\",
+                "          --cpuid-0x15.eax 2 --cpuid-0x15.ebx 200 trace.pt",
+                "  ptdecode packets --format=jsonl trace.pt | jq -c 'select(.type==\"tip\")'",
+                "  ptdecode packets --quiet trace.pt              # check only: errors and exit code",
+                "",
+                "Decode errors are printed in the listing as ptdump prints them ([offset: error]), decoding",
+                "resumes at the next PSB, and a summary line goes to stderr; the exit code is then 2."},
+        sortOptions = false)
+public final class PacketsCommand implements Callable<Integer> {
+
+    /** Output formats. */
+    public enum Format { ptdump, jsonl }
+
+    @Parameters(index = "0", paramLabel = "FILE[:from[-to]]", description = "Raw Intel PT trace (or a byte range of it).")
+    String trace;
+
+    @Option(names = "--format", paramLabel = "ptdump|jsonl", description = "Output format (default: ${DEFAULT-VALUE}).")
+    Format format = Format.ptdump;
+
+    @Option(names = "--no-sync", description = "Don't sync to the first PSB; assume a sync point at the start.")
+    boolean noSync;
+    @Option(names = "--quiet", description = "Print nothing but errors.")
+    boolean quiet;
+    @Option(names = "--no-pad", description = "Don't show PAD packets.")
+    boolean noPad;
+    @Option(names = "--no-timing", description = "Don't show timing packets.")
+    boolean noTiming;
+    @Option(names = "--no-cyc", description = "Don't show CYC packets and ignore them when tracking time.")
+    boolean noCyc;
+    @Option(names = "--no-offset", description = "Don't show the offset as the first column.")
+    boolean noOffset;
+    @Option(names = "--raw", description = "Show raw packet bytes.")
+    boolean raw;
+    @Option(names = "--lastip", description = "Show last IP updates on packets with IP payloads.")
+    boolean lastIp;
+    @Option(names = "--exec-mode", description = "Show the current execution mode on mode.exec packets.")
+    boolean execMode;
+    @Option(names = "--time", description = "Show the estimated TSC on timing packets.")
+    boolean time;
+    @Option(names = "--tcal", description = "Show time calibration information.")
+    boolean tcal;
+    @Option(names = "--time-delta", description = "Show timing information as delta.")
+    boolean timeDelta;
+    @Option(names = "--no-tcal", description = "Skip timing calibration (CYC packets then give errors).")
+    boolean noTcal;
+    @Option(names = "--no-wall-clock", description = "Suppress the no-time error and print relative time.")
+    boolean noWallClock;
+    @Option(names = "--keep-tcal-on-ovf", description = "Preserve timing calibration on overflow.")
+    boolean keepTcalOnOvf;
+    @Option(names = "--cpu", paramLabel = "none|f/m[/s]", description = "Decode for this CPU (errata); default: none.")
+    String cpu;
+    @Option(names = "--mtc-freq", paramLabel = "<n>", description = "MTC frequency (IA32_RTIT_CTL[17:14]).")
+    String mtcFreq;
+    @Option(names = "--nom-freq", paramLabel = "<n>", description = "Nominal frequency (MSR_PLATFORM_INFO[15:8]).")
+    String nomFreq;
+    @Option(names = "--cpuid-0x15.eax", paramLabel = "<n>", description = "Value of cpuid[0x15].eax.")
+    String cpuid15Eax;
+    @Option(names = "--cpuid-0x15.ebx", paramLabel = "<n>", description = "Value of cpuid[0x15].ebx.")
+    String cpuid15Ebx;
+
+    OutputStream stdout = new FileOutputStream(FileDescriptor.out);
+    java.io.PrintStream stderr = System.err;
+
+    @Override
+    public Integer call() {
+        if (time && tcal) {
+            throw new BadInputException("specify either --time or --tcal");
+        }
+        TextSink out = new TextSink(stdout, 1 << 17);
+        Errata errata = Errata.NONE;
+        if (cpu != null && !cpu.equals("none")) {
+            Errata.Cpu c = Errata.Cpu.parse(cpu);
+            try {
+                errata = Errata.of(c);
+            } catch (Errata.UnknownCpuException e) {
+                if (format == Format.ptdump) {
+                    out.str("[0: failed to determine errata: unknown cpu]").nl();
+                }
+            }
+        }
+        TimingConfig timing = new TimingConfig(
+                (int) number("--mtc-freq", mtcFreq, 0xff),
+                (int) number("--nom-freq", nomFreq, 0xff),
+                (int) number("--cpuid-0x15.eax", cpuid15Eax, 0xffffffffL),
+                (int) number("--cpuid-0x15.ebx", cpuid15Ebx, 0xffffffffL),
+                errata.skl168());
+        try (TraceSource source = TraceSource.parse(trace)) {
+            rejectPerfData(source);
+            PacketCursor cursor = new PacketCursor(source, errata);
+            DecodeSummary summary;
+            if (format == Format.jsonl) {
+                summary = new JsonlPacketPrinter(out, noSync, quiet).dump(cursor);
+            } else {
+                PtdumpOptions opt = new PtdumpOptions(!noOffset, raw, lastIp, execMode, time || tcal, time, tcal,
+                        timeDelta, keepTcalOnOvf, quiet, noPad, noSync, noTcal, noWallClock, noTiming, noCyc,
+                        errata, timing);
+                summary = new PtdumpPrinter(opt, out, null).dump(cursor);
+            }
+            out.flush();
+            String damage = summary.describe(source.name());
+            if (damage != null) {
+                stderr.println("ptdecode: " + damage);
+                return ptfence.cli.Tool.EXIT_BAD_INPUT;
+            }
+            return 0;
+        }
+    }
+
+    /** perf.data recordings are read by the perf.data reader; raw traces are what this layer prints. */
+    private static void rejectPerfData(TraceSource source) {
+        if (source.size() >= 8 && source.fileOffset() == 0) {
+            ByteBuffer w = source.window(0);
+            if (w.getLong(0) == 0x32454c4946524550L) { // "PERFILE2"
+                throw new BadInputException(source.name() + " is a perf.data recording, not a raw Intel PT trace");
+            }
+        }
+    }
+
+    /** ptdump's strtoull(arg, 0) with a range check. */
+    static long number(String option, String value, long max) {
+        if (value == null) {
+            return 0;
+        }
+        long v;
+        try {
+            v = TraceSource.parseCInteger(value);
+        } catch (NumberFormatException e) {
+            throw new BadInputException(option + ": bad argument: " + value);
+        }
+        if (Long.compareUnsigned(v, max) > 0) {
+            throw new BadInputException(option + ": value too big: " + value);
+        }
+        return v;
+    }
+}
