@@ -17,6 +17,7 @@ import ptfence.output.TextSink;
 import ptfence.packet.Errata;
 import ptfence.packet.PacketCursor;
 import ptfence.packet.TraceSource;
+import ptfence.sideband.PeventDump;
 import ptfence.timing.TimingConfig;
 
 /** {@code ptdecode packets}: libipt ptdump's packet listing (same options, same output) or JSON lines. */
@@ -33,8 +34,17 @@ import ptfence.timing.TimingConfig;
                 "",
                 "Decode errors are printed in the listing as ptdump prints them ([offset: error]), decoding",
                 "resumes at the next PSB, and a summary line goes to stderr; the exit code is then 2."},
-        sortOptions = false)
+        sortOptions = false, modelTransformer = PacketsCommand.PtdumpStyleParsing.class)
 public final class PacketsCommand implements Callable<Integer> {
+
+    /** ptdump accepts an option more than once (the last one wins, --pevent:* apply in order). */
+    public static final class PtdumpStyleParsing implements picocli.CommandLine.IModelTransformer {
+        @Override
+        public picocli.CommandLine.Model.CommandSpec transform(picocli.CommandLine.Model.CommandSpec spec) {
+            spec.parser().overwrittenOptionsAllowed(true);
+            return spec;
+        }
+    }
 
     /** Output formats. */
     public enum Format { ptdump, jsonl }
@@ -47,8 +57,13 @@ public final class PacketsCommand implements Callable<Integer> {
 
     @Option(names = "--no-sync", description = "Don't sync to the first PSB; assume a sync point at the start.")
     boolean noSync;
-    @Option(names = "--quiet", description = "Print nothing but errors.")
     boolean quiet;
+
+    @Option(names = "--quiet", description = "Print nothing but errors.")
+    void quiet(boolean on) {
+        quiet = on;
+        sbFlags = 0;
+    }
     @Option(names = "--no-pad", description = "Don't show PAD packets.")
     boolean noPad;
     @Option(names = "--no-timing", description = "Don't show timing packets.")
@@ -86,6 +101,91 @@ public final class PacketsCommand implements Callable<Integer> {
     @Option(names = "--cpuid-0x15.ebx", paramLabel = "<n>", description = "Value of cpuid[0x15].ebx.")
     String cpuid15Ebx;
 
+    // Sideband (perf_event "pevent" files), as ptdump built with libipt-sb; options apply in command-line order.
+    int sbFlags;
+    boolean sbWarn;
+    PeventDump.Config pevent = PeventDump.Config.DEFAULT;
+    final java.util.List<Object[]> peventFiles = new java.util.ArrayList<>();
+
+    @Option(names = {"--sb:compact", "--sb"}, description = "Show sideband records in compact format.")
+    void sbCompact(boolean on) {
+        sbFlags = (sbFlags & ~PeventDump.VERBOSE) | PeventDump.COMPACT;
+    }
+
+    @Option(names = "--sb:verbose", description = "Show sideband records in verbose format.")
+    void sbVerbose(boolean on) {
+        sbFlags = (sbFlags & ~PeventDump.COMPACT) | PeventDump.VERBOSE;
+    }
+
+    @Option(names = "--sb:filename", description = "Show the filename on sideband records.")
+    void sbFilename(boolean on) {
+        sbFlags |= PeventDump.FILENAME;
+    }
+
+    @Option(names = "--sb:offset", description = "Show the offset on sideband records.")
+    void sbOffset(boolean on) {
+        sbFlags |= PeventDump.FILE_OFFSET;
+    }
+
+    @Option(names = "--sb:time", description = "Show the time on sideband records.")
+    void sbTime(boolean on) {
+        sbFlags |= PeventDump.TSC;
+    }
+
+    @Option(names = "--sb:warn", description = "Show sideband warnings.")
+    void sbWarn(boolean on) {
+        sbWarn = true;
+    }
+
+    @Option(names = {"--pevent", "--pevent:primary", "--pevent:secondary"}, paramLabel = "<file>[:<from>[-<to>]]",
+            description = "Load a perf_event sideband stream from <file> (libipt pevent format).")
+    void peventFile(String file) {
+        peventFiles.add(new Object[] {file, pevent});
+    }
+
+    @Option(names = "--pevent:sample-type", paramLabel = "<val>", description = "perf_event_attr.sample_type (default: 0).")
+    void peventSampleType(String v) {
+        pevent = pevent.withSampleType(number("--pevent:sample-type", v, -1L));
+    }
+
+    @Option(names = "--pevent:sample-config", paramLabel = "<id>:<val>",
+            description = "perf_event_attr.sample_type <val> for event <id>.")
+    void peventSampleConfig(String v) {
+        int colon = v.indexOf(':');
+        if (colon < 0) {
+            throw new BadInputException("bad sample config --pevent:sample-config: invalid argument");
+        }
+        pevent = pevent.withSampleConfig(number("--pevent:sample-config", v.substring(0, colon), -1L),
+                number("--pevent:sample-config", v.substring(colon + 1), -1L));
+    }
+
+    @Option(names = "--pevent:time-zero", paramLabel = "<val>", description = "perf_event_mmap_page.time_zero (default: 0).")
+    void peventTimeZero(String v) {
+        pevent = pevent.withTimeZero(number("--pevent:time-zero", v, -1L));
+    }
+
+    @Option(names = "--pevent:time-shift", paramLabel = "<val>", description = "perf_event_mmap_page.time_shift (default: 0).")
+    void peventTimeShift(String v) {
+        pevent = pevent.withTimeShift((int) number("--pevent:time-shift", v, 0xffff));
+    }
+
+    @Option(names = "--pevent:time-mult", paramLabel = "<val>", description = "perf_event_mmap_page.time_mult (default: 1).")
+    void peventTimeMult(String v) {
+        pevent = pevent.withTimeMult(number("--pevent:time-mult", v, 0xffffffffL));
+    }
+
+    @Option(names = "--pevent:tsc-offset", paramLabel = "<val>", description = "Show perf events <val> ticks earlier.")
+    void peventTscOffset(String v) {
+        pevent = pevent.withTscOffset(number("--pevent:tsc-offset", v, -1L));
+    }
+
+    @Option(names = {"--pevent:kernel-start", "--pevent:sysroot", "--pevent:kcore", "--pevent:vdso-x64",
+            "--pevent:vdso-x32", "--pevent:vdso-ia32"}, paramLabel = "<val>",
+            description = "Accepted for ptdump compatibility; not needed to dump sideband.")
+    void peventIgnored(String v) {
+        // ptdump only uses these to build process images, which dumping does not need.
+    }
+
     OutputStream stdout = new FileOutputStream(FileDescriptor.out);
     java.io.PrintStream stderr = System.err;
 
@@ -112,6 +212,13 @@ public final class PacketsCommand implements Callable<Integer> {
                 (int) number("--cpuid-0x15.eax", cpuid15Eax, 0xffffffffL),
                 (int) number("--cpuid-0x15.ebx", cpuid15Ebx, 0xffffffffL),
                 errata.skl168());
+        PeventDump sideband = null;
+        if (!peventFiles.isEmpty()) {
+            sideband = new PeventDump(sbFlags, sbWarn);
+            for (Object[] f : peventFiles) {
+                sideband.add((String) f[0], (PeventDump.Config) f[1]);
+            }
+        }
         try (TraceSource source = TraceSource.parse(trace)) {
             rejectPerfData(source);
             PacketCursor cursor = new PacketCursor(source, errata);
@@ -119,10 +226,10 @@ public final class PacketsCommand implements Callable<Integer> {
             if (format == Format.jsonl) {
                 summary = new JsonlPacketPrinter(out, noSync, quiet).dump(cursor);
             } else {
-                PtdumpOptions opt = new PtdumpOptions(!noOffset, raw, lastIp, execMode, time || tcal, time, tcal,
+                PtdumpOptions opt = new PtdumpOptions(!noOffset, raw, lastIp, execMode, time || tcal || sideband != null, time, tcal,
                         timeDelta, keepTcalOnOvf, quiet, noPad, noSync, noTcal, noWallClock, noTiming, noCyc,
                         errata, timing);
-                summary = new PtdumpPrinter(opt, out, null).dump(cursor);
+                summary = new PtdumpPrinter(opt, out, sideband).dump(cursor);
             }
             out.flush();
             String damage = summary.describe(source.name());
