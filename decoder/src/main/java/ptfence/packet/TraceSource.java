@@ -212,8 +212,12 @@ public final class TraceSource implements AutoCloseable {
         }
     }
 
-    /** strtoull(s, 0): decimal, 0x-hex or 0-octal; the whole text must be a number. */
-    static long parseCInteger(String s) {
+    /**
+     * C's {@code strtoull(s, 0)} for a whole string: decimal, {@code 0x} hex or leading-zero octal.
+     *
+     * @throws NumberFormatException if {@code s} is not entirely such a number
+     */
+    public static long parseCInteger(String s) {
         if (s.isEmpty()) {
             throw new NumberFormatException("empty");
         }
