@@ -1,6 +1,8 @@
 package ptfence.sys;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import ptfence.perfdata.EventAttr;
 
 /**
  * One perf event file descriptor: opened with {@code perf_event_open(2)}, driven with its ioctls, mapped with
@@ -30,9 +32,12 @@ public final class PerfEvent implements AutoCloseable {
      * @param name the event's name for messages, e.g. {@code intel_pt} or {@code sideband}
      * @param pid -1 for every task on {@code cpu}, else a task (with {@code cpu} -1 for any CPU)
      */
-    public static PerfEvent open(PerfEventAttr attr, String name, int pid, int cpu) {
+    public static PerfEvent open(EventAttr attr, String name, int pid, int cpu) {
         String label = name + (cpu >= 0 ? ", cpu " + cpu : "") + (pid >= 0 ? ", pid " + pid : "");
-        long fd = Native.LIBC.syscall(NR_PERF_EVENT_OPEN, attr.encode(), pid, cpu, -1, FLAG_FD_CLOEXEC);
+        ByteBuffer raw = attr.raw();
+        byte[] bytes = new byte[raw.remaining()];
+        raw.get(bytes);
+        long fd = Native.LIBC.syscall(NR_PERF_EVENT_OPEN, bytes, pid, cpu, -1, FLAG_FD_CLOEXEC);
         if (fd < 0) {
             throw new SyscallException("perf_event_open(" + label + ")", Native.errno());
         }

@@ -1,7 +1,5 @@
 package ptfence.sys;
 
-import java.util.Map;
-
 /**
  * A kernel call failed. The message names the call with its subject and the errno, plus a hint when the cause is
  * usually one the user can fix, e.g. {@code perf_event_open(intel_pt, cpu 3): EACCES — run as root or set
@@ -10,18 +8,8 @@ import java.util.Map;
 public final class SyscallException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    public static final int EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EIO = 5, EBADF = 9, EAGAIN = 11,
-            ENOMEM = 12, EACCES = 13, EFAULT = 14, EBUSY = 16, EEXIST = 17, ENODEV = 19, EINVAL = 22,
-            EMFILE = 24, ENOSPC = 28, E2BIG = 7, ENOSYS = 38, EOPNOTSUPP = 95;
-
-    private static final Map<Integer, String> NAMES = Map.ofEntries(
-            Map.entry(EPERM, "EPERM"), Map.entry(ENOENT, "ENOENT"), Map.entry(ESRCH, "ESRCH"),
-            Map.entry(EINTR, "EINTR"), Map.entry(EIO, "EIO"), Map.entry(E2BIG, "E2BIG"), Map.entry(EBADF, "EBADF"),
-            Map.entry(EAGAIN, "EAGAIN"), Map.entry(ENOMEM, "ENOMEM"), Map.entry(EACCES, "EACCES"),
-            Map.entry(EFAULT, "EFAULT"), Map.entry(EBUSY, "EBUSY"), Map.entry(EEXIST, "EEXIST"),
-            Map.entry(ENODEV, "ENODEV"), Map.entry(EINVAL, "EINVAL"), Map.entry(EMFILE, "EMFILE"),
-            Map.entry(ENOSPC, "ENOSPC"), Map.entry(ENOSYS, "ENOSYS"), Map.entry(EOPNOTSUPP, "EOPNOTSUPP"),
-            Map.entry(524, "ENOTSUPP"));
+    public static final int EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EAGAIN = 11, ENOMEM = 12, EACCES = 13,
+            EBUSY = 16, ENODEV = 19, EINVAL = 22, EMFILE = 24, EOPNOTSUPP = 95;
 
     private final String call;
     private final int errno;
@@ -46,8 +34,7 @@ public final class SyscallException extends RuntimeException {
     }
 
     public static String name(int errno) {
-        String n = NAMES.get(errno);
-        return n != null ? n : "errno " + errno;
+        return Errno.name(errno);
     }
 
     private static String hint(String call, int errno) {
