@@ -121,6 +121,7 @@ public final class Recorder implements AutoCloseable {
             e.enable();
         }
         releaseChild();
+        if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
         loop();
         return finish();
     }
