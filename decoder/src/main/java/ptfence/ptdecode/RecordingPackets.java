@@ -43,6 +43,12 @@ final class RecordingPackets {
             PrintStream err) throws IOException {
         int damaged = 0;
         try (PerfDataFile f = PerfDataFile.open(path)) {
+            String featureDamage = null;
+            try {
+                f.features();
+            } catch (BadInputException ex) {
+                featureDamage = ex.getMessage(); // the packets are still worth printing; reported at the end
+            }
             Errata e = errata != null ? errata : errataOf(f);
             PerfDataFile.RecordReader r = f.records();
             PerfRecord.AuxtraceInfo info = null;
@@ -71,6 +77,10 @@ final class RecordingPackets {
                 }
             } finally {
                 out.flush();
+            }
+            if (featureDamage != null) {
+                err.println("ptdecode: " + featureDamage);
+                damaged++;
             }
         }
         return damaged == 0 ? Tool.EXIT_OK : Tool.EXIT_BAD_INPUT;

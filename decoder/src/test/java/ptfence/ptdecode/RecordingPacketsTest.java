@@ -101,4 +101,35 @@ class RecordingPacketsTest {
         assertEquals(0, Tool.run("ptdecode", top, rec));
         assertEquals(packets(rec).out(), out.toString(StandardCharsets.UTF_8));
     }
+
+    @Test
+    void mutatedRecordingsExitWith0Or2AndOneLineErrors(@TempDir Path tmp) throws Exception {
+        Path d = hase("control_flow-20180404T163033");
+        byte[] orig = Files.readAllBytes(d.resolve("control_flow__control_flow-20180404T163033.perf"));
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(42);
+        Path m = tmp.resolve("m.perf");
+        int n = Integer.getInteger("ptfence.fuzz.recording", 2000);
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            byte[] b = orig.clone();
+            boolean truncated = rnd.nextInt(4) == 0;
+            if (truncated) {
+                b = Arrays.copyOf(b, 8 + rnd.nextInt(b.length - 8));
+            } else {
+                for (int k = 0, flips = 1 + rnd.nextInt(8); k < flips; k++) {
+                    int at = rnd.nextInt(b.length);
+                    b[at] ^= (byte) (1 << rnd.nextInt(8));
+                }
+            }
+            Files.write(m, b);
+            Result r = packets("--quiet", m.toString());
+            assertTrue(r.code() == 0 || r.code() == Tool.EXIT_BAD_INPUT, "mutation " + i + ": exit " + r.code() + " " + r.err());
+            assertTrue(!r.err().contains("internal error"), "mutation " + i + ": " + r.err());
+            if (truncated) {
+                assertEquals(Tool.EXIT_BAD_INPUT, r.code(), "mutation " + i + ": a truncated recording is damage");
+            }
+            bad += r.code() == 0 ? 0 : 1;
+        }
+        System.out.printf("ptdecode packets on %d mutated recordings: %d exit 2, the rest 0%n", n, bad);
+    }
 }
