@@ -33,6 +33,7 @@ import ptfence.timing.TimingConfig;
                 "  ptdecode packets --format=jsonl trace.pt | jq -c 'select(.type==\"tip\")'",
                 "  ptdecode packets --quiet trace.pt              # check only: errors and exit code",
                 "  ptdecode packets perf.data                     # every AUX buffer of a recording",
+                "  perf record -o - -e intel_pt// CMD | ptdecode packets -   # a pipe-mode recording",
                 "",
                 "Decode errors are printed in the listing as ptdump prints them ([offset: error]), decoding",
                 "resumes at the next PSB, and a summary line goes to stderr; the exit code is then 2."},
@@ -226,7 +227,7 @@ public final class PacketsCommand implements Callable<Integer> {
             boolean timingGiven = mtcFreq != null || nomFreq != null || cpuid15Eax != null || cpuid15Ebx != null;
             PeventDump sb = sideband;
             try {
-                return RecordingPackets.dump(java.nio.file.Path.of(trace), format == Format.jsonl, quiet,
+                return RecordingPackets.dump(trace, System.in, format == Format.jsonl, quiet,
                         cpu != null ? errata : null, timingGiven ? timing : null,
                         (cursor, sink, e, t) -> dump(cursor, sink, e, t, sb), out, stderr);
             } catch (java.io.IOException e) {

@@ -33,16 +33,20 @@ final class RecordingPackets {
 
     private RecordingPackets() {}
 
-    /** True for an existing file that starts with the perf.data magic. */
+    /** True for "-" (a recording on stdin, e.g. from {@code perf record -o -}) and for a file with the perf.data magic. */
     static boolean isRecording(String arg) {
+        if (arg.equals("-")) {
+            return true;
+        }
         Path p = Path.of(arg);
         return Files.isRegularFile(p) && PerfDataFile.isPerfData(p);
     }
 
-    static int dump(Path path, boolean jsonl, boolean quiet, Errata errata, TimingConfig given, BufferDump printer, TextSink out,
+    static int dump(String name, java.io.InputStream stdin, boolean jsonl, boolean quiet, Errata errata, TimingConfig given, BufferDump printer, TextSink out,
             PrintStream err) throws IOException {
         int damaged = 0;
-        try (PerfDataFile f = PerfDataFile.open(path)) {
+        try (PerfDataFile f = name.equals("-") ? PerfDataFile.read(stdin, "stdin") : PerfDataFile.open(Path.of(name))) {
+            Path path = f.path();
             String featureDamage = null;
             try {
                 f.features();

@@ -132,4 +132,23 @@ class RecordingPacketsTest {
         }
         System.out.printf("ptdecode packets on %d mutated recordings: %d exit 2, the rest 0%n", n, bad);
     }
+
+    @Test
+    void aPipeModeRecordingOnStdinDumpsLikeTheFile() throws Exception {
+        String s = System.getProperty("ptfence.shared");
+        Path q = Path.of(String.valueOf(s), "real", "quipper_perf_data_converter", "perf.data.piped.intel_pt-4.14");
+        Assumptions.assumeTrue(Files.isRegularFile(q), "no piped quipper recording");
+        java.io.InputStream old = System.in;
+        Result viaStdin;
+        try (java.io.InputStream in = Files.newInputStream(q)) {
+            System.setIn(in);
+            viaStdin = packets("--no-pad", "-");
+        } finally {
+            System.setIn(old);
+        }
+        Result viaFile = packets("--no-pad", q.toString());
+        assertEquals(0, viaStdin.code(), viaStdin.err());
+        assertEquals(viaFile.out(), viaStdin.out());
+        assertEquals(2, viaStdin.out().lines().filter(l -> l.startsWith("# AUX buffer")).count());
+    }
 }
