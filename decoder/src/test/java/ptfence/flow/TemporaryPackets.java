@@ -13,7 +13,9 @@ final class TemporaryPackets {
             c.setAccessible(true);
             FlowCommand.packetSource = b -> {
                 try {
-                    return (PacketInput) c.newInstance((Object) b);
+                    byte[] copy = new byte[b.remaining()];
+                    b.duplicate().get(copy);
+                    return (PacketInput) c.newInstance((Object) copy);
                 } catch (ReflectiveOperationException e) {
                     throw new IllegalStateException(e);
                 }
