@@ -76,6 +76,17 @@ public final class RegionTracker implements TextSink {
     }
 
     /**
+     * A PERF_RECORD_KSYMBOL with the UNREGISTER flag: ends the live region of that symbol — the unload time where
+     * there is no FREE hook (user-space fence, out-of-line regions). False if none is live.
+     */
+    public synchronized boolean ksymbolUnregistered(long address, String name, long monotonicNs) throws IOException {
+        TextRegion open = live.remove(new Key(address, name));
+        if (open == null) return false;
+        writer.closed(open.closedAt(monotonicNs));
+        return true;
+    }
+
+    /**
      * A PERF_RECORD_TEXT_POKE: the live region holding {@code [address, address + newBytes.length)} ends at
      * {@code monotonicNs} and a new version with the poked bytes begins. False if no live region holds the range
      * (the recorder then copies the region anew).

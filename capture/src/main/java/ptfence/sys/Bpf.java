@@ -19,7 +19,7 @@ public final class Bpf {
     private static final long NR_BPF = 321;
     private static final int MAP_CREATE = 0, MAP_LOOKUP_ELEM = 1, MAP_UPDATE_ELEM = 2, PROG_LOAD = 5,
             PROG_TEST_RUN = 10, PROG_GET_NEXT_ID = 11, PROG_GET_FD_BY_ID = 13, OBJ_GET_INFO_BY_FD = 15,
-            RAW_TRACEPOINT_OPEN = 17, BTF_GET_FD_BY_ID = 19, LINK_CREATE = 28, ENABLE_STATS = 32;
+            RAW_TRACEPOINT_OPEN = 17, BTF_LOAD = 18, BTF_GET_FD_BY_ID = 19, LINK_CREATE = 28, ENABLE_STATS = 32;
     /** sizeof(union bpf_attr) in the newest uapi; the kernel accepts a larger zero-tailed attr. */
     private static final int ATTR_SIZE = 168;
     private static final int ENOENT = 2;
@@ -55,9 +55,17 @@ public final class Bpf {
         return b;
     }
 
-    /** What to load: program type, instructions (8 bytes each), license, name (at most 15 chars kept). */
+    /**
+     * What to load: program type, instructions (8 bytes each), license, name (at most 15 chars kept), and
+     * optionally program BTF with func_info records ({u32 insn_off, u32 type_id} each).
+     */
     public record ProgLoad(int progType, byte[] insns, String license, String name, int expectedAttachType,
-                           int attachBtfId) {
+                           int attachBtfId, BpfFd progBtf, byte[] funcInfo) {
+        public ProgLoad(int progType, byte[] insns, String license, String name, int expectedAttachType,
+                        int attachBtfId) {
+            this(progType, insns, license, name, expectedAttachType, attachBtfId, null, new byte[0]);
+        }
+
         public ProgLoad(int progType, byte[] insns, String name) {
             this(progType, insns, "GPL", name, 0, 0);
         }
@@ -92,8 +100,16 @@ public final class Bpf {
         attr.putLong(32, log == null ? 0 : log.address());
         putName(attr, 48, p.name());
         attr.putInt(68, p.expectedAttachType());
+        Pointer funcInfo = null;
+        if (p.progBtf() != null) {
+            funcInfo = bytes(p.funcInfo());
+            attr.putInt(72, p.progBtf().fd());
+            attr.putInt(76, 8);                        // func_info_rec_size
+            attr.putLong(80, funcInfo.address());
+            attr.putInt(88, p.funcInfo().length / 8);  // func_info_cnt
+        }
         attr.putInt(108, p.attachBtfId());
-        long fd = sys(PROG_LOAD, attr);
+        long fd = sys(PROG_LOAD, attr, insns, license, funcInfo, log);
         if (fd < 0) {
             int errno = runtime.getLastError();
             String text = log == null ? null : log.getString(0, logSize, StandardCharsets.UTF_8);
@@ -101,6 +117,23 @@ public final class Bpf {
                     errno, text);
         }
         return new BpfFd((int) fd, "prog " + p.name());
+    }
+
+    /** BPF_BTF_LOAD of a raw BTF blob (program BTF); the kernel's log is in the exception on failure. */
+    public BpfFd btfLoad(byte[] btf) throws BpfException {
+        Pointer data = bytes(btf);
+        int logSize = 1 << 20;
+        Pointer log = Memory.allocateDirect(runtime, logSize, true);
+        Pointer attr = attr();
+        attr.putLong(0, data.address());
+        attr.putLong(8, log.address());
+        attr.putInt(16, btf.length);
+        attr.putInt(20, logSize);
+        attr.putInt(24, 1);
+        long fd = sys(BTF_LOAD, attr, data, log);
+        if (fd < 0) throw new BpfException("bpf(BPF_BTF_LOAD, " + btf.length + " bytes)", runtime.getLastError(),
+                log.getString(0, logSize, StandardCharsets.UTF_8));
+        return new BpfFd((int) fd, "btf");
     }
 
     /** BPF_MAP_CREATE. */
@@ -126,7 +159,7 @@ public final class Bpf {
         attr.putInt(0, map.fd());
         attr.putLong(8, k.address());
         attr.putLong(16, v.address());
-        if (sys(MAP_LOOKUP_ELEM, attr) < 0) {
+        if (sys(MAP_LOOKUP_ELEM, attr, k) < 0) {
             if (runtime.getLastError() == ENOENT) return false;
             throw fail("bpf(BPF_MAP_LOOKUP_ELEM, " + map + ")");
         }
@@ -141,7 +174,7 @@ public final class Bpf {
         attr.putInt(0, map.fd());
         attr.putLong(8, k.address());
         attr.putLong(16, v.address());
-        if (sys(MAP_UPDATE_ELEM, attr) < 0) throw fail("bpf(BPF_MAP_UPDATE_ELEM, " + map + ")");
+        if (sys(MAP_UPDATE_ELEM, attr, k, v) < 0) throw fail("bpf(BPF_MAP_UPDATE_ELEM, " + map + ")");
     }
 
     /** BPF_RAW_TRACEPOINT_OPEN: attaches; the returned link fd detaches when closed. */
@@ -150,7 +183,7 @@ public final class Bpf {
         Pointer attr = attr();
         attr.putLong(0, name.address());
         attr.putInt(8, prog.fd());
-        long fd = sys(RAW_TRACEPOINT_OPEN, attr);
+        long fd = sys(RAW_TRACEPOINT_OPEN, attr, name);
         if (fd < 0) throw fail("bpf(BPF_RAW_TRACEPOINT_OPEN, " + tracepoint + ", " + prog + ")");
         return new BpfFd((int) fd, "raw_tp link " + tracepoint);
     }
@@ -174,7 +207,7 @@ public final class Bpf {
         attr.putInt(0, prog.fd());
         attr.putInt(40, ctx.length);
         attr.putLong(48, c.address());
-        if (sys(PROG_TEST_RUN, attr) < 0) throw fail("bpf(BPF_PROG_TEST_RUN, " + prog + ")");
+        if (sys(PROG_TEST_RUN, attr, c) < 0) throw fail("bpf(BPF_PROG_TEST_RUN, " + prog + ")");
         return attr.getInt(4);
     }
 
@@ -242,7 +275,7 @@ public final class Bpf {
         attr.putInt(0, obj.fd());
         attr.putInt(4, info.length);
         attr.putLong(8, in.address());
-        if (sys(OBJ_GET_INFO_BY_FD, attr) < 0) throw fail("bpf(BPF_OBJ_GET_INFO_BY_FD, " + obj + ")");
+        if (sys(OBJ_GET_INFO_BY_FD, attr, in, natives) < 0) throw fail("bpf(BPF_OBJ_GET_INFO_BY_FD, " + obj + ")");
         in.get(0, info, 0, info.length);
         for (int i = 0; i < natives.length; i++) {
             byte[] b = arrays.get(i).buffer();
@@ -258,8 +291,15 @@ public final class Bpf {
         libc.close(fd);
     }
 
-    private long sys(int cmd, Pointer attr) {
-        return libc.syscall(NR_BPF, cmd, attr, ATTR_SIZE);
+    /**
+     * The call. Native buffers are freed when their Pointer is collected, and a local whose address went into the
+     * attr is dead to the JIT after that: {@code keepAlive} holds them until the kernel is done.
+     */
+    private long sys(int cmd, Pointer attr, Object... keepAlive) {
+        long r = libc.syscall(NR_BPF, cmd, attr, ATTR_SIZE);
+        java.lang.ref.Reference.reachabilityFence(keepAlive);
+        java.lang.ref.Reference.reachabilityFence(attr);
+        return r;
     }
 
     private BpfException fail(String call) {

@@ -64,6 +64,18 @@ class RegionTrackerTest {
     }
 
     @Test
+    void ksymbolUnregisterClosesTheRegion() throws Exception {
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w);
+        t.accept(img(Hook.USER_SPACE, 0x6000, "bpf_prog_u", 10, (byte) 1));
+        assertFalse(t.ksymbolUnregistered(0x6000, "bpf_prog_other", 20));
+        assertTrue(t.ksymbolUnregistered(0x6000, "bpf_prog_u", 30));
+        assertEquals(30, w.closed.get(0).validToNs());
+        assertEquals(10, w.closed.get(0).validFromNs());
+        assertEquals(0, t.liveRegions());
+    }
+
+    @Test
     void textPokeStartsANewVersion() throws Exception {
         Recorder w = new Recorder();
         RegionTracker t = new RegionTracker("b", w);

@@ -20,17 +20,27 @@ public final class AuxTrace {
     private final Optional<PerfRecord.AuxtraceInfo> info;
     private final Optional<PerfRecord.TimeConv> timeConv;
     private final AuxFlagCounts flags;
+    private final Map<Integer, AuxFlagCounts> flagsByCpu;
 
     /** How many PERF_RECORD_AUX records the kernel wrote, and how many carried each flag. */
     public record AuxFlagCounts(long records, long bytes, long truncated, long overwrite, long partial,
             long collision) {
+        public static final AuxFlagCounts NONE = new AuxFlagCounts(0, 0, 0, 0, 0, 0);
+
         public boolean anyLoss() {
             return truncated > 0 || partial > 0 || collision > 0;
+        }
+
+        AuxFlagCounts plus(PerfRecord.Aux a) {
+            return new AuxFlagCounts(records + 1, bytes + a.auxSize(), truncated + (a.truncated() ? 1 : 0),
+                    overwrite + (a.overwrite() ? 1 : 0), partial + (a.partial() ? 1 : 0),
+                    collision + (a.collision() ? 1 : 0));
         }
     }
 
     private AuxTrace(List<AuxBuffer> buffers, Optional<PerfRecord.AuxtraceInfo> info,
-            Optional<PerfRecord.TimeConv> timeConv, AuxFlagCounts flags) {
+            Optional<PerfRecord.TimeConv> timeConv, AuxFlagCounts flags, Map<Integer, AuxFlagCounts> flagsByCpu) {
+        this.flagsByCpu = Collections.unmodifiableMap(flagsByCpu);
         this.buffers = Collections.unmodifiableList(buffers);
         this.info = info;
         this.timeConv = timeConv;
@@ -42,12 +52,8 @@ public final class AuxTrace {
         List<AuxBuffer> buffers = new ArrayList<>();
         PerfRecord.AuxtraceInfo info = null;
         PerfRecord.TimeConv tc = null;
-        long n = 0;
-        long bytes = 0;
-        long trunc = 0;
-        long over = 0;
-        long part = 0;
-        long coll = 0;
+        AuxFlagCounts all = AuxFlagCounts.NONE;
+        Map<Integer, AuxFlagCounts> perCpu = new TreeMap<>();
         PerfDataFile.RecordReader r = file.records();
         while (r.hasNext()) {
             PerfRecord rec = r.next();
@@ -55,12 +61,9 @@ public final class AuxTrace {
                 buffers.add(new AuxBuffer(a.size() == 0 ? r.offset() + 48 : r.payloadOffset(), a.size(), a.offset(),
                         a.reference(), a.idx(), a.tid(), a.cpu(), a.data()));
             } else if (rec instanceof PerfRecord.Aux a) {
-                n++;
-                bytes += a.auxSize();
-                trunc += a.truncated() ? 1 : 0;
-                over += a.overwrite() ? 1 : 0;
-                part += a.partial() ? 1 : 0;
-                coll += a.collision() ? 1 : 0;
+                all = all.plus(a);
+                int cpu = a.sampleId().has(SampleType.CPU) ? a.sampleId().cpu() : -1;
+                perCpu.put(cpu, perCpu.getOrDefault(cpu, AuxFlagCounts.NONE).plus(a));
             } else if (rec instanceof PerfRecord.AuxtraceInfo a && info == null) {
                 info = a;
             } else if (rec instanceof PerfRecord.TimeConv t && tc == null) {
@@ -68,7 +71,7 @@ public final class AuxTrace {
             }
         }
         return new AuxTrace(buffers, Optional.ofNullable(info), Optional.ofNullable(tc),
-                new AuxFlagCounts(n, bytes, trunc, over, part, coll));
+                all, perCpu);
     }
 
     public List<AuxBuffer> buffers() {
@@ -106,6 +109,11 @@ public final class AuxTrace {
 
     public AuxFlagCounts flags() {
         return flags;
+    }
+
+    /** The AUX flag counts per CPU (from the records' sample_id; -1 when the records carry no CPU). */
+    public Map<Integer, AuxFlagCounts> flagsByCpu() {
+        return flagsByCpu;
     }
 
     /** The stream of one mmap index: its buffers' bytes concatenated in file order. */

@@ -147,6 +147,56 @@ public sealed interface Feature {
         public static final int ARRAY_JITED_LINE_INFO = 7;
         public static final int ARRAY_PROG_TAGS = 8;
 
+        /** Per array index: offset of its pointer field, of its count field, and its element size (or -field). */
+        private static final int[][] ARRAY_FIELDS = {
+            {24, 16, 1}, {32, 20, 1}, {56, 52, 4}, {112, 104, 8}, {120, 108, 4},
+            {136, 144, -132}, {152, 148, -172}, {160, 168, -176}, {184, 180, 8},
+        };
+
+        /**
+         * Lays out a program's arrays the way perf does (get_bpf_prog_info_linear + bpil_addr_to_offs): each
+         * array 8-byte aligned in {@code data}, in index order, and the info's pointer fields set to their offsets.
+         * {@code info} is a {@code struct bpf_prog_info} as the kernel filled it (its counts and record sizes
+         * describe the arrays); {@code arrays} maps BPF_PROG_INFO_* indexes to their bytes.
+         */
+        public static BpfProgInfo linear(ByteBuffer info, java.util.Map<Integer, ByteBuffer> arrays) {
+            ByteBuffer in = info.duplicate();
+            ByteBuffer copy = ByteBuffer.allocate(in.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+            copy.put(in).flip();
+            long mask = 0;
+            int size = 0;
+            for (int i = 0; i < ARRAY_FIELDS.length; i++) {
+                ByteBuffer a = arrays.get(i);
+                if (a != null) {
+                    size = (size + 7) & ~7;
+                    size += a.remaining();
+                }
+            }
+            ByteBuffer data = ByteBuffer.allocate((size + 7) & ~7).order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i < ARRAY_FIELDS.length; i++) {
+                ByteBuffer a = arrays.get(i);
+                if (a == null) {
+                    continue;
+                }
+                if (ARRAY_FIELDS[i][0] + 8 > copy.limit()) {
+                    throw new IllegalArgumentException("bpf_prog_info of " + copy.limit() + " bytes has no array " + i);
+                }
+                data.position((data.position() + 7) & ~7);
+                copy.putLong(ARRAY_FIELDS[i][0], data.position());
+                data.put(a.duplicate());
+                mask |= 1L << i;
+            }
+            data.clear();
+            return new BpfProgInfo(mask, copy, data);
+        }
+
+        /** The bytes of array {@code index} (a BPF_PROG_INFO_* number); empty if it was not fetched. */
+        public ByteBuffer array(int index) {
+            int[] f = ARRAY_FIELDS[index];
+            long elem = f[2] > 0 ? f[2] : Integer.toUnsignedLong(infoU32(-f[2]));
+            return array(index, f[0], elem * Integer.toUnsignedLong(infoU32(f[1])));
+        }
+
         private ByteBuffer le() {
             return info.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         }

@@ -17,10 +17,21 @@ final class FileView {
     private final FileChannel channel;
     private final long size;
     private final ByteOrder order;
+    private final ByteBuffer memory;
     private MappedByteBuffer window;
     private long windowStart;
 
+    /** A view of bytes already in memory (a pipe read to its end, a test's mutated copy). */
+    FileView(ByteBuffer bytes, ByteOrder order) {
+        this.channel = null;
+        this.size = bytes.remaining();
+        this.order = order;
+        this.window = null;
+        this.memory = bytes.slice();
+    }
+
     FileView(FileChannel channel, ByteOrder order) throws IOException {
+        this.memory = null;
         this.channel = channel;
         this.size = channel.size();
         this.order = order;
@@ -42,6 +53,9 @@ final class FileView {
     ByteBuffer slice(long offset, long length) {
         if (offset < 0 || length < 0 || length > Integer.MAX_VALUE || offset + length > size) {
             throw new IllegalArgumentException("slice " + offset + "+" + length + " outside file of " + size);
+        }
+        if (memory != null) {
+            return memory.duplicate().position((int) offset).limit((int) (offset + length)).slice().order(order);
         }
         if (window == null || offset < windowStart || offset + length > windowStart + window.capacity()) {
             long start = offset & ~0xfffL;

@@ -57,16 +57,7 @@ public final class PerfDataFile implements Closeable {
             }
             ByteBuffer head = ByteBuffer.allocate(PIPE_HEADER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
             ch.read(head, 0);
-            long magic = head.getLong(0);
-            ByteOrder order;
-            if (magic == MAGIC) {
-                order = ByteOrder.LITTLE_ENDIAN;
-            } else if (magic == Long.reverseBytes(MAGIC)) {
-                order = ByteOrder.BIG_ENDIAN;
-            } else {
-                throw new BadInputException(path + ": not a perf.data file: magic at offset 0 is 0x"
-                        + Long.toHexString(magic) + ", not \"PERFILE2\"");
-            }
+            ByteOrder order = magicOrder(path, head.getLong(0));
             FileView view = new FileView(ch, order);
             PerfDataFile f = new PerfDataFile(path, ch, view, FileHeader.read(path, view));
             return f;
@@ -74,6 +65,38 @@ public final class PerfDataFile implements Closeable {
             ch.close();
             throw e;
         }
+    }
+
+    /**
+     * A recording already in memory (e.g. a pipe-mode stream read from stdin); {@code name} stands for the file
+     * in error messages.
+     */
+    public static PerfDataFile of(String name, ByteBuffer bytes) {
+        Path path = Path.of(name);
+        ByteBuffer b = bytes.slice().order(ByteOrder.LITTLE_ENDIAN);
+        if (b.remaining() < PIPE_HEADER_SIZE) {
+            throw new BadInputException(name + ": not a perf.data file: " + b.remaining()
+                    + " bytes, shorter than a header");
+        }
+        ByteOrder order = magicOrder(path, b.getLong(0));
+        FileView view = new FileView(b, order);
+        return new PerfDataFile(path, null, view, FileHeader.read(path, view));
+    }
+
+    /** Reads a whole stream (typically a pipe-mode recording on stdin) into memory and opens it. */
+    public static PerfDataFile read(java.io.InputStream in, String name) throws IOException {
+        return of(name, ByteBuffer.wrap(in.readAllBytes()));
+    }
+
+    private static ByteOrder magicOrder(Path path, long magic) {
+        if (magic == MAGIC) {
+            return ByteOrder.LITTLE_ENDIAN;
+        }
+        if (magic == Long.reverseBytes(MAGIC)) {
+            return ByteOrder.BIG_ENDIAN;
+        }
+        throw new BadInputException(path + ": not a perf.data file: magic at offset 0 is 0x"
+                + Long.toHexString(magic) + ", not \"PERFILE2\"");
     }
 
     /** True when the file starts with the perf.data magic (either byte order); cheap, reads 8 bytes. */
@@ -139,7 +162,9 @@ public final class PerfDataFile implements Closeable {
 
     @Override
     public void close() throws IOException {
-        channel.close();
+        if (channel != null) {
+            channel.close();
+        }
     }
 
     BadInputException bad(long offset, String what) {
@@ -326,7 +351,7 @@ public final class PerfDataFile implements Closeable {
                 throw bad(pos, RecordTypes.name(type) + " payload of " + payload + " bytes is larger than 2 GiB");
             }
             EventAttr attr = null;
-            if (RecordTypes.isKernelType(type)) {
+            if (type == RecordTypes.SAMPLE || RecordParser.hasTrailer(type)) {
                 attr = type == RecordTypes.SAMPLE ? layouts.forSample(rec.duplicate().order(rec.order()).position(8))
                         : layouts.forOther(rec.duplicate().order(rec.order()).position(8));
             }

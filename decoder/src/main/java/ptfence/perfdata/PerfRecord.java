@@ -77,6 +77,20 @@ public sealed interface PerfRecord {
      */
     record Sample(int misc, long sampleType, long identifier, long ip, int pid, int tid, long time, long addr, long id,
             long streamId, int cpu, int res, long period, ByteBuffer rest) implements PerfRecord {
+        public Sample {
+            identifier = (sampleType & SampleType.IDENTIFIER) != 0 ? identifier : 0;
+            ip = (sampleType & SampleType.IP) != 0 ? ip : 0;
+            pid = (sampleType & SampleType.TID) != 0 ? pid : 0;
+            tid = (sampleType & SampleType.TID) != 0 ? tid : 0;
+            time = (sampleType & SampleType.TIME) != 0 ? time : 0;
+            addr = (sampleType & SampleType.ADDR) != 0 ? addr : 0;
+            id = (sampleType & SampleType.ID) != 0 ? id : 0;
+            streamId = (sampleType & SampleType.STREAM_ID) != 0 ? streamId : 0;
+            cpu = (sampleType & SampleType.CPU) != 0 ? cpu : 0;
+            res = (sampleType & SampleType.CPU) != 0 ? res : 0;
+            period = (sampleType & SampleType.PERIOD) != 0 ? period : 0;
+        }
+
         public int type() { return RecordTypes.SAMPLE; }
     }
 

@@ -26,7 +26,7 @@ final class RecordParser {
         }
         SampleId sid = SampleId.NONE;
         ByteBuffer body = rec.duplicate().order(rec.order()).position(8);
-        if (isKernelType(type) && attr != null && attr.sampleIdAll()) {
+        if (hasTrailer(type) && attr != null && attr.sampleIdAll()) {
             long layout = attr.sampleType() & SampleId.TRAILER_BITS;
             int n = SampleId.size(layout);
             if (n > rec.limit() - 8) {
@@ -223,6 +223,11 @@ final class RecordParser {
             default:
                 return new Unknown(type, misc, c.bytes(c.remaining(), "record body"));
         }
+    }
+
+    /** Kernel records other than SAMPLE end with the sample_id_all trailer; unknown types are kept whole. */
+    static boolean hasTrailer(int type) {
+        return type > 0 && type <= AUX_OUTPUT_HW_ID && type != SAMPLE;
     }
 
     private static ByteBuffer readOnly(ByteBuffer b) {

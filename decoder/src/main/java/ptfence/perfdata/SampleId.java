@@ -16,6 +16,26 @@ public record SampleId(long layout, int pid, int tid, long time, long id, long s
 
     public SampleId {
         layout &= TRAILER_BITS;
+        if ((layout & SampleType.TID) == 0) {
+            pid = 0;
+            tid = 0;
+        }
+        if ((layout & SampleType.TIME) == 0) {
+            time = 0;
+        }
+        if ((layout & SampleType.ID) == 0) {
+            id = 0;
+        }
+        if ((layout & SampleType.STREAM_ID) == 0) {
+            streamId = 0;
+        }
+        if ((layout & SampleType.CPU) == 0) {
+            cpu = 0;
+            res = 0;
+        }
+        if ((layout & SampleType.IDENTIFIER) == 0) {
+            identifier = 0;
+        }
     }
 
     /** Bytes the trailer takes for the given sample_type. */

@@ -5,7 +5,7 @@ import ptfence.cli.Tool;
 
 @Command(name = "ptdecode", mixinStandardHelpOptions = true, version = "ptdecode 0.1.0",
         description = "Decode Intel PT traces: packets, control flow, and recordings made by ptrec or perf.",
-        subcommands = {FlowCommand.class})
+        subcommands = {PacketsCommand.class, FlowCommand.class})
 public final class PtdecodeCommand implements Runnable {
     @Override
     public void run() {
