@@ -113,12 +113,7 @@ class StoreTest {
         try (Archive a = Archive.open(dir)) {
             key = a.put(image);
         }
-        Path data = dir.resolve("data.mdb");
-        byte[] file = Files.readAllBytes(data);
-        int at = indexOf(file, image);
-        assertTrue(at >= 0, "image bytes stored verbatim");
-        file[at + 1234] ^= 0x01;
-        Files.write(data, file);
+        DataFile.flip(dir, image, 1234, 0x01);
         try (Archive a = Archive.open(dir)) {
             DamagedImageException e = assertThrows(DamagedImageException.class, () -> a.get(key));
             assertTrue(e.getMessage().contains(key.hex()), e.getMessage());
@@ -169,18 +164,5 @@ class StoreTest {
             assertEquals(g1, a.read(s -> s.imageInfo(k)).orElseThrow().touchGeneration());
             assertFalse(a.contains(ContentKey.of(new byte[] {8})));
         }
-    }
-
-    static int indexOf(byte[] hay, byte[] needle) {
-        outer:
-        for (int i = 0; i + needle.length <= hay.length; i++) {
-            for (int j = 0; j < needle.length; j++) {
-                if (hay[i + j] != needle[j]) {
-                    continue outer;
-                }
-            }
-            return i;
-        }
-        return -1;
     }
 }
