@@ -355,6 +355,13 @@ public final class TextFence implements AutoCloseable {
             }
             ProgramMetadata m = ProgramMetadata.fetch(fd);
             metadataFetched.incrementAndGet();
+            synchronized (sinkLock) {
+                try {
+                    sink.metadata(m);
+                } catch (IOException | RuntimeException e) {
+                    sinkErrors.incrementAndGet();
+                }
+            }
             if (mode == Mode.USER_SPACE && pinned.add(progId)) emitImages(m, Hook.USER_SPACE, null);
             return Optional.of(m);
         }
