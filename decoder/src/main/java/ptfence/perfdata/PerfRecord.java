@@ -281,7 +281,26 @@ public sealed interface PerfRecord {
 
     /** PERF_RECORD_TIME_CONV; {@code extra} is time_cycles, time_mask, cap_user_time_zero/short when present. */
     record TimeConv(int misc, long timeShift, long timeMult, long timeZero, ByteBuffer extra) implements PerfRecord {
+        /** The 56-byte form perf writes since 5.11, from the perf_event_mmap_page fields. */
+        public static TimeConv of(long timeShift, long timeMult, long timeZero, long timeCycles, long timeMask,
+                boolean capUserTimeZero, boolean capUserTimeShort) {
+            ByteBuffer e = ByteBuffer.allocate(24).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            e.putLong(0, timeCycles).putLong(8, timeMask).put(16, (byte) (capUserTimeZero ? 1 : 0))
+                    .put(17, (byte) (capUserTimeShort ? 1 : 0));
+            return new TimeConv(0, timeShift, timeMult, timeZero, e);
+        }
+
         public int type() { return RecordTypes.TIME_CONV; }
+
+        private ByteBuffer le() {
+            return extra.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+
+        /** time_cycles (0 in the older 32-byte form). */
+        public long timeCycles() { return extra.remaining() >= 8 ? le().getLong(extra.position()) : 0; }
+        public long timeMask() { return extra.remaining() >= 16 ? le().getLong(extra.position() + 8) : 0; }
+        public boolean capUserTimeZero() { return extra.remaining() >= 17 && extra.get(extra.position() + 16) != 0; }
+        public boolean capUserTimeShort() { return extra.remaining() >= 18 && extra.get(extra.position() + 17) != 0; }
     }
 
     /** Pipe mode: one feature section in the stream. */
