@@ -267,7 +267,7 @@ public final class TextFence implements AutoCloseable {
                 }
             }
             deliver(new CapturedText(hook, info.jitedKsyms()[i], info.functionImage(i), info.id(), info.tag(), name,
-                    now, i, n, 0, 0, true));
+                    now, i, n, 0, 0, true, m));
         }
     }
 
@@ -375,11 +375,14 @@ public final class TextFence implements AutoCloseable {
         return t;
     }
 
+    /** The name of the core kernel text image (perf's name for the kernel map). */
+    public static final String CORE_TEXT_NAME = "[kernel.kallsyms]_text";
+
     /** Copies the core kernel text [_stext, _etext) (the archive deduplicates it by content, once per boot). */
     public CapturedText copyCoreKernelText() throws IOException {
         Kallsyms k = Kallsyms.read();
         long start = k.require("_stext"), end = k.require("_etext");
-        return copyKernelRange("[kernel.kallsyms]_text", start, Math.toIntExact(end - start));
+        return copyKernelRange(CORE_TEXT_NAME, start, Math.toIntExact(end - start));
     }
 
     /** Run count and time of one hook program (meaningful while BPF run-time stats are enabled). */

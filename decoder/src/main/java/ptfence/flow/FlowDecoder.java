@@ -147,13 +147,19 @@ public final class FlowDecoder {
             lastSync = syncAt;
             fetchEvent();
             st = decodeLoop();
+            long lastErrorOffset = -1;
+            long lastErrorIp = -1;
             while (st < 0 && st != PtError.EOS) {
                 flushRun();
                 errors++;
-                sink.error("error", st, offsetBase + evd.offset(), errorIp(st));
-                if (!cfg.resyncOnError) {
-                    break;
+                long errOffset = evd.offset();
+                long errIp = errorIp(st);
+                sink.error("error", st, offsetBase + errOffset, errIp);
+                if (!cfg.resyncOnError || (errOffset == lastErrorOffset && errIp == lastErrorIp)) {
+                    break; // no progress since the last resync: give up on this segment
                 }
+                lastErrorOffset = errOffset;
+                lastErrorIp = errIp;
                 st = resync();
                 if (st < 0) {
                     flushRun();

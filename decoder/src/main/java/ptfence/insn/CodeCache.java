@@ -68,6 +68,24 @@ public final class CodeCache {
             return len[off];
         }
         int avail = code.length - off;
+        int count = dec.batch(code, off, avail, mode);
+        if (count > 0) {
+            // Fill every instruction of the straight-line sweep; each is what decoding at its offset gives.
+            for (int i = count - 1; i >= 0; i--) {
+                int o = off + dec.batchOffset[i];
+                if (len[o] != 0) {
+                    continue;
+                }
+                int l = dec.batchLength[i];
+                dec.classifyKnown(code, o, l, mode);
+                cls[o] = dec.cls;
+                op[o] = dec.op;
+                disp[o] = dec.displacement;
+                VarHandle.releaseFence();
+                len[o] = (byte) l;
+            }
+            return len[off];
+        }
         int n = dec.decode(code, off, avail, mode);
         if (n == 0) {
             len[off] = avail < 15 ? TRUNCATED : INVALID;

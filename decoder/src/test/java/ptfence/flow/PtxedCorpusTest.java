@@ -89,7 +89,6 @@ class PtxedCorpusTest {
     @Test
     void ptxedCorpus() throws IOException {
         Path dir = corpus();
-        TemporaryPackets.install();
         TreeMap<String, boolean[]> byCase = new TreeMap<>();
         List<String> failures = new ArrayList<>();
         for (Run r : runs(dir)) {
