@@ -1,0 +1,167 @@
+package ptfence.region;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import ptfence.cli.BadInputException;
+import ptfence.store.ContentKey;
+
+/**
+ * The one writer and one parser of the stored region record (docs/archive.md, "region record"). Used by
+ * the archive's REGIONS table and by bundles.
+ */
+public final class RegionCodec {
+    /** Version byte leading each record. */
+    public static final int VERSION = 1;
+    private static final int META_NONE = 0;
+    private static final int META_BPF = 1;
+    private static final int META_FILE = 2;
+
+    private RegionCodec() {}
+
+    /** Encodes a region. */
+    public static byte[] encode(Region r) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(128);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeByte(VERSION);
+            out.writeUTF(r.bootId());
+            out.writeLong(r.address());
+            out.writeLong(r.length());
+            out.writeLong(r.validFrom());
+            out.writeLong(r.validTo());
+            out.writeUTF(r.kind().name());
+            out.writeUTF(r.name());
+            out.write(r.key().toBytes());
+            RegionMetadata meta = r.metadata();
+            if (meta instanceof BpfMetadata m) {
+                out.writeByte(META_BPF);
+                writeBpf(out, m);
+            } else if (meta instanceof FileMetadata f) {
+                out.writeByte(META_FILE);
+                out.writeUTF(f.path());
+                out.writeLong(f.fileOffset());
+                writeBytes(out, f.buildId());
+            } else {
+                out.writeByte(META_NONE);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    /** Decodes a region; {@code where} names the source in the error of a malformed record. */
+    public static Region decode(byte[] v, String where) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(v))) {
+            int version = in.readUnsignedByte();
+            if (version != VERSION) {
+                throw new BadInputException(where + ": region record version " + version + " is unknown (this build reads "
+                        + VERSION + ")");
+            }
+            String boot = in.readUTF();
+            long address = in.readLong();
+            long length = in.readLong();
+            long from = in.readLong();
+            long to = in.readLong();
+            String kindName = in.readUTF();
+            RegionKind kind;
+            try {
+                kind = RegionKind.valueOf(kindName);
+            } catch (IllegalArgumentException e) {
+                throw new BadInputException(where + ": unknown region kind '" + kindName + "'");
+            }
+            String name = in.readUTF();
+            byte[] key = new byte[ContentKey.LENGTH];
+            in.readFully(key);
+            RegionMetadata meta = switch (in.readUnsignedByte()) {
+                case META_NONE -> RegionMetadata.None.INSTANCE;
+                case META_BPF -> readBpf(in);
+                case META_FILE -> new FileMetadata(in.readUTF(), in.readLong(), readBytes(in));
+                default -> throw new BadInputException(where + ": unknown region metadata type");
+            };
+            if (in.available() != 0) {
+                throw new BadInputException(where + ": " + in.available() + " stray bytes after a region record");
+            }
+            return new Region(boot, address, length, from, to, kind, name, ContentKey.fromBytes(key), meta);
+        } catch (IOException | IllegalArgumentException e) {
+            throw new BadInputException(where + ": malformed region record (" + e.getMessage() + ")");
+        }
+    }
+
+    private static void writeBpf(DataOutputStream out, BpfMetadata m) throws IOException {
+        out.writeInt(m.progId());
+        out.writeUTF(m.tag());
+        out.writeUTF(m.name());
+        out.writeInt(m.type());
+        long[] ksyms = m.jitedKsyms();
+        out.writeInt(ksyms.length);
+        for (long k : ksyms) {
+            out.writeLong(k);
+        }
+        int[] lens = m.jitedFuncLens();
+        out.writeInt(lens.length);
+        for (int l : lens) {
+            out.writeInt(l);
+        }
+        writeBytes(out, m.lineInfo());
+        out.writeInt(m.lineInfoRecSize());
+        writeBytes(out, m.jitedLineInfo());
+        out.writeInt(m.jitedLineInfoRecSize());
+        writeBytes(out, m.funcInfo());
+        out.writeInt(m.funcInfoRecSize());
+        out.writeInt(m.btfId());
+        writeBytes(out, m.btf());
+        writeBytes(out, m.xlatedInsns());
+        out.writeLong(m.loadTime());
+        out.writeInt(m.uid());
+    }
+
+    private static BpfMetadata readBpf(DataInputStream in) throws IOException {
+        int progId = in.readInt();
+        String tag = in.readUTF();
+        String name = in.readUTF();
+        int type = in.readInt();
+        long[] ksyms = new long[checkedCount(in.readInt(), in.available() / 8)];
+        for (int i = 0; i < ksyms.length; i++) {
+            ksyms[i] = in.readLong();
+        }
+        int[] lens = new int[checkedCount(in.readInt(), in.available() / 4)];
+        for (int i = 0; i < lens.length; i++) {
+            lens[i] = in.readInt();
+        }
+        byte[] lineInfo = readBytes(in);
+        int lineRec = in.readInt();
+        byte[] jitedLine = readBytes(in);
+        int jitedLineRec = in.readInt();
+        byte[] funcInfo = readBytes(in);
+        int funcRec = in.readInt();
+        int btfId = in.readInt();
+        byte[] btf = readBytes(in);
+        byte[] xlated = readBytes(in);
+        long loadTime = in.readLong();
+        int uid = in.readInt();
+        return new BpfMetadata(progId, tag, name, type, ksyms, lens, lineInfo, lineRec, jitedLine, jitedLineRec,
+                funcInfo, funcRec, btfId, btf, xlated, loadTime, uid);
+    }
+
+    private static void writeBytes(DataOutputStream out, byte[] b) throws IOException {
+        out.writeInt(b.length);
+        out.write(b);
+    }
+
+    private static byte[] readBytes(DataInputStream in) throws IOException {
+        byte[] b = new byte[checkedCount(in.readInt(), in.available())];
+        in.readFully(b);
+        return b;
+    }
+
+    private static int checkedCount(int n, int max) throws IOException {
+        if (n < 0 || n > max) {
+            throw new IOException("count " + n + " exceeds the record");
+        }
+        return n;
+    }
+}

@@ -1,0 +1,188 @@
+package ptfence.bpf;
+
+import ptfence.cli.BadInputException;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+
+/**
+ * A reader of raw BTF (the kernel's /sys/kernel/btf/vmlinux): types by id, struct members and their byte offsets,
+ * and FUNC ids (kfunc ids). The fence computes every kernel struct offset it needs from here.
+ */
+public final class Btf {
+    public static final Path VMLINUX = Path.of("/sys/kernel/btf/vmlinux");
+
+    public static final int KIND_INT = 1, KIND_PTR = 2, KIND_ARRAY = 3, KIND_STRUCT = 4, KIND_UNION = 5,
+            KIND_ENUM = 6, KIND_FWD = 7, KIND_TYPEDEF = 8, KIND_VOLATILE = 9, KIND_CONST = 10, KIND_RESTRICT = 11,
+            KIND_FUNC = 12, KIND_FUNC_PROTO = 13, KIND_VAR = 14, KIND_DATASEC = 15, KIND_FLOAT = 16,
+            KIND_DECL_TAG = 17, KIND_TYPE_TAG = 18, KIND_ENUM64 = 19;
+
+    /** One member of a struct or union; offset in bits (bitfields keep theirs exact). */
+    public record Member(String name, int typeId, long bitOffset, int bitSize) {}
+
+    /** One type: kind, name, size (or referenced type id), and members for STRUCT/UNION. */
+    public record Type(int id, int kind, String name, int sizeOrType, List<Member> members) {}
+
+    private final List<Type> types = new ArrayList<>(); // index = id; id 0 is void
+    private final Map<String, Integer> firstStructByName = new HashMap<>();
+    private final Map<String, Integer> funcByName = new HashMap<>();
+
+    private Btf(ByteBuffer b, String where) {
+        b.order(ByteOrder.LITTLE_ENDIAN);
+        if (b.remaining() < 24 || (b.getShort(0) & 0xffff) != 0xEB9F)
+            throw new BadInputException(where + ": not BTF (magic " + (b.remaining() < 2 ? "missing" :
+                    String.format("0x%04x", b.getShort(0) & 0xffff)) + " at offset 0)");
+        int hdrLen = b.getInt(4);
+        int typeOff = b.getInt(8), typeLen = b.getInt(12), strOff = b.getInt(16), strLen = b.getInt(20);
+        int types0 = hdrLen + typeOff, strs0 = hdrLen + strOff;
+        if (types0 + (long) typeLen > b.limit() || strs0 + (long) strLen > b.limit())
+            throw new BadInputException(where + ": BTF sections run past the end (" + b.limit() + " bytes)");
+        types.add(new Type(0, 0, "", 0, List.of()));
+        int p = types0, end = types0 + typeLen;
+        while (p < end) {
+            int id = types.size();
+            if (p + 12 > end) throw new BadInputException(where + ": truncated BTF type " + id + " at offset " + p);
+            String name = string(b, strs0, strLen, b.getInt(p));
+            int info = b.getInt(p + 4);
+            int kind = (info >>> 24) & 0x1f, vlen = info & 0xffff;
+            boolean kindFlag = info < 0;
+            int sizeOrType = b.getInt(p + 8);
+            p += 12;
+            List<Member> members = List.of();
+            switch (kind) {
+                case KIND_INT, KIND_VAR, KIND_DECL_TAG -> p += 4;
+                case KIND_ARRAY -> p += 12;
+                case KIND_STRUCT, KIND_UNION -> {
+                    members = new ArrayList<>(vlen);
+                    for (int i = 0; i < vlen; i++, p += 12) {
+                        int off = b.getInt(p + 8);
+                        long bitOff = kindFlag ? off & 0xffffff : off & 0xffffffffL;
+                        int bitSize = kindFlag ? off >>> 24 : 0;
+                        members.add(new Member(string(b, strs0, strLen, b.getInt(p)), b.getInt(p + 4), bitOff, bitSize));
+                    }
+                    members = List.copyOf(members);
+                }
+                case KIND_ENUM, KIND_FUNC_PROTO -> p += 8 * vlen;
+                case KIND_DATASEC, KIND_ENUM64 -> p += 12 * vlen;
+                case KIND_PTR, KIND_FWD, KIND_TYPEDEF, KIND_VOLATILE, KIND_CONST, KIND_RESTRICT, KIND_FUNC,
+                     KIND_FLOAT, KIND_TYPE_TAG -> { }
+                default -> throw new BadInputException(where + ": unknown BTF kind " + kind + " for type " + id
+                        + " at offset " + (p - 12));
+            }
+            Type t = new Type(id, kind, name, sizeOrType, members);
+            types.add(t);
+            if (kind == KIND_STRUCT && !name.isEmpty()) firstStructByName.putIfAbsent(name, id);
+            if (kind == KIND_FUNC) funcByName.putIfAbsent(name, id);
+        }
+    }
+
+    public static Btf parse(byte[] raw, String where) {
+        return new Btf(ByteBuffer.wrap(raw), where);
+    }
+
+    public static Btf read(Path file) throws IOException {
+        // sysfs hands the blob out in pieces; readAllBytes loops until EOF.
+        return parse(Files.readAllBytes(file), file.toString());
+    }
+
+    public static Btf vmlinux() throws IOException {
+        return read(VMLINUX);
+    }
+
+    public int typeCount() { return types.size() - 1; }
+
+    public Type type(int id) {
+        if (id <= 0 || id >= types.size()) throw new IllegalArgumentException("no BTF type " + id);
+        return types.get(id);
+    }
+
+    /** Id of the first STRUCT with this name. */
+    public int structId(String name) {
+        Integer id = firstStructByName.get(name);
+        if (id == null) throw new BadInputException("BTF: no struct " + name);
+        return id;
+    }
+
+    /** Id of the FUNC with this name: what a kfunc call puts in imm. Empty if the kernel has no such function. */
+    public OptionalInt funcId(String name) {
+        Integer id = funcByName.get(name);
+        return id == null ? OptionalInt.empty() : OptionalInt.of(id);
+    }
+
+    /** Byte size of a struct. */
+    public int structSize(String struct) {
+        return type(structId(struct)).sizeOrType();
+    }
+
+    /**
+     * Byte offset of {@code path} ("ksym.name" walks into nested members) in the struct, looking through
+     * anonymous struct/union members and through typedef/const/volatile/restrict/type_tag.
+     */
+    public int offsetOf(String struct, String path) {
+        int typeId = structId(struct);
+        long bits = 0;
+        for (String field : path.split("\\.")) {
+            Found f = find(resolve(typeId), field);
+            if (f == null) throw new BadInputException("BTF: struct " + struct + " has no member " + path);
+            bits += f.bitOffset;
+            typeId = f.member.typeId();
+        }
+        if (bits % 8 != 0) throw new BadInputException("BTF: " + struct + "." + path + " is a bitfield");
+        return (int) (bits / 8);
+    }
+
+    /** The type id of member {@code path} (resolved through qualifiers). */
+    public Type memberType(String struct, String path) {
+        int typeId = structId(struct);
+        for (String field : path.split("\\.")) {
+            Found f = find(resolve(typeId), field);
+            if (f == null) throw new BadInputException("BTF: struct " + struct + " has no member " + path);
+            typeId = f.member.typeId();
+        }
+        return resolve(typeId);
+    }
+
+    private record Found(Member member, long bitOffset) {}
+
+    private Found find(Type t, String field) {
+        if (t.kind() != KIND_STRUCT && t.kind() != KIND_UNION) return null;
+        for (Member m : t.members()) {
+            if (m.name().equals(field)) return new Found(m, m.bitOffset());
+        }
+        for (Member m : t.members()) {
+            if (!m.name().isEmpty()) continue;
+            Found inner = find(resolve(m.typeId()), field);
+            if (inner != null) return new Found(inner.member, m.bitOffset() + inner.bitOffset);
+        }
+        return null;
+    }
+
+    /** Follows typedef and qualifiers to the type that has a layout. */
+    public Type resolve(int id) {
+        Type t = type(id);
+        while (t.kind() == KIND_TYPEDEF || t.kind() == KIND_CONST || t.kind() == KIND_VOLATILE
+                || t.kind() == KIND_RESTRICT || t.kind() == KIND_TYPE_TAG) {
+            t = type(t.sizeOrType());
+        }
+        return t;
+    }
+
+    private static String string(ByteBuffer b, int strs0, int strLen, int off) {
+        if (off == 0) return "";
+        if (off < 0 || off >= strLen) return "";
+        int start = strs0 + off, p = start, end = strs0 + strLen;
+        while (p < end && b.get(p) != 0) p++;
+        byte[] s = new byte[p - start];
+        b.get(start, s);
+        return new String(s, StandardCharsets.US_ASCII);
+    }
+}

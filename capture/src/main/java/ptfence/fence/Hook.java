@@ -1,0 +1,17 @@
+package ptfence.fence;
+
+/** Where an image was copied. */
+public enum Hook {
+    /** In the loading thread, before bpf(BPF_PROG_LOAD) returns (raw_tp/sys_exit). */
+    LOAD,
+    /** In the kworker, immediately before bpf_prog_free_deferred frees the JIT text. */
+    FREE,
+    /** Before a BPF trampoline image is freed. */
+    TRAMPOLINE_FREE,
+    /** Read on demand (dispatcher pages, trampolines, core kernel text): /proc/kcore or the BPF read program. */
+    KERNEL_READ,
+    /** The startup scan of programs that were loaded before the fence. */
+    SCAN,
+    /** The user-space fallback: the program pinned by id and read with BPF_OBJ_GET_INFO_BY_FD. */
+    USER_SPACE
+}

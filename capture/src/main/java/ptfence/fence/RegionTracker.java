@@ -1,0 +1,148 @@
+package ptfence.fence;
+
+import ptfence.region.BpfMetadata;
+import ptfence.region.Region;
+import ptfence.region.RegionKind;
+import ptfence.region.RegionMetadata;
+import ptfence.store.ContentKey;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Turns the fence's images into the archive's time-bounded {@link Region}s: an image seen at LOAD (or by the startup
+ * scan, the user-space fence, a kernel read) opens a region at once — so a crash keeps it — and the FREE image of the
+ * same function (same address and name) closes it at the free time. JIT space is reused within seconds, so regions
+ * are keyed by (address, time), never by address alone. Times are CLOCK_MONOTONIC ns.
+ */
+public final class RegionTracker implements TextSink {
+    public static final Path BOOT_ID = Path.of("/proc/sys/kernel/random/boot_id");
+
+    /** Where regions go: the archive ({@link ArchiveSink}), or a test's list. */
+    public interface RegionWriter {
+        /** A region and its bytes; validTo may still be {@link Region#OPEN}. */
+        void opened(Region region, byte[] bytes) throws IOException;
+
+        /** The same region (same id) now with its end time. */
+        void closed(Region region) throws IOException;
+
+        default void flush() throws IOException {}
+    }
+
+    private record Key(long address, String name) {}
+
+    private record Live(Region region, byte[] bytes) {}
+
+    private final String bootId;
+    private final RegionWriter writer;
+    private final Map<Key, Live> live = new HashMap<>();
+
+    public RegionTracker(String bootId, RegionWriter writer) {
+        this.bootId = bootId;
+        this.writer = writer;
+    }
+
+    public static String currentBootId() throws IOException {
+        return Files.readString(BOOT_ID).trim();
+    }
+
+    @Override
+    public synchronized void accept(CapturedText t) throws IOException {
+        if (t.bytes().length == 0 || !t.complete()) return;
+        Key key = new Key(t.address(), t.name());
+        switch (t.hook()) {
+            case FREE, TRAMPOLINE_FREE -> {
+                Live open = live.remove(key);
+                if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
+                    writer.closed(open.region().closedAt(t.monotonicNs()));
+                } else {
+                    // Never seen live (predates the fence, or loaded where LOAD cannot see), or its bytes changed
+                    // after load (tail-call pokes): the bytes at free are a version valid up to the free.
+                    if (open != null) writer.closed(open.region().closedAt(t.monotonicNs()));
+                    long from = open != null ? open.region().validFrom() : 0;
+                    Region atFree = region(t, Math.min(from, t.monotonicNs()), t.monotonicNs());
+                    writer.opened(atFree, t.bytes());
+                }
+            }
+            default -> {
+                Live previous = live.get(key);
+                if (previous != null && Arrays.equals(previous.bytes(), t.bytes())) return; // seen by two sources
+                long from = t.hook() == Hook.SCAN ? 0 : t.monotonicNs();
+                if (previous != null) writer.closed(previous.region().closedAt(t.monotonicNs())); // new version
+                Region r = region(t, from, Region.OPEN);
+                live.put(key, new Live(r, t.bytes()));
+                writer.opened(r, t.bytes());
+            }
+        }
+    }
+
+    /**
+     * A PERF_RECORD_KSYMBOL with the UNREGISTER flag: ends the live region of that symbol — the unload time where
+     * there is no FREE hook (user-space fence, out-of-line regions). False if none is live.
+     */
+    public synchronized boolean ksymbolUnregistered(long address, String name, long monotonicNs) throws IOException {
+        Live open = live.remove(new Key(address, name));
+        if (open == null) return false;
+        writer.closed(open.region().closedAt(monotonicNs));
+        return true;
+    }
+
+    /**
+     * A PERF_RECORD_TEXT_POKE: the live region holding {@code [address, address + newBytes.length)} ends at
+     * {@code monotonicNs} and a new version with the poked bytes begins. False if no live region holds the range
+     * (the recorder then copies the region anew).
+     */
+    public synchronized boolean textPoke(long address, byte[] newBytes, long monotonicNs) throws IOException {
+        for (var e : live.entrySet()) {
+            Region r = e.getValue().region();
+            long off = address - r.address();
+            if (off < 0 || off + newBytes.length > r.length()) continue;
+            byte[] patched = e.getValue().bytes().clone();
+            System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
+            writer.closed(r.closedAt(monotonicNs));
+            Region next = new Region(bootId, r.address(), r.length(), monotonicNs, Region.OPEN, r.kind(), r.name(),
+                    ContentKey.of(patched), r.metadata());
+            e.setValue(new Live(next, patched));
+            writer.opened(next, patched);
+            return true;
+        }
+        return false;
+    }
+
+    /** Regions still open (live programs at the end of a recording stay open in the archive). */
+    public synchronized int liveRegions() { return live.size(); }
+
+    @Override
+    public void flush() throws IOException {
+        writer.flush();
+    }
+
+    private Region region(CapturedText t, long from, long to) {
+        return new Region(bootId, t.address(), t.bytes().length, from, to, kindOf(t), t.name(),
+                ContentKey.of(t.bytes()), metadataOf(t));
+    }
+
+    private static RegionMetadata metadataOf(CapturedText t) {
+        if (t.metadata() != null) return t.metadata().toArchive();
+        if (t.progId() == 0 && t.tag() == 0) return RegionMetadata.None.INSTANCE;
+        String n = t.name();
+        String progName = n.startsWith("bpf_prog_") && n.length() > 26 ? n.substring(26) : "";
+        return BpfMetadata.of(t.progId(), t.tagHex(), progName, 0);
+    }
+
+    private static RegionKind kindOf(CapturedText t) {
+        String n = t.name();
+        if (t.hook() == Hook.TRAMPOLINE_FREE || n.startsWith("bpf_trampoline")) return RegionKind.BPF_TRAMPOLINE;
+        if (n.startsWith("bpf_dispatcher")) return RegionKind.BPF_DISPATCHER;
+        if (n.startsWith("bpf_prog_") || t.progId() != 0 || t.tag() != 0)
+            return t.functionIndex() == 0 ? RegionKind.BPF_PROG : RegionKind.BPF_SUBPROG;
+        if (t.hook() == Hook.KERNEL_READ && n.equals(TextFence.CORE_TEXT_NAME)) return RegionKind.KERNEL_TEXT;
+        if (t.hook() == Hook.KERNEL_READ) return n.contains("kprobe") ? RegionKind.KPROBE_INSN
+                : RegionKind.FTRACE_TRAMPOLINE;
+        return RegionKind.BPF_PROG; // a FREE without name or id: a cBPF/seccomp filter's JIT image
+    }
+}

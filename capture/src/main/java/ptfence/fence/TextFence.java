@@ -1,0 +1,510 @@
+package ptfence.fence;
+
+import ptfence.bpf.Btf;
+import ptfence.bpf.Kallsyms;
+import ptfence.bpf.ProgInfo;
+import ptfence.bpf.ProgramMetadata;
+import ptfence.cli.BadInputException;
+import ptfence.ring.BpfRingBuffer;
+import ptfence.sys.Bpf;
+import ptfence.sys.BpfException;
+import ptfence.sys.BpfFd;
+import ptfence.sys.BpfRingMapping;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The text fence: copies the JIT image of every BPF program into a {@link TextSink} before the kernel can free it.
+ * <p>
+ * In-kernel mode (the default): the LOAD and FREE raw-tracepoint programs copy each image into a BPF ring buffer
+ * synchronously in the kernel; a consumer thread delivers them. Programs loaded before the fence are copied by a
+ * startup scan. Where the hooks cannot load (older kernel, policy) the fence falls back to user space: it pins each
+ * new program by id as soon as it learns of it (its own id poller, or {@link #onProgramLoaded} from the recorder's
+ * BPF_EVENT records) and counts the ones that were gone — a measured, reported loss.
+ * <p>
+ * Usage: {@code try (TextFence f = TextFence.start(Config.defaults(), sink)) { ... f.counters() ... }}.
+ */
+public final class TextFence implements AutoCloseable {
+
+    public enum Mode { IN_KERNEL, USER_SPACE }
+
+    /**
+     * @param ringBytes      BPF ring size (power of two; 64 MiB holds the largest 16 MiB record with room to spare)
+     * @param pollInterval   how often the consumer looks at the ring (records are sent without wakeups)
+     * @param inKernel       false forces the user-space fence
+     * @param startupScan    copy the programs already loaded
+     * @param userSpacePoll  park between id polls of the user-space fence; zero (the default) spins, which
+     *                       catches 20 % of immediately closed programs where a 20 µs park catches almost none
+     */
+    public record Config(int ringBytes, Duration pollInterval, boolean inKernel, boolean startupScan,
+                         Duration userSpacePoll) {
+        public static Config defaults() {
+            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ZERO);
+        }
+
+        public Config withInKernel(boolean v) { return new Config(ringBytes, pollInterval, v, startupScan, userSpacePoll); }
+
+        public Config withStartupScan(boolean v) { return new Config(ringBytes, pollInterval, inKernel, v, userSpacePoll); }
+
+        public Config withRingBytes(int v) { return new Config(v, pollInterval, inKernel, startupScan, userSpacePoll); }
+
+        public Config withPollInterval(Duration v) { return new Config(ringBytes, v, inKernel, startupScan, userSpacePoll); }
+
+        public Config withUserSpacePoll(Duration v) { return new Config(ringBytes, pollInterval, inKernel, startupScan, v); }
+    }
+
+    private final Config config;
+    private final TextSink sink;
+    private final Map<Hook, AtomicLong> images = new EnumMap<>(Hook.class);
+    private final AtomicLong incomplete = new AtomicLong(), userMissed = new AtomicLong(),
+            metadataFetched = new AtomicLong(), metadataMissing = new AtomicLong(), sinkErrors = new AtomicLong();
+    private final Set<Integer> pinned = ConcurrentHashMap.newKeySet();
+    private final List<BpfFd> fds = new ArrayList<>();
+    /** Attachments: closing one detaches its hook. */
+    private final List<BpfFd> links = new ArrayList<>();
+    private final Object sinkLock = new Object();
+    private volatile long lastDeliveryNanos = System.nanoTime();
+    private volatile boolean stopping;
+
+    private Mode mode;
+    private String fallbackReason = "";
+    private KernelLayout layout;
+    private BpfFd ring, stats;
+    private BpfRingMapping mapping;
+    private BpfRingBuffer consumer;
+    private Thread worker;
+    private volatile int lastPolledId;
+    private KernelMemory kernelMemory;
+    private final Map<Hook, BpfFd> hookPrograms = new EnumMap<>(Hook.class);
+
+    private TextFence(Config config, TextSink sink) {
+        this.config = config;
+        this.sink = sink;
+        for (Hook h : Hook.values()) images.put(h, new AtomicLong());
+    }
+
+    /** Starts the fence (hooks, consumer, startup scan). Errors name the bpf() call and errno. */
+    public static TextFence start(Config config, TextSink sink) throws IOException {
+        TextFence f = new TextFence(config, sink);
+        if (config.inKernel()) {
+            try {
+                f.startInKernel();
+            } catch (BpfException | BadInputException e) {
+                f.stopWorker();
+                f.mode = null;
+                f.releaseKernelSide();
+                f.fallbackReason = e.getMessage().lines().findFirst().orElse("");
+            }
+        } else {
+            f.fallbackReason = "in-kernel hooks disabled by configuration";
+        }
+        if (f.mode == null) f.startUserSpace();
+        if (config.startupScan()) f.scanLoadedPrograms();
+        return f;
+    }
+
+    public Mode mode() { return mode; }
+
+    /** Why the in-kernel hooks are not used (empty in IN_KERNEL mode). */
+    public String fallbackReason() { return fallbackReason; }
+
+    private void startInKernel() throws IOException {
+        Kallsyms syms = Kallsyms.read();
+        layout = KernelLayout.from(Btf.vmlinux());
+        Bpf bpf = Bpf.get();
+        ring = keep(bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, config.ringBytes(), 0, "fence_rb"));
+        stats = keep(bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "fence_stats"));
+        mapping = BpfRingMapping.map(ring, config.ringBytes());
+        consumer = new BpfRingBuffer(mapping.consumerPage(), mapping.producerArea(), config.ringBytes());
+        FencePrograms programs = new FencePrograms(layout, ring.fd(), stats.fd(), config.ringBytes());
+        // FREE first: from then on no image can disappear unseen; LOAD then gives the earliest copy.
+        BpfFd free = keep(load(programs.free(syms.require("bpf_prog_free_deferred")), "fence_free"));
+        BpfFd load = keep(load(programs.load(), "fence_load"));
+        var tramp = syms.address("__bpf_tramp_image_put_deferred");
+        BpfFd trampProg = tramp.isPresent() && layout.trampWork().isPresent()
+                ? keep(load(programs.trampolineFree(tramp.getAsLong()), "fence_tramp")) : null;
+        hookPrograms.put(Hook.LOAD, load);
+        hookPrograms.put(Hook.FREE, free);
+        if (trampProg != null) hookPrograms.put(Hook.TRAMPOLINE_FREE, trampProg);
+        mode = Mode.IN_KERNEL;
+        worker = new Thread(this::consumeLoop, "text-fence-consumer");
+        worker.setDaemon(true);
+        worker.start();
+        links.add(bpf.rawTracepointOpen("workqueue_execute_start", free));
+        if (trampProg != null) links.add(bpf.rawTracepointOpen("workqueue_execute_start", trampProg));
+        links.add(bpf.rawTracepointOpen("sys_exit", load));
+    }
+
+    private static BpfFd load(byte[] insns, String name) throws BpfException {
+        return Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
+    }
+
+    private BpfFd keep(BpfFd fd) {
+        fds.add(fd);
+        return fd;
+    }
+
+    private void startUserSpace() {
+        mode = Mode.USER_SPACE;
+        worker = new Thread(this::pollIdsLoop, "text-fence-user-space");
+        worker.setDaemon(true);
+        copier = new Thread(this::copyPinnedLoop, "text-fence-user-space-copy");
+        copier.setDaemon(true);
+        copier.start();
+        try {
+            lastPolledId = currentIdCounter();
+        } catch (BpfException e) {
+            lastPolledId = 0; // no baseline: the first gap is not counted
+        }
+        worker.start();
+    }
+
+    private void consumeLoop() {
+        long parkNanos = config.pollInterval().toNanos();
+        while (!stopping) {
+            if (consumer.poll(this::deliverRecord) == 0) LockSupport.parkNanos(parkNanos);
+        }
+        consumer.poll(this::deliverRecord);
+    }
+
+    private void deliverRecord(ByteBuffer data, int offset, int length) {
+        FenceRecord.Parsed r = FenceRecord.parse(data, offset, length);
+        Hook hook = switch (r.kind()) {
+            case FenceRecord.KIND_LOAD -> Hook.LOAD;
+            case FenceRecord.KIND_FREE -> Hook.FREE;
+            case FenceRecord.KIND_TRAMP_FREE -> Hook.TRAMPOLINE_FREE;
+            default -> Hook.KERNEL_READ;
+        };
+        if (r.len() == 0 && r.end() == r.start()) return; // not JITed (interpreter): no text to keep
+        if (!r.complete()) incomplete.incrementAndGet();
+        deliver(new CapturedText(hook, r.start(), r.image(), r.progId(), r.tag(), r.name(), r.monotonicNs(),
+                r.funcIdx(), r.funcCnt(), r.pid(), r.tid(), r.complete()));
+    }
+
+    private void deliver(CapturedText t) {
+        images.get(t.hook()).incrementAndGet();
+        lastDeliveryNanos = System.nanoTime();
+        synchronized (sinkLock) { // consumer, poller, scan and callers deliver: the sink sees one at a time
+            try {
+                sink.accept(t);
+            } catch (IOException | RuntimeException e) {
+                sinkErrors.incrementAndGet();
+            }
+        }
+    }
+
+    // ---- user-space fence ------------------------------------------------------------------------------------
+
+    private void pollIdsLoop() {
+        long park = config.userSpacePoll().toNanos();
+        while (!stopping) {
+            try {
+                int id = Bpf.get().progGetNextId(lastPolledId);
+                if (id < 0) {
+                    if (park > 0) LockSupport.parkNanos(park); else Thread.onSpinWait();
+                    continue;
+                }
+                // Ids are handed out in increasing order: a gap is a program that came and went unseen.
+                if (id > lastPolledId + 1 && lastPolledId > 0) userMissed.addAndGet(id - lastPolledId - 1L);
+                lastPolledId = id;
+                if (!pinned.add(id)) continue;
+                // Pinning is the race; copying can wait, the fd keeps the program alive.
+                BpfFd fd = Bpf.get().progGetFdById(id);
+                if (fd == null) userMissed.incrementAndGet(); // listed, gone before pinned
+                else toCopy.add(fd);
+            } catch (IOException e) {
+                LockSupport.parkNanos(1_000_000);
+            }
+        }
+    }
+
+    private final java.util.concurrent.LinkedBlockingQueue<BpfFd> toCopy = new java.util.concurrent.LinkedBlockingQueue<>();
+    private Thread copier;
+
+    private void copyPinnedLoop() {
+        while (true) {
+            BpfFd fd;
+            try {
+                fd = toCopy.poll(20, java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (fd == null) {
+                if (stopping) return;
+                continue;
+            }
+            try (fd) {
+                emitImages(ProgramMetadata.fetch(fd), Hook.USER_SPACE, null);
+            } catch (IOException | RuntimeException e) {
+                userMissed.incrementAndGet();
+            }
+        }
+    }
+
+    private void emitImages(ProgramMetadata m, Hook hook, Kallsyms kallsyms) {
+        ProgInfo info = m.info();
+        if (info.jitedInsns().length == 0) return; // interpreted or not visible to us: no text
+        List<String> names = m.ksymNames();
+        long now = System.nanoTime();
+        int n = info.functionCount();
+        for (int i = 0; i < n; i++) {
+            String name = names.get(i);
+            if (kallsyms != null) {
+                for (Kallsyms.Symbol s : kallsyms.at(info.jitedKsyms()[i])) {
+                    if (s.name().startsWith("bpf_prog_")) name = s.name();
+                }
+            }
+            deliver(new CapturedText(hook, info.jitedKsyms()[i], info.functionImage(i), info.id(), info.tag(), name,
+                    now, i, n, 0, 0, true, m));
+        }
+    }
+
+    /**
+     * Where the kernel's program id counter stands: the live programs' highest id can be far behind it (freed
+     * programs), which would count every id in between as missed. A throw-away program tells.
+     */
+    private static int currentIdCounter() throws BpfException {
+        byte[] insns = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 0).exit().assemble();
+        try (BpfFd probe = Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, insns, "fence_id_probe"))) {
+            return ProgInfo.fetch(probe).id();
+        }
+    }
+
+    // ---- startup scan and metadata ---------------------------------------------------------------------------
+
+    private void scanLoadedPrograms() throws IOException {
+        Kallsyms kallsyms = Kallsyms.read();
+        int id = 0;
+        while ((id = Bpf.get().progGetNextId(id)) >= 0) {
+            if (mode == Mode.USER_SPACE && !pinned.add(id)) continue;
+            try (BpfFd fd = Bpf.get().progGetFdById(id)) {
+                if (fd == null) continue; // freed meanwhile: the FREE hook has it
+                emitImages(ProgramMetadata.fetch(fd), Hook.SCAN, kallsyms);
+            }
+        }
+        copyOutOfLineText(kallsyms);
+    }
+
+    /** Modules under which kallsyms lists out-of-line kernel text (not programs). */
+    private static final java.util.Set<String> OUT_OF_LINE = java.util.Set.of("bpf", "__builtin__ftrace",
+            "__builtin__kprobes");
+    private static final int PAGE = 4096;
+
+    /**
+     * Copies the out-of-line text that exists now — BPF dispatchers and trampolines, ftrace and kprobe pages — via
+     * the kernel memory reader. kallsyms has no sizes: each is read up to the next symbol, at most one page (a
+     * dispatcher's ksym is exactly one page, allocated from the BPF pack, so not page-aligned). Later ones come through {@link #copyKernelRange} on KSYMBOL.
+     * Returns how many regions were copied.
+     */
+    public int copyOutOfLineText(Kallsyms kallsyms) {
+        List<Kallsyms.Symbol> ool = new ArrayList<>();
+        for (Kallsyms.Symbol s : kallsyms.symbols()) {
+            if (OUT_OF_LINE.contains(s.module()) && !s.name().startsWith("bpf_prog_")) ool.add(s);
+        }
+        long[] starts = kallsyms.symbols().stream().mapToLong(Kallsyms.Symbol::address).filter(a -> a != 0)
+                .sorted().distinct().toArray();
+        int copied = 0;
+        for (Kallsyms.Symbol s : ool) {
+            int i = java.util.Arrays.binarySearch(starts, s.address());
+            long next = i >= 0 && i + 1 < starts.length ? starts[i + 1] : Long.MAX_VALUE;
+            long end = s.address() + PAGE;
+            if (Long.compareUnsigned(next, s.address()) > 0 && Long.compareUnsigned(next, end) < 0) end = next;
+            int len = (int) (end - s.address());
+            try {
+                copyKernelRange(s.name(), s.address(), len);
+                copied++;
+            } catch (IOException e) {
+                incomplete.incrementAndGet();
+            }
+        }
+        return copied;
+    }
+
+    /**
+     * Called by the recorder when a BPF_EVENT(PROG_LOAD) record arrives: fetches the program's metadata (info,
+     * ksyms, function lengths, line and func info, BTF, translated instructions) while holding it with an fd.
+     * In user-space mode this is also the fence: it copies the images. Empty when the program is already gone —
+     * counted as missing metadata (the in-kernel fence's bytes still make it decodable).
+     */
+    public Optional<ProgramMetadata> onProgramLoaded(int progId) throws BpfException {
+        try (BpfFd fd = Bpf.get().progGetFdById(progId)) {
+            if (fd == null) {
+                metadataMissing.incrementAndGet();
+                if (mode == Mode.USER_SPACE && pinned.add(progId)) userMissed.incrementAndGet();
+                return Optional.empty();
+            }
+            ProgramMetadata m = ProgramMetadata.fetch(fd);
+            metadataFetched.incrementAndGet();
+            if (mode == Mode.USER_SPACE && pinned.add(progId)) emitImages(m, Hook.USER_SPACE, null);
+            return Optional.of(m);
+        }
+    }
+
+    // ---- kernel memory ---------------------------------------------------------------------------------------
+
+    /** The kernel memory reader (kcore, else the BPF read program), opened on first use. */
+    public synchronized KernelMemory kernelMemory() throws IOException {
+        if (kernelMemory == null) {
+            if (layout == null) layout = KernelLayout.from(Btf.vmlinux());
+            kernelMemory = KernelMemory.open(layout);
+        }
+        return kernelMemory;
+    }
+
+    /**
+     * Copies an out-of-line region (a dispatcher, trampoline, ftrace/kprobe page — on its KSYMBOL) or the core
+     * kernel text and delivers it to the sink as a KERNEL_READ image.
+     */
+    public CapturedText copyKernelRange(String name, long address, int length) throws IOException {
+        byte[] bytes = kernelMemory().read(address, length);
+        CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, System.nanoTime(), 0, 1,
+                0, 0, true);
+        deliver(t);
+        return t;
+    }
+
+    /** The name of the core kernel text image (perf's name for the kernel map). */
+    public static final String CORE_TEXT_NAME = "[kernel.kallsyms]_text";
+
+    /** Copies the core kernel text [_stext, _etext) (the archive deduplicates it by content, once per boot). */
+    public CapturedText copyCoreKernelText() throws IOException {
+        Kallsyms k = Kallsyms.read();
+        long start = k.require("_stext"), end = k.require("_etext");
+        return copyKernelRange(CORE_TEXT_NAME, start, Math.toIntExact(end - start));
+    }
+
+    /** Run count and time of one hook program (meaningful while BPF run-time stats are enabled). */
+    public record HookRunStats(long runs, long runTimeNs, long recursionMisses) {}
+
+    /** Per hook: how often its program ran and for how long (kernel.bpf_stats_enabled or BPF_ENABLE_STATS). */
+    public Map<Hook, HookRunStats> hookRunStats() throws BpfException {
+        Map<Hook, HookRunStats> out = new EnumMap<>(Hook.class);
+        for (var e : hookPrograms.entrySet()) {
+            if (e.getValue().isClosed()) continue;
+            ProgInfo info = ProgInfo.fetch(e.getValue());
+            out.put(e.getKey(), new HookRunStats(info.runCount(), info.runTimeNs(), info.recursionMisses()));
+        }
+        return out;
+    }
+
+    // ---- counters, drain, close ------------------------------------------------------------------------------
+
+    public FenceCounters counters() {
+        Map<Hook, Long> byHook = new EnumMap<>(Hook.class);
+        images.forEach((h, n) -> byHook.put(h, n.get()));
+        long[] s = readStats();
+        return new FenceCounters(byHook, s[FencePrograms.STAT_RESERVE_FAILED], s[FencePrograms.STAT_SUBMITTED],
+                incomplete.get(), s[FencePrograms.STAT_FUNCS_TRUNCATED], userMissed.get(), metadataFetched.get(),
+                metadataMissing.get(), sinkErrors.get(), recursionMisses());
+    }
+
+    private long recursionMisses() {
+        try {
+            return hookRunStats().values().stream().mapToLong(HookRunStats::recursionMisses).sum();
+        } catch (BpfException e) {
+            return 0;
+        }
+    }
+
+    private long[] readStats() {
+        long[] out = new long[FencePrograms.STATS];
+        if (stats == null || stats.isClosed()) return out;
+        byte[] key = new byte[4], value = new byte[8];
+        for (int i = 0; i < out.length; i++) {
+            ByteBuffer.wrap(key).order(ByteOrder.LITTLE_ENDIAN).putInt(0, i);
+            try {
+                if (Bpf.get().mapLookup(stats, key, value))
+                    out[i] = ByteBuffer.wrap(value).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+            } catch (BpfException e) {
+                out[i] = -1;
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Waits until nothing has been delivered for {@code quiet} (FREE records trail close() by an RCU grace period
+     * and a workqueue hop, sometimes more than a second), at most {@code max}.
+     */
+    public void awaitQuiet(Duration quiet, Duration max) throws IOException {
+        long deadline = System.nanoTime() + max.toNanos();
+        while (System.nanoTime() < deadline) {
+            boolean ringEmpty = consumer == null || consumer.pending() == 0;
+            if (ringEmpty && System.nanoTime() - lastDeliveryNanos >= quiet.toNanos()) break;
+            LockSupport.parkNanos(5_000_000);
+        }
+        synchronized (sinkLock) {
+            sink.flush();
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        // Detach first (links, then programs), then let the consumer take what is left, then unmap.
+        links.forEach(BpfFd::close);
+        stopWorker();
+        FenceCounters last = counters();
+        lastCounters = last;
+        releaseKernelSide();
+        if (kernelMemory != null) kernelMemory.close();
+        synchronized (sinkLock) {
+            sink.flush();
+        }
+    }
+
+    private volatile FenceCounters lastCounters;
+
+    private void stopWorker() {
+        stopping = true;
+        if (worker != null) {
+            LockSupport.unpark(worker);
+            try {
+                worker.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        worker = null;
+        if (copier != null) {
+            try {
+                copier.join(30_000); // it empties the queue of pinned programs first
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            copier = null;
+        }
+        stopping = false;
+    }
+
+    /** Counters as they were at close (the stats map is gone after it). */
+    public FenceCounters finalCounters() {
+        return lastCounters != null ? lastCounters : counters();
+    }
+
+    private void releaseKernelSide() {
+        links.forEach(BpfFd::close);
+        links.clear();
+        for (int i = fds.size() - 1; i >= 0; i--) {
+            if (fds.get(i) != ring && fds.get(i) != stats) fds.get(i).close();
+        }
+        hookPrograms.clear();
+        if (mapping != null) mapping.close();
+        if (stats != null) stats.close();
+        if (ring != null) ring.close();
+        fds.clear();
+        mapping = null;
+        consumer = null;
+    }
+}

@@ -1,0 +1,15 @@
+package ptfence.fence;
+
+import java.io.IOException;
+
+/**
+ * Where captured images go (the archive, a test's list). The fence calls it from its consumer thread and from
+ * callers' threads, but never twice at once.
+ */
+@FunctionalInterface
+public interface TextSink {
+    void accept(CapturedText text) throws IOException;
+
+    /** Called when the fence has delivered everything it holds (end of a drain, close). */
+    default void flush() throws IOException {}
+}

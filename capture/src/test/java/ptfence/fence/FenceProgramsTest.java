@@ -1,0 +1,41 @@
+package ptfence.fence;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import ptfence.bpf.Btf;
+import ptfence.bpf.Kallsyms;
+import ptfence.sys.Bpf;
+import ptfence.sys.BpfFd;
+
+import static org.junit.jupiter.api.Assertions.*;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** The kernel's verifier accepts every fence program as emitted for this kernel's BTF. */
+class FenceProgramsTest {
+    static KernelLayout layout;
+    static Kallsyms kallsyms;
+
+    @BeforeAll
+    static void live() throws Exception {
+        assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
+        layout = KernelLayout.from(Btf.vmlinux());
+        kallsyms = Kallsyms.read();
+    }
+
+    @Test
+    void verifierAcceptsAllFencePrograms() throws Exception {
+        Bpf bpf = Bpf.get();
+        try (BpfFd rb = bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, 1 << 20, 0, "t_rb");
+             BpfFd stats = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "t_stats")) {
+            FencePrograms p = new FencePrograms(layout, rb.fd(), stats.fd(), 1 << 20);
+            byte[][] programs = {p.load(), p.free(kallsyms.require("bpf_prog_free_deferred")), p.peek(),
+                    p.trampolineFree(kallsyms.require("__bpf_tramp_image_put_deferred"))};
+            String[] names = {"t_load", "t_free", "t_peek", "t_tramp"};
+            for (int i = 0; i < programs.length; i++) {
+                try (BpfFd fd = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, programs[i], names[i]))) {
+                    assertFalse(fd.isClosed());
+                }
+            }
+        }
+    }
+}

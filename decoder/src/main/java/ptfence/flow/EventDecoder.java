@@ -1,0 +1,1522 @@
+package ptfence.flow;
+
+import ptfence.flow.PacketInput.Pkt;
+
+/**
+ * Turns packets into events in the order the flow needs them. Packets that only make sense together are
+ * joined here: a FUP binds to the MODE.TSX, PTW, EXSTOP or OVF before it and gives them their IP; a FUP
+ * followed by TIP becomes an asynchronous branch, FUP + TIP.PGD an asynchronous disable; MODE.Exec
+ * binds to the next TIP or TIP.PGE; PSB+ packets become status updates delivered at PSBEND. TNT and TIP
+ * are events too, consumed by conditional and indirect branches.
+ *
+ * <p>The binding rules follow Intel's SDM and libipt's event decoder (the reference ptxed is checked
+ * against); the code is our own. Decode functions return a negative error, 0 when an event is ready in
+ * {@link #event}, or 1 when more packets are needed.
+ */
+public final class EventDecoder {
+    private static final int EVB_PSBEND = 1;
+    private static final int EVB_TIP = 2;
+    private static final int EVB_FUP = 4;
+    private static final int EVB_FUP_BOUND = 8;
+    private static final int EVB_EXSTOP = 16;
+    private static final int EVB_CFE = 32;
+    private static final int EVB_PWRX = 64;
+    private static final int INVALID = 0;
+
+    private final PacketInput in;
+    private final FlowConfig config;
+    private final Pkt packet = new Pkt();
+    private final Pkt scratch = new Pkt();
+    private int status;
+    private Event event;
+    private final Event standalone = new Event();
+    /** Holds a dequeued event while the queue is modified. */
+    private final Event held = new Event();
+
+    private boolean enabled;
+    private boolean bound;
+    private boolean modeExecValid;
+    private boolean csl;
+    private boolean csd;
+    private boolean iflag;
+
+    private long lastIp;
+    private boolean haveIp;
+    private boolean ipSuppressed;
+
+    private final Event[] queue = new Event[64];
+    private final int[] bindings = new int[64];
+    private int queued;
+
+    private final TimeTracker time;
+
+    public EventDecoder(PacketInput in, FlowConfig config) {
+        this.in = in;
+        this.config = config;
+        this.time = new TimeTracker(config);
+        for (int i = 0; i < queue.length; i++) {
+            queue[i] = new Event();
+        }
+    }
+
+    /** One saved state for look-ahead (deferred TIPs); see {@link #mark()} and {@link #rewind()}. */
+    private EventDecoder saved;
+    private long savedPosition;
+
+    /** Remembers the current state so a look-ahead can be undone with {@link #rewind()}. */
+    public void mark() {
+        if (saved == null) {
+            saved = new EventDecoder(in, config);
+        }
+        saved.copyState(this);
+        savedPosition = in.position();
+    }
+
+    /** Returns to the state {@link #mark()} saved. */
+    public void rewind() {
+        copyState(saved);
+        in.seek(savedPosition);
+    }
+
+    private void copyState(EventDecoder o) {
+        copyPkt(packet, o.packet);
+        status = o.status;
+        event = null;
+        enabled = o.enabled;
+        bound = o.bound;
+        modeExecValid = o.modeExecValid;
+        csl = o.csl;
+        csd = o.csd;
+        iflag = o.iflag;
+        lastIp = o.lastIp;
+        haveIp = o.haveIp;
+        ipSuppressed = o.ipSuppressed;
+        queued = o.queued;
+        for (int i = 0; i < o.queued; i++) {
+            queue[i].copyFrom(o.queue[i]);
+            bindings[i] = o.bindings[i];
+        }
+        time.copyFrom(o.time);
+    }
+
+    private static void copyPkt(Pkt d, Pkt s) {
+        d.type = s.type;
+        d.offset = s.offset;
+        d.size = s.size;
+        d.ipc = s.ipc;
+        d.ip = s.ip;
+        d.tntBits = s.tntBits;
+        d.tntSize = s.tntSize;
+        d.flagA = s.flagA;
+        d.flagB = s.flagB;
+        d.flagC = s.flagC;
+        d.payload = s.payload;
+        d.payload2 = s.payload2;
+        d.small = s.small;
+    }
+
+    public TimeTracker time() {
+        return time;
+    }
+
+    /** Offset of the packet the decoder is looking at (libipt's "current offset" for error reports). */
+    public long offset() {
+        return in.position() - packet.size;
+    }
+
+    // ---------------------------------------------------------------- queue
+
+    private Event enqueue(int binding) {
+        if (queued == queue.length) {
+            return null;
+        }
+        Event e = queue[queued];
+        e.clear();
+        bindings[queued] = binding;
+        queued++;
+        return e;
+    }
+
+    private Event dequeue(int evb) {
+        for (int i = 0; i < queued; i++) {
+            if ((bindings[i] & evb) != 0) {
+                Event e = queue[i];
+                System.arraycopy(queue, i + 1, queue, i, queued - i - 1);
+                System.arraycopy(bindings, i + 1, bindings, i, queued - i - 1);
+                queued--;
+                // Park the removed slot after the live entries; the caller copies it before the next enqueue.
+                queue[queued] = e;
+                return e;
+            }
+        }
+        return null;
+    }
+
+    private Event find(int evb, int type) {
+        for (int i = 0; i < queued; i++) {
+            if ((bindings[i] & evb) != 0 && queue[i].type == type) {
+                return queue[i];
+            }
+        }
+        return null;
+    }
+
+    private boolean pending(int evb) {
+        for (int i = 0; i < queued; i++) {
+            if ((bindings[i] & evb) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private Event standalone() {
+        Event e = target != null ? target : standalone;
+        e.clear();
+        return e;
+    }
+
+    /** For TNT and TIP, the hot events: reset only what the flow reads, straight into the caller's event. */
+    private Event standaloneLight() {
+        Event e = target != null ? target : standalone;
+        e.statusUpdate = false;
+        e.ipSuppressed = false;
+        e.hasTsc = false;
+        return e;
+    }
+
+    /** The caller's event while {@link #next} runs; standalone events are built in it directly. */
+    private Event target;
+
+    // ---------------------------------------------------------------- last IP
+
+    private int updateIp(Pkt p) {
+        switch (p.ipc) {
+            case 0 -> {
+                ipSuppressed = true;
+                return 0;
+            }
+            case 1 -> lastIp = (lastIp & ~0xffffL) | (p.ip & 0xffffL);
+            case 2 -> lastIp = (lastIp & ~0xffffffffL) | (p.ip & 0xffffffffL);
+            case 3 -> lastIp = (p.ip << 16) >> 16;
+            case 4 -> lastIp = (lastIp & ~0xffffffffffffL) | (p.ip & 0xffffffffffffL);
+            case 6 -> lastIp = p.ip;
+            default -> {
+                return PtError.BAD_PACKET;
+            }
+        }
+        haveIp = true;
+        ipSuppressed = false;
+        return 0;
+    }
+
+    private int queryIp() {
+        if (!haveIp) {
+            return PtError.NOIP;
+        }
+        if (ipSuppressed) {
+            return PtError.IP_SUPPRESSED;
+        }
+        return 0;
+    }
+
+    /** Gives the event the current IP, or marks it suppressed. */
+    private int eventIp(Event ev) {
+        int err = queryIp();
+        if (err == 0) {
+            ev.ip = lastIp;
+        } else if (err == PtError.NOIP || err == PtError.IP_SUPPRESSED) {
+            ev.ipSuppressed = true;
+            ev.ip = 0;
+        } else {
+            return err;
+        }
+        return 0;
+    }
+
+    private void eventTime(Event ev) {
+        if (time.hasTsc()) {
+            ev.hasTsc = true;
+            ev.tsc = time.tsc();
+        }
+    }
+
+    // ---------------------------------------------------------------- packets
+
+    private int fetchPacket() {
+        do {
+            int st = in.next(packet);
+            if (st < 0) {
+                packet.type = INVALID;
+                packet.size = 0;
+                status = st;
+                break;
+            }
+        } while (packet.type == Pkt.PAD);
+        return 0;
+    }
+
+    private void reset() {
+        packet.type = INVALID;
+        packet.size = 0;
+        status = PtError.NOSYNC;
+        event = null;
+        enabled = false;
+        bound = false;
+        modeExecValid = false;
+        lastIp = 0;
+        haveIp = false;
+        ipSuppressed = false;
+        queued = 0;
+        time.reset();
+    }
+
+    /** Synchronizes at the first PSB at or after {@code from}; returns 0 or an error (EOS if none). */
+    public int syncForward(long from) {
+        reset();
+        long psb = in.findPsb(from);
+        if (psb < 0) {
+            return PtError.EOS;
+        }
+        in.seek(psb);
+        return start();
+    }
+
+    private int start() {
+        status = 0;
+        fetchPacket();
+        if (packet.type == Pkt.PSB) {
+            int err = decodePsb();
+            return Math.min(err, 0);
+        }
+        if (packet.type == INVALID) {
+            return status < 0 ? status : PtError.INTERNAL;
+        }
+        return PtError.NOSYNC;
+    }
+
+    /** Offset where the current PSB segment started being read (for resync progress checks). */
+    public long position() {
+        return in.position();
+    }
+
+    /**
+     * Decodes the next event into {@code out}. Returns 0, or a negative error (EOS at the end).
+     */
+    public int next(Event out) {
+        int err;
+        target = out;
+        while (true) {
+            err = decodePacket();
+            if (err <= 0) {
+                break;
+            }
+            if (event != null) {
+                err = PtError.INTERNAL;
+                break;
+            }
+            bound = false;
+            fetchPacket();
+        }
+        target = null;
+        if (err < 0) {
+            return err;
+        }
+        if (event != out) {
+            out.copyFrom(event);
+        }
+        event = null;
+        return 0;
+    }
+
+    private int decodePacket() {
+        Pkt p = packet;
+        switch (p.type) {
+            case Pkt.TNT:
+                return decodeTnt(p);
+            case Pkt.PAD:
+                return 1;
+            case Pkt.FUP:
+                return decodeFup(p);
+            case Pkt.TIP:
+                return decodeTip(p);
+            case Pkt.TIP_PGE:
+                return decodeTipPge(p);
+            case Pkt.TIP_PGD:
+                return decodeTipPgd(p);
+            case Pkt.CYC:
+            case Pkt.MTC:
+            case Pkt.TSC:
+            case Pkt.TMA:
+                time.apply(p);
+                return 1;
+            case Pkt.CBR:
+                return decodeCbr(p);
+            case Pkt.MODE_EXEC:
+                return decodeModeExec(p);
+            case Pkt.MODE_TSX:
+                return decodeModeTsx(p);
+            case Pkt.PIP:
+                return decodePip(p);
+            case Pkt.VMCS:
+                return decodeVmcs(p);
+            case Pkt.PTW:
+                return decodePtw(p);
+            case Pkt.PSB: {
+                int err = decodePsb();
+                if (err <= 0) {
+                    return err;
+                }
+                return decodePacket();
+            }
+            case Pkt.PSBEND:
+                return decodePsbend();
+            case Pkt.EXSTOP:
+                return decodeExstop(p);
+            case Pkt.PWRE:
+                return decodePwre(p);
+            case Pkt.PWRX:
+                return decodePwrx(p);
+            case Pkt.MWAIT:
+                return decodeMwait(p);
+            case Pkt.OVF:
+                return decodeOvf();
+            case Pkt.STOP:
+                return decodeSimple(Event.STOP);
+            case Pkt.MNT: {
+                Event ev = standalone();
+                ev.type = Event.MNT;
+                ev.payload = p.payload;
+                return publishAndFetch(ev);
+            }
+            case INVALID:
+                return status < 0 ? status : 1;
+            case Pkt.TRIG:
+                return decodeTrig(p);
+            case Pkt.CFE:
+                return decodeCfe(p);
+            case Pkt.EVD:
+                return decodeEvd(p);
+            default:
+                // TRIG/BBP and unknown packets: nothing for the flow yet.
+                return 1;
+        }
+    }
+
+    private int publishAndFetch(Event ev) {
+        eventTime(ev);
+        ev.offset = offset();
+        event = ev;
+        return fetchPacket();
+    }
+
+    private int publish(Event ev) {
+        ev.offset = offset();
+        event = ev;
+        return 0;
+    }
+
+    private int decodeSimple(int type) {
+        Event ev = standalone();
+        ev.type = type;
+        return publishAndFetch(ev);
+    }
+
+    private int decodeCbr(Pkt p) {
+        time.apply(p);
+        Event ev = standalone();
+        ev.type = Event.CBR;
+        ev.ratio = (int) p.payload;
+        return publishAndFetch(ev);
+    }
+
+    private int decodeTnt(Pkt p) {
+        if (!enabled) {
+            return PtError.BAD_CONTEXT;
+        }
+        Event ev = standaloneLight();
+        ev.type = Event.TNT;
+        ev.tntBits = p.tntBits;
+        ev.tntSize = p.tntSize;
+        return publishAndFetch(ev);
+    }
+
+    // ---------------------------------------------------------------- PSB+
+
+    private long syncOffset = -1;
+
+    /** Offset of the last PSB the decoder read (where a resync restarts). */
+    public long syncOffset() {
+        return syncOffset;
+    }
+
+    private int decodePsb() {
+        syncOffset = offset();
+        if (queued > 0) {
+            return PtError.BAD_CONTEXT;
+        }
+        haveIp = false;
+        ipSuppressed = false;
+        lastIp = 0;
+        enabled = false;
+        Event status0 = enqueue(EVB_PSBEND);
+        status0.statusUpdate = true;
+        int psbendSlot = queued - 1;
+        while (true) {
+            fetchPacket();
+            int err = 0;
+            Pkt p = packet;
+            switch (p.type) {
+                case Pkt.FUP -> err = headerFup(p);
+                case Pkt.MODE_EXEC -> err = headerModeExec(p);
+                case Pkt.MODE_TSX -> {
+                    Event ev = enqueue(EVB_PSBEND);
+                    ev.statusUpdate = true;
+                    ev.type = Event.TSX;
+                    ev.speculative = p.flagA;
+                    ev.aborted = p.flagB;
+                }
+                case Pkt.PIP -> {
+                    Event ev = enqueue(EVB_PSBEND);
+                    ev.statusUpdate = true;
+                    ev.type = Event.ASYNC_PAGING;
+                    ev.cr3 = p.payload;
+                    ev.nonRoot = p.flagA;
+                }
+                case Pkt.VMCS -> {
+                    Event ev = enqueue(EVB_PSBEND);
+                    ev.statusUpdate = true;
+                    ev.type = Event.ASYNC_VMCS;
+                    ev.base = p.payload;
+                }
+                case Pkt.MNT -> {
+                    Event ev = enqueue(EVB_PSBEND);
+                    ev.type = Event.MNT;
+                    ev.payload = p.payload;
+                }
+                case Pkt.CBR -> {
+                    time.apply(p);
+                    Event ev = enqueue(EVB_PSBEND);
+                    ev.statusUpdate = true;
+                    ev.type = Event.CBR;
+                    ev.ratio = (int) p.payload;
+                }
+                case Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC -> time.apply(p);
+                case Pkt.PSBEND -> {
+                    Event ev = queue[psbendSlot];
+                    if (enabled) {
+                        ev.type = Event.ENABLED;
+                    } else {
+                        ev.type = Event.DISABLED;
+                        ev.ipSuppressed = true;
+                    }
+                    return 1;
+                }
+                case Pkt.OVF -> {
+                    if (enabled) {
+                        queue[psbendSlot].type = Event.ENABLED;
+                    } else {
+                        dequeue(EVB_PSBEND);
+                    }
+                    return 1;
+                }
+                case Pkt.PAD -> { }
+                case INVALID -> err = status;
+                default -> err = PtError.BAD_CONTEXT;
+            }
+            if (err < 0) {
+                return err;
+            }
+        }
+    }
+
+    private int headerFup(Pkt p) {
+        boolean en = p.ipc != 0;
+        if (config.bdm70 && checkBdm70()) {
+            en = false;
+        }
+        enabled = en;
+        if (!en) {
+            return 0;
+        }
+        return updateIp(p);
+    }
+
+    /** BDM70: a PSB+ may carry a FUP although tracing is about to be enabled by a TIP.PGE. */
+    private boolean checkBdm70() {
+        long save = in.position();
+        try {
+            while (true) {
+                if (in.next(scratch) < 0) {
+                    return false;
+                }
+                switch (scratch.type) {
+                    case Pkt.TIP_PGE:
+                        return true;
+                    case Pkt.PAD, Pkt.TSC, Pkt.CBR, Pkt.PSBEND, Pkt.PIP, Pkt.MODE_EXEC, Pkt.MODE_TSX, Pkt.VMCS,
+                            Pkt.TMA, Pkt.MTC, Pkt.CYC, Pkt.MNT:
+                        break;
+                    default:
+                        return false;
+                }
+            }
+        } finally {
+            in.seek(save);
+        }
+    }
+
+    private int headerModeExec(Pkt p) {
+        boolean pcsl = p.flagA;
+        boolean pcsd = p.flagB;
+        boolean pif = p.flagC;
+        if (modeExecValid) {
+            if (config.iflagsEvents && iflag != pif) {
+                return PtError.BAD_STATUS_UPDATE;
+            }
+            if (csd != pcsd || csl != pcsl) {
+                return PtError.BAD_STATUS_UPDATE;
+            }
+        } else {
+            modeExecValid = true;
+            iflag = pif;
+            csd = pcsd;
+            csl = pcsl;
+        }
+        Event ev = enqueue(EVB_PSBEND);
+        ev.statusUpdate = true;
+        ev.type = Event.EXEC_MODE;
+        ev.mode = execMode(pcsl, pcsd);
+        if (config.iflagsEvents) {
+            Event fl = enqueue(EVB_PSBEND);
+            fl.statusUpdate = true;
+            fl.type = Event.IFLAGS;
+            fl.iflag = pif;
+        }
+        return 0;
+    }
+
+    static int execMode(boolean csl, boolean csd) {
+        if (csl) {
+            return csd ? ptfence.insn.ExecMode.UNKNOWN : ptfence.insn.ExecMode.BITS64;
+        }
+        return csd ? ptfence.insn.ExecMode.BITS32 : ptfence.insn.ExecMode.BITS16;
+    }
+
+    private int decodePsbend() {
+        Event ev = dequeue(EVB_PSBEND);
+        if (ev == null) {
+            return 1;
+        }
+        int err = 0;
+        switch (ev.type) {
+            case Event.ENABLED, Event.EXEC_MODE, Event.IFLAGS, Event.TSX, Event.ASYNC_PAGING, Event.ASYNC_VMCS -> err = eventIp(ev);
+            case Event.DISABLED, Event.CBR, Event.MNT -> { }
+            default -> err = PtError.BAD_CONTEXT;
+        }
+        if (err < 0) {
+            return err;
+        }
+        eventTime(ev);
+        return publish(ev);
+    }
+
+    // ---------------------------------------------------------------- IP packets
+
+    private int decodeFup(Pkt p) {
+        int err = updateIp(p);
+        if (err < 0) {
+            return err;
+        }
+        if (pending(EVB_FUP_BOUND)) {
+            bound = true;
+        }
+        Event ev = dequeue(EVB_FUP | EVB_FUP_BOUND);
+        if (ev == null) {
+            if (bound) {
+                return 1;
+            }
+            err = queryIp();
+            if (err < 0) {
+                return err;
+            }
+            Event ab = enqueue(EVB_TIP);
+            ab.type = Event.ASYNC_BRANCH;
+            ab.from = lastIp;
+            return 1;
+        }
+        switch (ev.type) {
+            case Event.OVERFLOW -> {
+                err = eventIp(ev);
+                enabled = true;
+            }
+            case Event.TSX, Event.EXSTOP, Event.MWAIT, Event.PTWRITE, Event.EXEC_MODE, Event.IFLAGS,
+                    Event.INTERRUPT, Event.IRET, Event.SMI, Event.INIT, Event.VMENTRY, Event.VMEXIT,
+                    Event.SHUTDOWN, Event.UINTR, Event.UIRET, Event.SWINTR, Event.SYSCALL, Event.TRIG -> {
+                eventTime(ev);
+                err = eventIp(ev);
+            }
+            case Event.RSM, Event.SIPI -> {
+                eventTime(ev);
+                if (!ev.ipSuppressed) {
+                    return PtError.INTERNAL;
+                }
+            }
+            case Event.IGNORE -> {
+                event = null;
+                return decodeFup(p);
+            }
+            default -> err = PtError.BAD_CONTEXT;
+        }
+        if (err < 0) {
+            return err;
+        }
+        return publish(ev);
+    }
+
+    private int decodeTipEvent() {
+        bound = true;
+        Event async = find(EVB_TIP, Event.ASYNC_BRANCH);
+        if (async != null) {
+            // Deliver the asynchronous branch before other TIP-bound events.
+            int idx = indexOf(async);
+            moveToFront(idx);
+            Event ev = dequeue(EVB_TIP);
+            int err = eventIp(ev);
+            if (err < 0) {
+                return err;
+            }
+            eventTime(ev);
+            return publish(ev);
+        }
+        Event ev = standaloneLight();
+        ev.type = Event.TIP;
+        int err = eventIp(ev);
+        if (err < 0) {
+            return err;
+        }
+        eventTime(ev);
+        return publish(ev);
+    }
+
+    private int indexOf(Event e) {
+        for (int i = 0; i < queued; i++) {
+            if (queue[i] == e) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Swaps entry {@code idx} with the first entry carrying the same binding (libipt swaps, keeping others' order). */
+    private void moveToFront(int idx) {
+        int b = bindings[idx];
+        for (int i = 0; i < idx; i++) {
+            if ((bindings[i] & b) != 0) {
+                Event t = queue[i];
+                queue[i] = queue[idx];
+                queue[idx] = t;
+                int tb = bindings[i];
+                bindings[i] = bindings[idx];
+                bindings[idx] = tb;
+                return;
+            }
+        }
+    }
+
+    private int decodeTip(Pkt p) {
+        if (!enabled) {
+            return PtError.BAD_CONTEXT;
+        }
+        int err = updateIp(p);
+        if (err < 0) {
+            return err;
+        }
+        if (!bound) {
+            return decodeTipEvent();
+        }
+        Event ev = dequeue(EVB_TIP);
+        if (ev == null) {
+            return 1;
+        }
+        switch (ev.type) {
+            case Event.EXEC_MODE, Event.IFLAGS, Event.ASYNC_PAGING, Event.ASYNC_VMCS -> err = eventIp(ev);
+            case Event.IGNORE -> {
+                event = null;
+                return decodeTip(p);
+            }
+            default -> err = PtError.BAD_CONTEXT;
+        }
+        if (err < 0) {
+            return err;
+        }
+        eventTime(ev);
+        return publish(ev);
+    }
+
+    private int decodeTipPge(Pkt p) {
+        int err = updateIp(p);
+        if (err < 0) {
+            return err;
+        }
+        if (!bound) {
+            Event ev = standalone();
+            ev.type = Event.ENABLED;
+            err = eventIp(ev);
+            if (err < 0) {
+                return err;
+            }
+            enabled = true;
+            bound = true;
+            eventTime(ev);
+            return publish(ev);
+        }
+        Event ev = dequeue(EVB_TIP);
+        if (ev == null) {
+            return 1;
+        }
+        switch (ev.type) {
+            case Event.EXEC_MODE, Event.IFLAGS -> err = eventIp(ev);
+            case Event.IGNORE -> {
+                event = null;
+                return decodeTipPge(p);
+            }
+            default -> err = PtError.BAD_CONTEXT;
+        }
+        if (err < 0) {
+            return err;
+        }
+        eventTime(ev);
+        return publish(ev);
+    }
+
+    private int decodeTipPgd(Pkt p) {
+        int err = updateIp(p);
+        if (err < 0) {
+            return err;
+        }
+        Event ev = dequeue(EVB_TIP);
+        if (ev == null) {
+            if (bound) {
+                return 1;
+            }
+            ev = standalone();
+            ev.type = Event.DISABLED;
+            err = eventIp(ev);
+            if (err < 0) {
+                return err;
+            }
+            enabled = false;
+            return publishAndFetch(ev);
+        }
+        switch (ev.type) {
+            case Event.ASYNC_BRANCH -> {
+                long at = ev.from;
+                ev.type = Event.ASYNC_DISABLED;
+                ev.from = at;
+                err = eventIp(ev);
+                enabled = false;
+                bound = true;
+            }
+            case Event.ASYNC_PAGING, Event.ASYNC_VMCS, Event.EXEC_MODE, Event.IFLAGS -> {
+                if (ev.type != Event.EXEC_MODE && ev.type != Event.IFLAGS && !bound) {
+                    return PtError.INTERNAL;
+                }
+                ev.ipSuppressed = true;
+            }
+            default -> err = PtError.BAD_CONTEXT;
+        }
+        if (err < 0) {
+            return err;
+        }
+        eventTime(ev);
+        return publish(ev);
+    }
+
+    // ---------------------------------------------------------------- other packets
+
+    private int decodeModeExec(Pkt p) {
+        boolean pcsl = p.flagA;
+        boolean pcsd = p.flagB;
+        boolean pif = p.flagC;
+        int n = 0;
+        if (!modeExecValid || csl != pcsl || csd != pcsd) {
+            Event ev = enqueue(EVB_TIP | EVB_FUP_BOUND);
+            ev.type = Event.EXEC_MODE;
+            ev.mode = execMode(pcsl, pcsd);
+            csl = pcsl;
+            csd = pcsd;
+            n++;
+        }
+        if (config.iflagsEvents && (!modeExecValid || iflag != pif)) {
+            Event ev = enqueue(EVB_TIP | EVB_FUP_BOUND);
+            ev.type = Event.IFLAGS;
+            ev.iflag = pif;
+            iflag = pif;
+            n++;
+        }
+        if (n == 0) {
+            Event ev = enqueue(EVB_TIP | EVB_FUP_BOUND);
+            ev.type = Event.IGNORE;
+        }
+        modeExecValid = true;
+        return 1;
+    }
+
+    private int decodeModeTsx(Pkt p) {
+        if (enabled) {
+            Event ev = enqueue(p.flagB ? EVB_FUP : EVB_FUP_BOUND);
+            ev.type = Event.TSX;
+            ev.speculative = p.flagA;
+            ev.aborted = p.flagB;
+            return 1;
+        }
+        Event ev = standalone();
+        ev.type = Event.TSX;
+        ev.speculative = p.flagA;
+        ev.aborted = p.flagB;
+        ev.ipSuppressed = true;
+        return publishAndFetch(ev);
+    }
+
+    private int decodePip(Pkt p) {
+        if (find(EVB_TIP, Event.ASYNC_BRANCH) != null) {
+            Event ev = enqueue(EVB_TIP);
+            ev.type = Event.ASYNC_PAGING;
+            ev.cr3 = p.payload;
+            ev.nonRoot = p.flagA;
+            return 1;
+        }
+        Event ev = standalone();
+        ev.type = Event.PAGING;
+        ev.cr3 = p.payload;
+        ev.nonRoot = p.flagA;
+        return publishAndFetch(ev);
+    }
+
+    private int decodeVmcs(Pkt p) {
+        Event paging = find(EVB_TIP, Event.ASYNC_PAGING);
+        if (paging != null) {
+            Event copy = enqueue(EVB_TIP);
+            copy.copyFrom(paging);
+            paging.clear();
+            paging.type = Event.ASYNC_VMCS;
+            paging.base = p.payload;
+            return 1;
+        }
+        if (find(EVB_TIP, Event.ASYNC_BRANCH) != null) {
+            Event ev = enqueue(EVB_TIP);
+            ev.type = Event.ASYNC_VMCS;
+            ev.base = p.payload;
+            return 1;
+        }
+        Event ev = standalone();
+        ev.type = Event.VMCS;
+        ev.base = p.payload;
+        return publishAndFetch(ev);
+    }
+
+    private int decodePtw(Pkt p) {
+        if (p.flagA) {
+            Event ev = enqueue(EVB_FUP_BOUND);
+            ev.type = Event.PTWRITE;
+            ev.payload = p.payload;
+            return 1;
+        }
+        Event ev = standalone();
+        ev.type = Event.PTWRITE;
+        ev.payload = p.payload;
+        ev.ipSuppressed = true;
+        return publishAndFetch(ev);
+    }
+
+    private int decodeExstop(Pkt p) {
+        Event mw = dequeue(EVB_EXSTOP);
+        if (mw != null) {
+            held.copyFrom(mw);
+            mw = held;
+        }
+        if (mw != null && mw.type == Event.MWAIT) {
+            if (p.flagA) {
+                Event copy = enqueue(EVB_FUP_BOUND);
+                copy.copyFrom(mw);
+            } else {
+                Event ev = standalone();
+                ev.copyFrom(mw);
+                ev.ip = 0;
+                ev.ipSuppressed = true;
+                eventTime(ev);
+                return publish(ev);
+            }
+        }
+        if (p.flagA) {
+            Event ev = enqueue(EVB_FUP_BOUND);
+            ev.type = Event.EXSTOP;
+            return 1;
+        }
+        Event ev = standalone();
+        ev.type = Event.EXSTOP;
+        ev.ipSuppressed = true;
+        return publishAndFetch(ev);
+    }
+
+    // ---------------------------------------------------------------- event trace
+
+    private static final int CFE_INTR = 1;
+    private static final int CFE_IRET = 2;
+    private static final int CFE_SMI = 3;
+    private static final int CFE_RSM = 4;
+    private static final int CFE_SIPI = 5;
+    private static final int CFE_INIT = 6;
+    private static final int CFE_VMENTRY = 7;
+    private static final int CFE_VMEXIT = 8;
+    private static final int CFE_VMEXIT_INTR = 9;
+    private static final int CFE_SHUTDOWN = 10;
+    private static final int CFE_UINTR = 12;
+    private static final int CFE_UIRET = 13;
+    private static final int CFE_SWINTR = 14;
+    private static final int CFE_SYSCALL = 15;
+
+    private static final int EVD_CR2 = 0;
+    private static final int EVD_VMXQ = 1;
+    private static final int EVD_VMXR = 2;
+
+    /** Moves {@code e} (a standalone or dequeued event) to the end of the queue with a new binding. */
+    private void requeue(Event e, int binding) {
+        held.copyFrom(e);
+        Event q = enqueue(binding);
+        q.copyFrom(held);
+    }
+
+    /**
+     * CFE with IP binds to the next FUP; without IP it binds to the next FUP if tracing is enabled (the
+     * asynchronous branch's source) and stands alone otherwise.
+     */
+    private int cfeBind(Event ev, boolean ip, boolean fupWhenEnabled) {
+        if (ip) {
+            requeue(ev, EVB_FUP_BOUND);
+            return 1;
+        }
+        if (fupWhenEnabled && enabled) {
+            requeue(ev, EVB_FUP);
+            return 1;
+        }
+        ev.ipSuppressed = true;
+        return publishAndFetch(ev);
+    }
+
+    private int decodeCfe(Pkt p) {
+        int type = p.small;
+        boolean ip = p.flagA;
+        int vector = (int) p.payload;
+        Event pendingEvd = dequeue(EVB_CFE);
+        if (pendingEvd != null) {
+            held.copyFrom(pendingEvd);
+            pendingEvd = held;
+        }
+        switch (type) {
+            case CFE_INTR -> {
+                Event ev = standalone();
+                if (pendingEvd != null) {
+                    ev.copyFrom(pendingEvd);
+                } else {
+                    ev.type = Event.INTERRUPT;
+                }
+                if (ev.type != Event.INTERRUPT) {
+                    return PtError.BAD_CONTEXT;
+                }
+                ev.vector = vector;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_VMEXIT, CFE_VMEXIT_INTR -> {
+                Event ev = standalone();
+                if (pendingEvd != null) {
+                    ev.copyFrom(pendingEvd);
+                } else {
+                    ev.type = Event.VMEXIT;
+                }
+                if (ev.type != Event.VMEXIT) {
+                    return PtError.BAD_CONTEXT;
+                }
+                if (type == CFE_VMEXIT_INTR) {
+                    ev.hasVector = true;
+                    ev.vector = vector;
+                }
+                return cfeBind(ev, ip, true);
+            }
+            default -> { }
+        }
+        if (pendingEvd != null) {
+            return PtError.BAD_CONTEXT;
+        }
+        Event ev = standalone();
+        switch (type) {
+            case CFE_IRET -> {
+                ev.type = Event.IRET;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_SMI -> {
+                ev.type = Event.SMI;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_RSM, CFE_SIPI -> {
+                if (ip) {
+                    return PtError.BAD_PACKET;
+                }
+                ev.type = type == CFE_RSM ? Event.RSM : Event.SIPI;
+                ev.vector = vector;
+                ev.ipSuppressed = true;
+                if (enabled) {
+                    requeue(ev, EVB_FUP);
+                    return 1;
+                }
+                return publishAndFetch(ev);
+            }
+            case CFE_INIT -> {
+                ev.type = Event.INIT;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_VMENTRY -> {
+                ev.type = Event.VMENTRY;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_SHUTDOWN -> {
+                ev.type = Event.SHUTDOWN;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_UINTR -> {
+                ev.type = Event.UINTR;
+                ev.vector = vector;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_UIRET -> {
+                ev.type = Event.UIRET;
+                return cfeBind(ev, ip, false);
+            }
+            case CFE_SWINTR -> {
+                ev.type = Event.SWINTR;
+                ev.vector = vector;
+                return cfeBind(ev, ip, true);
+            }
+            case CFE_SYSCALL -> {
+                ev.type = Event.SYSCALL;
+                return cfeBind(ev, ip, false);
+            }
+            default -> {
+                if (ip) {
+                    Event ig = enqueue(EVB_FUP_BOUND);
+                    ig.type = Event.IGNORE;
+                }
+                return 1;
+            }
+        }
+    }
+
+    private int decodeEvd(Pkt p) {
+        Event ev = find(EVB_CFE, Event.VMEXIT);
+        Event any = firstWith(EVB_CFE);
+        switch (p.small) {
+            case EVD_CR2 -> {
+                if (any != null) {
+                    return PtError.BAD_CONTEXT;
+                }
+                Event e = enqueue(EVB_CFE);
+                e.type = Event.INTERRUPT;
+                e.hasCr2 = true;
+                e.cr2 = p.payload;
+                return 1;
+            }
+            case EVD_VMXQ, EVD_VMXR -> {
+                if (any != null && ev == null) {
+                    return PtError.BAD_CONTEXT;
+                }
+                if (ev == null) {
+                    ev = enqueue(EVB_CFE);
+                    ev.type = Event.VMEXIT;
+                }
+                if (p.small == EVD_VMXQ) {
+                    if (ev.hasVmxq) {
+                        return PtError.BAD_CONTEXT;
+                    }
+                    ev.hasVmxq = true;
+                    ev.vmxq = p.payload;
+                } else {
+                    if (ev.hasVmxr) {
+                        return PtError.BAD_CONTEXT;
+                    }
+                    ev.hasVmxr = true;
+                    ev.vmxr = p.payload;
+                }
+                return 1;
+            }
+            default -> {
+                return 1;
+            }
+        }
+    }
+
+    private Event firstWith(int evb) {
+        for (int i = 0; i < queued; i++) {
+            if ((bindings[i] & evb) != 0) {
+                return queue[i];
+            }
+        }
+        return null;
+    }
+
+    /** TRIG: flagA = IP bit, flagB = ICNT valid, flagC = mult, payload = TRBV, payload2 = ICNT. */
+    private int decodeTrig(Pkt p) {
+        if (p.flagA) {
+            if (!p.flagB || p.payload2 != 0) {
+                return PtError.BAD_PACKET;
+            }
+            Event ev = enqueue(EVB_FUP_BOUND);
+            ev.type = Event.TRIG;
+            ev.trbv = (int) p.payload;
+            ev.mult = p.flagC;
+            return 1;
+        }
+        Event ev = standalone();
+        ev.type = Event.TRIG;
+        ev.trbv = (int) p.payload;
+        ev.mult = p.flagC;
+        if (p.flagB) {
+            if (p.payload2 != 0 && !enabled) {
+                return PtError.BAD_PACKET;
+            }
+            ev.icnt = (int) p.payload2;
+        } else {
+            ev.ipSuppressed = true;
+        }
+        return publishAndFetch(ev);
+    }
+
+    private int decodeMwait(Pkt p) {
+        Event ev = enqueue(EVB_EXSTOP);
+        ev.type = Event.MWAIT;
+        ev.hints = (int) p.payload;
+        ev.ext = (int) p.payload2;
+        return 1;
+    }
+
+    private int decodePwre(Pkt p) {
+        Event ev = enqueue(EVB_PWRX);
+        ev.type = Event.PWRE;
+        ev.state = (int) p.payload;
+        ev.subState = (int) p.payload2;
+        ev.hw = p.flagA;
+        eventTime(ev);
+        return 1;
+    }
+
+    private int decodePwrx(Pkt p) {
+        Event pwre = dequeue(EVB_PWRX);
+        if (pwre != null && pwre.type == Event.PWRE) {
+            Event ev = standalone();
+            ev.copyFrom(pwre);
+            return publish(ev);
+        }
+        Event ev = standalone();
+        ev.type = Event.PWRX;
+        ev.last = (int) p.payload;
+        ev.deepest = (int) p.payload2;
+        ev.interrupt = (p.small & 1) != 0;
+        ev.store = (p.small & 2) != 0;
+        ev.autonomous = (p.small & 4) != 0;
+        return publishAndFetch(ev);
+    }
+
+    private int decodeOvf() {
+        int err = decodePsbend();
+        if (err <= 0) {
+            return err;
+        }
+        while (!enabled) {
+            Event ev = dequeue(EVB_FUP_BOUND | EVB_FUP | EVB_TIP | EVB_EXSTOP | EVB_PWRX | EVB_CFE);
+            if (ev == null) {
+                break;
+            }
+            switch (ev.type) {
+                case Event.EXSTOP, Event.MWAIT, Event.PTWRITE, Event.TSX, Event.EXEC_MODE, Event.IFLAGS,
+                        Event.INTERRUPT, Event.IRET, Event.SMI, Event.INIT, Event.VMENTRY, Event.VMEXIT,
+                        Event.SHUTDOWN, Event.UINTR, Event.UIRET, Event.TRIG, Event.SWINTR, Event.SYSCALL -> {
+                    ev.ipSuppressed = true;
+                    return publish(ev);
+                }
+                case Event.PWRE, Event.RSM, Event.SIPI -> {
+                    return publish(ev);
+                }
+                default -> { }
+            }
+        }
+        // Reset the decoder state but keep timing.
+        enabled = false;
+        bound = false;
+        modeExecValid = false;
+        lastIp = 0;
+        haveIp = false;
+        ipSuppressed = false;
+        queued = 0;
+        if (!config.keepTcalOnOvf) {
+            time.resetCalibration();
+        }
+
+        int offset = findOvfFup();
+        if (offset <= 0) {
+            if (config.skd010) {
+                int r = handleSkd010();
+                if (r <= 0) {
+                    return r;
+                }
+            }
+            if (config.apl11 && offset == PtError.BAD_CONTEXT) {
+                int r = handleApl11();
+                if (r <= 0) {
+                    return r;
+                }
+            }
+            if ((offset < 0) && (offset != PtError.EOS)) {
+                return offset;
+            }
+            Event ev = standalone();
+            ev.type = Event.OVERFLOW;
+            ev.ipSuppressed = true;
+            return publishAndFetch(ev);
+        }
+        if (config.apl12) {
+            int r = handleApl12(offset);
+            if (r <= 0) {
+                return r;
+            }
+        }
+        Event ev = enqueue(EVB_FUP_BOUND);
+        ev.type = Event.OVERFLOW;
+        eventTime(ev);
+        return 1;
+    }
+
+    /** OVF resolved with tracing disabled at a packet found ahead: continue after {@code afterPacket}. */
+    private int recoverOvfDisabled(long afterPacket) {
+        in.seek(afterPacket);
+        Event ev = standalone();
+        ev.type = Event.OVERFLOW;
+        ev.ipSuppressed = true;
+        eventTime(ev);
+        ev.offset = offset();
+        event = ev;
+        return fetchPacket();
+    }
+
+    /**
+     * OVF resolved with tracing enabled at the IP of {@code ipPacket}; {@code current} (ending at
+     * {@code afterCurrent}) becomes the packet the decoder looks at next.
+     */
+    private int recoverOvfAtIp(Pkt ipPacket, Pkt current, long afterCurrent) {
+        int err = updateIp(ipPacket);
+        if (err < 0) {
+            return err;
+        }
+        copyPkt(packet, current);
+        in.seek(afterCurrent);
+        Event ev = standalone();
+        ev.type = Event.OVERFLOW;
+        eventTime(ev);
+        enabled = true;
+        err = eventIp(ev);
+        if (err < 0) {
+            return err;
+        }
+        return publish(ev);
+    }
+
+    /** SKD010: the FUP after OVF may be missing; find where tracing resumed from later packets. */
+    private int handleSkd010() {
+        long save = in.position();
+        boolean tsxFound = false;
+        boolean intx = false;
+        boolean abrt = false;
+        Pkt p = new Pkt();
+        while (true) {
+            int st = in.next(p);
+            if (st < 0) {
+                in.seek(save);
+                return st == PtError.EOS ? 1 : st;
+            }
+            long after = in.position();
+            switch (p.type) {
+                case Pkt.TIP_PGE, Pkt.TNT, Pkt.OVF, Pkt.STOP, Pkt.MWAIT, Pkt.UNKNOWN -> {
+                    in.seek(save);
+                    return 1;
+                }
+                case Pkt.TIP_PGD -> {
+                    return recoverOvfDisabled(after);
+                }
+                case Pkt.MODE_TSX -> {
+                    if (tsxFound) {
+                        in.seek(save);
+                        return 1;
+                    }
+                    tsxFound = true;
+                    intx = p.flagA;
+                    abrt = p.flagB;
+                }
+                case Pkt.FUP -> {
+                    if (tsxFound) {
+                        Event ev = enqueue(EVB_FUP_BOUND);
+                        ev.type = Event.TSX;
+                        ev.speculative = intx;
+                        ev.aborted = abrt;
+                    }
+                    return recoverOvfAtIp(p, p, after);
+                }
+                case Pkt.TIP -> {
+                    int err = recoverOvfAtIp(p, p, after);
+                    if (err < 0) {
+                        return err;
+                    }
+                    return fetchPacket();
+                }
+                case Pkt.PSB -> {
+                    Pkt fup = new Pkt();
+                    int f = findHeaderFup(fup);
+                    if (f <= 0) {
+                        in.seek(save);
+                        return f == PtError.EOS || f == 0 ? 1 : f;
+                    }
+                    in.seek(after);
+                    return recoverOvfAtIp(fup, p, after);
+                }
+                case Pkt.PSBEND -> {
+                    in.seek(save);
+                    return PtError.BAD_CONTEXT;
+                }
+                case Pkt.EXSTOP, Pkt.PTW -> {
+                    if (p.flagA) {
+                        in.seek(save);
+                        return 1;
+                    }
+                }
+                case Pkt.CFE -> {
+                    if (p.flagA) {
+                        in.seek(save);
+                        return 1;
+                    }
+                }
+                default -> {
+                    if (p.type == Pkt.TSC || p.type == Pkt.CBR || p.type == Pkt.TMA || p.type == Pkt.MTC || p.type == Pkt.CYC) {
+                        time.apply(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The FUP inside the PSB+ that starts at the input's position: 1 (in {@code fup}), 0 if none, or an error. */
+    private int findHeaderFup(Pkt fup) {
+        long save = in.position();
+        try {
+            while (true) {
+                int st = in.next(fup);
+                if (st < 0) {
+                    return st;
+                }
+                switch (fup.type) {
+                    case Pkt.FUP:
+                        return 1;
+                    case Pkt.MODE_EXEC, Pkt.MODE_TSX, Pkt.PIP, Pkt.VMCS, Pkt.MNT, Pkt.TSC, Pkt.CBR, Pkt.TMA, Pkt.MTC,
+                            Pkt.CYC, Pkt.PAD:
+                        break;
+                    case Pkt.PSBEND, Pkt.OVF:
+                        return 0;
+                    default:
+                        return PtError.BAD_CONTEXT;
+                }
+            }
+        } finally {
+            in.seek(save);
+        }
+    }
+
+    /** APL11: an OVF may be followed by a spurious TIP.PGD; treat the overflow as resolved disabled there. */
+    private int handleApl11() {
+        long save = in.position();
+        Pkt p = new Pkt();
+        while (true) {
+            int st = in.next(p);
+            if (st < 0) {
+                in.seek(save);
+                return st;
+            }
+            switch (p.type) {
+                case Pkt.TIP_PGD -> {
+                    return recoverOvfDisabled(in.position());
+                }
+                case Pkt.TSC, Pkt.CBR, Pkt.TMA, Pkt.MTC, Pkt.CYC -> time.apply(p);
+                case Pkt.PAD, Pkt.MNT, Pkt.CFE, Pkt.EVD, Pkt.TRIG -> { }
+                default -> {
+                    in.seek(save);
+                    return 1;
+                }
+            }
+        }
+    }
+
+    /** APL12: an OVF resolved disabled may still be followed by a FUP; look past it for the real resolution. */
+    private int handleApl12(int fupEnd) {
+        long save = in.position();
+        in.seek(save + fupEnd);
+        Pkt p = new Pkt();
+        while (true) {
+            int st = in.next(p);
+            if (st < 0) {
+                in.seek(save);
+                return st == PtError.EOS ? 1 : st;
+            }
+            switch (p.type) {
+                case Pkt.TNT, Pkt.TIP, Pkt.TIP_PGD, Pkt.PSBEND, Pkt.OVF, Pkt.UNKNOWN -> {
+                    in.seek(save);
+                    return 1;
+                }
+                case Pkt.PSB -> {
+                    Pkt fup = new Pkt();
+                    int f = findHeaderFup(fup);
+                    if (f != 0) {
+                        in.seek(save);
+                        return f == PtError.EOS ? 1 : f;
+                    }
+                    return recoverOvfDisabled(save + fupEnd);
+                }
+                case Pkt.STOP, Pkt.TIP_PGE -> {
+                    return recoverOvfDisabled(save + fupEnd);
+                }
+                default -> { }
+            }
+        }
+    }
+
+    /** After OVF: bytes to (the end of) the FUP that resolves it, 0 if tracing resumed disabled, or an error. */
+    private int findOvfFup() {
+        long save = in.position();
+        try {
+            int offset = 0;
+            while (true) {
+                int st = in.next(scratch);
+                if (st < 0) {
+                    return st;
+                }
+                offset += scratch.size;
+                switch (scratch.type) {
+                    case Pkt.FUP:
+                        return offset;
+                    case Pkt.UNKNOWN, Pkt.PAD, Pkt.MNT, Pkt.CBR, Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC:
+                        break;
+                    case Pkt.PSBEND, Pkt.TIP, Pkt.TIP_PGD, Pkt.TNT:
+                        return PtError.BAD_CONTEXT;
+                    default:
+                        return 0;
+                }
+            }
+        } finally {
+            in.seek(save);
+        }
+    }
+}

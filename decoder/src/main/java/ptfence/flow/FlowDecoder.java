@@ -1,0 +1,1274 @@
+package ptfence.flow;
+
+import ptfence.image.Image;
+import ptfence.insn.CodeCache;
+import ptfence.insn.InsnClass;
+import ptfence.insn.InsnOp;
+import ptfence.insn.TntPaths;
+import ptfence.insn.X86Decoder;
+
+/**
+ * Rebuilds the executed instructions from the event stream and the code image: the state machine shared
+ * by the instruction-flow decoder (one {@link FlowSink#insn} per instruction) and the block decoder
+ * (straight-line runs via {@link FlowSink#block}). Walks code without trace until an instruction needs it
+ * (conditional branch: a TNT bit; indirect branch, uncompressed return, far transfer: a TIP), binds each
+ * event to its place in the flow (an IP, or an instruction such as MOV CR3 for a PIP), and on an error
+ * reports {@code [offset, ip: error: message]} and resynchronizes at the next PSB.
+ *
+ * <p>The hot path (TNT-driven walking through cached blocks) touches only primitive fields.
+ */
+public final class FlowDecoder {
+    private static final int WALK_NONE = 0;
+    private static final int WALK_TO_IP = 1;
+    private static final int WALK_TO_INSN = 2;
+
+    private static final int PRED_CHANGES_CR3 = 1;
+    private static final int PRED_BINDS_PIP = 2;
+    private static final int PRED_BINDS_VMCS = 3;
+    private static final int PRED_PTWRITE = 4;
+    private static final int PRED_IRET = 5;
+    private static final int PRED_VMENTRY = 6;
+    private static final int PRED_UIRET = 7;
+    private static final int PRED_SWINT = 8;
+    private static final int PRED_SYSCALL = 9;
+    private static final int PRED_SKL014 = 10;
+
+    private static final int RETSTACK_SIZE = 64;
+
+    private final Image image;
+    private final FlowConfig cfg;
+    private final PacketInput in;
+    private final EventDecoder evd;
+    private final FlowSink sink;
+    private final boolean blockMode;
+    private final boolean countOnly;
+    private final X86Decoder x86 = new X86Decoder();
+    private final byte[] slowBuf = new byte[15];
+
+    private final Event ev = new Event();
+    private int status;
+    private boolean initialPsb;
+
+    private boolean enabled;
+    private long ip;
+    private int mode;
+    private boolean speculative;
+
+    private final long[] retStack = new long[RETSTACK_SIZE];
+    private int rsTop;
+    private int rsCount;
+
+    // The instruction the last walk step decoded.
+    private long lIp;
+    private int lSize;
+    private byte lCls;
+    private byte lOp;
+    private int lDisp;
+
+    // An instruction emitted whose effect on the IP waits until the events bound to it are reported.
+    private boolean postponed;
+    private long pIp;
+    private int pSize;
+    private byte pCls;
+    private byte pOp;
+    private int pDisp;
+    private boolean boundPaging;
+    private boolean boundVmcs;
+    private boolean boundPtwrite;
+
+    private long lastEmittedIp;
+    private boolean emitted;
+
+    // Current code piece and its cache.
+    private CodeCache cc;
+    private long secBase;
+    private long pieceStart;
+    private long pieceEnd;
+
+    // Block-mode run being collected.
+    private long runIp;
+    private int runCount;
+    private CodeCache runCc;
+    private int runOff;
+    private long runNext;
+    private boolean runSpec;
+    private int runMode;
+
+    /** Added to trace offsets in reports (a segment decoded from a slice of the trace). */
+    private long offsetBase;
+    /** Where the next segment starts (its PSB+ FUP); -1 if unknown or tracing is off there. */
+    private long stopIp = -1;
+
+    /**
+     * For PSB-segment decoding: offsets are reported relative to {@code base}, and at the end of this
+     * segment's trace the flow walks on (without trace) to {@code nextSegmentIp} instead of reporting
+     * the end of the trace, exactly as the sequential decoder would walk to the next PSB+'s IP.
+     */
+    public void segment(long base, long nextSegmentIp) {
+        this.offsetBase = base;
+        this.stopIp = nextSegmentIp;
+    }
+
+    /** Statistics. */
+    public long instructions;
+    public long blocks;
+    public long errors;
+
+    public FlowDecoder(Image image, FlowConfig cfg, PacketInput in, FlowSink sink, boolean blockMode) {
+        this.image = image;
+        this.cfg = cfg;
+        this.in = in;
+        this.evd = new EventDecoder(in, cfg);
+        this.sink = sink;
+        this.blockMode = blockMode;
+        this.countOnly = sink.countsOnly();
+    }
+
+    /** Decodes the whole trace: sync at each PSB after an error, until the end. */
+    public void run() {
+        long from = 0;
+        while (true) {
+            resetState();
+            long syncAt = in.findPsb(from);
+            int st = syncAt < 0 ? PtError.EOS : evd.syncForward(from);
+            if (st == PtError.EOS) {
+                return;
+            }
+            if (st < 0) {
+                errors++;
+                sink.error("sync error", st, offsetBase + evd.offset(), 0);
+                long pos = in.position();
+                if (pos <= from) {
+                    return;
+                }
+                from = pos;
+                continue;
+            }
+            lastSync = syncAt;
+            fetchEvent();
+            st = decodeLoop();
+            long lastErrorOffset = -1;
+            long lastErrorIp = -1;
+            while (st < 0 && st != PtError.EOS) {
+                flushRun();
+                errors++;
+                long errOffset = evd.offset();
+                long errIp = errorIp(st);
+                sink.error("error", st, offsetBase + errOffset, errIp);
+                if (!cfg.resyncOnError || (errOffset == lastErrorOffset && errIp == lastErrorIp)) {
+                    break; // no progress since the last resync: give up on this segment
+                }
+                lastErrorOffset = errOffset;
+                lastErrorIp = errIp;
+                st = resync();
+                if (st < 0) {
+                    flushRun();
+                    errors++;
+                    sink.error("resync error", st, offsetBase + evd.offset(), errorIp(st));
+                    break;
+                }
+                if (!enabled) {
+                    sink.disabledAfterResync();
+                }
+                st = decodeLoop();
+            }
+            flushRun();
+            if (st == PtError.EOS) {
+                return;
+            }
+            long pos = in.position();
+            if (pos == lastSync) {
+                pos += 16;
+            }
+            from = Math.max(lastSync + 1, pos - Math.min(15, pos));
+        }
+    }
+
+    private long lastSync;
+
+    /** After an error: find a place in the event stream to continue from (ptxed --resync-on-error). */
+    private int resync() {
+        postponed = false;
+        boundPaging = boundVmcs = boundPtwrite = false;
+        boundInsnEvents = 0;
+        while (true) {
+            if (status < 0) {
+                return status;
+            }
+            if (ev.statusUpdate) {
+                resetState();
+                long at = evd.syncOffset();
+                lastSync = at;
+                int st = evd.syncForward(at);
+                if (st < 0) {
+                    return st;
+                }
+                fetchEvent();
+                if (status == 0 && ev.type == Event.ENABLED && ev.statusUpdate) {
+                    enabled = true;
+                    ip = ev.ip;
+                }
+                return 0;
+            }
+            switch (ev.type) {
+                case Event.ENABLED -> {
+                    enabled = false;
+                    return 0;
+                }
+                case Event.DISABLED -> {
+                    enabled = false;
+                    ip = 0;
+                    fetchEvent();
+                    return 0;
+                }
+                case Event.ASYNC_DISABLED, Event.ASYNC_BRANCH -> {
+                    ip = ev.from;
+                    return 0;
+                }
+                case Event.ASYNC_PAGING, Event.ASYNC_VMCS -> {
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        return 0;
+                    }
+                }
+                case Event.OVERFLOW -> {
+                    return 0;
+                }
+                case Event.EXEC_MODE, Event.TSX, Event.IFLAGS, Event.INTERRUPT -> {
+                    enabled = !ev.ipSuppressed;
+                    if (enabled) {
+                        ip = ev.ip;
+                    }
+                    return 0;
+                }
+                case Event.EXSTOP, Event.MWAIT, Event.TICK, Event.IRET, Event.SMI, Event.INIT, Event.VMEXIT,
+                        Event.SHUTDOWN, Event.UINTR, Event.SWINTR, Event.SYSCALL, Event.VMENTRY, Event.UIRET -> {
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        return 0;
+                    }
+                }
+                case Event.PTWRITE -> {
+                    if (ev.ipSuppressed) {
+                        report();
+                        continue;
+                    }
+                    ip = ev.ip;
+                    return 0;
+                }
+                case Event.TIP -> {
+                    ip = ev.ip;
+                    fetchEvent();
+                    return 0;
+                }
+                default -> { }
+            }
+            fetchEvent();
+        }
+    }
+
+    /**
+     * The IP ptxed attributes an error to: for errors the event layer found, the instruction after the
+     * last one emitted (0 if none yet); for a query mismatch, the instruction that needed trace; else the
+     * IP the flow stopped at.
+     */
+    private long errorIp(int err) {
+        if (eventLayerError) {
+            return emitted ? lastEmittedNext : 0;
+        }
+        if (err == PtError.BAD_QUERY && emitted) {
+            return lastEmittedIp;
+        }
+        return ip;
+    }
+
+    private boolean eventLayerError;
+    private long lastEmittedNext;
+
+    private void resetState() {
+        enabled = false;
+        ip = 0;
+        mode = 0;
+        speculative = false;
+        rsTop = 0;
+        rsCount = 0;
+        postponed = false;
+        boundPaging = boundVmcs = boundPtwrite = false;
+        emitted = false;
+        status = 0;
+        initialPsb = true;
+        runCount = 0;
+        hasIcnt = false;
+        icnt = 0;
+        ev.type = Event.NONE;
+    }
+
+    // TRIG anchors: instructions counted since the last event that pinned down an IP.
+    private boolean hasIcnt;
+    private long icnt;
+
+    private void findTrigAnchor() {
+        int t = ev.type;
+        if (t == Event.TNT || t == Event.TIP) {
+            hasIcnt = true;
+            icnt = 0;
+            return;
+        }
+        switch (t) {
+            case Event.PAGING, Event.SIPI, Event.CBR, Event.MNT, Event.STOP, Event.VMCS, Event.MWAIT, Event.PWRE,
+                    Event.PWRX, Event.NONE, Event.IGNORE -> { }
+            case Event.ENABLED, Event.ASYNC_BRANCH, Event.TIP, Event.TNT -> {
+                hasIcnt = true;
+                icnt = 0;
+            }
+            case Event.DISABLED, Event.ASYNC_DISABLED -> {
+                hasIcnt = false;
+                icnt = 0;
+            }
+            case Event.OVERFLOW -> {
+                hasIcnt = !ev.ipSuppressed;
+                icnt = 0;
+            }
+            default -> {
+                if (!ev.ipSuppressed) {
+                    hasIcnt = true;
+                    icnt = 0;
+                }
+            }
+        }
+    }
+
+    private void fetchEvent() {
+        findTrigAnchor();
+        status = evd.next(ev);
+        if (status < 0) {
+            ev.type = Event.NONE;
+        } else if (!ev.statusUpdate) {
+            initialPsb = false;
+        }
+    }
+
+    private int decodeLoop() {
+        eventLayerError = false;
+        while (true) {
+            int err;
+            if (status < 0) {
+                err = proceedPostponed();
+                if (err < 0) {
+                    return err;
+                }
+                if (status == PtError.EOS) {
+                    if (enabled && stopIp != -1) {
+                        int w;
+                        do {
+                            w = walk(WALK_TO_IP, stopIp, 0);
+                        } while (w == 0);
+                        if (w < 0) {
+                            return w;
+                        }
+                        flushRun();
+                        return PtError.EOS;
+                    }
+                    if (enabled) {
+                        flushRun();
+                        sink.endOfTrace();
+                    }
+                    return PtError.EOS;
+                }
+                eventLayerError = true;
+                return status;
+            }
+            switch (ev.type) {
+                case Event.TNT, Event.TIP -> {
+                    if (postponed) {
+                        err = proceedPostponed();
+                        break;
+                    }
+                    if (!enabled) {
+                        return PtError.NO_ENABLE;
+                    }
+                    if (countOnly && !cfg.endOnCall && !cfg.endOnJump && ev.type == Event.TNT && tntFast()) {
+                        continue;
+                    }
+                    err = walk(WALK_NONE, 0, 0);
+                    if (err == PtError.BAD_QUERY) {
+                        err = proceedWithTrace();
+                    }
+                    if (err > 0) {
+                        err = 0;
+                    }
+                }
+                default -> err = handleEvent();
+            }
+            if (err < 0) {
+                return err;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- events
+
+    /** The last block ended with a branch and no event came since (for BDM64). */
+    private boolean blockEndedWithBranch;
+
+    private boolean rangeContiguous(long begin, long end, int steps) {
+        long at = begin;
+        for (int i = 0; i < steps; i++) {
+            if (at == end) {
+                return true;
+            }
+            if (decodeAt(at) < 0 || InsnClass.isBranch(lCls)) {
+                return false;
+            }
+            at += lSize;
+        }
+        return false;
+    }
+
+    private void report() {
+        blockEndedWithBranch = false;
+        flushRun();
+        sink.event(ev);
+        fetchEvent();
+    }
+
+    private int handleEvent() {
+        int err;
+        if (postponed) {
+            switch (ev.type) {
+                case Event.PAGING -> {
+                    if (enabled && !boundPaging && bindsToPip(pCls, pOp)) {
+                        boundPaging = true;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.VMCS -> {
+                    if (enabled && !boundVmcs && bindsToVmcs(pCls, pOp)) {
+                        boundVmcs = true;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.PTWRITE -> {
+                    if (enabled && !boundPtwrite && ev.ipSuppressed && pCls == InsnClass.PTWRITE) {
+                        boundPtwrite = true;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.IRET, Event.VMENTRY, Event.UIRET, Event.SWINTR, Event.SYSCALL -> {
+                    if (!enabled) {
+                        report();
+                        return 0;
+                    }
+                    int bit = 1 << ev.type - Event.IRET;
+                    if ((boundInsnEvents & bit) == 0 && ev.ipSuppressed && opMatches(instructionEventPred(ev.type), pOp)) {
+                        boundInsnEvents |= bit;
+                        report();
+                        return 0;
+                    }
+                }
+                case Event.DISABLED -> {
+                    if (!ev.statusUpdate) {
+                        if (ev.ipSuppressed && pOp == InsnOp.MOV_CR3) {
+                            postponed = false;
+                            return applyDisabled();
+                        }
+                        long next = nextIpNoTrace(pIp, pSize, pCls, pDisp);
+                        if (next == NEEDS_TRACE) {
+                            setResumeIp(pIp, pSize, pCls);
+                            postponed = false;
+                            return applyDisabled();
+                        }
+                        ip = next;
+                        postponed = false;
+                    }
+                }
+                default -> { }
+            }
+            err = proceedPostponed();
+            if (err < 0) {
+                return err;
+            }
+        }
+        switch (ev.type) {
+            case Event.ENABLED -> {
+                if (ev.statusUpdate) {
+                    if (initialPsb && !enabled) {
+                        enabled = true;
+                        ip = ev.ip;
+                    } else if (!enabled) {
+                        return PtError.BAD_STATUS_UPDATE;
+                    }
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    return PtError.NOIP;
+                }
+                if (enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                ev.resumed = ev.ip == ip;
+                ip = ev.ip;
+                enabled = true;
+                report();
+                return 0;
+            }
+            case Event.DISABLED -> {
+                if (ev.statusUpdate) {
+                    if (enabled && !initialPsb) {
+                        return PtError.BAD_STATUS_UPDATE;
+                    }
+                    enabled = false;
+                    report();
+                    return 0;
+                }
+                if (!enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                if (ev.ipSuppressed && cfg.addr0Cfg != 0 && cfg.skl014) {
+                    err = walkSkl014();
+                } else {
+                    err = ev.ipSuppressed ? walk(WALK_TO_INSN, 0, PRED_CHANGES_CR3) : walk(WALK_TO_IP, ev.ip, 0);
+                }
+                if (err == PtError.BAD_QUERY) {
+                    setResumeIp(lIp, lSize, lCls);
+                } else if (err <= 0) {
+                    return err;
+                }
+                return applyDisabled();
+            }
+            case Event.ASYNC_DISABLED -> {
+                if (!enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                err = walk(WALK_TO_IP, ev.from, 0);
+                if (err <= 0) {
+                    return err;
+                }
+                if (cfg.skd022 && decodeAt(ev.from) == 0 && (lOp == InsnOp.VMLAUNCH || lOp == InsnOp.VMRESUME)) {
+                    // SKD022: a VM entry that fails may look like an asynchronous disable; treat it as
+                    // the synchronous disable of that instruction.
+                    ev.type = Event.DISABLED;
+                    return 0;
+                }
+                return applyDisabled();
+            }
+            case Event.ASYNC_BRANCH -> {
+                if (!enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                err = walk(WALK_TO_IP, ev.from, 0);
+                if (err <= 0) {
+                    return err;
+                }
+                long to = ev.ip;
+                report();
+                ip = to;
+                return 0;
+            }
+            case Event.PAGING, Event.VMCS -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                err = walk(WALK_TO_INSN, 0, ev.type == Event.PAGING ? PRED_BINDS_PIP : PRED_BINDS_VMCS);
+                if (err <= 0) {
+                    return err;
+                }
+                postponeLast();
+                if (ev.type == Event.PAGING) {
+                    boundPaging = true;
+                } else {
+                    boundVmcs = true;
+                }
+                report();
+                return 0;
+            }
+            case Event.ASYNC_PAGING, Event.ASYNC_VMCS -> {
+                if (!ev.ipSuppressed && enabled) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
+            case Event.OVERFLOW -> {
+                boolean sup = ev.ipSuppressed;
+                long oip = ev.ip;
+                report();
+                if (sup) {
+                    enabled = false;
+                    ip = 0;
+                } else {
+                    enabled = true;
+                    ip = oip;
+                }
+                speculative = false;
+                return 0;
+            }
+            case Event.EXEC_MODE -> {
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                }
+                if (ev.statusUpdate && enabled && mode != 0 && mode != ev.mode) {
+                    return PtError.BAD_STATUS_UPDATE;
+                }
+                mode = ev.mode;
+                report();
+                return 0;
+            }
+            case Event.TSX -> {
+                if (cfg.bdm64 && enabled && ev.aborted && !ev.ipSuppressed && blockEndedWithBranch
+                        && ip != ev.ip && !rangeContiguous(ip, ev.ip, 0x100)) {
+                    // BDM64: the trace of the branch just before an abort may be corrupt; trust the abort IP.
+                    ip = ev.ip;
+                }
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                }
+                speculative = ev.speculative;
+                report();
+                return 0;
+            }
+            case Event.STOP -> {
+                if (ev.statusUpdate || enabled) {
+                    return PtError.BAD_CONTEXT;
+                }
+                report();
+                return 0;
+            }
+            case Event.EXSTOP, Event.MWAIT -> {
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
+            case Event.PTWRITE -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    err = walk(WALK_TO_INSN, 0, PRED_PTWRITE);
+                    if (err <= 0) {
+                        return err;
+                    }
+                } else {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                    err = decodeAt(ip);
+                    if (err < 0) {
+                        return err;
+                    }
+                    emitLast();
+                }
+                postponeLast();
+                boundPtwrite = true;
+                report();
+                return 0;
+            }
+            case Event.IFLAGS, Event.INTERRUPT, Event.SMI, Event.INIT, Event.VMEXIT, Event.SHUTDOWN, Event.UINTR -> {
+                if (enabled && !ev.ipSuppressed) {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
+            case Event.IRET, Event.VMENTRY, Event.UIRET -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    err = walk(WALK_TO_INSN, 0, instructionEventPred(ev.type));
+                    if (err <= 0) {
+                        return err;
+                    }
+                } else {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                    err = decodeAt(ip);
+                    if (err < 0) {
+                        return err;
+                    }
+                    emitLast();
+                }
+                postponeLast();
+                boundInsnEvents |= 1 << ev.type - Event.IRET;
+                report();
+                return 0;
+            }
+            case Event.SWINTR, Event.SYSCALL -> {
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                if (ev.ipSuppressed) {
+                    err = walk(WALK_TO_INSN, 0, instructionEventPred(ev.type));
+                    if (err <= 0) {
+                        return err;
+                    }
+                    postponeLast();
+                    boundInsnEvents |= 1 << ev.type - Event.IRET;
+                } else {
+                    err = walk(WALK_TO_IP, ev.ip, 0);
+                    if (err <= 0) {
+                        return err;
+                    }
+                }
+                report();
+                return 0;
+            }
+            case Event.TRIG -> {
+                if (ev.ipSuppressed) {
+                    report();
+                    return 0;
+                }
+                if (ev.ip == 0) {
+                    if (!hasIcnt || ev.icnt < icnt) {
+                        return PtError.BAD_PACKET;
+                    }
+                    ev.icnt -= (int) icnt;
+                    ev.ip = ip;
+                }
+                if (!enabled) {
+                    report();
+                    return 0;
+                }
+                err = walk(WALK_TO_IP, ev.ip, 0);
+                if (err <= 0) {
+                    return err;
+                }
+                while (ev.icnt > 0) {
+                    err = decodeAt(ip);
+                    if (err < 0) {
+                        return err;
+                    }
+                    emitLast();
+                    long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+                    if (next == NEEDS_TRACE) {
+                        return PtError.BAD_QUERY;
+                    }
+                    ip = next;
+                    ev.ip = ip;
+                    ev.icnt--;
+                }
+                report();
+                return 0;
+            }
+            case Event.IGNORE, Event.NONE -> {
+                fetchEvent();
+                return 0;
+            }
+            default -> {
+                report();
+                return 0;
+            }
+        }
+    }
+
+    private int applyDisabled() {
+        enabled = false;
+        report();
+        return 0;
+    }
+
+    /** Where tracing should resume after a synchronous disable: after a call, else unknown. */
+    private void setResumeIp(long insnIp, int size, byte cls) {
+        if (cls == InsnClass.CALL || cls == InsnClass.CALL_INDIRECT || cls == InsnClass.FAR_CALL) {
+            ip = insnIp + size;
+        } else {
+            ip = 0;
+        }
+    }
+
+    private static boolean isFarBranch(byte cls) {
+        return cls == InsnClass.FAR_CALL || cls == InsnClass.FAR_RETURN || cls == InsnClass.FAR_JUMP;
+    }
+
+    private static boolean bindsToPip(byte cls, byte op) {
+        return op == InsnOp.MOV_CR3 || op == InsnOp.VMLAUNCH || op == InsnOp.VMRESUME || isFarBranch(cls);
+    }
+
+    private static boolean bindsToVmcs(byte cls, byte op) {
+        return op == InsnOp.VMPTRLD || op == InsnOp.VMLAUNCH || op == InsnOp.VMRESUME || isFarBranch(cls);
+    }
+
+    private boolean matches(int pred) {
+        return switch (pred) {
+            case PRED_CHANGES_CR3 -> lOp == InsnOp.MOV_CR3;
+            case PRED_BINDS_PIP -> bindsToPip(lCls, lOp);
+            case PRED_BINDS_VMCS -> bindsToVmcs(lCls, lOp);
+            case PRED_PTWRITE -> lCls == InsnClass.PTWRITE;
+            case PRED_SKL014 -> lCls == InsnClass.JUMP || lCls == InsnClass.CALL || lOp == InsnOp.MOV_CR3;
+            default -> opMatches(pred, lOp);
+        };
+    }
+
+    private static boolean opMatches(int pred, byte op) {
+        return switch (pred) {
+            case PRED_IRET -> op == InsnOp.IRET || op == InsnOp.SYSRET || op == InsnOp.SYSEXIT
+                    || op == InsnOp.ERETS || op == InsnOp.ERETU;
+            case PRED_VMENTRY -> op == InsnOp.VMLAUNCH || op == InsnOp.VMRESUME;
+            case PRED_UIRET -> op == InsnOp.UIRET;
+            case PRED_SWINT -> op == InsnOp.INT || op == InsnOp.INT3 || op == InsnOp.INT1 || op == InsnOp.INTO;
+            case PRED_SYSCALL -> op == InsnOp.SYSCALL || op == InsnOp.SYSENTER;
+            default -> false;
+        };
+    }
+
+    private static int instructionEventPred(int type) {
+        return switch (type) {
+            case Event.IRET -> PRED_IRET;
+            case Event.VMENTRY -> PRED_VMENTRY;
+            case Event.UIRET -> PRED_UIRET;
+            case Event.SWINTR -> PRED_SWINT;
+            case Event.SYSCALL -> PRED_SYSCALL;
+            default -> 0;
+        };
+    }
+
+    /** Bound-to-instruction flags for event-trace events (one event of each kind per instruction). */
+    private int boundInsnEvents;
+
+    private void postponeLast() {
+        postponed = true;
+        pIp = lIp;
+        pSize = lSize;
+        pCls = lCls;
+        pOp = lOp;
+        pDisp = lDisp;
+    }
+
+    private int proceedPostponed() {
+        if (!postponed) {
+            return 0;
+        }
+        postponed = false;
+        boundPaging = boundVmcs = boundPtwrite = false;
+        boundInsnEvents = 0;
+        if (!enabled) {
+            return 0;
+        }
+        long next = nextIpNoTrace(pIp, pSize, pCls, pDisp);
+        if (next != NEEDS_TRACE) {
+            ip = next;
+            return 0;
+        }
+        lIp = pIp;
+        lSize = pSize;
+        lCls = pCls;
+        lOp = pOp;
+        lDisp = pDisp;
+        ip = pIp;
+        return proceedWithTrace();
+    }
+
+    // ---------------------------------------------------------------- walking
+
+    private static final long NEEDS_TRACE = 0x8000_0000_0000_0001L;
+
+    private long nextIpNoTrace(long at, int size, byte cls, int disp) {
+        return switch (cls) {
+            case InsnClass.OTHER, InsnClass.PTWRITE -> at + size;
+            case InsnClass.JUMP, InsnClass.CALL -> at + size + disp;
+            default -> NEEDS_TRACE;
+        };
+    }
+
+    /**
+     * Walks instructions from {@link #ip} without trace. Returns 1 when the target IP (WALK_TO_IP) or an
+     * instruction matching the predicate (WALK_TO_INSN; ip stays at it) is reached, BAD_QUERY when an
+     * instruction needs trace (it was emitted; ip stays at it), or another error.
+     */
+    private int walk(int kind, long target, int pred) {
+        if (kind == WALK_TO_IP && ip == target) {
+            return 1;
+        }
+        beginBlock();
+        while (true) {
+            if (kind == WALK_TO_IP && ip == target) {
+                return 1;
+            }
+            if (kind != WALK_TO_INSN && !cfg.endOnCall && !cfg.endOnJump) {
+                int fast = walkCachedBlock(kind, target);
+                if (fast != 0) {
+                    if (fast < 0) {
+                        return fast;
+                    }
+                    continue;
+                }
+            }
+            int err = decodeAt(ip);
+            if (err < 0) {
+                return err;
+            }
+            emitLast();
+            if (kind == WALK_TO_INSN && matches(pred)) {
+                return 1;
+            }
+            long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+            if (next == NEEDS_TRACE) {
+                return PtError.BAD_QUERY;
+            }
+            ip = next;
+            if ((cfg.endOnCall && lCls == InsnClass.CALL) || (cfg.endOnJump && lCls == InsnClass.JUMP)) {
+                return kind == WALK_TO_IP && ip == target ? 1 : 0;
+            }
+        }
+    }
+
+    /**
+     * SKL014: with address filtering, a TIP.PGD's IP may be suppressed even for a direct branch that left
+     * the filter region. Walk to the direct branch (or MOV CR3) whose target lies outside the filter.
+     */
+    private int walkSkl014() {
+        while (true) {
+            int err = walk(WALK_TO_INSN, 0, PRED_SKL014);
+            if (err <= 0) {
+                return err;
+            }
+            if (lOp == InsnOp.MOV_CR3) {
+                return 1;
+            }
+            long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+            if (next == NEEDS_TRACE) {
+                return PtError.BAD_QUERY;
+            }
+            if (!insideFilter(next)) {
+                return 1;
+            }
+            ip = next;
+        }
+    }
+
+    private boolean insideFilter(long addr) {
+        if (cfg.addr0Cfg != 1) {
+            return true;
+        }
+        return Long.compareUnsigned(addr, cfg.addr0A) >= 0 && Long.compareUnsigned(addr, cfg.addr0B) <= 0;
+    }
+
+    /** libipt's pt_blk_next: a new block starts (ptxed --block:show-blocks marks it). */
+    private void beginBlock() {
+        flushRun();
+        blocks++;
+        sink.beginBlock();
+    }
+
+    /**
+     * Emits a whole cached block when it cannot contain the walk's target. Returns 1 if it advanced,
+     * BAD_QUERY if the block's last instruction needs trace, 0 if the slow path must be used.
+     */
+    private int walkCachedBlock(int kind, long target) {
+        if (Long.compareUnsigned(ip - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+            return 0;
+        }
+        int off = (int) (ip - secBase);
+        int last = cc.blockLast(off, x86);
+        if (last < 0) {
+            return 0;
+        }
+        int count = cc.blockCount(off);
+        long lastIp = secBase + last;
+        int lastLen = cc.length(last, x86);
+        if (Long.compareUnsigned(lastIp + lastLen - pieceStart, pieceEnd - pieceStart) > 0) {
+            return 0;
+        }
+        if (kind == WALK_TO_IP && Long.compareUnsigned(target - ip, lastIp - ip) <= 0 && count > 1) {
+            return 0; // the target may lie inside this block
+        }
+        lIp = lastIp;
+        lSize = lastLen;
+        lCls = cc.cls(last);
+        lOp = cc.op(last);
+        lDisp = cc.displacement(last);
+        emitRun(ip, count, off);
+        if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
+            logCall();
+        }
+        long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
+        if (next == NEEDS_TRACE) {
+            ip = lIp;
+            return PtError.BAD_QUERY;
+        }
+        ip = next;
+        return 1;
+    }
+
+    private int decodeAt(long at) {
+        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+            Image.Piece p = image.find(at, Long.MIN_VALUE + 1);
+            if (p == null) {
+                return PtError.NOMAP;
+            }
+            if (mode == 0) {
+                return PtError.BAD_INSN;
+            }
+            cc = CodeCache.of(p.section.contentId(), p.section.bytes(), mode);
+            secBase = p.section.address();
+            pieceStart = p.start;
+            pieceEnd = p.end;
+        }
+        int off = (int) (at - secBase);
+        int len = cc.length(off, x86);
+        if (len == CodeCache.INVALID) {
+            return PtError.BAD_INSN;
+        }
+        if (len == CodeCache.TRUNCATED || Long.compareUnsigned(at + len - pieceStart, pieceEnd - pieceStart) > 0) {
+            int n = image.read(at, Long.MIN_VALUE + 1, slowBuf, 0, slowBuf.length);
+            if (x86.decode(slowBuf, 0, n, mode) == 0) {
+                return PtError.BAD_INSN;
+            }
+            lIp = at;
+            lSize = x86.length;
+            lCls = x86.cls;
+            lOp = x86.op;
+            lDisp = x86.displacement;
+            lSlow = true;
+            return 0;
+        }
+        lIp = at;
+        lSize = len;
+        lCls = cc.cls(off);
+        lOp = cc.op(off);
+        lDisp = cc.displacement(off);
+        lSlow = false;
+        return 0;
+    }
+
+    private boolean lSlow;
+
+    private void emitLast() {
+        if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
+            logCall();
+        }
+        instructions++;
+        icnt++;
+        blockEndedWithBranch = false;
+        lastEmittedIp = lIp;
+        lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
+        emitted = true;
+        if (!blockMode) {
+            sink.insn(lIp, lSize, lCls, mode, speculative);
+            return;
+        }
+        if (lSlow) {
+            flushRun();
+            sink.block(lIp, 1, null, 0, mode, speculative);
+            return;
+        }
+        addToRun(lIp, 1, (int) (lIp - secBase), lIp + lSize);
+    }
+
+    private void emitRun(long first, int count, int off) {
+        instructions += count;
+        icnt += count;
+        blockEndedWithBranch = false;
+        lastEmittedIp = lIp;
+        lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
+        emitted = true;
+        if (!blockMode) {
+            long a = first;
+            int o = off;
+            for (int i = 0; i < count; i++) {
+                int len = cc.length(o, x86);
+                sink.insn(a, len, cc.cls(o), mode, speculative);
+                a += len;
+                o += len;
+            }
+            return;
+        }
+        addToRun(first, count, off, lIp + lSize);
+    }
+
+    private void addToRun(long first, int count, int off, long next) {
+        if (runCount > 0 && runNext == first && runCc == cc && runSpec == speculative && runMode == mode) {
+            runCount += count;
+            runNext = next;
+            return;
+        }
+        flushRun();
+        runIp = first;
+        runCount = count;
+        runCc = cc;
+        runOff = off;
+        runNext = next;
+        runSpec = speculative;
+        runMode = mode;
+    }
+
+    private void flushRun() {
+        if (runCount > 0) {
+            sink.block(runIp, runCount, runCc, runOff, runMode, runSpec);
+            runCount = 0;
+        }
+    }
+
+    /** ptxed's idea of the next IP: after the instruction, plus any branch displacement. */
+    private static long displacedNext(long at, int size, byte cls, int disp) {
+        return switch (cls) {
+            case InsnClass.JUMP, InsnClass.CALL, InsnClass.COND_JUMP -> at + size + disp;
+            default -> at + size;
+        };
+    }
+
+    private void logCall() {
+        if (lCls == InsnClass.CALL && lDisp == 0) {
+            return; // call to the next instruction: position-independent code, not a real call
+        }
+        retStack[rsTop] = lIp + lSize;
+        rsTop = (rsTop + 1) & (RETSTACK_SIZE - 1);
+        if (rsCount < RETSTACK_SIZE) {
+            rsCount++;
+        }
+    }
+
+    private int popReturn() {
+        if (rsCount == 0) {
+            return PtError.RETSTACK_EMPTY;
+        }
+        rsTop = (rsTop - 1) & (RETSTACK_SIZE - 1);
+        rsCount--;
+        ip = retStack[rsTop];
+        return 0;
+    }
+
+    // ---------------------------------------------------------------- trace
+
+    /**
+     * When nobody looks at individual instructions (--quiet, statistics, benchmarks), consume whole TNT
+     * packets through the per-content decision-point cache: one lookup per packet instead of a walk per
+     * bit. Returns true if it made progress; false sends the caller down the general path.
+     */
+    private final TntPaths tntPaths = new TntPaths();
+
+    private boolean tntFast() {
+        boolean progress = false;
+        while (status == 0 && ev.type == Event.TNT && ev.tntSize <= 8) {
+            if (Long.compareUnsigned(ip - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+                if (decodeAt(ip) < 0 || lSlow) {
+                    return progress;
+                }
+            }
+            int off = (int) (ip - secBase);
+            CodeCache c = cc;
+            TntPaths t = tntPaths;
+            if (!t.lookup(c, off, ev.tntBits, ev.tntSize, cfg.noRetComp, x86)) {
+                return progress;
+            }
+            long lo = pieceStart - secBase;
+            long hi = pieceEnd - secBase;
+            if (t.min < lo || t.max >= hi) {
+                return progress;
+            }
+            instructions += t.insns;
+            icnt += t.insns;
+            blocks += ev.tntSize;
+            lastEmittedIp = secBase + t.last;
+            lastEmittedNext = displacedNext(lastEmittedIp, c.length(t.last, x86), c.cls(t.last), c.displacement(t.last));
+            emitted = true;
+            ip = secBase + t.end;
+            progress = true;
+            fetchEvent();
+        }
+        return progress;
+    }
+
+    /** The instruction in l* needs trace; the head event must supply it. */
+    private int proceedWithTrace() {
+        blockEndedWithBranch = true;
+        switch (lCls) {
+            case InsnClass.COND_JUMP -> {
+                int bit = takeTnt();
+                if (bit < 0) {
+                    return bit;
+                }
+                ip = lIp + lSize + (bit != 0 ? lDisp : 0);
+                return 0;
+            }
+            case InsnClass.RETURN -> {
+                if (ev.type == Event.TNT && !cfg.noRetComp) {
+                    int bit = takeTnt();
+                    if (bit < 0) {
+                        return bit;
+                    }
+                    if (bit == 0) {
+                        return PtError.BAD_RETCOMP;
+                    }
+                    return popReturn();
+                }
+                return proceedIndirect();
+            }
+            case InsnClass.OTHER, InsnClass.PTWRITE, InsnClass.JUMP, InsnClass.CALL -> {
+                return PtError.INTERNAL;
+            }
+            default -> {
+                return proceedIndirect();
+            }
+        }
+    }
+
+    private final Event held = new Event();
+
+    private int proceedIndirect() {
+        if (ev.type == Event.TNT) {
+            // A deferred TIP may sit behind the TNT in progress: look ahead, keep the TNT current.
+            evd.mark();
+            held.copyFrom(ev);
+            int st = evd.next(ev);
+            if (st < 0 || ev.type != Event.TIP || ev.ipSuppressed) {
+                evd.rewind();
+                ev.copyFrom(held);
+                return PtError.BAD_QUERY;
+            }
+            ip = ev.ip;
+            ev.copyFrom(held);
+            return 0;
+        }
+        if (ev.type != Event.TIP) {
+            return PtError.BAD_QUERY;
+        }
+        if (ev.ipSuppressed) {
+            return PtError.BAD_PACKET;
+        }
+        ip = ev.ip;
+        fetchEvent();
+        return 0;
+    }
+
+    private int takeTnt() {
+        if (ev.type != Event.TNT) {
+            return PtError.BAD_QUERY;
+        }
+        int size = ev.tntSize - 1;
+        ev.tntSize = size;
+        int bit = (int) ((ev.tntBits >>> size) & 1);
+        if (size == 0) {
+            fetchEvent();
+        }
+        return bit;
+    }
+}

@@ -1,0 +1,37 @@
+package ptfence.flow;
+
+import ptfence.insn.CodeCache;
+
+/** Receives the reconstructed flow: instructions (one at a time or as straight-line runs), events, errors. */
+public interface FlowSink {
+    /** One instruction (instruction-flow decoder). */
+    void insn(long ip, int size, int cls, int mode, boolean speculative);
+
+    /**
+     * A straight-line run of {@code count} instructions (block decoder): the first at {@code ip}, which is
+     * {@code off} in {@code code}; each next one follows the previous. {@code code} may be null when the
+     * run is a single instruction decoded outside any cache.
+     */
+    void block(long ip, int count, CodeCache code, int off, int mode, boolean speculative);
+
+    void event(Event ev);
+
+    /** An error: {@code kind} is "error", "sync error" or "resync error" as in ptxed. */
+    void error(String kind, int code, long offset, long ip);
+
+    /** The trace ended while tracing was enabled. */
+    void endOfTrace();
+
+    /** A new block starts (one call of libipt's pt_blk_next). */
+    default void beginBlock() {
+    }
+
+    /** True if the sink ignores instructions (then the decoder may skip over them in bulk). */
+    default boolean countsOnly() {
+        return false;
+    }
+
+    /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
+    default void disabledAfterResync() {
+    }
+}

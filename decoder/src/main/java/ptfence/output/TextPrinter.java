@@ -1,0 +1,70 @@
+package ptfence.output;
+
+import java.io.PrintWriter;
+import ptfence.flow.Event;
+import ptfence.flow.FlowSink;
+import ptfence.image.Image;
+import ptfence.image.Symbols;
+import ptfence.insn.CodeCache;
+import ptfence.insn.X86Decoder;
+
+/** ptxed's lines plus capstone's disassembly after each address. */
+public final class TextPrinter implements FlowSink {
+    private final PrintWriter out;
+    private final Image image;
+    private final PtxedPrinter events;
+    private final X86Decoder dec = new X86Decoder();
+    private final byte[] buf = new byte[15];
+
+    private final Symbols symbols;
+
+    public TextPrinter(PrintWriter out, Image image, Symbols symbols, boolean eventIp, boolean eventTime) {
+        this.out = out;
+        this.image = image;
+        this.symbols = symbols;
+        this.events = new PtxedPrinter(out, eventIp, eventTime);
+    }
+
+    @Override
+    public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        int n = image.read(ip, Long.MIN_VALUE + 1, buf, 0, buf.length);
+        String text = dec.text(buf, 0, n, mode, ip);
+        if (speculative) {
+            out.append("? ");
+        }
+        String sym = symbols == null ? null : symbols.describe(ip);
+        out.append(String.format("%016x  %-40s%s%n", ip, text == null ? "(bad)" : text, sym == null ? "" : "  <" + sym + ">"));
+    }
+
+    @Override
+    public void block(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
+        long a = ip;
+        int o = off;
+        for (int i = 0; i < count; i++) {
+            int len = code == null ? 0 : code.length(o, dec);
+            insn(a, len, 0, mode, speculative);
+            a += len;
+            o += len;
+        }
+    }
+
+    @Override
+    public void event(Event ev) {
+        events.event(ev);
+    }
+
+    @Override
+    public void error(String kind, int code, long offset, long ip) {
+        events.error(kind, code, offset, ip);
+    }
+
+    @Override
+    public void endOfTrace() {
+        events.endOfTrace();
+    }
+
+    @Override
+    public void disabledAfterResync() {
+        events.disabledAfterResync();
+    }
+}

@@ -1,0 +1,220 @@
+package ptfence.perfdata;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import ptfence.perfdata.Feature.AuxtraceIndex;
+import ptfence.perfdata.Feature.AuxtraceIndexEntry;
+import ptfence.perfdata.Feature.BpfBtf;
+import ptfence.perfdata.Feature.BpfBtfs;
+import ptfence.perfdata.Feature.BpfProgInfo;
+import ptfence.perfdata.Feature.BpfProgInfos;
+import ptfence.perfdata.Feature.BuildIdEntry;
+import ptfence.perfdata.Feature.BuildIds;
+import ptfence.perfdata.Feature.ClockId;
+import ptfence.perfdata.Feature.Cmdline;
+import ptfence.perfdata.Feature.EventDesc;
+import ptfence.perfdata.Feature.EventDescEntry;
+import ptfence.perfdata.Feature.NrCpus;
+import ptfence.perfdata.Feature.PmuMapping;
+import ptfence.perfdata.Feature.PmuMappings;
+import ptfence.perfdata.Feature.Raw;
+import ptfence.perfdata.Feature.SampleTime;
+import ptfence.perfdata.Feature.Text;
+import ptfence.perfdata.Feature.TotalMem;
+
+/** Parser and encoder for feature sections, in the layout of perf's header.c (write_* / process_*). */
+final class FeatureCodec {
+    /** perf rejects a bpf_prog_info longer than its own struct; 6.1 reads up to this many bytes. */
+    static final int BPF_PROG_INFO_MAX = 4096;
+
+    private FeatureCodec() {}
+
+    /** Parses one section; {@code section} spans exactly the section, in the file's byte order. */
+    static Feature parse(int id, ByteBuffer section) {
+        Cursor c = new Cursor(section);
+        switch (id) {
+            case Feature.HOSTNAME, Feature.OSRELEASE, Feature.VERSION, Feature.ARCH, Feature.CPUDESC, Feature.CPUID:
+                return new Text(id, c.perfString("string feature " + id));
+            case Feature.NRCPUS:
+                return new NrCpus(c.u32(), c.u32());
+            case Feature.TOTAL_MEM:
+                return new TotalMem(c.u64());
+            case Feature.CMDLINE: {
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 4, "cmdline");
+                List<String> args = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    args.add(c.perfString("cmdline arg"));
+                }
+                return new Cmdline(args);
+            }
+            case Feature.EVENT_DESC:
+                return parseEventDesc(c);
+            case Feature.BUILD_ID:
+                return parseBuildIds(c);
+            case Feature.PMU_MAPPINGS: {
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 8, "pmu mappings");
+                List<PmuMapping> pmus = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    int type = c.u32();
+                    pmus.add(new PmuMapping(type, c.perfString("pmu name")));
+                }
+                return new PmuMappings(pmus);
+            }
+            case Feature.AUXTRACE: {
+                int n = c.count(c.u64(), 16, "auxtrace index");
+                List<AuxtraceIndexEntry> entries = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    entries.add(new AuxtraceIndexEntry(c.u64(), c.u64()));
+                }
+                return new AuxtraceIndex(entries);
+            }
+            case Feature.SAMPLE_TIME:
+                return new SampleTime(c.u64(), c.u64());
+            case Feature.CLOCKID:
+                return new ClockId(c.u64());
+            case Feature.BPF_PROG_INFO: {
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 16, "bpf_prog_info");
+                List<BpfProgInfo> progs = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    long infoLen = Integer.toUnsignedLong(c.u32());
+                    long dataLen = Integer.toUnsignedLong(c.u32());
+                    if (infoLen > BPF_PROG_INFO_MAX) {
+                        throw new BadPerfData("bpf_prog_info length " + infoLen + " at +" + (c.position() - 8));
+                    }
+                    long arrays = c.u64();
+                    ByteBuffer info = c.bytes(infoLen, "bpf_prog_info");
+                    ByteBuffer data = c.bytes(dataLen, "bpf_prog_info data");
+                    progs.add(new BpfProgInfo(arrays, info, data));
+                }
+                return new BpfProgInfos(progs);
+            }
+            case Feature.BPF_BTF: {
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 8, "bpf btf");
+                List<BpfBtf> btfs = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    int btfId = c.u32();
+                    long size = Integer.toUnsignedLong(c.u32());
+                    btfs.add(new BpfBtf(btfId, c.bytes(size, "btf data")));
+                }
+                return new BpfBtfs(btfs);
+            }
+            default:
+                return new Raw(id, c.bytes(c.remaining(), "feature"));
+        }
+    }
+
+    private static EventDesc parseEventDesc(Cursor c) {
+        int n = c.count(Integer.toUnsignedLong(c.u32()), 8, "event_desc");
+        long attrSize = Integer.toUnsignedLong(c.u32());
+        if (attrSize < EventAttr.SIZE_VER0 || attrSize > EventAttr.SIZE_MAX) {
+            throw new BadPerfData("event_desc attr size " + attrSize);
+        }
+        List<EventDescEntry> events = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            EventAttr attr = RecordParser.attr(c.bytes(attrSize, "event_desc attr"));
+            int nrIds = c.count(Integer.toUnsignedLong(c.u32()), 8, "event_desc ids");
+            String name = c.perfString("event name");
+            List<Long> ids = new ArrayList<>(nrIds);
+            for (int k = 0; k < nrIds; k++) {
+                ids.add(c.u64());
+            }
+            events.add(new EventDescEntry(attr, name, ids));
+        }
+        return new EventDesc(events);
+    }
+
+    private static BuildIds parseBuildIds(Cursor c) {
+        List<BuildIdEntry> entries = new ArrayList<>();
+        while (c.remaining() >= 8) {
+            int start = c.position();
+            c.u32(); // header.type: unused by perf
+            int misc = c.u16();
+            int size = c.u16();
+            if (size < 36 || size - 8 > c.remaining()) {
+                throw new BadPerfData("build id entry size " + size + " at +" + start);
+            }
+            int pid = c.u32();
+            ByteBuffer id = c.bytes(24, "build id");
+            String name = c.cstring(size - 36, "build id filename");
+            entries.add(new BuildIdEntry(misc, pid, id, name));
+        }
+        return new BuildIds(entries);
+    }
+
+    /** Encodes a feature in perf's layout (little-endian). */
+    static ByteBuffer encode(Feature f) {
+        Out o = new Out();
+        if (f instanceof Text t) {
+            o.perfString(t.value());
+        } else if (f instanceof NrCpus n) {
+            o.u32(n.available()).u32(n.online());
+        } else if (f instanceof TotalMem m) {
+            o.u64(m.kib());
+        } else if (f instanceof Cmdline cl) {
+            o.u32(cl.args().size());
+            cl.args().forEach(o::perfString);
+        } else if (f instanceof EventDesc ed) {
+            int attrSize = EventAttr.SIZE_VER0;
+            for (EventDescEntry e : ed.events()) {
+                attrSize = Math.max(attrSize, e.attr().length());
+            }
+            o.u32(ed.events().size()).u32(attrSize);
+            for (EventDescEntry e : ed.events()) {
+                o.bytes(e.attr().raw()).zeros(attrSize - e.attr().length());
+                o.u32(e.ids().size()).perfString(e.name());
+                e.ids().forEach(o::u64);
+            }
+        } else if (f instanceof BuildIds b) {
+            for (BuildIdEntry e : b.entries()) {
+                int start = o.length();
+                o.u32(0).u16(e.misc()).u16(0).u32(e.pid());
+                fixed(o, e.buildId(), 24);
+                o.paddedString(e.filename(), 64);
+                o.u16At(start + 6, o.length() - start);
+            }
+        } else if (f instanceof PmuMappings p) {
+            o.u32(p.pmus().size());
+            for (PmuMapping m : p.pmus()) {
+                o.u32(m.type()).perfString(m.name());
+            }
+        } else if (f instanceof AuxtraceIndex a) {
+            o.u64(a.entries().size());
+            for (AuxtraceIndexEntry e : a.entries()) {
+                o.u64(e.fileOffset()).u64(e.size());
+            }
+        } else if (f instanceof SampleTime s) {
+            o.u64(s.start()).u64(s.end());
+        } else if (f instanceof ClockId c) {
+            o.u64(c.resolutionNs());
+        } else if (f instanceof BpfProgInfos p) {
+            o.u32(p.programs().size());
+            for (BpfProgInfo b : p.programs()) {
+                o.u32(b.info().remaining()).u32(b.data().remaining()).u64(b.arrays());
+                o.bytes(b.info()).bytes(b.data());
+            }
+        } else if (f instanceof BpfBtfs b) {
+            o.u32(b.btfs().size());
+            for (BpfBtf e : b.btfs()) {
+                o.u32(e.btfId()).u32(e.data().remaining()).bytes(e.data());
+            }
+        } else if (f instanceof Raw r) {
+            o.bytes(r.data());
+        }
+        return o.toBuffer();
+    }
+
+    private static void fixed(Out o, ByteBuffer b, int n) {
+        ByteBuffer d = b.duplicate();
+        if (d.remaining() > n) {
+            d.limit(d.position() + n);
+        }
+        int k = d.remaining();
+        o.bytes(d).zeros(n - k);
+    }
+
+    static ByteBuffer le(ByteBuffer b) {
+        return b.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    }
+}

@@ -1,0 +1,248 @@
+package ptfence.ptdecode;
+
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Unmatched;
+import ptfence.cli.BadInputException;
+import ptfence.flow.CursorInput;
+import ptfence.flow.FlowConfig;
+import ptfence.packet.Errata;
+import ptfence.flow.FlowDecoder;
+import ptfence.flow.FlowSink;
+import ptfence.flow.PacketInput;
+import ptfence.flow.ParallelFlow;
+import ptfence.image.ElfSegments;
+import ptfence.image.FileRange;
+import ptfence.image.Image;
+import ptfence.image.Numbers;
+import ptfence.image.RawSection;
+import ptfence.image.Symbols;
+import ptfence.output.CountingSink;
+import ptfence.output.JsonlPrinter;
+import ptfence.output.PtxedPrinter;
+import ptfence.output.TextPrinter;
+
+/** {@code ptdecode flow}: rebuild the executed instructions, with ptxed's options. */
+@Command(name = "flow", mixinStandardHelpOptions = true,
+        description = "Rebuild the control flow of a raw Intel PT trace from the code image (ptxed's options).",
+        footer = {"", "Examples:",
+            "  ptdecode flow --raw code.bin:0x400000 --pt trace.pt",
+            "  ptdecode flow --elf ./a.out --cpu 6/85/4 --block-decoder --pt aux.bin",
+            "  ptdecode flow --raw bench.bin:0x400000 --pt bench-tnt.pt --quiet --stat"})
+public final class FlowCommand implements Callable<Integer> {
+    /** Replaces the packet layer's cursor (tests); null: use {@link CursorInput} with the CPU's errata. */
+    static Function<ByteBuffer, PacketInput> packetSourceOverride;
+
+    @Option(names = "--pt", required = true, paramLabel = "FILE[:from[-to]]", description = "The trace (a raw PT byte stream).")
+    String pt;
+    @Option(names = "--raw", paramLabel = "FILE[:from[-to]]:ADDR", description = "Load a file range at ADDR.")
+    List<String> raw = new ArrayList<>();
+    @Option(names = "--elf", paramLabel = "FILE[:BASE]", description = "Load an ELF's executable segments (moved to BASE).")
+    List<String> elf = new ArrayList<>();
+    @Option(names = "--cpu", paramLabel = "F/M[/S]", description = "The CPU the trace was recorded on (selects errata workarounds).")
+    String cpu;
+    private boolean blockDecoder;
+
+    /**
+     * --insn-decoder / --block-decoder may repeat; as in ptxed the last one wins, so they are read here in
+     * order instead of as picocli options.
+     */
+    @Unmatched
+    List<String> decoderChoice = new ArrayList<>();
+
+    private void chooseDecoder() {
+        for (String a : decoderChoice) {
+            switch (a) {
+                case "--insn-decoder" -> blockDecoder = false;
+                case "--block-decoder" -> blockDecoder = true;
+                default -> throw new BadInputException("unknown option '" + a + "' (see 'ptdecode flow --help'; "
+                        + "decoders: --insn-decoder, --block-decoder)");
+            }
+        }
+    }
+    @Option(names = "--check", description = "Accepted for ptxed compatibility.")
+    boolean check;
+    @Option(names = "--no-inst", description = "Print addresses only (the ptxed format always does).")
+    boolean noInst;
+    @Option(names = "--quiet", description = "Print nothing but errors and statistics.")
+    boolean quiet;
+    @Option(names = "--stat", description = "Print statistics at the end.")
+    boolean stat;
+    @Option(names = "--stat:insn", description = "Print the instruction count.")
+    boolean statInsn;
+    @Option(names = "--stat:blocks", description = "Print the block count.")
+    boolean statBlocks;
+    @Option(names = "--time", description = "Print the time for each instruction.")
+    boolean time;
+    @Option(names = "--event:time", description = "Print the TSC of events.")
+    boolean eventTime;
+    @Option(names = "--event:ip", description = "Print the IP of events.")
+    boolean eventIp;
+    @Option(names = "--event:tick", description = "Request tick events.")
+    boolean eventTick;
+    @Option(names = "--event:iflags", description = "Request interrupt-flag events.")
+    boolean eventIflags;
+    @Option(names = "--resync-on-error", description = "Resynchronize after errors (default: at the next PSB).")
+    boolean resyncOnError;
+    @Option(names = "--block:show-blocks", description = "Mark block boundaries.")
+    boolean showBlocks;
+    @Option(names = "--block:end-on-call", description = "End blocks at calls.")
+    boolean endOnCall;
+    @Option(names = "--block:end-on-jump", description = "End blocks at jumps.")
+    boolean endOnJump;
+    @Option(names = {"--insn:keep-tcal-on-ovf", "--block:keep-tcal-on-ovf"}, description = "Keep timing calibration across overflows.")
+    boolean keepTcal;
+    @Option(names = "--mtc-freq", paramLabel = "N", description = "MTC frequency (IA32_RTIT_CTL.MTCFreq).")
+    String mtcFreq;
+    @Option(names = "--nom-freq", paramLabel = "N", description = "Nominal frequency (max non-turbo ratio).")
+    String nomFreq;
+    @Option(names = "--cpuid-0x15.eax", paramLabel = "N", description = "CPUID leaf 0x15 EAX (TSC:crystal denominator).")
+    String cpuid15Eax;
+    @Option(names = "--cpuid-0x15.ebx", paramLabel = "N", description = "CPUID leaf 0x15 EBX (TSC:crystal numerator).")
+    String cpuid15Ebx;
+    @Option(names = "--filter:addr0_cfg", paramLabel = "N", description = "Address filter 0 configuration.")
+    String addr0Cfg;
+    @Option(names = "--filter:addr0_a", paramLabel = "ADDR", description = "Address filter 0 start.")
+    String addr0A;
+    @Option(names = "--filter:addr0_b", paramLabel = "ADDR", description = "Address filter 0 end.")
+    String addr0B;
+    @Option(names = "--threads", paramLabel = "N", defaultValue = "1",
+            description = "Decode PSB segments on N threads and stitch them in order (0: one per core; default: ${DEFAULT-VALUE}).")
+    int threads;
+    @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
+            description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
+    Long segmentBytes;
+    @Option(names = "--format", defaultValue = "ptxed", paramLabel = "ptxed|text|jsonl",
+            description = "Output: ptxed (addresses and bracketed events), text, jsonl.")
+    String format;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), false);
+        try {
+            decode(out);
+        } finally {
+            out.flush();
+        }
+        return 0;
+    }
+
+    /** Runs the decode and writes everything to {@code out} (tests call this directly). */
+    public void decode(PrintWriter out) {
+        chooseDecoder();
+        FlowConfig cfg = new FlowConfig();
+        if (cpu != null && !cfg.setCpu(cpu)) {
+            out.append("[0, 0: config error: unknown cpu]\n");
+        }
+        cfg.iflagsEvents = eventIflags;
+        cfg.tickEvents = eventTick;
+        cfg.keepTcalOnOvf = keepTcal;
+        cfg.endOnCall = endOnCall;
+        cfg.endOnJump = endOnJump;
+        cfg.resyncOnError = resyncOnError;
+        cfg.mtcFreq = mtcFreq == null ? 0 : (int) Numbers.parse(mtcFreq, "--mtc-freq");
+        cfg.nomFreq = nomFreq == null ? 0 : (int) Numbers.parse(nomFreq, "--nom-freq");
+        cfg.cpuid15Eax = cpuid15Eax == null ? 0 : (int) Numbers.parse(cpuid15Eax, "--cpuid-0x15.eax");
+        cfg.cpuid15Ebx = cpuid15Ebx == null ? 0 : (int) Numbers.parse(cpuid15Ebx, "--cpuid-0x15.ebx");
+        cfg.addr0Cfg = addr0Cfg == null ? 0 : (int) Numbers.parse(addr0Cfg, "--filter:addr0_cfg");
+        cfg.addr0A = addr0A == null ? 0 : Numbers.parse(addr0A, "--filter:addr0_a");
+        cfg.addr0B = addr0B == null ? 0 : Numbers.parse(addr0B, "--filter:addr0_b");
+
+        Image image = new Image();
+        raw.forEach(r -> image.addAll(RawSection.parse(r)));
+        Symbols symbols = new Symbols();
+        for (String e : elf) {
+            ElfSegments segments = ElfSegments.parse(e);
+            image.addAll(segments);
+            if (format.equals("text")) {
+                symbols.addElf(segments);
+            }
+        }
+
+        Errata errata = Errata.NONE;
+        if (cpu != null) {
+            try {
+                errata = Errata.of(Errata.Cpu.parse(cpu));
+            } catch (Errata.UnknownCpuException e) {
+                errata = Errata.NONE;
+            }
+        }
+        Errata cursorErrata = errata;
+        Function<ByteBuffer, PacketInput> packetSource = packetSourceOverride != null ? packetSourceOverride
+                : b -> CursorInput.of(b, cursorErrata);
+        ByteBuffer trace = mapTrace(pt);
+        boolean blocks = isBlockDecoder();
+        if (!List.of("ptxed", "text", "jsonl").contains(format)) {
+            throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
+        }
+        Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
+            case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks);
+            case "text" -> new TextPrinter(w, image, symbols, eventIp, eventTime);
+            default -> new JsonlPrinter(w);
+        };
+        int nThreads = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
+        long instructions;
+        long blockCount;
+        if (nThreads > 1) {
+            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads,
+                    segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20);
+            try {
+                par.run(trace, out, sinks);
+            } catch (Exception e) {
+                throw new IllegalStateException("parallel decode failed: " + e, e);
+            }
+            instructions = par.instructions;
+            blockCount = par.blocks;
+        } else {
+            FlowDecoder decoder = new FlowDecoder(image, cfg, packetSource.apply(trace), sinks.apply(out), blocks);
+            decoder.run();
+            instructions = decoder.instructions;
+            blockCount = decoder.blocks;
+        }
+        boolean anyStat = stat || statInsn || statBlocks;
+        if (anyStat) {
+            boolean showInsn = statInsn || (!statInsn && !statBlocks);
+            boolean showBlocks = statBlocks || (!statInsn && !statBlocks && blocks);
+            if (showInsn) {
+                out.append("insn: ").append(Long.toString(instructions)).append(".\n");
+            }
+            if (showBlocks) {
+                out.append("blocks:\t").append(Long.toString(blockCount)).append(".\n");
+            }
+        }
+    }
+
+    private boolean isBlockDecoder() {
+        return blockDecoder;
+    }
+
+    /** The trace bytes, memory-mapped (a 100 MB trace costs no heap). */
+    private static ByteBuffer mapTrace(String spec) {
+        FileRange r = FileRange.parse(spec, "--pt");
+        try (FileChannel ch = FileChannel.open(r.file(), StandardOpenOption.READ)) {
+            long size = ch.size();
+            long to = r.to() < 0 ? size : Math.min(r.to(), size);
+            if (r.from() > to) {
+                throw new BadInputException("--pt " + spec + ": range outside the file (" + size + " bytes)");
+            }
+            if (to - r.from() > Integer.MAX_VALUE) {
+                throw new BadInputException("--pt " + spec + ": traces over 2 GiB must be split with FILE:from-to");
+            }
+            return ch.map(FileChannel.MapMode.READ_ONLY, r.from(), to - r.from());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+package ptfence.ptdecode;
+
+import java.io.FileOutputStream;
+import java.io.FileDescriptor;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import ptfence.cli.BadInputException;
+import ptfence.output.DecodeSummary;
+import ptfence.output.JsonlPacketPrinter;
+import ptfence.output.PtdumpOptions;
+import ptfence.output.PtdumpPrinter;
+import ptfence.output.TextSink;
+import ptfence.packet.Errata;
+import ptfence.packet.PacketCursor;
+import ptfence.packet.TraceSource;
+import ptfence.sideband.PeventDump;
+import ptfence.timing.TimingConfig;
+
+/** {@code ptdecode packets}: libipt ptdump's packet listing (same options, same output) or JSON lines. */
+@Command(name = "packets", mixinStandardHelpOptions = true,
+        description = {"Print the packets of a raw Intel PT trace, as libipt's ptdump does.",
+                "FILE[:from[-to]] selects a byte range (ptdump syntax; offsets are then relative to 'from').",
+                "A perf.data recording (perf or ptrec, file or pipe mode) prints each AUX buffer in turn."},
+        footer = {"", "Examples:",
+                "  ptdecode packets trace.pt                      # ptdump format",
+                "  ptdecode packets --no-pad --lastip trace.pt:0x1000-0x2000",
+                "  ptdecode packets --time --time-delta --cpu 6/142 --mtc-freq 4 \\",
+                "          --cpuid-0x15.eax 2 --cpuid-0x15.ebx 200 trace.pt",
+                "  ptdecode packets --format=jsonl trace.pt | jq -c 'select(.type==\"tip\")'",
+                "  ptdecode packets --quiet trace.pt              # check only: errors and exit code",
+                "  ptdecode packets perf.data                     # every AUX buffer of a recording",
+                "  perf record -o - -e intel_pt// CMD | ptdecode packets -   # a pipe-mode recording",
+                "",
+                "Decode errors are printed in the listing as ptdump prints them ([offset: error]), decoding",
+                "resumes at the next PSB, and a summary line goes to stderr; the exit code is then 2."},
+        sortOptions = false, modelTransformer = PacketsCommand.PtdumpStyleParsing.class)
+public final class PacketsCommand implements Callable<Integer> {
+
+    /** ptdump accepts an option more than once (the last one wins, --pevent:* apply in order). */
+    public static final class PtdumpStyleParsing implements picocli.CommandLine.IModelTransformer {
+        @Override
+        public picocli.CommandLine.Model.CommandSpec transform(picocli.CommandLine.Model.CommandSpec spec) {
+            spec.parser().overwrittenOptionsAllowed(true);
+            return spec;
+        }
+    }
+
+    /** Output formats. */
+    public enum Format { ptdump, jsonl }
+
+    @Parameters(index = "0", paramLabel = "FILE[:from[-to]]", description = "Raw Intel PT trace (or a byte range of it).")
+    String trace;
+
+    @Option(names = "--format", paramLabel = "ptdump|jsonl", description = "Output format (default: ${DEFAULT-VALUE}).")
+    Format format = Format.ptdump;
+
+    @Option(names = "--no-sync", description = "Don't sync to the first PSB; assume a sync point at the start.")
+    boolean noSync;
+    boolean quiet;
+
+    @Option(names = "--quiet", description = "Print nothing but errors.")
+    void quiet(boolean on) {
+        quiet = on;
+        sbFlags = 0;
+    }
+    @Option(names = "--no-pad", description = "Don't show PAD packets.")
+    boolean noPad;
+    @Option(names = "--no-timing", description = "Don't show timing packets.")
+    boolean noTiming;
+    @Option(names = "--no-cyc", description = "Don't show CYC packets and ignore them when tracking time.")
+    boolean noCyc;
+    @Option(names = "--no-offset", description = "Don't show the offset as the first column.")
+    boolean noOffset;
+    @Option(names = "--raw", description = "Show raw packet bytes.")
+    boolean raw;
+    @Option(names = "--lastip", description = "Show last IP updates on packets with IP payloads.")
+    boolean lastIp;
+    @Option(names = "--exec-mode", description = "Show the current execution mode on mode.exec packets.")
+    boolean execMode;
+    @Option(names = "--time", description = "Show the estimated TSC on timing packets.")
+    boolean time;
+    @Option(names = "--tcal", description = "Show time calibration information.")
+    boolean tcal;
+    @Option(names = "--time-delta", description = "Show timing information as delta.")
+    boolean timeDelta;
+    @Option(names = "--no-tcal", description = "Skip timing calibration (CYC packets then give errors).")
+    boolean noTcal;
+    @Option(names = "--no-wall-clock", description = "Suppress the no-time error and print relative time.")
+    boolean noWallClock;
+    @Option(names = "--keep-tcal-on-ovf", description = "Preserve timing calibration on overflow.")
+    boolean keepTcalOnOvf;
+    @Option(names = "--cpu", paramLabel = "none|f/m[/s]", description = "Decode for this CPU (errata); default: none.")
+    String cpu;
+    @Option(names = "--mtc-freq", paramLabel = "<n>", description = "MTC frequency (IA32_RTIT_CTL[17:14]).")
+    String mtcFreq;
+    @Option(names = "--nom-freq", paramLabel = "<n>", description = "Nominal frequency (MSR_PLATFORM_INFO[15:8]).")
+    String nomFreq;
+    @Option(names = "--cpuid-0x15.eax", paramLabel = "<n>", description = "Value of cpuid[0x15].eax.")
+    String cpuid15Eax;
+    @Option(names = "--cpuid-0x15.ebx", paramLabel = "<n>", description = "Value of cpuid[0x15].ebx.")
+    String cpuid15Ebx;
+
+    // Sideband (perf_event "pevent" files), as ptdump built with libipt-sb; options apply in command-line order.
+    int sbFlags;
+    boolean sbWarn;
+    PeventDump.Config pevent = PeventDump.Config.DEFAULT;
+    final java.util.List<Object[]> peventFiles = new java.util.ArrayList<>();
+
+    @Option(names = {"--sb:compact", "--sb"}, description = "Show sideband records in compact format.")
+    void sbCompact(boolean on) {
+        sbFlags = (sbFlags & ~PeventDump.VERBOSE) | PeventDump.COMPACT;
+    }
+
+    @Option(names = "--sb:verbose", description = "Show sideband records in verbose format.")
+    void sbVerbose(boolean on) {
+        sbFlags = (sbFlags & ~PeventDump.COMPACT) | PeventDump.VERBOSE;
+    }
+
+    @Option(names = "--sb:filename", description = "Show the filename on sideband records.")
+    void sbFilename(boolean on) {
+        sbFlags |= PeventDump.FILENAME;
+    }
+
+    @Option(names = "--sb:offset", description = "Show the offset on sideband records.")
+    void sbOffset(boolean on) {
+        sbFlags |= PeventDump.FILE_OFFSET;
+    }
+
+    @Option(names = "--sb:time", description = "Show the time on sideband records.")
+    void sbTime(boolean on) {
+        sbFlags |= PeventDump.TSC;
+    }
+
+    @Option(names = "--sb:warn", description = "Show sideband warnings.")
+    void sbWarn(boolean on) {
+        sbWarn = true;
+    }
+
+    @Option(names = {"--pevent", "--pevent:primary", "--pevent:secondary"}, paramLabel = "<file>[:<from>[-<to>]]",
+            description = "Load a perf_event sideband stream from <file> (libipt pevent format).")
+    void peventFile(String file) {
+        peventFiles.add(new Object[] {file, pevent});
+    }
+
+    @Option(names = "--pevent:sample-type", paramLabel = "<val>", description = "perf_event_attr.sample_type (default: 0).")
+    void peventSampleType(String v) {
+        pevent = pevent.withSampleType(number("--pevent:sample-type", v, -1L));
+    }
+
+    @Option(names = "--pevent:sample-config", paramLabel = "<id>:<val>",
+            description = "perf_event_attr.sample_type <val> for event <id>.")
+    void peventSampleConfig(String v) {
+        int colon = v.indexOf(':');
+        if (colon < 0) {
+            throw new BadInputException("bad sample config --pevent:sample-config: invalid argument");
+        }
+        pevent = pevent.withSampleConfig(number("--pevent:sample-config", v.substring(0, colon), -1L),
+                number("--pevent:sample-config", v.substring(colon + 1), -1L));
+    }
+
+    @Option(names = "--pevent:time-zero", paramLabel = "<val>", description = "perf_event_mmap_page.time_zero (default: 0).")
+    void peventTimeZero(String v) {
+        pevent = pevent.withTimeZero(number("--pevent:time-zero", v, -1L));
+    }
+
+    @Option(names = "--pevent:time-shift", paramLabel = "<val>", description = "perf_event_mmap_page.time_shift (default: 0).")
+    void peventTimeShift(String v) {
+        pevent = pevent.withTimeShift((int) number("--pevent:time-shift", v, 0xffff));
+    }
+
+    @Option(names = "--pevent:time-mult", paramLabel = "<val>", description = "perf_event_mmap_page.time_mult (default: 1).")
+    void peventTimeMult(String v) {
+        pevent = pevent.withTimeMult(number("--pevent:time-mult", v, 0xffffffffL));
+    }
+
+    @Option(names = "--pevent:tsc-offset", paramLabel = "<val>", description = "Show perf events <val> ticks earlier.")
+    void peventTscOffset(String v) {
+        pevent = pevent.withTscOffset(number("--pevent:tsc-offset", v, -1L));
+    }
+
+    @Option(names = {"--pevent:kernel-start", "--pevent:sysroot", "--pevent:kcore", "--pevent:vdso-x64",
+            "--pevent:vdso-x32", "--pevent:vdso-ia32"}, paramLabel = "<val>",
+            description = "Accepted for ptdump compatibility; not needed to dump sideband.")
+    void peventIgnored(String v) {
+        // ptdump only uses these to build process images, which dumping does not need.
+    }
+
+    OutputStream stdout = new FileOutputStream(FileDescriptor.out);
+    java.io.PrintStream stderr = System.err;
+
+    @Override
+    public Integer call() {
+        if (time && tcal) {
+            throw new BadInputException("specify either --time or --tcal");
+        }
+        TextSink out = new TextSink(stdout, 1 << 17);
+        Errata errata = Errata.NONE;
+        if (cpu != null && !cpu.equals("none")) {
+            Errata.Cpu c = Errata.Cpu.parse(cpu);
+            try {
+                errata = Errata.of(c);
+            } catch (Errata.UnknownCpuException e) {
+                if (format == Format.ptdump) {
+                    out.str("[0: failed to determine errata: unknown cpu]").nl();
+                }
+            }
+        }
+        TimingConfig timing = new TimingConfig(
+                (int) number("--mtc-freq", mtcFreq, 0xff),
+                (int) number("--nom-freq", nomFreq, 0xff),
+                (int) number("--cpuid-0x15.eax", cpuid15Eax, 0xffffffffL),
+                (int) number("--cpuid-0x15.ebx", cpuid15Ebx, 0xffffffffL),
+                errata.skl168());
+        PeventDump sideband = null;
+        if (!peventFiles.isEmpty()) {
+            sideband = new PeventDump(sbFlags, sbWarn);
+            for (Object[] f : peventFiles) {
+                sideband.add((String) f[0], (PeventDump.Config) f[1]);
+            }
+        }
+        if (RecordingPackets.isRecording(trace)) {
+            // a perf.data: its AUX buffers one by one; CPU and timing from the recording unless given here
+            boolean timingGiven = mtcFreq != null || nomFreq != null || cpuid15Eax != null || cpuid15Ebx != null;
+            PeventDump sb = sideband;
+            try {
+                return RecordingPackets.dump(trace, System.in, format == Format.jsonl, quiet,
+                        cpu != null ? errata : null, timingGiven ? timing : null,
+                        (cursor, sink, e, t) -> dump(cursor, sink, e, t, sb), out, stderr);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+        try (TraceSource source = TraceSource.parse(trace)) {
+            rejectPerfData(source);
+            PacketCursor cursor = new PacketCursor(source, errata);
+            DecodeSummary summary = dump(cursor, out, errata, timing, sideband);
+            out.flush();
+            String damage = summary.describe(source.name());
+            if (damage != null) {
+                stderr.println("ptdecode: " + damage);
+                return ptfence.cli.Tool.EXIT_BAD_INPUT;
+            }
+            return 0;
+        }
+    }
+
+    /** One trace (or one AUX buffer of a recording) in the chosen format. */
+    private DecodeSummary dump(PacketCursor cursor, TextSink out, Errata errata, TimingConfig timing,
+            PeventDump sideband) {
+        if (format == Format.jsonl) {
+            return new JsonlPacketPrinter(out, noSync, quiet).dump(cursor);
+        }
+        PtdumpOptions opt = new PtdumpOptions(!noOffset, raw, lastIp, execMode, time || tcal || sideband != null, time, tcal,
+                timeDelta, keepTcalOnOvf, quiet, noPad, noSync, noTcal, noWallClock, noTiming, noCyc,
+                errata, timing);
+        return new PtdumpPrinter(opt, out, sideband).dump(cursor);
+    }
+
+    /** perf.data recordings are read by the perf.data reader; raw traces are what this layer prints. */
+    private static void rejectPerfData(TraceSource source) {
+        if (source.size() >= 8 && source.fileOffset() == 0) {
+            ByteBuffer w = source.window(0);
+            if (w.getLong(0) == 0x32454c4946524550L) { // "PERFILE2"
+                throw new BadInputException(source.name() + " is a perf.data recording, not a raw Intel PT trace");
+            }
+        }
+    }
+
+    /** ptdump's strtoull(arg, 0) with a range check. */
+    static long number(String option, String value, long max) {
+        if (value == null) {
+            return 0;
+        }
+        long v;
+        try {
+            v = TraceSource.parseCInteger(value);
+        } catch (NumberFormatException e) {
+            throw new BadInputException(option + ": bad argument: " + value);
+        }
+        if (Long.compareUnsigned(v, max) > 0) {
+            throw new BadInputException(option + ": value too big: " + value);
+        }
+        return v;
+    }
+}

@@ -1,0 +1,90 @@
+package ptfence.flow;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Benchmark (not a test): runs {@code bin/ptdecode flow --quiet --stat} as a separate process on the
+ * shared bench traces, checks the instruction count against the generator's exact count, and prints time,
+ * M insn/s, MB/s of trace and peak memory next to libipt's figures from the issue.
+ *
+ * <pre>
+ * mvn -q -pl decoder -am -DskipTests package test-compile
+ * java -cp decoder/target/test-classes:decoder/target/classes:'decoder/target/lib/*' ptfence.flow.FlowBench [workdir]
+ * </pre>
+ * Traces are generated into {@code workdir} (default /tmp/ptfence-bench) with gen_bench.py if missing.
+ */
+public final class FlowBench {
+    private static final Pattern INSN = Pattern.compile("insn:\\s*(\\d+)\\.");
+
+    private FlowBench() {}
+
+    record Case(String trace, String variant, int segments, String decoder, double libiptMinsn) {}
+
+    public static void main(String[] args) throws Exception {
+        Path root = Path.of(System.getProperty("user.dir"));
+        Path shared = Path.of(System.getProperty("ptfence.shared", root.resolve("../shared").toString()));
+        Path bench = shared.resolve("bench");
+        Path work = Path.of(args.length > 0 ? args[0] : "/tmp/ptfence-bench");
+        Files.createDirectories(work);
+        Files.copy(bench.resolve("bench.bin"), work.resolve("bench.bin"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        List<Case> cases = List.of(
+                new Case("bench-tnt.pt", "tnt", 25600, "--block-decoder", 84),
+                new Case("bench-tnt.pt", "tnt", 25600, "--insn-decoder", 25.6),
+                new Case("bench-mixed.pt", "mixed", 25600, "--block-decoder", 47),
+                new Case("bench-mixed.pt", "mixed", 25600, "--insn-decoder", 20.0));
+        System.out.printf("%-16s %-16s %10s %14s %10s %8s %10s %12s %7s%n", "trace", "decoder", "seconds", "instructions",
+                "M insn/s", "MB/s", "peak MB", "libipt M/s", "ratio");
+        for (Case c : cases) {
+            Path trace = work.resolve(c.trace());
+            if (!Files.exists(trace)) {
+                run(List.of("python3", bench.resolve("gen_bench.py").toString(), c.variant(), trace.toString(),
+                        "--segments", Integer.toString(c.segments())), work);
+            }
+            long expected = expectedInstructions(work.resolve(c.trace() + ".json"));
+            List<String> cmd = new ArrayList<>(List.of("/usr/bin/time", "-f", "TIME %e %M",
+                    root.resolve("bin/ptdecode").toString(), "flow", c.decoder(), "--raw", work.resolve("bench.bin") + ":0x400000",
+                    "--pt", trace.toString(), "--quiet", "--stat"));
+            String out = run(cmd, work);
+            Matcher m = INSN.matcher(out);
+            long got = m.find() ? Long.parseLong(m.group(1)) : -1;
+            if (got != expected) {
+                throw new IllegalStateException(c + ": counted " + got + " instructions, expected " + expected + "\n" + out);
+            }
+            Matcher t = Pattern.compile("TIME ([0-9.]+) (\\d+)").matcher(out);
+            if (!t.find()) {
+                throw new IllegalStateException("no timing in: " + out);
+            }
+            double secs = Double.parseDouble(t.group(1));
+            double peakMb = Long.parseLong(t.group(2)) / 1024.0;
+            double minsn = got / secs / 1e6;
+            double mbs = Files.size(trace) / secs / 1e6;
+            System.out.printf("%-16s %-16s %10.2f %14d %10.1f %8.1f %10.0f %12.1f %6.1fx%n", c.trace(), c.decoder(), secs, got,
+                    minsn, mbs, peakMb, c.libiptMinsn(), minsn / c.libiptMinsn());
+        }
+    }
+
+    private static long expectedInstructions(Path json) throws IOException {
+        Matcher m = Pattern.compile("\"expected_instructions\":\\s*(\\d+)").matcher(Files.readString(json));
+        if (!m.find()) {
+            throw new IllegalStateException("no expected_instructions in " + json);
+        }
+        return Long.parseLong(m.group(1));
+    }
+
+    private static String run(List<String> cmd, Path dir) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        int rc = p.waitFor();
+        if (rc != 0) {
+            throw new IllegalStateException(String.join(" ", cmd) + " exited " + rc + ":\n" + out);
+        }
+        return out;
+    }
+}

@@ -1,0 +1,118 @@
+package ptfence.flow;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+import ptfence.ptdecode.FlowCommand;
+
+/**
+ * libipt's conformance corpus: for every case with a ptxed expectation, run {@code ptdecode flow} with the
+ * case's own ptxed options (each CPU variant too) and compare with libipt's expected output, ignoring runs
+ * of white space as libipt's suite does.
+ */
+class PtxedCorpusTest {
+    private static final Pattern PTXED_LINE = Pattern.compile("^\"\\$PTXED\" (--insn-decoder|--block-decoder) (.*) > (\\S+)\\s*$");
+
+    record Run(String name, boolean block, List<String> args, Path expected) {}
+
+    static Path corpus() {
+        String shared = System.getProperty("ptfence.shared");
+        Assumptions.assumeTrue(shared != null, "ptfence.shared not set");
+        Path dir = Path.of(shared, "corpus", "libipt");
+        Assumptions.assumeTrue(Files.isDirectory(dir), "no libipt corpus at " + dir);
+        return dir;
+    }
+
+    static List<Run> runs(Path dir) throws IOException {
+        List<Run> out = new ArrayList<>();
+        List<String> index = Files.readAllLines(dir.resolve("INDEX.tsv"));
+        for (String row : index.subList(1, index.size())) {
+            String[] f = row.split("\t");
+            if (!"yes".equals(f[11])) {
+                continue;
+            }
+            Path caseDir = dir.resolve(f[0]);
+            for (String line : Files.readAllLines(caseDir.resolve("cmd.sh"))) {
+                Matcher m = PTXED_LINE.matcher(line);
+                if (!m.matches()) {
+                    continue;
+                }
+                boolean block = m.group(1).equals("--block-decoder");
+                List<String> args = new ArrayList<>();
+                args.add(m.group(1));
+                for (String a : m.group(2).trim().split("\\s+")) {
+                    args.add(a);
+                }
+                String exp = m.group(3).replace("-ptxed-insn", "-ptxed").replace("-ptxed-block", "-ptxed").replace(".out", ".exp");
+                out.add(new Run(f[0], block, args, caseDir.resolve(exp)));
+            }
+        }
+        return out;
+    }
+
+    static String squash(String s) {
+        return s.replaceAll("[ \\t]+", " ").replaceAll(" *\\n *", "\n").trim();
+    }
+
+    static String decode(Path caseDir, List<String> args) {
+        List<String> resolved = new ArrayList<>();
+        for (int i = 0; i < args.size(); i++) {
+            String a = args.get(i);
+            resolved.add(a);
+            if ((a.equals("--pt") || a.equals("--raw") || a.equals("--elf")) && i + 1 < args.size()) {
+                resolved.add(caseDir.resolve(args.get(++i)).toString());
+            }
+        }
+        FlowCommand cmd = new FlowCommand();
+        new CommandLine(cmd).parseArgs(resolved.toArray(String[]::new));
+        StringWriter sw = new StringWriter();
+        try (PrintWriter pw = new PrintWriter(sw)) {
+            cmd.decode(pw);
+        } catch (RuntimeException e) {
+            return "EXCEPTION " + e;
+        }
+        return sw.toString();
+    }
+
+    @Test
+    void ptxedCorpus() throws IOException {
+        Path dir = corpus();
+        TreeMap<String, boolean[]> byCase = new TreeMap<>();
+        List<String> failures = new ArrayList<>();
+        for (Run r : runs(dir)) {
+            boolean[] ok = byCase.computeIfAbsent(r.name(), k -> new boolean[] {true, true});
+            String got;
+            try {
+                got = decode(dir.resolve(r.name()), r.args());
+            } catch (CommandLine.ParameterException e) {
+                got = "OPTIONS " + e.getMessage();
+            }
+            String want = Files.readString(r.expected());
+            if (!squash(got).equals(squash(want))) {
+                ok[r.block() ? 1 : 0] = false;
+                failures.add(r.name() + (r.block() ? " block " : " insn ") + r.expected().getFileName());
+                if (System.getenv("PTFENCE_CORPUS_DIFF") != null) {
+                    System.out.println("=== " + r.name() + (r.block() ? " block" : " insn") + " " + String.join(" ", r.args())
+                            + "\n--- want\n" + want + "--- got\n" + got);
+                }
+            }
+        }
+        long insn = byCase.values().stream().filter(v -> v[0]).count();
+        long block = byCase.values().stream().filter(v -> v[1]).count();
+        System.out.println("ptxed corpus insn: " + insn + "/" + byCase.size() + ", block: " + block + "/" + byCase.size());
+        failures.forEach(f -> System.out.println("  FAIL " + f));
+        assertTrue(insn > 0 && block > 0);
+    }
+}

@@ -1,0 +1,150 @@
+package ptfence.perfdata;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Real perf (6.1 here) reads what the writer writes, and counts the same records. */
+class PerfToolTest {
+    @TempDir
+    Path dir;
+
+    record Run(int exit, String out, String err) {}
+
+    static Run perf(Path cwd, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add("perf");
+        cmd.addAll(List.of(args));
+        Process p;
+        try {
+            p = new ProcessBuilder(cmd).directory(cwd.toFile())
+                    .redirectOutput(cwd.resolve("perf.out").toFile()).redirectError(cwd.resolve("perf.err").toFile())
+                    .start();
+        } catch (IOException e) {
+            Assumptions.abort("perf is not installed (" + e.getMessage() + ")");
+            throw e;
+        }
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("perf " + args[0] + " did not finish in 120 s");
+        }
+        return new Run(p.exitValue(), Files.readString(cwd.resolve("perf.out"), StandardCharsets.ISO_8859_1),
+                Files.readString(cwd.resolve("perf.err"), StandardCharsets.ISO_8859_1));
+    }
+
+    /** A recording like ptrec's: intel_pt + sideband attrs, the sideband records perf knows, AUX data, features. */
+    static List<PerfRecord> writeRecording(Path p) throws IOException {
+        EventAttr pt = Samples.ptAttr();
+        EventAttr sb = Samples.sidebandAttr(Samples.PT_SAMPLE_TYPE);
+        List<AttrIds> attrs = List.of(new AttrIds(pt, List.of(1L, 2L)), new AttrIds(sb, List.of(3L, 4L)));
+        List<PerfRecord> records = new ArrayList<>();
+        for (PerfRecord r : Samples.everyType(Samples.SID_LAYOUT, 3)) {
+            switch (r.typeName()) {
+                // tool-only records of perf stat / pipe mode / compression, and raw READ/SAMPLE payloads, are
+                // not part of a recording ptrec writes
+                case "READ", "SAMPLE", "EVENT_TYPE", "TRACING_DATA", "BUILD_ID", "THREAD_MAP", "CPU_MAP",
+                        "STAT_CONFIG", "STAT", "STAT_ROUND", "EVENT_UPDATE", "FEATURE", "COMPRESSED", "UNKNOWN_99",
+                        "ID_INDEX", "AUXTRACE_ERROR", "AUX_OUTPUT_HW_ID":
+                    break;
+                default:
+                    if (!System.getProperty("ptfence.perf.exclude", "").contains(r.typeName())) {
+                        records.add(r);
+                    }
+            }
+        }
+        try (PerfDataWriter w = PerfDataWriter.create(p, attrs)) {
+            Samples.features(pt, sb).values().stream()
+                    .filter(f -> !System.getProperty("ptfence.perf.exclude", "").contains("F" + f.id() + ","))
+                    .forEach(w::setFeature);
+            for (PerfRecord r : records) {
+                w.write(r);
+            }
+        }
+        return records;
+    }
+
+    @Test
+    void perfReportDumpReadsTheWrittenFileAndCountsTheSameRecords() throws Exception {
+        Path p = dir.resolve("written.perf");
+        List<PerfRecord> records = writeRecording(p);
+        Run run = perf(dir, "report", "-D", "-i", p.toString(), "--stdio");
+        if (System.getProperty("ptfence.keep") != null) {
+            Files.copy(p, Path.of(System.getProperty("ptfence.keep")), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+        assertEquals(0, run.exit(), "perf report -D exit; stderr: " + run.err());
+        List<String> lines = List.of(run.out().split("\n"));
+        Map<String, Long> stats = RealRecordings.aggregatedStats(lines);
+        Map<String, Long> ours = new TreeMap<>();
+        records.forEach(r -> ours.merge(r.typeName(), 1L, Long::sum));
+        Map<String, Long> theirs = new TreeMap<>(stats);
+        assertEquals((long) records.size(), theirs.remove("TOTAL"), "TOTAL; stderr: " + run.err());
+        assertEquals(ours, theirs);
+        assertTrue(run.out().contains("Intel Processor Trace data: size 1392 bytes"), "perf decoded the AUX data");
+    }
+
+    @Test
+    void perfReportHeaderReadsEveryFeature() throws Exception {
+        Path p = dir.resolve("written.perf");
+        writeRecording(p);
+        Run run = perf(dir, "report", "--header-only", "-I", "-i", p.toString());
+        assertEquals(0, run.exit(), "stderr: " + run.err());
+        String out = run.out();
+        for (String want : List.of("# hostname : eddie", "# os release : 6.1.0-ptfence", "# perf version : 6.1.76",
+                "# arch : x86_64", "# nrcpus online : 4", "# nrcpus avail : 4",
+                "# cpudesc : Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz", "# cpuid : GenuineIntel,6,94,3",
+                "# total memory : 16183444 kB", "# cmdline : ptrec -o x.perf -- loopy a b ",
+                "# event : name = intel_pt//u", "id = { 1, 2 }", "# event : name = dummy:u", "id = { 3, 4 }",
+                "intel_pt = 8", "# contains AUX area data", "bpf_prog_info 42: bpf_prog_0102030405060708_sd_fw_egress addr 0xffffffffc0001000 size 11", "btf info of id 7")) {
+            assertTrue(out.contains(want), "perf --header-only -I shows '" + want + "':\n" + out + "\nstderr: " + run.err());
+        }
+        assertTrue(!run.err().toLowerCase().contains("error") && !run.err().toLowerCase().contains("invalid"),
+                "no complaints: " + run.err());
+    }
+
+    /** The lines of perf's Intel PT packet dump ("  00000036:  59 29   MTC 0x29"), in order. */
+    static List<String> packetLines(List<String> lines) {
+        List<String> out = new ArrayList<>();
+        for (String l : lines) {
+            if (l.matches("^\\.\\s+[0-9a-f]{8}:.*")) {
+                out.add(l.trim().replaceAll("\\s+", " "));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void perfDecodesARealRecordingRewrittenByTheWriterExactlyAsTheOriginal() throws Exception {
+        for (RealRecordings.Case c : RealRecordings.all()) {
+            if (c.pipe()) {
+                continue;
+            }
+            Path p = dir.resolve("rewritten.perf");
+            try (PerfDataFile f = PerfDataFile.open(c.perfData()); PerfDataWriter w = PerfDataWriter.create(p, f.attrs())) {
+                f.features().all().values().stream().filter(x -> x.id() != Feature.AUXTRACE).forEach(w::setFeature);
+                for (PerfRecord r : (Iterable<PerfRecord>) f.stream()::iterator) {
+                    w.write(r);
+                }
+            }
+            Run run = perf(dir, "report", "-D", "-i", p.toString(), "--stdio");
+            assertEquals(0, run.exit(), c + ": " + run.err());
+            List<String> ours = List.of(run.out().split("\n"));
+            List<String> expected = RealRecordings.lines(c.reportD());
+            assertEquals(RealRecordings.aggregatedStats(expected), RealRecordings.aggregatedStats(ours), c.name());
+            List<String> want = packetLines(expected);
+            assertTrue(want.size() > 10, c + ": perf's dump has packets");
+            assertEquals(want, packetLines(ours), c.name());
+        }
+    }
+}
