@@ -106,6 +106,7 @@ public final class PacketCursor {
     private final boolean skz84;
 
     private ByteBuffer buf;
+    private boolean bufPrivate;
     private long winBase;
     private int winLimit;
     /** Window index below which at least MAX_PACKET bytes follow (the fast path in next()). */
@@ -136,7 +137,8 @@ public final class PacketCursor {
         this.end = source.size();
         this.skd007 = errata.skd007();
         this.skz84 = errata.skz84();
-        this.buf = source.window(0);
+        this.buf = source.privateWindow(0);
+        this.bufPrivate = true;
         this.winBase = 0;
         this.winLimit = buf.limit();
         this.fastLimit = winLimit - MAX_PACKET;
@@ -279,10 +281,18 @@ public final class PacketCursor {
         int w = source.windowSize();
         long start = off < winBase ? Math.max(0, off + len - w + MAX_PACKET) : off;
         start = Math.max(0, Math.min(start, off));
-        buf = source.window(start);
+        ByteBuffer old = buf;
+        boolean oldPrivate = bufPrivate;
+        buf = source.privateWindow(start);
+        bufPrivate = true;
         winBase = start;
         winLimit = buf.limit();
         fastLimit = winLimit - MAX_PACKET;
+        if (oldPrivate) {
+            // Nothing else refers to the old window (it never leaves this cursor): unmap it right away so a
+            // walk over a huge file keeps one window mapped, not all of them until the next GC.
+            source.release(old);
+        }
     }
 
     // ---------------------------------------------------------------------------------------------
