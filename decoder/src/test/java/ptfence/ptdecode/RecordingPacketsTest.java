@@ -108,7 +108,7 @@ class RecordingPacketsTest {
         byte[] orig = Files.readAllBytes(d.resolve("control_flow__control_flow-20180404T163033.perf"));
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(42);
         Path m = tmp.resolve("m.perf");
-        int n = Integer.getInteger("ptfence.fuzz.recording", 2000);
+        int n = Integer.getInteger("ptfence.fuzz.recording", 500);
         int bad = 0;
         for (int i = 0; i < n; i++) {
             byte[] b = orig.clone();
