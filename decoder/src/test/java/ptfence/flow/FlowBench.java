@@ -45,6 +45,8 @@ public final class FlowBench {
                 new Case("bench-mixed.pt", "mixed", 25600, "--insn-decoder", 20.0),
                 new Case("bench-tnt.pt", "tnt", 25600, "--block-decoder", 84, 2),
                 new Case("bench-mixed.pt", "mixed", 25600, "--block-decoder", 47, 2));
+        // The launcher builds on first use; do that before measuring anything.
+        run(List.of(root.resolve("bin/ptdecode").toString(), "flow", "--help"), work);
         System.out.printf("%-16s %-16s %8s %8s %14s %10s %8s %10s %12s %7s %9s%n", "trace", "decoder", "wall s", "cpu s",
                 "instructions", "M insn/s", "MB/s", "peak MB", "libipt M/s", "ratio", "ratio/cpu");
         for (Case c : cases) {
