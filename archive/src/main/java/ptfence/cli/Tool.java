@@ -20,7 +20,18 @@ public final class Tool {
 
     /** Parses, runs and returns the exit code; never calls System.exit, so tests can use it. */
     public static int run(String name, Object command, String... args) {
+        return run(name, command, null, null, args);
+    }
+
+    /** Same, with the command's output and error streams given (tests capture them). */
+    public static int run(String name, Object command, PrintWriter out, PrintWriter errOut, String... args) {
         CommandLine cl = new CommandLine(command);
+        if (out != null) {
+            cl.setOut(out);
+        }
+        if (errOut != null) {
+            cl.setErr(errOut);
+        }
         cl.setCaseInsensitiveEnumValuesAllowed(true);
         cl.setParameterExceptionHandler((ex, a) -> {
             PrintWriter err = ex.getCommandLine().getErr();

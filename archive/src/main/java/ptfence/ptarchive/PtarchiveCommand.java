@@ -5,7 +5,18 @@ import ptfence.cli.Tool;
 
 @Command(name = "ptarchive", mixinStandardHelpOptions = true, version = "ptarchive 0.1.0",
         description = "The content-addressed archive of text images that ptrec fills and ptdecode reads.",
-        subcommands = {})
+        subcommands = {LsCommand.class, ShowCommand.class, StatsCommand.class, VerifyCommand.class,
+                ExportCommand.class, ImportCommand.class, GcCommand.class, PinCommand.class, UnpinCommand.class,
+                picocli.CommandLine.HelpCommand.class},
+        footer = {"", "Examples:",
+                "  ptarchive ls --recordings",
+                "  ptarchive show bpf_prog_6deef7357e7b4530_sys_enter --disasm",
+                "  ptarchive stats",
+                "  ptarchive verify",
+                "  ptarchive export REC -o rec.ptfb && ptarchive --archive /tmp/a import rec.ptfb",
+                "  ptarchive gc --keep 7d --dry-run",
+                "", "The archive is --archive DIR, else $PTFENCE_ARCHIVE, else /var/lib/ptfence/archive (root) or",
+                "~/.local/share/ptfence/archive. Format and commands: docs/archive.md.", ""})
 public final class PtarchiveCommand implements Runnable {
     @Override
     public void run() {

@@ -103,6 +103,35 @@ public final class Recordings {
         return b.deleteRaw(Table.RECORDINGS, idKey(recordingId));
     }
 
+    /**
+     * Checks every recording decodes and every link points at a region that exists. Problems go to the
+     * sink, one line each; returns the number of recordings.
+     */
+    public static long check(Snapshot s, java.util.function.Consumer<String> problems) {
+        long[] n = {0};
+        s.forEachPrefix(Table.RECORDINGS, EMPTY, (k, v) -> {
+            n[0]++;
+            try {
+                RecordingCodec.decode(v, "recording " + new String(k, StandardCharsets.UTF_8));
+            } catch (RuntimeException e) {
+                problems.accept(e.getMessage());
+            }
+            return true;
+        });
+        s.forEachPrefix(Table.RECORDING_REGIONS, EMPTY, (k, v) -> {
+            int nul = k.length - 9;
+            String rec = nul >= 0 ? new String(k, 0, nul, StandardCharsets.UTF_8) : "?";
+            if (nul < 0 || s.raw(Table.RECORDINGS, idKey(rec)) == null) {
+                problems.accept("link of unknown recording '" + rec + "'");
+            } else if (RegionIndex.get(s, RegionIndex.idOf(k)).isEmpty()) {
+                problems.accept("recording " + rec + " needs region " + Region.idHex(RegionIndex.idOf(k))
+                        + " which is missing");
+            }
+            return true;
+        });
+        return n[0];
+    }
+
     // ---- pins ----
 
     /** Pins something so gc never takes it: a recording, an image, or every region with a name. */

@@ -211,6 +211,48 @@ public final class RegionIndex {
         return b.deleteRaw(Table.REGIONS, idKey(id));
     }
 
+    /**
+     * Checks every region: it decodes, its image is present, and each index entry points at a region
+     * that has it. Problems go to the sink, one line each; returns the number of regions.
+     */
+    public static long check(Snapshot s, java.util.function.Consumer<String> problems) {
+        long[] n = {0};
+        s.forEachPrefix(Table.REGIONS, EMPTY, (k, v) -> {
+            n[0]++;
+            String where = "region " + (k.length == 8 ? Region.idHex(ByteBuffer.wrap(k).getLong()) : "?");
+            Region r;
+            try {
+                r = RegionCodec.decode(v, where);
+            } catch (RuntimeException e) {
+                problems.accept(e.getMessage());
+                return true;
+            }
+            if (r.id() != ByteBuffer.wrap(k).getLong()) {
+                problems.accept(where + " is stored under the wrong id (its fields give " + r.idHex() + ")");
+            }
+            if (!s.hasImage(r.key())) {
+                problems.accept(where + " (" + r.name() + ") needs image " + r.key().hex() + " which is missing");
+            }
+            if (s.raw(Table.REGION_BY_ADDR, addrKey(r.bootId(), r.address(), r.id())) == null
+                    || s.raw(Table.REGION_BY_NAME, nameKey(r.name(), r.id())) == null
+                    || (!r.tag().isEmpty() && s.raw(Table.REGION_BY_TAG, tagKey(r.tag(), r.id())) == null)) {
+                problems.accept(where + " (" + r.name() + ") is missing from an index");
+            }
+            return true;
+        });
+        for (Table index : new Table[] {Table.REGION_BY_ADDR, Table.REGION_BY_NAME, Table.REGION_BY_TAG,
+                Table.REGION_TOUCH}) {
+            s.forEachPrefix(index, EMPTY, (k, v) -> {
+                if (k.length < 8 || s.raw(Table.REGIONS, idKey(idOf(k))) == null) {
+                    problems.accept(index.dbName() + " entry points at missing region "
+                            + (k.length < 8 ? "?" : Region.idHex(idOf(k))));
+                }
+                return true;
+            });
+        }
+        return n[0];
+    }
+
     /** Key of a region in REGIONS: its id, 8 bytes big-endian. */
     public static byte[] idKey(long id) {
         return longBytes(id);

@@ -92,6 +92,16 @@ public record ProgramMetadata(ProgInfo info, byte[] btf) {
         return new Feature.BpfProgInfo(PERF_RECORD_ARRAYS, in.rewind(), data.rewind());
     }
 
+    /** What the archive keeps about the program (region metadata). */
+    public ptfence.region.BpfMetadata toArchive() {
+        ByteBuffer jl = ByteBuffer.allocate(8 * info.jitedLineInfo().length).order(ByteOrder.LITTLE_ENDIAN);
+        for (long a : info.jitedLineInfo()) jl.putLong(a);
+        return new ptfence.region.BpfMetadata(info.id(), info.tagHex(), info.name(), info.type(), info.jitedKsyms(),
+                info.jitedFuncLens(), info.lineInfo(), info.lineInfoRecSize(), jl.array(),
+                info.jitedLineInfo().length == 0 ? 0 : 8, info.funcInfo(), info.funcInfoRecSize(), info.btfId(), btf,
+                info.xlatedInsns(), info.loadTimeBoottimeNs(), info.createdByUid());
+    }
+
     /** This program's BTF as one entry of perf's HEADER_BPF_BTF; empty if it has none. */
     public java.util.Optional<Feature.BpfBtf> toPerfBtf() {
         if (btf.length == 0) return java.util.Optional.empty();

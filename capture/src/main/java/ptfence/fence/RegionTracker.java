@@ -1,5 +1,11 @@
 package ptfence.fence;
 
+import ptfence.region.BpfMetadata;
+import ptfence.region.Region;
+import ptfence.region.RegionKind;
+import ptfence.region.RegionMetadata;
+import ptfence.store.ContentKey;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -8,30 +14,37 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Turns the fence's images into time-bounded regions: an image seen at LOAD (or by the startup scan, the user-space
- * fence, a kernel read) opens a region at once — so a crash keeps it — and the FREE image of the same function
- * (same address and name) closes it at the free time. JIT space is reused within seconds, so regions are keyed
- * by (address, time), never by address alone.
+ * Turns the fence's images into the archive's time-bounded {@link Region}s: an image seen at LOAD (or by the startup
+ * scan, the user-space fence, a kernel read) opens a region at once — so a crash keeps it — and the FREE image of the
+ * same function (same address and name) closes it at the free time. JIT space is reused within seconds, so regions
+ * are keyed by (address, time), never by address alone. Times are CLOCK_MONOTONIC ns.
  */
 public final class RegionTracker implements TextSink {
     public static final Path BOOT_ID = Path.of("/proc/sys/kernel/random/boot_id");
 
-    /** Where regions go: the archive, or a test's list. */
+    /** Where regions go: the archive ({@link ArchiveSink}), or a test's list. */
     public interface RegionWriter {
-        /** A region whose bytes are known; validTo may still be OPEN. */
-        void opened(TextRegion region) throws IOException;
+        /** A region and its bytes; validTo may still be {@link Region#OPEN}. */
+        void opened(Region region, byte[] bytes) throws IOException;
 
-        /** The same region (same bytes, address, validFrom) now with its end time. */
-        void closed(TextRegion region) throws IOException;
+        /** The same region (same id) now with its end time. */
+        void closed(Region region) throws IOException;
+
+        /** The same region (same id) with richer metadata, which arrived after {@link #opened}. */
+        default void enriched(Region region) throws IOException {}
 
         default void flush() throws IOException {}
     }
 
     private record Key(long address, String name) {}
 
+    private record Live(Region region, byte[] bytes) {}
+
     private final String bootId;
     private final RegionWriter writer;
-    private final Map<Key, TextRegion> live = new HashMap<>();
+    private final Map<Key, Live> live = new HashMap<>();
+    /** Metadata that arrived before its image (the recorder can be faster than the fence's consumer). */
+    private final Map<Key, BpfMetadata> early = new HashMap<>();
 
     public RegionTracker(String bootId, RegionWriter writer) {
         this.bootId = bootId;
@@ -48,30 +61,54 @@ public final class RegionTracker implements TextSink {
         Key key = new Key(t.address(), t.name());
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE -> {
-                TextRegion open = live.remove(key);
+                Live open = live.remove(key);
                 if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
-                    writer.closed(open.closedAt(t.monotonicNs()));
+                    writer.closed(open.region().closedAt(t.monotonicNs()));
                 } else {
                     // Never seen live (predates the fence, or loaded where LOAD cannot see), or its bytes changed
                     // after load (tail-call pokes): the bytes at free are a version valid up to the free.
-                    if (open != null) writer.closed(open.closedAt(t.monotonicNs()));
-                    TextRegion atFree = new TextRegion(bootId, t.address(), t.bytes(),
-                            open != null ? open.validFromNs() : 0, t.monotonicNs(), kindOf(t), t.name(), t.progId(),
-                            t.tag(), t.hook());
-                    writer.opened(atFree);
-                    writer.closed(atFree);
+                    if (open != null) writer.closed(open.region().closedAt(t.monotonicNs()));
+                    long from = open != null ? open.region().validFrom() : 0;
+                    Region atFree = region(t, Math.min(from, t.monotonicNs()), t.monotonicNs());
+                    writer.opened(atFree, t.bytes());
                 }
             }
             default -> {
-                TextRegion previous = live.get(key);
+                Live previous = live.get(key);
                 if (previous != null && Arrays.equals(previous.bytes(), t.bytes())) return; // seen by two sources
                 long from = t.hook() == Hook.SCAN ? 0 : t.monotonicNs();
-                if (previous != null) writer.closed(previous.closedAt(t.monotonicNs())); // a new version replaces it
-                TextRegion r = new TextRegion(bootId, t.address(), t.bytes(), from, TextRegion.OPEN, kindOf(t),
-                        t.name(), t.progId(), t.tag(), t.hook());
-                live.put(key, r);
-                writer.opened(r);
+                if (previous != null) writer.closed(previous.region().closedAt(t.monotonicNs())); // new version
+                Region r = region(t, from, Region.OPEN);
+                BpfMetadata meta = early.remove(key);
+                if (meta != null && t.metadata() == null) {
+                    r = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
+                            r.name(), r.key(), meta);
+                }
+                live.put(key, new Live(r, t.bytes()));
+                writer.opened(r, t.bytes());
             }
+        }
+    }
+
+    /** Full bpf_prog_info for a program's functions: enriches their live regions, or waits for their images. */
+    @Override
+    public synchronized void metadata(ptfence.bpf.ProgramMetadata m) throws IOException {
+        BpfMetadata meta = m.toArchive();
+        java.util.List<String> names = m.ksymNames();
+        long[] addrs = m.info().jitedKsyms();
+        for (int i = 0; i < addrs.length && i < names.size(); i++) {
+            Key key = new Key(addrs[i], names.get(i));
+            Live l = live.get(key);
+            if (l == null) {
+                if (early.size() > 4096) early.clear(); // bounded: stale entries are programs never seen
+                early.put(key, meta);
+                continue;
+            }
+            Region r = l.region();
+            Region richer = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
+                    r.name(), r.key(), meta);
+            live.put(key, new Live(richer, l.bytes()));
+            writer.enriched(richer);
         }
     }
 
@@ -80,9 +117,9 @@ public final class RegionTracker implements TextSink {
      * there is no FREE hook (user-space fence, out-of-line regions). False if none is live.
      */
     public synchronized boolean ksymbolUnregistered(long address, String name, long monotonicNs) throws IOException {
-        TextRegion open = live.remove(new Key(address, name));
+        Live open = live.remove(new Key(address, name));
         if (open == null) return false;
-        writer.closed(open.closedAt(monotonicNs));
+        writer.closed(open.region().closedAt(monotonicNs));
         return true;
     }
 
@@ -93,16 +130,16 @@ public final class RegionTracker implements TextSink {
      */
     public synchronized boolean textPoke(long address, byte[] newBytes, long monotonicNs) throws IOException {
         for (var e : live.entrySet()) {
-            TextRegion r = e.getValue();
+            Region r = e.getValue().region();
             long off = address - r.address();
-            if (off < 0 || off + newBytes.length > r.bytes().length) continue;
-            byte[] patched = r.bytes().clone();
+            if (off < 0 || off + newBytes.length > r.length()) continue;
+            byte[] patched = e.getValue().bytes().clone();
             System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
             writer.closed(r.closedAt(monotonicNs));
-            TextRegion next = new TextRegion(bootId, r.address(), patched, monotonicNs, TextRegion.OPEN, r.kind(),
-                    r.name(), r.progId(), r.tag(), r.firstSeenBy());
-            e.setValue(next);
-            writer.opened(next);
+            Region next = new Region(bootId, r.address(), r.length(), monotonicNs, Region.OPEN, r.kind(), r.name(),
+                    ContentKey.of(patched), r.metadata());
+            e.setValue(new Live(next, patched));
+            writer.opened(next, patched);
             return true;
         }
         return false;
@@ -116,11 +153,28 @@ public final class RegionTracker implements TextSink {
         writer.flush();
     }
 
-    private static String kindOf(CapturedText t) {
-        if (t.name().startsWith("bpf_prog_") || t.progId() != 0) return "bpf_prog";
-        if (t.hook() == Hook.TRAMPOLINE_FREE || t.name().startsWith("bpf_trampoline")) return "bpf_trampoline";
-        if (t.name().startsWith("bpf_dispatcher")) return "bpf_dispatcher";
-        if (t.hook() == Hook.KERNEL_READ) return "kernel_text";
-        return "bpf_prog";
+    private Region region(CapturedText t, long from, long to) {
+        return new Region(bootId, t.address(), t.bytes().length, from, to, kindOf(t), t.name(),
+                ContentKey.of(t.bytes()), metadataOf(t));
+    }
+
+    private static RegionMetadata metadataOf(CapturedText t) {
+        if (t.metadata() != null) return t.metadata().toArchive();
+        if (t.progId() == 0 && t.tag() == 0) return RegionMetadata.None.INSTANCE;
+        String n = t.name();
+        String progName = n.startsWith("bpf_prog_") && n.length() > 26 ? n.substring(26) : "";
+        return BpfMetadata.of(t.progId(), t.tagHex(), progName, 0);
+    }
+
+    private static RegionKind kindOf(CapturedText t) {
+        String n = t.name();
+        if (t.hook() == Hook.TRAMPOLINE_FREE || n.startsWith("bpf_trampoline")) return RegionKind.BPF_TRAMPOLINE;
+        if (n.startsWith("bpf_dispatcher")) return RegionKind.BPF_DISPATCHER;
+        if (n.startsWith("bpf_prog_") || t.progId() != 0 || t.tag() != 0)
+            return t.functionIndex() == 0 ? RegionKind.BPF_PROG : RegionKind.BPF_SUBPROG;
+        if (t.hook() == Hook.KERNEL_READ && n.equals(TextFence.CORE_TEXT_NAME)) return RegionKind.KERNEL_TEXT;
+        if (t.hook() == Hook.KERNEL_READ) return n.contains("kprobe") ? RegionKind.KPROBE_INSN
+                : RegionKind.FTRACE_TRAMPOLINE;
+        return RegionKind.BPF_PROG; // a FREE without name or id: a cBPF/seccomp filter's JIT image
     }
 }

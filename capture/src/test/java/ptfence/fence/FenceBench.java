@@ -105,6 +105,40 @@ public final class FenceBench {
                     poll.isZero() ? "spinning" : "parks " + poll.toNanos() / 1000 + " µs", n, got, n, c.userSpaceMissed());
         }
 
+        // Into the archive: every image a region, closed at its FREE.
+        {
+            int n = sizes[sizes.length - 1];
+            Path dir = Files.createTempDirectory("fence-bench-archive");
+            String boot = RegionTracker.currentBootId();
+            try (ptfence.store.Archive archive = ptfence.store.Archive.open(dir)) {
+                archive.write(b -> {
+                    ptfence.recording.Recordings.register(b, ptfence.recording.Recording.started("bench", "", boot, 0));
+                    return null;
+                });
+                long t0, t1;
+                FenceCounters c;
+                ArchiveSink sink = new ArchiveSink(archive, "bench");
+                try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false),
+                        new RegionTracker(boot, sink))) {
+                    t0 = System.nanoTime();
+                    churnProcess(n, "arcb_", salt);
+                    fence.awaitQuiet(Duration.ofSeconds(2), Duration.ofSeconds(120));
+                    t1 = System.nanoTime();
+                    c = fence.counters();
+                }
+                sink.close();
+                long regions = archive.read(s -> ptfence.recording.Recordings.regions(s, "bench")).stream()
+                        .filter(r -> r.name().contains("_arcb_") && !r.isOpen()).count();
+                System.out.printf("| churn %d into the archive | %d closed regions | %d commits | %.1f s incl. 2 s drain | %d |%n",
+                        n, regions, sink.commits(), (t1 - t0) / 1e9, c.losses());
+            } finally {
+                try (var w = Files.walk(dir)) {
+                    w.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                }
+            }
+            salt += n;
+        }
+
         System.out.println();
         int n = 10_000;
         List<Long> without = new ArrayList<>(), with = new ArrayList<>();

@@ -68,6 +68,24 @@ public final class CodeCache {
             return len[off];
         }
         int avail = code.length - off;
+        int count = dec.batch(code, off, avail, mode);
+        if (count > 0) {
+            // Fill every instruction of the straight-line sweep; each is what decoding at its offset gives.
+            for (int i = count - 1; i >= 0; i--) {
+                int o = off + dec.batchOffset[i];
+                if (len[o] != 0) {
+                    continue;
+                }
+                int l = dec.batchLength[i];
+                dec.classifyKnown(code, o, l, mode);
+                cls[o] = dec.cls;
+                op[o] = dec.op;
+                disp[o] = dec.displacement;
+                VarHandle.releaseFence();
+                len[o] = (byte) l;
+            }
+            return len[off];
+        }
         int n = dec.decode(code, off, avail, mode);
         if (n == 0) {
             len[off] = avail < 15 ? TRUNCATED : INVALID;
@@ -109,16 +127,30 @@ public final class CodeCache {
             int v = bl[off];
             if (v != 0) {
                 VarHandle.acquireFence();
-                return v - 1;
+                return v == NO_BLOCK ? -1 : v - 1;
             }
         }
         return fillBlock(off, dec);
+    }
+
+    /** Every instruction from {@code start} up to {@code end} starts a run that cannot be cached. */
+    private void markNoBlock(int start, int end, X86Decoder dec) {
+        int[] bl = blockLast;
+        for (int o = start; o < end && o < code.length; o += len[o]) {
+            bl[o] = NO_BLOCK;
+            if (len[o] <= 0 || len[o] >= TRUNCATED) {
+                break;
+            }
+        }
     }
 
     public int blockCount(int off) {
         return blockCount[off];
     }
 
+
+    /** blockLast marker: the run from here is not cacheable (ends in bad bytes or runs off the end). */
+    private static final int NO_BLOCK = Integer.MIN_VALUE;
 
     private synchronized int fillBlock(int start, X86Decoder dec) {
         if (blockLast == null) {
@@ -130,11 +162,13 @@ public final class CodeCache {
         int off = start;
         int n = 0;
         while (true) {
-            if (off >= code.length) {
+            if (off >= code.length || blockLast[off] == NO_BLOCK) {
+                markNoBlock(start, off, dec);
                 return -1;
             }
             int l = length(off, dec);
             if (l == INVALID || l == TRUNCATED) {
+                markNoBlock(start, off, dec);
                 return -1;
             }
             n++;

@@ -95,7 +95,9 @@ public final class PtdumpPrinter {
 
     /** Returns true if it stopped on a decode error (to resync), false at the end of the trace. */
     private boolean dumpPackets(PacketCursor c) {
-        boolean fast = opt.quiet() && !opt.trackTime() && !opt.showLastIp() && !opt.showRaw();
+        if (opt.quiet() && !opt.trackTime() && !opt.showLastIp() && !opt.showRaw()) {
+            return checkPackets(c);
+        }
         for (;;) {
             long offset = c.position();
             int type;
@@ -114,10 +116,24 @@ public final class PtdumpPrinter {
                 return false;
             }
             summary.packets++;
-            if (fast) {
-                continue;
-            }
             dumpOne(c, offset, type);
+        }
+    }
+
+    /** --quiet with nothing to track: only decode, and report errors as ptdump would. */
+    private boolean checkPackets(PacketCursor c) {
+        try {
+            c.skipAll();
+            return false;
+        } catch (TraceDecodeException e) {
+            summary.record(e.error(), e.offset());
+            if (e.error() == DecodeError.TRUNCATED) {
+                return false;
+            }
+            diag("error decoding packet", e.offset(), e.error().text());
+            return true;
+        } finally {
+            summary.packets += c.skipped();
         }
     }
 

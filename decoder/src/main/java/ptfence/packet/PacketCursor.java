@@ -97,6 +97,8 @@ public final class PacketCursor {
     private static final long PSB_WORD_A = 0x8202820282028202L;
     private static final long PSB_WORD_B = 0x0282028202820282L;
     private static final int[] IP_BYTES = {0, 2, 4, 6, 6, -1, 8, -1};
+    private static final long[] BYTE_MASK = {0, 0xffL, 0xffffL, 0xffffffL, 0xffffffffL, 0xffffffffffL,
+        0xffffffffffffL, 0xffffffffffffffL, -1L};
 
     private final TraceSource source;
     private final long end;
@@ -104,8 +106,11 @@ public final class PacketCursor {
     private final boolean skz84;
 
     private ByteBuffer buf;
+    private boolean bufPrivate;
     private long winBase;
     private int winLimit;
+    /** Window index below which at least MAX_PACKET bytes follow (the fast path in next()). */
+    private int fastLimit;
 
     private long pos;
     private long sync = -1;
@@ -119,6 +124,7 @@ public final class PacketCursor {
     private int flags;
     private int count;
     private int blockPayload;   // 0: outside a block; 4 or 8: BIP payload size
+    private long skipped;
 
     /** A cursor positioned at offset 0, not yet synchronized, without CPU errata workarounds. */
     public PacketCursor(TraceSource source) {
@@ -131,9 +137,11 @@ public final class PacketCursor {
         this.end = source.size();
         this.skd007 = errata.skd007();
         this.skz84 = errata.skz84();
-        this.buf = source.window(0);
+        this.buf = source.privateWindow(0);
+        this.bufPrivate = true;
         this.winBase = 0;
         this.winLimit = buf.limit();
+        this.fastLimit = winLimit - MAX_PACKET;
     }
 
     public TraceSource source() {
@@ -273,9 +281,18 @@ public final class PacketCursor {
         int w = source.windowSize();
         long start = off < winBase ? Math.max(0, off + len - w + MAX_PACKET) : off;
         start = Math.max(0, Math.min(start, off));
-        buf = source.window(start);
+        ByteBuffer old = buf;
+        boolean oldPrivate = bufPrivate;
+        buf = source.privateWindow(start);
+        bufPrivate = true;
         winBase = start;
         winLimit = buf.limit();
+        fastLimit = winLimit - MAX_PACKET;
+        if (oldPrivate) {
+            // Nothing else refers to the old window (it never leaves this cursor): unmap it right away so a
+            // walk over a huge file keeps one window mapped, not all of them until the next GC.
+            source.release(old);
+        }
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -289,6 +306,95 @@ public final class PacketCursor {
      *     end of the trace; the position stays on the bad packet
      */
     public int next() {
+        long p = pos;
+        long rel = p - winBase;
+        if (rel >= 0 && rel < fastLimit) {
+            // At least MAX_PACKET bytes remain in the window: no packet can be cut off here.
+            int i = (int) rel;
+            int opc = buf.get(i) & 0xff;
+            int t = FAST_TYPE[opc];
+            if (t == TNT_8 && blockPayload == 0) {
+                offset = p;
+                pos = p + 1;
+                payload = TNT8_BITS[opc];
+                count = TNT8_COUNT[opc];
+                size = 1;
+                type = TNT_8;
+                return TNT_8;
+            }
+            if (t >= 0 && blockPayload == 0) {
+                // TNT-8, TIP/TIP.PGE/TIP.PGD/FUP and PAD: one-byte opcodes whose size and fields come straight
+                // from tables, without branching on the packet type (mixed streams would mispredict). Reading
+                // 8 bytes is safe here (MAX_PACKET bytes remain); the mask keeps the IP payload bytes only.
+                payload = (buf.getLong(i + 1) & FAST_MASK[opc]) | TNT8_BITS[opc];
+                count = FAST_COUNT[opc];
+                int sz = FAST_SIZE[opc];
+                offset = p;
+                pos = p + sz;
+                size = sz;
+                type = t;
+                return t;
+            }
+            return decode(buf, i, MAX_PACKET);
+        }
+        return nextNearEdge();
+    }
+
+    /**
+     * Decodes every remaining packet without exposing them, for validating a trace ({@code --quiet}):
+     * the same checks as {@link #next()}, but packets whose size follows from the opcode alone (TNT-8,
+     * TIP family, FUP, PAD) are only stepped over. Returns normally at the end of the trace.
+     *
+     * @return the number of packets decoded by this call (also available as {@link #skipped()}, which is
+     *     what to read when this throws)
+     * @throws TraceDecodeException as {@link #next()}; the position stays on the bad packet
+     */
+    public long skipAll() {
+        skipped = 0;
+        for (;;) {
+            long rel = pos - winBase;
+            if (rel >= 0 && rel < fastLimit && blockPayload == 0) {
+                ByteBuffer b = buf;
+                int i = (int) rel;
+                int lim = fastLimit;
+                long n = 0;
+                while (i < lim) {
+                    long w = b.getLong(i);
+                    if ((w & 0x0101010101010101L) == 0) {
+                        // Eight even bytes none of which is 0x00 (PAD) or 0x02 (extended opcode): eight TNT-8.
+                        long v = w & 0xfdfdfdfdfdfdfdfdL;
+                        if (((v - 0x0101010101010101L) & ~v & 0x8080808080808080L) == 0) {
+                            i += 8;
+                            n += 8;
+                            continue;
+                        }
+                    }
+                    // One or two table-sized packets per step (a TNT-8 and the packet after it), which halves
+                    // the load-to-load dependency chain on mixed TNT/TIP streams.
+                    int e = FAST_PAIR[(int) w & 0xffff];
+                    if (e == 0) {
+                        break;
+                    }
+                    i += e & 0xff;
+                    n += e >>> 8;
+                }
+                pos = winBase + i;
+                skipped += n;
+            }
+            if (next() == END) {
+                return skipped;
+            }
+            skipped++;
+        }
+    }
+
+    /** Packets decoded by the last {@link #skipAll()} (up to the error if it threw). */
+    public long skipped() {
+        return skipped;
+    }
+
+    /** The last bytes of a window or of the trace: move the window or check every length. */
+    private int nextNearEdge() {
         long p = pos;
         if (p >= end) {
             type = END;
@@ -304,43 +410,52 @@ public final class PacketCursor {
             rel = p - winBase;
         }
         int i = (int) rel;
-        int avail = (int) Math.min(winLimit - (long) i, end - p);
-        ByteBuffer b = buf;
+        return decode(buf, i, (int) Math.min(winLimit - (long) i, end - p));
+    }
+
+    /** The one packet parser: decodes the packet at window index i with avail bytes left in the trace. */
+    private int decode(ByteBuffer b, int i, int avail) {
         int opc = b.get(i) & 0xff;
-        offset = p;
-        if ((opc & 1) == 0) {
-            if (opc > 2) {
+        offset = winBase + i;
+        switch (KIND[opc]) {
+            case K_TNT8:
                 if (blockPayload != 0 && (opc & 7) == 4) {
                     return bip(b, i, avail, opc);
                 }
-                int bits = opc >>> 1;
-                int n = 31 - Integer.numberOfLeadingZeros(bits);
-                payload = bits & ~(1 << n);
-                count = n;
-                return done(TNT_8, 1);
+                payload = TNT8_BITS[opc];
+                count = TNT8_COUNT[opc];
+                type = TNT_8;
+                size = 1;
+                pos = offset + 1;
+                return TNT_8;
+            case K_IP: {
+                int n = IP_BYTES[opc >>> 5];
+                if (n < 0) {
+                    throw error(DecodeError.BAD_PACKET);
+                }
+                need(avail, 1 + n);
+                payload = n == 0 ? 0 : read(b, i + 1, n);
+                count = opc >>> 5;
+                int t = IP_TYPE[opc & 0x1f];
+                type = t;
+                size = 1 + n;
+                pos = offset + 1 + n;
+                return t;
             }
-            if (opc == 0) {
-                return done(PAD, 1);
-            }
-            return ext(b, i, avail);
-        }
-        if ((opc & 3) == 3) {
-            return cyc(b, i, avail, opc);
-        }
-        switch (opc & 0x1f) {
-            case 0x0d:
-                return ip(b, i, avail, opc, TIP);
-            case 0x11:
-                return ip(b, i, avail, opc, TIP_PGE);
-            case 0x01:
-                return ip(b, i, avail, opc, TIP_PGD);
-            case 0x1d:
-                return ip(b, i, avail, opc, FUP);
             default:
-                break;
+                return decodeOther(b, i, avail, opc);
         }
-        switch (opc) {
-            case 0x99: {
+    }
+
+    private int decodeOther(ByteBuffer b, int i, int avail, int opc) {
+        switch (KIND[opc]) {
+            case K_PAD:
+                return done(PAD, 1);
+            case K_EXT:
+                return ext(b, i, avail);
+            case K_CYC:
+                return cyc(b, i, avail, opc);
+            case K_MODE: {
                 need(avail, 2);
                 int m = b.get(i + 1) & 0xff;
                 int leaf = m & 0xe0;
@@ -354,22 +469,22 @@ public final class PacketCursor {
                 }
                 throw error(DecodeError.BAD_PACKET);
             }
-            case 0x19:
+            case K_TSC:
                 need(avail, 8);
-                payload = read(b, i + 1, 7, avail);
+                payload = read(b, i + 1, 7);
                 return done(TSC, 8);
-            case 0x59:
+            case K_MTC:
                 need(avail, 2);
                 payload = b.get(i + 1) & 0xff;
                 return done(MTC, 2);
-            case 0xd9: {
+            case K_TRIG: {
                 need(avail, 3);
                 int f = b.get(i + 1) & 0xff;
                 int sz = 3;
                 aux = 0;
                 if ((f & 0x40) != 0) {
                     need(avail, 5);
-                    aux = read(b, i + 3, 2, avail);
+                    aux = read(b, i + 3, 2);
                     sz = 5;
                 }
                 flags = ((f & 0x80) != 0 ? F_IP : 0) | ((f & 0x40) != 0 ? F_ICNTV : 0) | ((f & 0x20) != 0 ? F_MULT : 0);
@@ -378,6 +493,91 @@ public final class PacketCursor {
             }
             default:
                 throw error(DecodeError.BAD_OPCODE);
+        }
+    }
+
+    // The one-byte opcode table (Intel SDM Vol. 3, "Packet Definitions"), resolved once per opcode value.
+    private static final int K_BAD = 0;
+    private static final int K_TNT8 = 1;
+    private static final int K_PAD = 2;
+    private static final int K_EXT = 3;
+    private static final int K_CYC = 4;
+    private static final int K_IP = 5;
+    private static final int K_MODE = 6;
+    private static final int K_TSC = 7;
+    private static final int K_MTC = 8;
+    private static final int K_TRIG = 9;
+    private static final byte[] KIND = new byte[256];
+    private static final long[] TNT8_BITS = new long[256];
+    private static final int[] TNT8_COUNT = new int[256];
+    private static final int[] IP_TYPE = new int[32];
+    private static final byte[] FAST_TYPE = new byte[256];
+    private static final int[] FAST_SIZE = new int[256];
+    private static final int[] FAST_COUNT = new int[256];
+    private static final long[] FAST_MASK = new long[256];
+    /** For the first two bytes of a packet: (packets << 8) | bytes of the one or two fast packets there. */
+    private static final short[] FAST_PAIR = new short[65536];
+
+    static {
+        for (int opc = 0; opc < 256; opc++) {
+            int k;
+            if (opc == 0x00) {
+                k = K_PAD;
+            } else if (opc == 0x02) {
+                k = K_EXT;
+            } else if (opc == 0x99) {
+                k = K_MODE;
+            } else if (opc == 0x19) {
+                k = K_TSC;
+            } else if (opc == 0x59) {
+                k = K_MTC;
+            } else if (opc == 0xd9) {
+                k = K_TRIG;
+            } else if ((opc & 3) == 3) {
+                k = K_CYC;
+            } else if ((opc & 1) == 0) {
+                k = K_TNT8;
+                int bits = opc >>> 1;
+                int n = 31 - Integer.numberOfLeadingZeros(bits);
+                TNT8_COUNT[opc] = n;
+                TNT8_BITS[opc] = bits & ~(1 << n);
+            } else {
+                int low = opc & 0x1f;
+                k = low == 0x0d || low == 0x11 || low == 0x01 || low == 0x1d ? K_IP : K_BAD;
+            }
+            KIND[opc] = (byte) k;
+        }
+        IP_TYPE[0x0d] = TIP;
+        IP_TYPE[0x11] = TIP_PGE;
+        IP_TYPE[0x01] = TIP_PGD;
+        IP_TYPE[0x1d] = FUP;
+        for (int opc = 0; opc < 256; opc++) {
+            FAST_TYPE[opc] = -1;
+            if (KIND[opc] == K_TNT8) {
+                FAST_TYPE[opc] = TNT_8;
+                FAST_SIZE[opc] = 1;
+                FAST_COUNT[opc] = TNT8_COUNT[opc];
+            } else if (KIND[opc] == K_PAD) {
+                FAST_TYPE[opc] = PAD;
+                FAST_SIZE[opc] = 1;
+            } else if (KIND[opc] == K_IP && IP_BYTES[opc >>> 5] >= 0) {
+                int n = IP_BYTES[opc >>> 5];
+                FAST_TYPE[opc] = (byte) IP_TYPE[opc & 0x1f];
+                FAST_SIZE[opc] = 1 + n;
+                FAST_COUNT[opc] = opc >>> 5;
+                FAST_MASK[opc] = BYTE_MASK[n];
+            }
+        }
+        for (int w = 0; w < 65536; w++) {
+            int first = FAST_SIZE[w & 0xff];
+            int second = FAST_SIZE[w >>> 8];
+            if (first == 0) {
+                FAST_PAIR[w] = 0;
+            } else if (first == 1 && second != 0) {
+                FAST_PAIR[w] = (short) ((2 << 8) | (1 + second));
+            } else {
+                FAST_PAIR[w] = (short) ((1 << 8) | first);
+            }
         }
     }
 
@@ -400,28 +600,15 @@ public final class PacketCursor {
     }
 
     /** Little-endian value of n (1..8) bytes at i; the caller has checked that they are present. */
-    private static long read(ByteBuffer b, int i, int n, int availFromOpcode) {
+    private static long read(ByteBuffer b, int i, int n) {
         if (b.limit() - i >= 8) {
-            long v = b.getLong(i);
-            return n == 8 ? v : v & ((1L << (n * 8)) - 1);
+            return b.getLong(i) & BYTE_MASK[n];
         }
         long v = 0;
         for (int k = n - 1; k >= 0; k--) {
             v = (v << 8) | (b.get(i + k) & 0xff);
         }
         return v;
-    }
-
-    private int ip(ByteBuffer b, int i, int avail, int opc, int t) {
-        int ipc = opc >>> 5;
-        int n = IP_BYTES[ipc];
-        if (n < 0) {
-            throw error(DecodeError.BAD_PACKET);
-        }
-        need(avail, 1 + n);
-        payload = n == 0 ? 0 : read(b, i + 1, n, avail);
-        count = ipc;
-        return done(t, 1 + n);
     }
 
     private int cyc(ByteBuffer b, int i, int avail, int opc) {
@@ -458,7 +645,7 @@ public final class PacketCursor {
         int n = blockPayload;
         need(avail, 1 + n);
         aux = opc >>> 3;
-        payload = read(b, i + 1, n, avail);
+        payload = read(b, i + 1, n);
         return done(BIP, 1 + n);
     }
 
@@ -479,7 +666,7 @@ public final class PacketCursor {
             }
             case 0xa3: {
                 need(avail, 8);
-                long v = read(b, i + 2, 6, avail);
+                long v = read(b, i + 2, 6);
                 int n = 63 - Long.numberOfLeadingZeros(v);
                 if (n <= 0) {
                     throw error(DecodeError.BAD_PACKET);
@@ -490,7 +677,7 @@ public final class PacketCursor {
             }
             case 0x43: {
                 need(avail, 8);
-                long v = read(b, i + 2, 6, avail);
+                long v = read(b, i + 2, 6);
                 flags = (v & 1) != 0 ? F_NR : 0;
                 payload = (v >>> 1) << 5;
                 return done(PIP, 8);
@@ -523,7 +710,7 @@ public final class PacketCursor {
                 return done(STOP, 2);
             case 0xc8:
                 need(avail, 7);
-                payload = read(b, i + 2, 5, avail) << 12;
+                payload = read(b, i + 2, 5) << 12;
                 return done(VMCS, 7);
             case 0xc3: {
                 need(avail, 3);
@@ -531,7 +718,7 @@ public final class PacketCursor {
                     throw error(DecodeError.BAD_OPCODE);
                 }
                 need(avail, 11);
-                payload = read(b, i + 3, 8, avail);
+                payload = read(b, i + 3, 8);
                 return done(MNT, 11);
             }
             case 0x62:
@@ -540,19 +727,19 @@ public final class PacketCursor {
                 return done(EXSTOP, 2);
             case 0xc2:
                 need(avail, 10);
-                payload = read(b, i + 2, 4, avail);
-                aux = read(b, i + 6, 4, avail);
+                payload = read(b, i + 2, 4);
+                aux = read(b, i + 6, 4);
                 return done(MWAIT, 10);
             case 0x22: {
                 need(avail, 4);
-                int v = (int) read(b, i + 2, 2, avail);
+                int v = (int) read(b, i + 2, 2);
                 count = v;
                 flags = (v & 0x8) != 0 ? F_HW : 0;
                 return done(PWRE, 4);
             }
             case 0xa2: {
                 need(avail, 7);
-                long v = read(b, i + 2, 5, avail);
+                long v = read(b, i + 2, 5);
                 count = (int) v;
                 flags = ((v & 0x100) != 0 ? F_WAKE_INT : 0) | ((v & 0x400) != 0 ? F_WAKE_ST : 0)
                         | ((v & 0x800) != 0 ? F_WAKE_HW : 0);
@@ -569,7 +756,7 @@ public final class PacketCursor {
             case 0x53:
                 need(avail, 11);
                 aux = b.get(i + 2) & 0x1f;
-                payload = read(b, i + 3, 8, avail);
+                payload = read(b, i + 3, 8);
                 return done(EVD, 11);
             case 0x63: {
                 need(avail, 3);
@@ -594,7 +781,7 @@ public final class PacketCursor {
                     need(avail, 2 + n);
                     count = plc;
                     flags = (ext & 0x80) != 0 ? F_IP : 0;
-                    payload = read(b, i + 2, n, avail);
+                    payload = read(b, i + 2, n);
                     return done(PTW, 2 + n);
                 }
                 throw error(DecodeError.BAD_OPCODE);

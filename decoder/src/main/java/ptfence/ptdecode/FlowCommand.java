@@ -16,7 +16,9 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Unmatched;
 import ptfence.cli.BadInputException;
+import ptfence.flow.CursorInput;
 import ptfence.flow.FlowConfig;
+import ptfence.packet.Errata;
 import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PacketInput;
@@ -40,10 +42,8 @@ import ptfence.output.TextPrinter;
             "  ptdecode flow --elf ./a.out --cpu 6/85/4 --block-decoder --pt aux.bin",
             "  ptdecode flow --raw bench.bin:0x400000 --pt bench-tnt.pt --quiet --stat"})
 public final class FlowCommand implements Callable<Integer> {
-    /** How trace bytes become packets; the packet layer's cursor by default. */
-    public static Function<ByteBuffer, PacketInput> packetSource = bytes -> {
-        throw new IllegalStateException("no packet layer");
-    };
+    /** Replaces the packet layer's cursor (tests); null: use {@link CursorInput} with the CPU's errata. */
+    static Function<ByteBuffer, PacketInput> packetSourceOverride;
 
     @Option(names = "--pt", required = true, paramLabel = "FILE[:from[-to]]", description = "The trace (a raw PT byte stream).")
     String pt;
@@ -102,8 +102,10 @@ public final class FlowCommand implements Callable<Integer> {
     boolean endOnCall;
     @Option(names = "--block:end-on-jump", description = "End blocks at jumps.")
     boolean endOnJump;
-    @Option(names = {"--insn:keep-tcal-on-ovf", "--block:keep-tcal-on-ovf"}, description = "Keep timing calibration across overflows.")
+    @Option(names = "--insn:keep-tcal-on-ovf", description = "Keep timing calibration across overflows.")
     boolean keepTcal;
+    @Option(names = "--block:keep-tcal-on-ovf", description = "Same as --insn:keep-tcal-on-ovf (the decoders share one state machine).")
+    boolean keepTcalBlock;
     @Option(names = "--mtc-freq", paramLabel = "N", description = "MTC frequency (IA32_RTIT_CTL.MTCFreq).")
     String mtcFreq;
     @Option(names = "--nom-freq", paramLabel = "N", description = "Nominal frequency (max non-turbo ratio).")
@@ -148,7 +150,7 @@ public final class FlowCommand implements Callable<Integer> {
         }
         cfg.iflagsEvents = eventIflags;
         cfg.tickEvents = eventTick;
-        cfg.keepTcalOnOvf = keepTcal;
+        cfg.keepTcalOnOvf = keepTcal || keepTcalBlock;
         cfg.endOnCall = endOnCall;
         cfg.endOnJump = endOnJump;
         cfg.resyncOnError = resyncOnError;
@@ -171,6 +173,17 @@ public final class FlowCommand implements Callable<Integer> {
             }
         }
 
+        Errata errata = Errata.NONE;
+        if (cpu != null) {
+            try {
+                errata = Errata.of(Errata.Cpu.parse(cpu));
+            } catch (Errata.UnknownCpuException e) {
+                errata = Errata.NONE;
+            }
+        }
+        Errata cursorErrata = errata;
+        Function<ByteBuffer, PacketInput> packetSource = packetSourceOverride != null ? packetSourceOverride
+                : b -> CursorInput.of(b, cursorErrata);
         ByteBuffer trace = mapTrace(pt);
         boolean blocks = isBlockDecoder();
         if (!List.of("ptxed", "text", "jsonl").contains(format)) {

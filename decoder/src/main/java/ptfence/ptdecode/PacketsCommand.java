@@ -1,7 +1,5 @@
 package ptfence.ptdecode;
 
-import java.io.FileOutputStream;
-import java.io.FileDescriptor;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.concurrent.Callable;
@@ -23,7 +21,8 @@ import ptfence.timing.TimingConfig;
 /** {@code ptdecode packets}: libipt ptdump's packet listing (same options, same output) or JSON lines. */
 @Command(name = "packets", mixinStandardHelpOptions = true,
         description = {"Print the packets of a raw Intel PT trace, as libipt's ptdump does.",
-                "FILE[:from[-to]] selects a byte range (ptdump syntax; offsets are then relative to 'from')."},
+                "FILE[:from[-to]] selects a byte range (ptdump syntax; offsets are then relative to 'from').",
+                "A perf.data recording (perf or ptrec, file or pipe mode) prints each AUX buffer in turn."},
         footer = {"", "Examples:",
                 "  ptdecode packets trace.pt                      # ptdump format",
                 "  ptdecode packets --no-pad --lastip trace.pt:0x1000-0x2000",
@@ -31,6 +30,8 @@ import ptfence.timing.TimingConfig;
                 "          --cpuid-0x15.eax 2 --cpuid-0x15.ebx 200 trace.pt",
                 "  ptdecode packets --format=jsonl trace.pt | jq -c 'select(.type==\"tip\")'",
                 "  ptdecode packets --quiet trace.pt              # check only: errors and exit code",
+                "  ptdecode packets perf.data                     # every AUX buffer of a recording",
+                "  perf record -o - -e intel_pt// CMD | ptdecode packets -   # a pipe-mode recording",
                 "",
                 "Decode errors are printed in the listing as ptdump prints them ([offset: error]), decoding",
                 "resumes at the next PSB, and a summary line goes to stderr; the exit code is then 2."},
@@ -186,7 +187,8 @@ public final class PacketsCommand implements Callable<Integer> {
         // ptdump only uses these to build process images, which dumping does not need.
     }
 
-    OutputStream stdout = new FileOutputStream(FileDescriptor.out);
+    // Large blocks go out through System.out (so tests can capture it); TextSink does the buffering.
+    OutputStream stdout = System.out;
     java.io.PrintStream stderr = System.err;
 
     @Override
@@ -219,18 +221,22 @@ public final class PacketsCommand implements Callable<Integer> {
                 sideband.add((String) f[0], (PeventDump.Config) f[1]);
             }
         }
+        if (RecordingPackets.isRecording(trace)) {
+            // a perf.data: its AUX buffers one by one; CPU and timing from the recording unless given here
+            boolean timingGiven = mtcFreq != null || nomFreq != null || cpuid15Eax != null || cpuid15Ebx != null;
+            PeventDump sb = sideband;
+            try {
+                return RecordingPackets.dump(trace, System.in, format == Format.jsonl, quiet,
+                        cpu != null ? errata : null, timingGiven ? timing : null,
+                        (cursor, sink, e, t) -> dump(cursor, sink, e, t, sb), out, stderr);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
         try (TraceSource source = TraceSource.parse(trace)) {
             rejectPerfData(source);
             PacketCursor cursor = new PacketCursor(source, errata);
-            DecodeSummary summary;
-            if (format == Format.jsonl) {
-                summary = new JsonlPacketPrinter(out, noSync, quiet).dump(cursor);
-            } else {
-                PtdumpOptions opt = new PtdumpOptions(!noOffset, raw, lastIp, execMode, time || tcal || sideband != null, time, tcal,
-                        timeDelta, keepTcalOnOvf, quiet, noPad, noSync, noTcal, noWallClock, noTiming, noCyc,
-                        errata, timing);
-                summary = new PtdumpPrinter(opt, out, sideband).dump(cursor);
-            }
+            DecodeSummary summary = dump(cursor, out, errata, timing, sideband);
             out.flush();
             String damage = summary.describe(source.name());
             if (damage != null) {
@@ -239,6 +245,18 @@ public final class PacketsCommand implements Callable<Integer> {
             }
             return 0;
         }
+    }
+
+    /** One trace (or one AUX buffer of a recording) in the chosen format. */
+    private DecodeSummary dump(PacketCursor cursor, TextSink out, Errata errata, TimingConfig timing,
+            PeventDump sideband) {
+        if (format == Format.jsonl) {
+            return new JsonlPacketPrinter(out, noSync, quiet).dump(cursor);
+        }
+        PtdumpOptions opt = new PtdumpOptions(!noOffset, raw, lastIp, execMode, time || tcal || sideband != null, time, tcal,
+                timeDelta, keepTcalOnOvf, quiet, noPad, noSync, noTcal, noWallClock, noTiming, noCyc,
+                errata, timing);
+        return new PtdumpPrinter(opt, out, sideband).dump(cursor);
     }
 
     /** perf.data recordings are read by the perf.data reader; raw traces are what this layer prints. */

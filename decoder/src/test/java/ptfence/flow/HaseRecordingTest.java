@@ -19,7 +19,7 @@ import ptfence.image.Image;
 import ptfence.output.PtxedPrinter;
 import ptfence.perfdata.AuxTrace;
 import ptfence.perfdata.PerfDataFile;
-import ptfence.ptdecode.FlowCommand;
+import ptfence.packet.Errata;
 
 /**
  * HASE's perf.data recordings (real Skylake and Broadwell, perf record -e intel_pt//u): AUX data read with
@@ -48,7 +48,6 @@ class HaseRecordingTest {
             perf = s.filter(p -> p.getFileName().toString().endsWith(".perf") || p.getFileName().toString().equals("perf.data.1"))
                     .findFirst().orElseThrow();
         }
-        TemporaryPackets.install();
         AuxTrace aux = AuxTrace.extract(PerfDataFile.open(perf));
         assertEquals(1, aux.byIndex().size(), "one traced thread");
         byte[] trace = aux.concatenated(aux.byIndex().keySet().iterator().next());
@@ -58,7 +57,7 @@ class HaseRecordingTest {
         Image image = new Image().addAll(ElfSegments.parse(dir.resolve(binary).toString()));
         StringWriter sw = new StringWriter();
         PrintWriter pw = new PrintWriter(sw);
-        FlowDecoder d = new FlowDecoder(image, cfg, FlowCommand.packetSource.apply(ByteBuffer.wrap(trace)),
+        FlowDecoder d = new FlowDecoder(image, cfg, CursorInput.of(ByteBuffer.wrap(trace), Errata.of(Errata.Cpu.parse(cpu))),
                 new PtxedPrinter(pw, false, false), decoder.equals("--block-decoder"));
         d.run();
         pw.flush();

@@ -66,7 +66,6 @@ class RealTraceTest {
     })
     void instructionSequenceEqualsLibipt(String sub, String decoder, int count) throws Exception {
         Path d = dir(sub);
-        TemporaryPackets.install();
         FlowCommand cmd = new FlowCommand();
         new CommandLine(cmd).parseArgs(decoder, "--elf", d.resolve("hello").toString(), "--cpu", "6/85/4",
                 "--mtc-freq", "3", "--nom-freq", "37", "--cpuid-0x15.eax", "2", "--cpuid-0x15.ebx", "308",

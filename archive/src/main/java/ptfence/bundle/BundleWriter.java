@@ -1,0 +1,116 @@
+package ptfence.bundle;
+
+import java.io.BufferedOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.DigestOutputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import ptfence.cli.BadInputException;
+import ptfence.recording.Recording;
+import ptfence.recording.RecordingCodec;
+import ptfence.recording.Recordings;
+import ptfence.region.Region;
+import ptfence.region.RegionCodec;
+import ptfence.store.Archive;
+import ptfence.store.ContentKey;
+
+/** The one writer of bundles: exports a recording and everything it needs from one consistent snapshot. */
+public final class BundleWriter {
+    private BundleWriter() {}
+
+    /** Writes the bundle to {@code out} (via a temporary file and a rename, so a bundle is whole or absent). */
+    public static BundleSummary export(Archive archive, String recordingId, Path out) {
+        Path tmp = out.resolveSibling(out.getFileName() + ".part");
+        try {
+            BundleSummary summary;
+            try (OutputStream file = Files.newOutputStream(tmp)) {
+                summary = archive.read(s -> {
+                    Recording rec = Recordings.get(s, recordingId).orElseThrow(() -> new BadInputException(
+                            "archive " + archive.directory() + ": no recording '" + recordingId + "' (see 'ptarchive ls')"));
+                    List<Region> regions = Recordings.regions(s, recordingId);
+                    Set<ContentKey> keys = new LinkedHashSet<>();
+                    regions.forEach(r -> keys.add(r.key()));
+                    try {
+                        return write(file, rec, regions, keys, k -> s.requireImage(k));
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                });
+            }
+            Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            return summary;
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing bundle " + out, e);
+        } finally {
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // best effort: the .part file is recognisably incomplete
+            }
+        }
+    }
+
+    /** Source of verified image bytes. */
+    @FunctionalInterface
+    interface Images {
+        byte[] get(ContentKey key);
+    }
+
+    static BundleSummary write(OutputStream raw, Recording rec, List<Region> regions, Set<ContentKey> keys,
+            Images images) throws IOException {
+        MessageDigest sha = sha256();
+        DataOutputStream out = new DataOutputStream(new DigestOutputStream(new BufferedOutputStream(raw, 1 << 16), sha));
+        out.write(BundleFormat.MAGIC);
+        out.writeInt(BundleFormat.VERSION);
+        long entries = 0;
+        entry(out, BundleFormat.RECORDING, RecordingCodec.encode(rec));
+        entries++;
+        long bytes = 0;
+        for (ContentKey k : keys) {
+            byte[] img = images.get(k);
+            entry(out, BundleFormat.IMAGE, img);
+            bytes += img.length;
+            entries++;
+        }
+        for (Region r : regions) {
+            entry(out, BundleFormat.REGION, RegionCodec.encode(r));
+            entries++;
+        }
+        out.writeByte(BundleFormat.END);
+        out.writeInt(BundleFormat.END_LENGTH);
+        out.writeLong(entries);
+        out.flush();
+        byte[] digest = sha.digest();
+        raw.write(digest);
+        raw.flush();
+        return new BundleSummary(rec.id(), keys.size(), regions.size(), bytes, 0, 0);
+    }
+
+    private static void entry(DataOutputStream out, int type, byte[] payload) throws IOException {
+        out.writeByte(type);
+        out.writeInt(payload.length);
+        out.write(payload);
+    }
+
+    static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static byte[] longBytes(long v) {
+        return ByteBuffer.allocate(8).putLong(v).array();
+    }
+}

@@ -1,0 +1,67 @@
+package ptfence.ptarchive;
+
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+import ptfence.cli.BadInputException;
+import ptfence.recording.PinTarget;
+import ptfence.recording.Recordings;
+import ptfence.region.RegionIndex;
+import ptfence.store.Archive;
+import ptfence.store.ContentKey;
+import ptfence.store.Snapshot;
+
+/** Options and work shared by 'pin' and 'unpin'. */
+abstract class PinBase {
+    @Mixin
+    ArchiveOption archive;
+    @Spec
+    CommandSpec spec;
+    @Parameters(paramLabel = "TARGET", arity = "0..1", description = "Recording id, content key or region name.")
+    String target;
+    @Option(names = "--name", description = "TARGET is a region name (even if a recording has that id).")
+    boolean asName;
+
+    Integer run(boolean remove) {
+        try (Archive a = archive.open()) {
+            if (target == null) {
+                if (remove) {
+                    throw new BadInputException("unpin: which target? (see 'ptarchive pin' for the list)");
+                }
+                a.read(Recordings::pins).forEach(p -> spec.commandLine().getOut().println(p));
+            } else {
+                PinTarget t = a.read(s -> resolve(s, target, asName, a));
+                boolean changed = a.write(b -> {
+                    if (remove) {
+                        return Recordings.unpin(b, t);
+                    }
+                    boolean was = Recordings.isPinned(b, t);
+                    Recordings.pin(b, t);
+                    return !was;
+                });
+                spec.commandLine().getOut().println((remove ? (changed ? "unpinned " : "was not pinned: ")
+                        : (changed ? "pinned " : "already pinned: ")) + t);
+            }
+        }
+        spec.commandLine().getOut().flush();
+        return 0;
+    }
+
+    static PinTarget resolve(Snapshot s, String target, boolean asName, Archive a) {
+        if (!asName && Recordings.get(s, target).isPresent()) {
+            return new PinTarget(PinTarget.Type.RECORDING, target);
+        }
+        if (!asName && target.length() == 64 && ContentKey.isHex(target)) {
+            return new PinTarget(PinTarget.Type.IMAGE, target.toLowerCase(java.util.Locale.ROOT));
+        }
+        if (!RegionIndex.byName(s, target).isEmpty() || asName) {
+            return new PinTarget(PinTarget.Type.NAME, target);
+        }
+        if (Recordings.pins(s).stream().anyMatch(p -> p.value().equals(target))) {
+            return Recordings.pins(s).stream().filter(p -> p.value().equals(target)).findFirst().orElseThrow();
+        }
+        throw new BadInputException("archive " + a.directory() + ": no recording, image or region named '" + target + "'");
+    }
+}

@@ -1,0 +1,138 @@
+package ptfence.bundle;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import ptfence.cli.BadInputException;
+import ptfence.recording.Recording;
+import ptfence.recording.Recordings;
+import ptfence.region.BpfMetadata;
+import ptfence.region.ImageAt;
+import ptfence.region.Region;
+import ptfence.region.RegionIndex;
+import ptfence.region.RegionKind;
+import ptfence.store.Archive;
+import ptfence.store.Table;
+
+class BundleTest {
+    @TempDir
+    Path tmp;
+
+    /** A source archive with recording "rec" (5 regions, one image shared twice) and an unrelated one. */
+    Path source() {
+        Path dir = tmp.resolve("src");
+        try (Archive a = Archive.open(dir)) {
+            Random rnd = new Random(5);
+            a.write(b -> {
+                Recordings.register(b, Recording.started("rec", "/data/perf.data", "boot-1", 1000));
+                Recordings.register(b, Recording.started("other", "", "boot-1", 1000));
+                byte[] shared = new byte[777];
+                rnd.nextBytes(shared);
+                for (int i = 0; i < 5; i++) {
+                    byte[] img = i % 2 == 0 ? shared : new byte[100 + i * 1000];
+                    rnd.nextBytes(i % 2 == 0 ? new byte[0] : img);
+                    long id = RegionIndex.add(b, new Region("boot-1", 0xffffffffc0000000L + i * 0x1000L, img.length,
+                            1000 + i, i == 4 ? Region.OPEN : 5000, RegionKind.BPF_PROG, "prog" + i, b.put(img),
+                            BpfMetadata.of(i, "00000000000000a" + i, "p" + i, 1)));
+                    Recordings.link(b, "rec", id);
+                }
+                byte[] unrelated = new byte[50];
+                long other = RegionIndex.add(b, new Region("boot-1", 0x5000, 50, 0, 1, RegionKind.KPROBE_INSN,
+                        "unrelated", b.put(unrelated), null));
+                Recordings.link(b, "other", other);
+                return null;
+            });
+            Path bundle = tmp.resolve("rec.ptfb");
+            BundleSummary s = BundleWriter.export(a, "rec", bundle);
+            assertEquals(3, s.images());
+            assertEquals(5, s.regions());
+        }
+        return tmp.resolve("rec.ptfb");
+    }
+
+    @Test
+    void exportImportRoundTripsAndReimportIsANoOp() {
+        Path bundle = source();
+        try (Archive dst = Archive.open(tmp.resolve("dst"))) {
+            BundleSummary first = BundleReader.importInto(dst, bundle, "");
+            assertEquals(3, first.newImages());
+            assertEquals(5, first.newRegions());
+            BundleSummary second = BundleReader.importInto(dst, bundle, "");
+            assertEquals(0, second.newImages() + second.newRegions());
+            assertEquals(3L, (long) dst.read(s -> s.count(Table.IMAGES)));
+            assertEquals(1, dst.read(Recordings::all).size());
+            assertEquals(5, dst.read(s -> Recordings.regions(s, "rec")).size());
+            try (Archive src = Archive.open(tmp.resolve("src"))) {
+                for (long addr = 0xffffffffc0000000L; addr < 0xffffffffc0005000L; addr += 0x333) {
+                    for (long t : new long[] {999, 1003, 4999, 6000}) {
+                        long a0 = addr;
+                        ImageAt want = src.read(s -> RegionIndex.bytesAt(s, "boot-1", a0, t)).orElse(null);
+                        ImageAt got = dst.read(s -> RegionIndex.bytesAt(s, "boot-1", a0, t)).orElse(null);
+                        assertEquals(want == null, got == null);
+                        if (want != null) {
+                            assertEquals(want.region(), got.region());
+                            assertArrayEquals(want.bytes(), got.bytes());
+                        }
+                    }
+                }
+            }
+            assertTrue(dst.read(s -> RegionIndex.byName(s, "unrelated")).isEmpty(), "only what rec needs");
+        }
+    }
+
+    @Test
+    void cutShortAlteredOrUnknownBundlesAreClearErrorsAndTouchNothing() throws Exception {
+        Path bundle = source();
+        byte[] whole = Files.readAllBytes(bundle);
+        List<byte[]> bad = new ArrayList<>();
+        List<String> expect = new ArrayList<>();
+        for (int cut : new int[] {0, 5, 11, 12, 13, 40, whole.length / 2, whole.length - 33, whole.length - 1}) {
+            bad.add(Arrays.copyOf(whole, cut));
+            expect.add(cut < 8 ? "" : "cut short");
+        }
+        Random rnd = new Random(9);
+        for (int i = 0; i < 20; i++) {
+            byte[] altered = whole.clone();
+            int at = 12 + rnd.nextInt(whole.length - 12);
+            altered[at] ^= (byte) (1 << rnd.nextInt(8));
+            bad.add(altered);
+            expect.add("");
+        }
+        byte[] v2 = whole.clone();
+        ByteBuffer.wrap(v2).putInt(8, 2);
+        bad.add(v2);
+        expect.add("format version 2 is unknown");
+        byte[] magic = whole.clone();
+        magic[0] = 'X';
+        bad.add(magic);
+        expect.add("not a ptfence bundle");
+        byte[] trailing = Arrays.copyOf(whole, whole.length + 1);
+        bad.add(trailing);
+        expect.add("");
+
+        try (Archive dst = Archive.open(tmp.resolve("dst"))) {
+            for (int i = 0; i < bad.size(); i++) {
+                Path f = tmp.resolve("bad" + i + ".ptfb");
+                Files.write(f, bad.get(i));
+                BadInputException e = assertThrows(BadInputException.class, () -> BundleReader.importInto(dst, f, ""),
+                        "case " + i);
+                assertTrue(e.getMessage().startsWith("bundle " + f), e.getMessage());
+                assertTrue(e.getMessage().contains(expect.get(i)), "case " + i + ": " + e.getMessage());
+                for (Table t : new Table[] {Table.IMAGES, Table.REGIONS, Table.RECORDINGS, Table.LEASES}) {
+                    assertEquals(0L, (long) dst.read(s -> s.count(t)), "case " + i + " touched " + t);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+package ptfence.gc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import ptfence.recording.PinTarget;
+import ptfence.recording.Recording;
+import ptfence.recording.Recordings;
+import ptfence.region.Region;
+import ptfence.region.RegionIndex;
+import ptfence.region.RegionKind;
+import ptfence.store.Archive;
+import ptfence.store.ContentKey;
+import ptfence.store.Table;
+
+class GarbageCollectorTest {
+    static final long DAY = 86_400_000L;
+    static final long NOW = 1_800_000_000_000L;
+
+    @TempDir
+    Path tmp;
+    Archive archive;
+    Path perfData;
+
+    @BeforeEach
+    void open() throws Exception {
+        archive = Archive.open(tmp.resolve("archive"));
+        perfData = Files.createFile(tmp.resolve("perf.data"));
+    }
+
+    @org.junit.jupiter.api.AfterEach
+    void close() {
+        archive.close();
+    }
+
+    static byte[] image(int seed, int len) {
+        byte[] b = new byte[len];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    /** Registers a recording created {@code ageDays} before NOW with one region per image; returns region ids. */
+    List<Long> recording(String id, int ageDays, String path, byte[]... images) {
+        return archive.write(b -> {
+            Recordings.register(b, new Recording(id, path, "boot", 0, 1000, NOW - ageDays * DAY));
+            List<Long> ids = new java.util.ArrayList<>();
+            long addr = 0x10000L * (id.hashCode() & 0xff);
+            for (byte[] img : images) {
+                long rid = RegionIndex.add(b, new Region("boot", addr, img.length, 0, Region.OPEN,
+                        RegionKind.BPF_PROG, id + "_" + ids.size(), b.put(img), null));
+                Recordings.link(b, id, rid);
+                ids.add(rid);
+                addr += 0x1000;
+            }
+            return ids;
+        });
+    }
+
+    long count(Table t) {
+        return archive.read(s -> s.count(t));
+    }
+
+    boolean has(byte[] img) {
+        return archive.contains(ContentKey.of(img));
+    }
+
+    @Test
+    void dropsOldRecordingsAndWhatOnlyTheyNeedKeepsSharedImages() {
+        byte[] shared = image(1, 1000);
+        byte[] oldOnly = image(2, 2000);
+        byte[] newOnly = image(3, 3000);
+        byte[] orphan = image(4, 4000);
+        recording("old", 40, perfData.toString(), shared, oldOnly);
+        recording("new", 1, perfData.toString(), shared, newOnly);
+        archive.put(orphan);
+
+        GcReport dry = GarbageCollector.run(archive, GcPolicy.defaults().asDryRun(), NOW);
+        assertTrue(dry.dryRun());
+        assertEquals(List.of("old"), dry.droppedRecordings().stream().map(GcReport.Dropped::id).toList());
+        assertEquals(2, dry.imagesFreed());
+        assertEquals(6000, dry.bytesFreed());
+        assertEquals(2, count(Table.RECORDINGS), "dry run changes nothing");
+        assertTrue(has(orphan) && has(oldOnly));
+
+        GcReport r = GarbageCollector.run(archive, GcPolicy.defaults(), NOW);
+        assertEquals(2, r.regionsFreed());
+        assertEquals(2, r.imagesFreed());
+        assertEquals(6000, r.bytesFreed());
+        assertEquals(2, r.keptImages());
+        assertEquals(4000, r.keptBytes());
+        assertTrue(has(shared) && has(newOnly));
+        assertFalse(has(oldOnly) || has(orphan));
+        assertEquals(2, archive.read(s -> Recordings.regions(s, "new")).size());
+        assertTrue(archive.read(s -> Recordings.get(s, "old")).isEmpty());
+
+        GcReport again = GarbageCollector.run(archive, GcPolicy.defaults(), NOW);
+        assertEquals(0, again.imagesFreed() + again.regionsFreed() + again.droppedRecordings().size(), "idempotent");
+    }
+
+    @Test
+    void recordingWhosePerfDataIsGoneIsDroppedUnlessPinned() {
+        byte[] a = image(5, 100);
+        byte[] b = image(6, 100);
+        recording("gone", 0, tmp.resolve("missing.data").toString(), a);
+        recording("gone-pinned", 0, tmp.resolve("missing2.data").toString(), b);
+        archive.write(x -> {
+            Recordings.pin(x, new PinTarget(PinTarget.Type.RECORDING, "gone-pinned"));
+            return null;
+        });
+        GcReport r = GarbageCollector.run(archive, GcPolicy.defaults(), NOW);
+        assertEquals(List.of("gone"), r.droppedRecordings().stream().map(GcReport.Dropped::id).toList());
+        assertTrue(r.droppedRecordings().get(0).reason().contains("perf.data gone"));
+        assertFalse(has(a));
+        assertTrue(has(b));
+        // Unpinned, it goes on the next run.
+        archive.write(x -> Recordings.unpin(x, new PinTarget(PinTarget.Type.RECORDING, "gone-pinned")));
+        GarbageCollector.run(archive, GcPolicy.defaults(), NOW);
+        assertFalse(has(b));
+        assertEquals(0, count(Table.REGIONS));
+        assertEquals(0, count(Table.REGION_BY_ADDR) + count(Table.REGION_BY_NAME) + count(Table.REGION_TOUCH)
+                + count(Table.RECORDING_REGIONS) + count(Table.IMAGE_INFO));
+    }
+
+    @Test
+    void pinnedImagesAndNamesSurvive() {
+        byte[] a = image(7, 100);
+        byte[] b = image(8, 100);
+        byte[] c = image(9, 100);
+        recording("r", 100, "", a, b);
+        ContentKey kc = archive.put(c);
+        archive.write(x -> {
+            Recordings.pin(x, new PinTarget(PinTarget.Type.IMAGE, kc.hex()));
+            Recordings.pin(x, new PinTarget(PinTarget.Type.NAME, "r_1"));
+            return null;
+        });
+        GarbageCollector.run(archive, GcPolicy.defaults(), NOW);
+        assertFalse(has(a));
+        assertTrue(has(b), "region named r_1 is pinned, so its image stays");
+        assertTrue(has(c));
+        assertEquals(1, archive.read(s -> RegionIndex.byName(s, "r_1")).size());
+    }
+
+    @Test
+    void liveLeaseProtectsWhatTheCaptureWroteExpiredLeaseDoesNot() {
+        byte[] before = image(10, 100);
+        archive.put(before);
+        var lease = Recordings.openLease(archive, "test capture", Duration.ofHours(1));
+        byte[] during = image(11, 100);
+        archive.put(during);
+        GcReport r = GarbageCollector.run(archive, GcPolicy.defaults(), System.currentTimeMillis());
+        assertFalse(has(before), "put before the lease was opened, referenced by nothing");
+        assertTrue(has(during), "held by the live lease");
+        assertEquals(1, r.imagesFreed());
+        // The capture crashed: its lease runs out; gc then frees the image and the lease.
+        GcReport later = GarbageCollector.run(archive, GcPolicy.defaults(),
+                System.currentTimeMillis() + Duration.ofHours(2).toMillis());
+        assertFalse(has(during));
+        assertEquals(1, later.leasesExpired());
+        assertEquals(0, count(Table.LEASES));
+        assertFalse(Recordings.renewLease(archive, lease.id(), Duration.ofHours(1)), "expired lease is gone");
+    }
+
+    @Test
+    void maxSizeDropsOldestRecordingsFirstButNeverPinnedOnes() {
+        recording("r1", 5, "", image(20, 10_000));
+        recording("r2", 4, "", image(21, 10_000));
+        recording("r3", 3, "", image(22, 10_000));
+        recording("r4", 2, "", image(23, 10_000));
+        archive.write(x -> {
+            Recordings.pin(x, new PinTarget(PinTarget.Type.RECORDING, "r1"));
+            return null;
+        });
+        GcReport r = GarbageCollector.run(archive, new GcPolicy(GcPolicy.DEFAULT_KEEP, 25_000, false, 2), NOW);
+        assertEquals(List.of("r2", "r3"), r.droppedRecordings().stream().map(GcReport.Dropped::id).toList());
+        assertEquals(20_000, r.keptBytes());
+        assertTrue(has(image(20, 10_000)) && has(image(23, 10_000)));
+        assertFalse(has(image(21, 10_000)) || has(image(22, 10_000)));
+    }
+
+    @Test
+    void keepZeroDropsEverythingUnpinned() {
+        recording("a", 0, "", image(30, 10));
+        GcReport r = GarbageCollector.run(archive, new GcPolicy(Duration.ZERO, 0, false, 1), NOW + 1);
+        assertEquals(1, r.droppedRecordings().size());
+        assertEquals(0, count(Table.IMAGES));
+    }
+}

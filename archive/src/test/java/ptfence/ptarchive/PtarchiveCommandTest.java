@@ -1,0 +1,216 @@
+package ptfence.ptarchive;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import ptfence.cli.Tool;
+import ptfence.recording.Recording;
+import ptfence.recording.Recordings;
+import ptfence.region.BpfMetadata;
+import ptfence.region.Region;
+import ptfence.region.RegionIndex;
+import ptfence.region.RegionKind;
+import ptfence.store.Archive;
+import ptfence.store.ContentKey;
+
+class PtarchiveCommandTest {
+    /** push %rbp; mov %rsp,%rbp; xor %eax,%eax; pop %rbp; ret */
+    static final byte[] CODE = {0x55, 0x48, (byte) 0x89, (byte) 0xe5, 0x31, (byte) 0xc0, 0x5d, (byte) 0xc3};
+
+    @TempDir
+    Path tmp;
+    Path dir;
+    Path perfData;
+    ContentKey codeKey;
+    byte[] big;
+
+    record Result(int exit, String out, String err) {}
+
+    Result run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        String[] all = new String[args.length + 1];
+        all[0] = args[0];
+        all[1] = "--archive=" + dir;
+        System.arraycopy(args, 1, all, 2, args.length - 1);
+        if (args[0].equals("--help")) {
+            all = args;
+        }
+        int exit = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(err), all);
+        return new Result(exit, out.toString(), err.toString());
+    }
+
+    @BeforeEach
+    void populate() throws Exception {
+        dir = tmp.resolve("archive");
+        perfData = Files.createFile(tmp.resolve("perf.data"));
+        big = new byte[5000];
+        new Random(1).nextBytes(big);
+        try (Archive a = Archive.open(dir)) {
+            codeKey = a.write(b -> {
+                Recordings.register(b, new Recording("rec-1", perfData.toString(), "boot-a", 100, 900,
+                        System.currentTimeMillis()));
+                ContentKey k = b.put(CODE);
+                long r1 = RegionIndex.add(b, new Region("boot-a", 0xffffffffc0001000L, CODE.length, 100, 500,
+                        RegionKind.BPF_PROG, "bpf_prog_1122334455667788_tiny", k,
+                        BpfMetadata.of(7, "1122334455667788", "tiny", 2)));
+                long r2 = RegionIndex.add(b, new Region("boot-a", 0xffffffffc0001000L, big.length, 500, Region.OPEN,
+                        RegionKind.BPF_PROG, "bpf_prog_99aabbccddeeff00_big", b.put(big),
+                        BpfMetadata.of(8, "99aabbccddeeff00", "big", 2)));
+                long r3 = RegionIndex.add(b, new Region("boot-a", 0xffffffff81000000L, CODE.length, 0, Region.OPEN,
+                        RegionKind.TEXT_POKE, "text_poke", k, null));
+                Recordings.linkAll(b, "rec-1", List.of(r1, r2, r3));
+                return k;
+            });
+        }
+    }
+
+    @Test
+    void lsListsAndFilters() {
+        Result all = run("ls");
+        assertEquals(0, all.exit(), all.err());
+        assertTrue(all.out().contains("1 recording(s)") && all.out().contains("rec-1"), all.out());
+        assertTrue(all.out().contains("3 region(s)"), all.out());
+
+        Result json = run("ls", "--json", "--kind", "bpf_prog");
+        List<String> lines = json.out().lines().toList();
+        assertEquals(2, lines.size(), json.out());
+        assertTrue(lines.get(0).contains("\"name\":\"bpf_prog_1122334455667788_tiny\""), lines.get(0));
+        assertTrue(lines.get(0).contains("\"address\":\"0xffffffffc0001000\""), lines.get(0));
+        assertTrue(lines.get(0).contains("\"valid_from\":100") && lines.get(0).contains("\"valid_to\":500"));
+        assertTrue(lines.get(0).contains("\"content_key\":\"" + codeKey.hex() + "\""), lines.get(0));
+        assertTrue(lines.get(1).contains("\"valid_to\":null"), lines.get(1));
+        assertTrue(lines.get(0).contains("\"boot_id\":\"boot-a\"") && lines.get(0).contains("\"kind\":\"bpf_prog\""));
+
+        assertEquals(1, run("ls", "--json", "--tag", "99aa").out().lines().count());
+        assertEquals(1, run("ls", "--json", "--name", "text_poke").out().lines().count());
+        assertEquals(1, run("ls", "--json", "--address", "0xffffffffc0001004", "--at", "0.000000499").out().lines()
+                .filter(l -> l.contains("tiny")).count());
+        assertEquals(2, run("ls", "--json", "--address", "0xffffffffc0001004").out().lines().count());
+        assertEquals(3, run("ls", "--json", "--recording", "rec-1").out().lines().count());
+        assertEquals(0, run("ls", "--json", "--boot", "other").out().lines().count());
+        Result bad = run("ls", "--kind", "nonsense");
+        assertEquals(2, bad.exit());
+        assertEquals(1, bad.err().lines().count(), bad.err());
+    }
+
+    @Test
+    void showPrintsMetadataHexdumpAndDisassembly() {
+        Result r = run("show", "bpf_prog_1122334455667788_tiny", "--bytes");
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.out().contains("bpf prog id 7, tag 1122334455667788"), r.out());
+        assertTrue(r.out().contains("ffffffffc0001000  55 48 89 e5 31 c0 5d c3"), r.out());
+        Result byKey = run("show", codeKey.hex().substring(0, 10));
+        assertTrue(byKey.out().contains("image " + codeKey.hex()) && byKey.out().contains("2 region(s)"), byKey.out());
+        Result missing = run("show", "nothing-like-this");
+        assertEquals(2, missing.exit());
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/objdump")), "GNU objdump not installed");
+        Result dis = run("show", "text_poke", "--disasm");
+        assertEquals(0, dis.exit(), dis.err());
+        for (String insn : new String[] {"push", "mov", "xor", "pop", "ret"}) {
+            assertTrue(dis.out().contains(insn), insn + " in " + dis.out());
+        }
+        assertTrue(dis.out().contains("ffffffff81000007"), "listed at the region's address: " + dis.out());
+    }
+
+    @Test
+    void statsCountsAndDedupRatio() {
+        Result r = run("stats", "--json");
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.out().contains("\"images\":2"), r.out());
+        assertTrue(r.out().contains("\"image_bytes\":" + (CODE.length + big.length)), r.out());
+        assertTrue(r.out().contains("\"region_bytes\":" + (2 * CODE.length + big.length)), r.out());
+        String ratio = String.format(java.util.Locale.ROOT, "%.3f", (2.0 * CODE.length + big.length) / (CODE.length + big.length));
+        assertTrue(r.out().contains("\"dedup_ratio\":" + ratio), r.out());
+        assertTrue(run("stats").out().contains("recordings  1"));
+    }
+
+    @Test
+    void verifyPassesThenFindsAFlippedByteAndNamesTheImage() throws Exception {
+        Result ok = run("verify");
+        assertEquals(0, ok.exit(), ok.err());
+        assertTrue(ok.out().startsWith("ok: 2 images"), ok.out());
+        ptfence.store.DataFile.flip(dir, big, 2500, 0x40);
+        Result bad = run("verify");
+        assertEquals(1, bad.exit());
+        assertTrue(bad.err().contains("image " + ContentKey.of(big).hex() + " is damaged"), bad.err());
+        assertTrue(bad.out().startsWith("DAMAGED: 1 problem"), bad.out());
+        Result show = run("show", "bpf_prog_99aabbccddeeff00_big");
+        assertEquals(2, show.exit());
+        assertTrue(show.err().contains(ContentKey.of(big).hex()), show.err());
+    }
+
+    @Test
+    void exportImportThroughTheCli() throws Exception {
+        Path bundle = tmp.resolve("rec.ptfb");
+        Result e = run("export", "rec-1", "-o", bundle.toString());
+        assertEquals(0, e.exit(), e.err());
+        assertTrue(e.out().contains("3 regions, 2 images"), e.out());
+        Path other = dir;
+        dir = tmp.resolve("other");
+        Result i = run("import", bundle.toString());
+        assertEquals(0, i.exit(), i.err());
+        assertTrue(i.out().contains("3 regions (3 new), 2 images (2 new"), i.out());
+        assertTrue(run("import", bundle.toString()).out().contains("(0 new), 2 images (0 new"));
+        assertEquals(0, run("verify").exit());
+        byte[] cut = Arrays.copyOf(Files.readAllBytes(bundle), (int) Files.size(bundle) - 10);
+        Path cutFile = tmp.resolve("cut.ptfb");
+        Files.write(cutFile, cut);
+        Result bad = run("import", cutFile.toString());
+        assertEquals(2, bad.exit());
+        assertEquals(1, bad.err().lines().count(), bad.err());
+        assertTrue(bad.err().contains("cut short"), bad.err());
+        dir = other;
+        assertEquals(2, run("export", "no-such-recording", "-o", tmp.resolve("x").toString()).exit());
+    }
+
+    @Test
+    void gcPinUnpin() throws Exception {
+        Files.delete(perfData);
+        Result pin = run("pin", "rec-1");
+        assertTrue(pin.out().contains("pinned recording:rec-1"), pin.out());
+        assertTrue(run("pin").out().contains("recording:rec-1"));
+        Result dry = run("gc", "--dry-run", "--json");
+        assertEquals(0, dry.exit(), dry.err());
+        assertTrue(dry.out().contains("\"dropped_recordings\":[]") && dry.out().contains("\"images_freed\":0"), dry.out());
+        assertTrue(run("unpin", "rec-1").out().contains("unpinned"));
+        Result gc = run("gc", "--dry-run");
+        assertTrue(gc.out().contains("would drop recording rec-1 (perf.data gone"), gc.out());
+        assertTrue(gc.out().contains("would free 3 region(s), 2 image(s)"), gc.out());
+        Result real = run("gc", "--keep", "7d", "--max-size", "1G");
+        assertEquals(0, real.exit(), real.err());
+        assertTrue(real.out().contains("free 3 region(s), 2 image(s), " + Units.bytes(CODE.length + big.length)), real.out());
+        assertTrue(run("stats", "--json").out().contains("\"images\":0"));
+        assertEquals(0, run("verify").exit());
+        assertEquals(2, run("gc", "--max-size", "lots").exit());
+    }
+
+    @Test
+    void gcHelpShowsTheShippedSystemdUnitsAndCrontab() throws Exception {
+        Path docs = Path.of(System.getProperty("user.dir")).getParent().resolve("docs/gc.systemd");
+        Assumptions.assumeTrue(Files.isDirectory(docs), "docs/gc.systemd not beside the module");
+        StringWriter out = new StringWriter();
+        Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(new StringWriter()),
+                "gc", "--help");
+        for (String f : new String[] {"ptfence-gc.service", "ptfence-gc.timer", "crontab"}) {
+            for (String line : Files.readAllLines(docs.resolve(f))) {
+                if (!line.isBlank()) {
+                    assertTrue(out.toString().contains("  " + line), f + ": '" + line + "' missing from gc --help");
+                }
+            }
+        }
+        assertFalse(out.toString().isEmpty());
+    }
+}
