@@ -17,6 +17,7 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import ptfence.bpf.ProgramMetadata;
+import ptfence.fence.ArchiveSink;
 import ptfence.fence.FenceCounters;
 import ptfence.fence.Hook;
 import ptfence.fence.RegionTracker;
@@ -74,7 +75,7 @@ public final class Recorder implements AutoCloseable {
     private Archive archive;
     private Lease lease;
     private String recordingId;
-    private ArchiveRegions regions;
+    private ArchiveSink regions;
     private RegionTracker tracker;
     private TextFence fence;
     private String fenceNote = "";
@@ -145,7 +146,7 @@ public final class Recorder implements AutoCloseable {
                     startMonotonic));
             return null;
         });
-        regions = new ArchiveRegions(archive, recordingId);
+        regions = new ArchiveSink(archive, recordingId);
         tracker = new RegionTracker(bootId, regions);
     }
 
@@ -450,6 +451,7 @@ public final class Recorder implements AutoCloseable {
             fc = fence.finalCounters();
             fence = null;
         }
+        if (regions != null) regions.close();
         writeFeatures();
         writer.close();
         long end = System.nanoTime();
@@ -459,7 +461,7 @@ public final class Recorder implements AutoCloseable {
         }
         Map<Hook, Long> byHook = fc == null ? Map.of() : fc.imagesByHook();
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
-                progInfos.size(), regions == null ? 0 : regions.regionsOpened(), byHook,
+                progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
                 fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
                 child == null ? -1 : child.exitValue());
     }
@@ -479,6 +481,13 @@ public final class Recorder implements AutoCloseable {
                 e.close();
             } catch (RuntimeException ignored) {
                 // closing twice after an error is harmless
+            }
+        }
+        if (regions != null) {
+            try {
+                regions.close();
+            } catch (IOException e) {
+                // what was committed stays; the rest of the batch is lost with the error already reported
             }
         }
         if (child != null && child.isAlive()) child.destroy();
