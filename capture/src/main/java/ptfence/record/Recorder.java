@@ -16,7 +16,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import ptfence.bpf.ProgInfo;
 import ptfence.bpf.ProgramMetadata;
+import ptfence.perfdata.SampleId;
+import ptfence.sys.Bpf;
+import ptfence.sys.BpfException;
+import ptfence.sys.BpfFd;
 import ptfence.fence.ArchiveSink;
 import ptfence.fence.FenceCounters;
 import ptfence.fence.Hook;
@@ -114,6 +119,7 @@ public final class Recorder implements AutoCloseable {
         openEvents();
         writer = PerfDataWriter.create(plan.output(), attrIds());
         if (plan.pt() != null) writer.write(auxtraceInfo());
+        if (plan.fence()) synthesizeLoadedPrograms();
         writeFeatures();
         writer.flush();
         startFence();
@@ -276,6 +282,40 @@ public final class Recorder implements AutoCloseable {
         }
         priv.add(pmu.cap("event_trace"));
         return new PerfRecord.AuxtraceInfo(0, PerfRecord.AuxtraceInfo.TYPE_INTEL_PT, 0, priv);
+    }
+
+    /**
+     * Like perf's perf_event__synthesize_bpf_events: KSYMBOL and BPF_EVENT(PROG_LOAD) records, and header info, for
+     * the programs loaded before the recording, so perf can map (and decode through) their addresses too.
+     */
+    private void synthesizeLoadedPrograms() throws IOException {
+        long identifier = ids.get(ids.size() - 1).get(0); // the kernel-text event's first instance
+        SampleId sid = new SampleId(SAMPLE_TYPE, 0, 0, 0, 0, 0, 0, 0, identifier);
+        Bpf bpf = Bpf.get();
+        try {
+            for (int id = bpf.progGetNextId(0); id > 0; id = bpf.progGetNextId(id)) {
+                try (BpfFd fd = bpf.progGetFdById(id)) {
+                    if (fd == null) continue; // gone meanwhile
+                    ProgramMetadata m = ProgramMetadata.fetch(fd);
+                    long[] addrs = m.info().jitedKsyms();
+                    int[] lens = m.info().jitedFuncLens();
+                    List<String> names = m.ksymNames();
+                    if (addrs.length == 0) continue; // not JITed: no text
+                    for (int i = 0; i < addrs.length && i < lens.length && i < names.size(); i++) {
+                        writer.write(new PerfRecord.Ksymbol(0, addrs[i], lens[i], 1, 0, names.get(i), sid));
+                    }
+                    ByteBuffer tag = ByteBuffer.allocate(8).putLong(0, m.info().tag());
+                    writer.write(new PerfRecord.BpfEvent(0, 1, 0, id, tag, sid));
+                    progInfos.put(id, m.toPerfBpil());
+                    m.toPerfBtf().ifPresent(b -> btfs.put(b.btfId(), b));
+                    stats.synthesized++;
+                } catch (ProgInfo.Raced e) {
+                    // changed between the two info calls: it is being unloaded; the fence has its bytes
+                }
+            }
+        } catch (BpfException e) {
+            if (verbose) log.println("ptrec: programs loaded before the recording are not described: " + e.getMessage());
+        }
     }
 
     private void writeFeatures() {
