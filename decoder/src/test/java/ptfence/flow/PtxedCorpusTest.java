@@ -94,8 +94,13 @@ class PtxedCorpusTest {
         for (Run r : runs(dir)) {
             boolean[] ok = byCase.computeIfAbsent(r.name(), k -> new boolean[] {true, true});
             String got;
+            long t0 = System.nanoTime();
             try {
                 got = decode(dir.resolve(r.name()), r.args());
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                if (ms > 500) {
+                    System.out.println("  slow: " + r.name() + " " + ms + " ms");
+                }
             } catch (CommandLine.ParameterException e) {
                 got = "OPTIONS " + e.getMessage();
             }

@@ -125,6 +125,39 @@ class PacketCursorTest {
         assertEquals(400, psbs);
     }
 
+    @Test
+    void filesBeyondTwoGibibytesDecodeAtTheirTrueOffsets(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("big.pt");
+        long at = (3L << 30) + 5; // past 2^31 and past the first 1 GiB mapping windows
+        byte[] tail = concat(PSB, bytes(0x02, 0x23), bytes(0xdd, 1, 2, 3, 4, 5, 6, 7, 8), bytes(0x2c));
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f,
+                java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE,
+                java.nio.file.StandardOpenOption.SPARSE)) {
+            ch.write(java.nio.ByteBuffer.wrap(tail), at);
+        }
+        try (TraceSource src = TraceSource.open(f)) {
+            assertEquals(at + tail.length, src.size());
+            PacketCursor c = new PacketCursor(src);
+            assertTrue(c.syncBackward());
+            assertEquals(at, c.position());
+            assertEquals(PacketCursor.PSB, c.next());
+            assertEquals(PacketCursor.PSBEND, c.next());
+            assertEquals(PacketCursor.FUP, c.next());
+            assertEquals(at + 18, c.offset());
+            assertEquals(0x0807060504030201L, c.ipPayload());
+            assertEquals(PacketCursor.TNT_8, c.next());
+            assertEquals(PacketCursor.END, c.next());
+        }
+        try (TraceSource range = TraceSource.parse(f + ":" + (at - 3) + "-" + (at + 18))) {
+            PacketCursor c = new PacketCursor(range);
+            assertTrue(c.syncForward());
+            assertEquals(3, c.position());
+            assertEquals(PacketCursor.PSB, c.next());
+            assertEquals(PacketCursor.PSBEND, c.next());
+            assertEquals(PacketCursor.END, c.next());
+        }
+    }
+
     private static List<Packet> all(PacketCursor c) {
         List<Packet> out = new ArrayList<>();
         assertTrue(c.syncForward());

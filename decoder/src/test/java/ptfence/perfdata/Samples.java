@@ -81,7 +81,7 @@ final class Samples {
     static List<PerfRecord> everyType(long layout, long identifier) {
         List<PerfRecord> r = new ArrayList<>();
         SampleId s = sid(layout, 2, 969350059467795L, identifier);
-        r.add(new TimeConv(0, 31, 672770566, 0xfffffffd108e9db0L, longs(123, -1, 0x0101)));
+        r.add(TimeConv.of(31, 672770566, 0xfffffffd108e9db0L, 123, -1, true, true));
         r.add(ptInfo("filter 0x400000/0x1000@/bin/ls").toRecord());
         r.add(new Mmap(0x2, 1, 1, 0x400000, 0x1000, 0, "/bin/ls", s));
         r.add(new Lost(0, identifier, 17, s));
