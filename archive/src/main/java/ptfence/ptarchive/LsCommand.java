@@ -87,13 +87,15 @@ final class LsCommand implements Callable<Integer> {
         }
         Long addr = address == null ? null : parseAddress(address);
         Long time = at == null ? null : Units.perfTime(at);
+        java.util.Set<Long> ofRecording = recording == null ? null
+                : new java.util.HashSet<>(Recordings.regionIds(s, recording));
         List<Region> out = new ArrayList<>();
         for (Region r : base) {
             if ((kind == null || r.kind() == kind) && (boot == null || r.bootId().equals(boot))
                     && (tag == null || r.tag().startsWith(tag.toLowerCase(Locale.ROOT)))
                     && (name == null || r.name().equals(name))
                     && (addr == null || r.contains(addr)) && (time == null || r.validAt(time))
-                    && (recording == null || Recordings.regionIds(s, recording).contains(r.id()))) {
+                    && (ofRecording == null || ofRecording.contains(r.id()))) {
                 out.add(r);
             }
         }
