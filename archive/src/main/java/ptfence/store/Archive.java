@@ -174,6 +174,11 @@ public final class Archive implements AutoCloseable {
             } finally {
                 mapLock.readLock().unlock();
             }
+            if (mapLock.getReadHoldCount() > 0 && (full || resized)) {
+                // Growing needs every transaction of this process closed, the caller's own included.
+                throw new IllegalStateException("archive " + directory + ": the map must grow, which cannot happen "
+                        + "inside read() or write(); do not nest write() in another transaction");
+            }
             if (full) {
                 grow();
             } else if (resized) {
