@@ -146,6 +146,10 @@ public final class Archive implements AutoCloseable {
                 mapLock.readLock().unlock();
             }
             if (resized) {
+                if (mapLock.getReadHoldCount() > 0) {
+                    throw new IllegalStateException("archive " + directory + ": another process grew the map; "
+                            + "adopting it cannot happen inside an open transaction of this thread");
+                }
                 adoptMapSize();
             }
         }
