@@ -45,13 +45,13 @@ public final class TextFence implements AutoCloseable {
      * @param pollInterval   how often the consumer looks at the ring (records are sent without wakeups)
      * @param inKernel       false forces the user-space fence
      * @param startupScan    copy the programs already loaded
-     * @param userSpacePoll  park between id polls of the user-space fence; zero (the default) spins, which
-     *                       catches 20 % of immediately closed programs where a 20 µs park catches almost none
+     * @param userSpacePoll  park between id polls of the user-space fence (default 20 µs); zero spins, which
+     *                       won on an idle machine and lost on a loaded 2-vCPU one (docs/fence.md)
      */
     public record Config(int ringBytes, Duration pollInterval, boolean inKernel, boolean startupScan,
                          Duration userSpacePoll) {
         public static Config defaults() {
-            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ZERO);
+            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ofNanos(20_000));
         }
 
         public Config withInKernel(boolean v) { return new Config(ringBytes, pollInterval, v, startupScan, userSpacePoll); }

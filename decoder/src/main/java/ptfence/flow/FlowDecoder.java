@@ -1113,6 +1113,9 @@ public final class FlowDecoder {
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
+        if (countOnly) {
+            return;
+        }
         if (!blockMode) {
             long a = first;
             int o = off;

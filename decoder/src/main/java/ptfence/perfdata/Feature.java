@@ -133,6 +133,27 @@ public sealed interface Feature {
         public int id() { return AUXTRACE; }
     }
 
+    /** One CPU cache: level, line size, sets, ways, and perf's strings for type ("Data"), size ("32K"), CPU map. */
+    record CacheLevel(int level, int lineSize, int sets, int ways, String type, String size, String cpus) {}
+
+    /** CACHE: {@code version} is 1 in every perf that writes it. */
+    record Caches(int version, List<CacheLevel> caches) implements Feature {
+        public Caches {
+            caches = List.copyOf(caches);
+        }
+        public int id() { return CACHE; }
+    }
+
+    /** One NUMA node: memory in KiB and its CPU list ("0-3"). */
+    record NumaNode(int node, long memTotalKib, long memFreeKib, String cpus) {}
+
+    record NumaTopology(List<NumaNode> nodes) implements Feature {
+        public NumaTopology {
+            nodes = List.copyOf(nodes);
+        }
+        public int id() { return NUMA_TOPOLOGY; }
+    }
+
     record SampleTime(long start, long end) implements Feature {
         public int id() { return SAMPLE_TIME; }
     }

@@ -108,7 +108,9 @@ class PerfToolTest {
                 "# cpudesc : Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz", "# cpuid : GenuineIntel,6,94,3",
                 "# total memory : 16183444 kB", "# cmdline : ptrec -o x.perf -- loopy a b ",
                 "# event : name = intel_pt//u", "id = { 1, 2 }", "# event : name = dummy:u", "id = { 3, 4 }",
-                "intel_pt = 8", "# contains AUX area data", "bpf_prog_info 42: bpf_prog_0102030405060708_sd_fw_egress addr 0xffffffffc0001000 size 11", "btf info of id 7")) {
+                "intel_pt = 8", "# contains AUX area data", "#  L1 Data                 32K [0-1]",
+                "#  L3 Unified            6144K [0-3]", "# node0 meminfo  : total = 16183444 kB, free = 5189036 kB",
+                "# node0 cpu list : 0-3", "bpf_prog_info 42: bpf_prog_0102030405060708_sd_fw_egress addr 0xffffffffc0001000 size 11", "btf info of id 7")) {
             assertTrue(out.contains(want), "perf --header-only -I shows '" + want + "':\n" + out + "\nstderr: " + run.err());
         }
         assertTrue(!run.err().toLowerCase().contains("error") && !run.err().toLowerCase().contains("invalid"),

@@ -168,6 +168,9 @@ final class Samples {
         f.put(Feature.PMU_MAPPINGS, new Feature.PmuMappings(List.of(new Feature.PmuMapping(INTEL_PT_TYPE, "intel_pt"),
                 new Feature.PmuMapping(1, "software"))));
         f.put(Feature.SAMPLE_TIME, new Feature.SampleTime(100, 200));
+        f.put(Feature.CACHE, new Feature.Caches(1, List.of(new Feature.CacheLevel(1, 64, 64, 8, "Data", "32K", "0-1"),
+                new Feature.CacheLevel(3, 64, 8192, 16, "Unified", "6144K", "0-3"))));
+        f.put(Feature.NUMA_TOPOLOGY, new Feature.NumaTopology(List.of(new Feature.NumaNode(0, 16183444, 5189036, "0-3"))));
         f.put(Feature.CLOCKID, new Feature.ClockId(1));
         f.put(Feature.BPF_PROG_INFO, new Feature.BpfProgInfos(List.of(bpfProg(42, "sd_fw_egress",
                 new byte[] {0x0f, 0x1f, 0x44, 0, 0, 0x55, 0x48, (byte) 0x89, (byte) 0xe5, (byte) 0xc9, (byte) 0xc3},
