@@ -31,6 +31,8 @@ import ptfence.store.Snapshot;
 final class LsCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Option(names = "--recordings", description = "List recordings (with pins and leases), not regions.")
@@ -55,7 +57,7 @@ final class LsCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             a.read(s -> {
                 boolean regionFilter = name != null || tag != null || kind != null || recording != null
                         || boot != null || address != null || at != null;

@@ -222,6 +222,15 @@ class PtarchiveCommandTest {
     }
 
     @Test
+    void archiveMayBeGivenBeforeTheSubcommand() {
+        StringWriter out = new StringWriter();
+        int exit = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(new StringWriter()),
+                "--archive", dir.toString(), "unpin", "rec-1");
+        assertEquals(0, exit);
+        assertTrue(out.toString().contains("was not pinned: recording:rec-1"), out.toString());
+    }
+
+    @Test
     void gcHelpShowsTheShippedSystemdUnitsAndCrontab() throws Exception {
         Path docs = Path.of(System.getProperty("user.dir")).getParent().resolve("docs/gc.systemd");
         Assumptions.assumeTrue(Files.isDirectory(docs), "docs/gc.systemd not beside the module");
