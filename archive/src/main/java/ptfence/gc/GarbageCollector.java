@@ -106,7 +106,7 @@ public final class GarbageCollector {
         for (Recording r : Recordings.all(s)) {
             if (pinnedRecordings.contains(r.id())) {
                 kept.add(r);
-            } else if (!r.perfDataPath().isEmpty() && !Files.exists(Path.of(r.perfDataPath()))) {
+            } else if (perfDataGone(r)) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "perf.data gone (" + r.perfDataPath() + ")"));
             } else if (r.createdMillis() < cutoff) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "older than " + policy.keep()));
@@ -183,6 +183,19 @@ public final class GarbageCollector {
             }
         }
         return plan;
+    }
+
+    /** Only an absolute path can be checked: gc's working directory is not the capture's. */
+    private static boolean perfDataGone(Recording r) {
+        if (r.perfDataPath().isEmpty()) {
+            return false;
+        }
+        try {
+            Path p = Path.of(r.perfDataPath());
+            return p.isAbsolute() && !Files.exists(p);
+        } catch (java.nio.file.InvalidPathException e) {
+            return false;
+        }
     }
 
     private static void refRegion(long id, Map<Long, Region> regions, Map<Long, Integer> regionRefs,

@@ -21,6 +21,7 @@ import ptfence.store.Archive;
 import ptfence.store.ContentKey;
 import ptfence.store.ImageInfo;
 import ptfence.store.Snapshot;
+import ptfence.store.Table;
 
 @Command(name = "show", mixinStandardHelpOptions = true, description = "Show an image (by content key or key prefix), or the regions with a name or id: "
         + "metadata, and with --bytes a hexdump, with --disasm a listing.",
@@ -138,9 +139,11 @@ final class ShowCommand implements Callable<Integer> {
                     + "' (and it is not a content key or a key prefix of 8+ hex digits)");
         }
         List<ContentKey> found = new ArrayList<>();
-        s.forEachImage((k, info) -> {
-            if (k.hex().startsWith(p)) {
-                found.add(k);
+        byte[] bytePrefix = HexFormat.of().parseHex(p.substring(0, p.length() & ~1));
+        s.forEachPrefix(Table.IMAGE_INFO, bytePrefix, (k, v) -> {
+            ContentKey key = ContentKey.fromBytes(k);
+            if (key.hex().startsWith(p)) {
+                found.add(key);
             }
             return found.size() < 2;
         });

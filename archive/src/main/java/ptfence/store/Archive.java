@@ -47,7 +47,10 @@ public final class Archive implements AutoCloseable {
     static final byte[] META_FORMAT = "format".getBytes(StandardCharsets.UTF_8);
     static final byte[] META_GENERATION = "generation".getBytes(StandardCharsets.UTF_8);
     private static final long INITIAL_MAP_SIZE = 64L << 20;
+    private static final int EIO = 5;
     private static final int ENOSPC = 28;
+    /** Below this much free space an EIO from a write is taken as the disk filling up (LMDB turns short writes into EIO). */
+    private static final long LOW_SPACE = 16L << 20;
     private static final int EDQUOT = 122;
     private static final int MDB_MAP_RESIZED = -30785;
 
@@ -257,7 +260,7 @@ public final class Archive implements AutoCloseable {
 
     private RuntimeException translate(LmdbNativeException e) {
         int rc = e.getResultCode();
-        if (rc == ENOSPC || rc == EDQUOT) {
+        if (rc == ENOSPC || rc == EDQUOT || (rc == EIO && usableSpace() < LOW_SPACE)) {
             return new ArchiveFullException("archive " + directory + ": no space left on the device; the write "
                     + "was rolled back and everything committed before is intact (free space and retry)", e);
         }
@@ -270,6 +273,14 @@ public final class Archive implements AutoCloseable {
                     + "); run 'ptarchive verify'", e);
         }
         return e;
+    }
+
+    private long usableSpace() {
+        try {
+            return Files.getFileStore(directory).getUsableSpace();
+        } catch (IOException e) {
+            return Long.MAX_VALUE;
+        }
     }
 
     private static long roundUp(long n) {

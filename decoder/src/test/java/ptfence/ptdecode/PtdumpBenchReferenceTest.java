@@ -46,6 +46,15 @@ class PtdumpBenchReferenceTest {
         assertEquals(sha.group(1), HexFormat.of().formatHex(
                 MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(trace))), "regenerated trace differs");
 
+        // The --quiet validation path (skipAll) must count exactly the generator's packets.
+        Matcher total = Pattern.compile("\"packets_total\": (\\d+)").matcher(json);
+        assertTrue(total.find());
+        try (ptfence.packet.TraceSource src = ptfence.packet.TraceSource.open(trace)) {
+            ptfence.packet.PacketCursor c = new ptfence.packet.PacketCursor(src);
+            assertTrue(c.syncForward());
+            assertEquals(Long.parseLong(total.group(1)), c.skipAll());
+        }
+
         String reference = Files.readString(bench.resolve("REFERENCE.md"));
         Matcher row = Pattern.compile("\\| `ptdump " + Pattern.quote(name) + "` \\| (\\d+) \\| ([0-9a-f]{64}) \\|")
                 .matcher(reference);
