@@ -154,6 +154,10 @@ class RecordingPacketsTest {
 
     /** The loopy recording with its one AUXTRACE cut into pieces at {@code cuts} (AUX offsets), plus {@code gap}. */
     private static Path split(Path dir, long[] cuts, long gap) throws Exception {
+        return split(dir, cuts, gap, false);
+    }
+
+    private static Path split(Path dir, long[] cuts, long gap, boolean padLikePerf) throws Exception {
         Path src = hase("loopy-20180404T162955").resolve("loopy-20180404T162955.perf");
         Path out = dir.resolve("split.perf");
         try (ptfence.perfdata.PerfDataFile f = ptfence.perfdata.PerfDataFile.open(src);
@@ -167,8 +171,13 @@ class RecordingPacketsTest {
                         long to = i < cuts.length ? cuts[i] : a.size();
                         java.nio.ByteBuffer piece = a.data().position((int) from).limit((int) to).slice();
                         long offset = from + (i > 0 ? gap : 0);
-                        w.write(new ptfence.perfdata.PerfRecord.Auxtrace(0, to - from, offset, a.reference(), a.idx(),
-                                a.tid(), a.cpu(), 0, piece));
+                        if (padLikePerf && piece.remaining() % 8 != 0) {
+                            java.nio.ByteBuffer padded = java.nio.ByteBuffer.allocate((piece.remaining() + 7) & ~7);
+                            padded.put(piece).clear();
+                            piece = padded;
+                        }
+                        w.write(new ptfence.perfdata.PerfRecord.Auxtrace(0, piece.remaining(), offset, a.reference(),
+                                a.idx(), a.tid(), a.cpu(), 0, piece));
                         from = to;
                     }
                 } else {
@@ -191,6 +200,22 @@ class RecordingPacketsTest {
         List<String> b = pieces.out().lines().toList();
         assertTrue(b.get(0).contains("(3 contiguous buffers, continued at file offsets"), b.get(0));
         assertEquals(a.subList(1, a.size()), b.subList(1, b.size()));
+    }
+
+    @Test
+    void buffersPaddedToEightBytesLikePerfRecordsStillJoin(@TempDir Path tmp) throws Exception {
+        Path orig = hase("loopy-20180404T162955").resolve("loopy-20180404T162955.perf");
+        Path p = split(tmp, new long[] {0x17, 0x3b}, 0, true);
+        Result whole = packets("--time", orig.toString());
+        Result pieces = packets("--time", p.toString());
+        assertEquals(0, pieces.code(), pieces.err());
+        List<String> a = whole.out().lines().toList();
+        List<String> b = pieces.out().lines().toList();
+        assertTrue(b.get(0).contains("(3 contiguous buffers"), b.get(0));
+        assertEquals(a.subList(1, a.size()), b.subList(1, a.size()));
+        // the last buffer's own padding (0x535 -> 0x538) is three PADs at the end
+        assertEquals(List.of("pad", "pad", "pad"), b.subList(a.size(), b.size()).stream().map(l -> l.split("\\s+")[1])
+                .toList());
     }
 
     @Test
