@@ -173,15 +173,7 @@ public final class FlowCommand implements Callable<Integer> {
             }
         }
 
-        Errata errata = Errata.NONE;
-        if (cpu != null) {
-            try {
-                errata = Errata.of(Errata.Cpu.parse(cpu));
-            } catch (Errata.UnknownCpuException e) {
-                errata = Errata.NONE;
-            }
-        }
-        Errata cursorErrata = errata;
+        Errata cursorErrata = cfg.errata;
         Function<ByteBuffer, PacketInput> packetSource = packetSourceOverride != null ? packetSourceOverride
                 : b -> CursorInput.of(b, cursorErrata);
         ByteBuffer trace = mapTrace(pt);
