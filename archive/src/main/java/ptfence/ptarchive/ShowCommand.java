@@ -21,6 +21,7 @@ import ptfence.store.Archive;
 import ptfence.store.ContentKey;
 import ptfence.store.ImageInfo;
 import ptfence.store.Snapshot;
+import ptfence.store.Table;
 
 @Command(name = "show", mixinStandardHelpOptions = true, description = "Show an image (by content key or key prefix), or the regions with a name or id: "
         + "metadata, and with --bytes a hexdump, with --disasm a listing.",
@@ -34,6 +35,8 @@ import ptfence.store.Snapshot;
 final class ShowCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Parameters(paramLabel = "KEY|NAME|ID", description = "Content key (or a prefix of 8+ hex digits), region name, or region id.")
@@ -46,7 +49,7 @@ final class ShowCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             a.read(s -> {
                 List<Region> regions = RegionIndex.byName(s, what);
                 if (regions.isEmpty() && what.length() == 16 && ContentKey.isHex(what)) {
@@ -138,9 +141,11 @@ final class ShowCommand implements Callable<Integer> {
                     + "' (and it is not a content key or a key prefix of 8+ hex digits)");
         }
         List<ContentKey> found = new ArrayList<>();
-        s.forEachImage((k, info) -> {
-            if (k.hex().startsWith(p)) {
-                found.add(k);
+        byte[] bytePrefix = HexFormat.of().parseHex(p.substring(0, p.length() & ~1));
+        s.forEachPrefix(Table.IMAGE_INFO, bytePrefix, (k, v) -> {
+            ContentKey key = ContentKey.fromBytes(k);
+            if (key.hex().startsWith(p)) {
+                found.add(key);
             }
             return found.size() < 2;
         });

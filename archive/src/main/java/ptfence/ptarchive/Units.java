@@ -25,7 +25,7 @@ final class Units {
                 case 's' -> Duration.ofSeconds(n);
                 default -> throw new NumberFormatException();
             };
-        } catch (NumberFormatException | ArithmeticException e) {
+        } catch (NumberFormatException | ArithmeticException | IndexOutOfBoundsException e) {
             throw new BadInputException("not a duration: '" + s + "' (use e.g. 30d, 12h, 90m, 45s, 2w)");
         }
     }
@@ -47,7 +47,7 @@ final class Units {
             };
             String digits = shift == 0 ? t : t.substring(0, t.length() - 1);
             return Math.multiplyExact(Long.parseLong(digits), 1L << shift);
-        } catch (NumberFormatException | ArithmeticException e) {
+        } catch (NumberFormatException | ArithmeticException | IndexOutOfBoundsException e) {
             throw new BadInputException("not a size: '" + s + "' (use e.g. 10G, 512M, 64K or a byte count)");
         }
     }

@@ -6,8 +6,8 @@ import java.util.Objects;
  * A capture registered in the archive: a root for gc, and the list of regions it needs to be decoded.
  *
  * @param id            recording id, unique in the archive (ptrec uses a UUID or the perf.data name)
- * @param perfDataPath  where its perf.data lives ("" if none to check); gc drops a recording whose
- *                      perf.data is gone, unless it is pinned
+ * @param perfDataPath  absolute path of its perf.data ("" if none to check); gc drops a recording whose
+ *                      perf.data is gone, unless it is pinned (a relative path is never checked)
  * @param bootId        boot id of the recording host
  * @param startTime     first perf timestamp (CLOCK_MONOTONIC ns)
  * @param endTime       last perf timestamp, or {@link #RUNNING} while the capture runs

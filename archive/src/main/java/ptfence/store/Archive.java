@@ -47,7 +47,10 @@ public final class Archive implements AutoCloseable {
     static final byte[] META_FORMAT = "format".getBytes(StandardCharsets.UTF_8);
     static final byte[] META_GENERATION = "generation".getBytes(StandardCharsets.UTF_8);
     private static final long INITIAL_MAP_SIZE = 64L << 20;
+    private static final int EIO = 5;
     private static final int ENOSPC = 28;
+    /** Below this much free space an EIO from a write is taken as the disk filling up (LMDB turns short writes into EIO). */
+    private static final long LOW_SPACE = 16L << 20;
     private static final int EDQUOT = 122;
     private static final int MDB_MAP_RESIZED = -30785;
 
@@ -143,6 +146,10 @@ public final class Archive implements AutoCloseable {
                 mapLock.readLock().unlock();
             }
             if (resized) {
+                if (mapLock.getReadHoldCount() > 0) {
+                    throw new IllegalStateException("archive " + directory + ": another process grew the map; "
+                            + "adopting it cannot happen inside an open transaction of this thread");
+                }
                 adoptMapSize();
             }
         }
@@ -170,6 +177,11 @@ public final class Archive implements AutoCloseable {
                 resized = true;
             } finally {
                 mapLock.readLock().unlock();
+            }
+            if (mapLock.getReadHoldCount() > 0 && (full || resized)) {
+                // Growing needs every transaction of this process closed, the caller's own included.
+                throw new IllegalStateException("archive " + directory + ": the map must grow, which cannot happen "
+                        + "inside read() or write(); do not nest write() in another transaction");
             }
             if (full) {
                 grow();
@@ -257,7 +269,7 @@ public final class Archive implements AutoCloseable {
 
     private RuntimeException translate(LmdbNativeException e) {
         int rc = e.getResultCode();
-        if (rc == ENOSPC || rc == EDQUOT) {
+        if (rc == ENOSPC || rc == EDQUOT || (rc == EIO && usableSpace() < LOW_SPACE)) {
             return new ArchiveFullException("archive " + directory + ": no space left on the device; the write "
                     + "was rolled back and everything committed before is intact (free space and retry)", e);
         }
@@ -270,6 +282,14 @@ public final class Archive implements AutoCloseable {
                     + "); run 'ptarchive verify'", e);
         }
         return e;
+    }
+
+    private long usableSpace() {
+        try {
+            return Files.getFileStore(directory).getUsableSpace();
+        } catch (IOException e) {
+            return Long.MAX_VALUE;
+        }
     }
 
     private static long roundUp(long n) {

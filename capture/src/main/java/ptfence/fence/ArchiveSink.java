@@ -34,7 +34,7 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
     private final int maxBatch;
     private final ScheduledExecutorService timer;
     private List<Op> pending = new ArrayList<>();
-    private long regionsAdded, regionsClosed, commits;
+    private long regionsAdded, regionsClosed, commits, metadataTooLate;
     private IOException failure;
 
     /**
@@ -68,6 +68,25 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
         pending.add(new Closed(region));
         if (pending.size() >= maxBatch) flush();
     }
+
+    /**
+     * Richer metadata for a region: taken if the region is still in the pending batch; once committed the archive
+     * keeps the first metadata (its index has no update), which is counted.
+     */
+    @Override
+    public synchronized void enriched(Region region) {
+        long id = region.id();
+        for (int i = pending.size() - 1; i >= 0; i--) {
+            if (pending.get(i) instanceof Opened o && o.region().id() == id) {
+                pending.set(i, new Opened(region, o.bytes()));
+                return;
+            }
+        }
+        metadataTooLate++;
+    }
+
+    /** Metadata that arrived after its region was committed (kept in perf.data's BPF_PROG_INFO only). */
+    public synchronized long metadataTooLate() { return metadataTooLate; }
 
     @Override
     public synchronized void flush() throws IOException {

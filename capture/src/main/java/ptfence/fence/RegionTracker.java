@@ -30,6 +30,9 @@ public final class RegionTracker implements TextSink {
         /** The same region (same id) now with its end time. */
         void closed(Region region) throws IOException;
 
+        /** The same region (same id) with richer metadata, which arrived after {@link #opened}. */
+        default void enriched(Region region) throws IOException {}
+
         default void flush() throws IOException {}
     }
 
@@ -40,6 +43,8 @@ public final class RegionTracker implements TextSink {
     private final String bootId;
     private final RegionWriter writer;
     private final Map<Key, Live> live = new HashMap<>();
+    /** Metadata that arrived before its image (the recorder can be faster than the fence's consumer). */
+    private final Map<Key, BpfMetadata> early = new HashMap<>();
 
     public RegionTracker(String bootId, RegionWriter writer) {
         this.bootId = bootId;
@@ -74,9 +79,36 @@ public final class RegionTracker implements TextSink {
                 long from = t.hook() == Hook.SCAN ? 0 : t.monotonicNs();
                 if (previous != null) writer.closed(previous.region().closedAt(t.monotonicNs())); // new version
                 Region r = region(t, from, Region.OPEN);
+                BpfMetadata meta = early.remove(key);
+                if (meta != null && t.metadata() == null) {
+                    r = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
+                            r.name(), r.key(), meta);
+                }
                 live.put(key, new Live(r, t.bytes()));
                 writer.opened(r, t.bytes());
             }
+        }
+    }
+
+    /** Full bpf_prog_info for a program's functions: enriches their live regions, or waits for their images. */
+    @Override
+    public synchronized void metadata(ptfence.bpf.ProgramMetadata m) throws IOException {
+        BpfMetadata meta = m.toArchive();
+        java.util.List<String> names = m.ksymNames();
+        long[] addrs = m.info().jitedKsyms();
+        for (int i = 0; i < addrs.length && i < names.size(); i++) {
+            Key key = new Key(addrs[i], names.get(i));
+            Live l = live.get(key);
+            if (l == null) {
+                if (early.size() > 4096) early.clear(); // bounded: stale entries are programs never seen
+                early.put(key, meta);
+                continue;
+            }
+            Region r = l.region();
+            Region richer = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
+                    r.name(), r.key(), meta);
+            live.put(key, new Live(richer, l.bytes()));
+            writer.enriched(richer);
         }
     }
 

@@ -45,13 +45,13 @@ public final class TextFence implements AutoCloseable {
      * @param pollInterval   how often the consumer looks at the ring (records are sent without wakeups)
      * @param inKernel       false forces the user-space fence
      * @param startupScan    copy the programs already loaded
-     * @param userSpacePoll  park between id polls of the user-space fence; zero (the default) spins, which
-     *                       catches 20 % of immediately closed programs where a 20 µs park catches almost none
+     * @param userSpacePoll  park between id polls of the user-space fence (default 20 µs); zero spins, which
+     *                       won on an idle machine and lost on a loaded 2-vCPU one (docs/fence.md)
      */
     public record Config(int ringBytes, Duration pollInterval, boolean inKernel, boolean startupScan,
                          Duration userSpacePoll) {
         public static Config defaults() {
-            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ZERO);
+            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ofNanos(20_000));
         }
 
         public Config withInKernel(boolean v) { return new Config(ringBytes, pollInterval, v, startupScan, userSpacePoll); }
@@ -101,7 +101,8 @@ public final class TextFence implements AutoCloseable {
         if (config.inKernel()) {
             try {
                 f.startInKernel();
-            } catch (BpfException | BadInputException e) {
+            } catch (IOException | BadInputException e) {
+                // No BTF or kallsyms, a refused program or attach: the user-space fence takes over.
                 f.stopWorker();
                 f.mode = null;
                 f.releaseKernelSide();
@@ -110,8 +111,13 @@ public final class TextFence implements AutoCloseable {
         } else {
             f.fallbackReason = "in-kernel hooks disabled by configuration";
         }
-        if (f.mode == null) f.startUserSpace();
-        if (config.startupScan()) f.scanLoadedPrograms();
+        try {
+            if (f.mode == null) f.startUserSpace();
+            if (config.startupScan()) f.scanLoadedPrograms();
+        } catch (IOException | RuntimeException e) {
+            f.close();
+            throw e;
+        }
         return f;
     }
 
@@ -292,6 +298,8 @@ public final class TextFence implements AutoCloseable {
             try (BpfFd fd = Bpf.get().progGetFdById(id)) {
                 if (fd == null) continue; // freed meanwhile: the FREE hook has it
                 emitImages(ProgramMetadata.fetch(fd), Hook.SCAN, kallsyms);
+            } catch (BpfException | RuntimeException e) {
+                incomplete.incrementAndGet(); // one unreadable program must not stop the scan
             }
         }
         copyOutOfLineText(kallsyms);
@@ -347,6 +355,13 @@ public final class TextFence implements AutoCloseable {
             }
             ProgramMetadata m = ProgramMetadata.fetch(fd);
             metadataFetched.incrementAndGet();
+            synchronized (sinkLock) {
+                try {
+                    sink.metadata(m);
+                } catch (IOException | RuntimeException e) {
+                    sinkErrors.incrementAndGet();
+                }
+            }
             if (mode == Mode.USER_SPACE && pinned.add(progId)) emitImages(m, Hook.USER_SPACE, null);
             return Optional.of(m);
         }

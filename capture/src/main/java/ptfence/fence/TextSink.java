@@ -10,6 +10,12 @@ import java.io.IOException;
 public interface TextSink {
     void accept(CapturedText text) throws IOException;
 
+    /**
+     * The full metadata of a program whose images were (or are about to be) delivered, fetched through bpf() when
+     * the recorder asked ({@link TextFence#onProgramLoaded}).
+     */
+    default void metadata(ptfence.bpf.ProgramMetadata metadata) throws IOException {}
+
     /** Called when the fence has delivered everything it holds (end of a drain, close). */
     default void flush() throws IOException {}
 }

@@ -11,9 +11,9 @@ import jnr.ffi.annotations.Out;
 public interface LibC {
     long syscall(long number, @In byte[] attr, int pid, int cpu, int groupFd, long flags);
 
-    long mmap(long addr, long length, int prot, int flags, int fd, long offset);
-
-    int munmap(long addr, long length);
+    /** mmap(2)/munmap(2) through syscall(2) with every argument a long: jnr's mixed int/long mmap binding
+     * passed garbage (EINVAL). */
+    long syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 
     int ioctl(int fd, long request, long arg);
 

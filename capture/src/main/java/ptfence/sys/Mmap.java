@@ -18,6 +18,7 @@ public final class Mmap {
 
     private static final int MAP_SHARED = 0x01;
     private static final int SC_PAGESIZE = 30;
+    private static final long NR_MMAP = 9, NR_MUNMAP = 11;
 
     /** The machine's page size, read once from sysconf. */
     public static final int PAGE_SIZE = (int) Native.LIBC.sysconf(SC_PAGESIZE);
@@ -40,7 +41,7 @@ public final class Mmap {
         if (offset % PAGE_SIZE != 0) {
             throw new IllegalArgumentException("mmap(" + what + "): offset " + offset + " not page aligned");
         }
-        long addr = Native.LIBC.mmap(0, length, protection.bits, MAP_SHARED, fd, offset);
+        long addr = Native.LIBC.syscall(NR_MMAP, 0, length, protection.bits, MAP_SHARED, fd, offset);
         if (addr == -1L) {
             throw new SyscallException("mmap(" + what + ")", Native.errno());
         }
@@ -48,6 +49,6 @@ public final class Mmap {
     }
 
     static void unmap(long addr, long length, String what) {
-        Native.check(Native.LIBC.munmap(addr, length), "munmap(" + what + ")");
+        Native.check(Native.LIBC.syscall(NR_MUNMAP, addr, length, 0, 0, 0, 0), "munmap(" + what + ")");
     }
 }

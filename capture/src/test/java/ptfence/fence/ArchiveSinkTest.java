@@ -70,4 +70,38 @@ class ArchiveSinkTest {
             }
         }
     }
+
+    @Test
+    void metadataFetchedOnTheRecordersRequestReachesTheRegion() throws Exception {
+        assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
+        String boot = RegionTracker.currentBootId();
+        Bpf.ProgLoad p = TestPrograms.withSubprograms("meta", 2, 3);
+        try (Archive archive = Archive.open(dir.resolve("archive"))) {
+            archive.write(b -> {
+                Recordings.register(b, Recording.started("rec2", "", boot, 0));
+                return null;
+            });
+            ProgInfo info;
+            try (ArchiveSink sink = new ArchiveSink(archive, "rec2", Duration.ofSeconds(5), 1 << 20);
+                 TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false),
+                         new RegionTracker(boot, sink))) {
+                try (BpfFd fd = Bpf.get().progLoad(p)) {
+                    info = ProgInfo.fetch(fd);
+                    assertTrue(fence.onProgramLoaded(info.id()).isPresent()); // what ptrec does on BPF_EVENT
+                }
+                fence.awaitQuiet(Duration.ofSeconds(2), Duration.ofSeconds(60));
+                assertEquals(0, sink.metadataTooLate());
+            }
+            List<Region> regions = archive.read(s -> Recordings.regions(s, "rec2")).stream()
+                    .filter(r -> r.address() == info.jitedKsyms()[0] || r.address() == info.jitedKsyms()[2]).toList();
+            assertEquals(2, regions.size());
+            for (Region r : regions) {
+                var meta = (ptfence.region.BpfMetadata) r.metadata();
+                assertEquals(info.id(), meta.progId());
+                assertArrayEquals(info.jitedKsyms(), meta.jitedKsyms());
+                assertArrayEquals(info.xlatedInsns(), meta.xlatedInsns());
+                assertFalse(r.isOpen());
+            }
+        }
+    }
 }

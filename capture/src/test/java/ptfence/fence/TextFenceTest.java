@@ -262,6 +262,22 @@ class TextFenceTest {
     }
 
     @Test
+    void whereTheHooksCannotBeSetUpTheUserSpaceFenceTakesOverAndSaysWhy() throws Exception {
+        // A ring size the kernel refuses (not a power of two) stands in for a kernel or policy that refuses the hooks.
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false)
+                .withRingBytes(3 * 4096), new CollectingSink())) {
+            assertEquals(TextFence.Mode.USER_SPACE, fence.mode());
+            assertTrue(fence.fallbackReason().startsWith("bpf(BPF_MAP_CREATE, fence_rb"), fence.fallbackReason());
+            assertTrue(fence.fallbackReason().contains("EINVAL"), fence.fallbackReason());
+            try (BpfFd fd = Bpf.get().progLoad(TestPrograms.constant("fallbk", 1))) {
+                long deadline = System.nanoTime() + 2_000_000_000L;
+                while (fence.counters().images(Hook.USER_SPACE) == 0 && System.nanoTime() < deadline) Thread.sleep(5);
+            }
+            assertTrue(fence.counters().images(Hook.USER_SPACE) >= 1, "a program kept alive is pinned and copied");
+        }
+    }
+
+    @Test
     void copiesTheCoreKernelText() throws Exception {
         Kallsyms k = Kallsyms.read();
         long size = k.require("_etext") - k.require("_stext");

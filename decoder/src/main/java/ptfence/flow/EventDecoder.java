@@ -347,9 +347,10 @@ public final class EventDecoder {
             case Pkt.CYC:
             case Pkt.MTC:
             case Pkt.TSC:
-            case Pkt.TMA:
-                time.apply(p);
-                return 1;
+            case Pkt.TMA: {
+                int err = time.apply(p);
+                return err < 0 ? err : 1;
+            }
             case Pkt.CBR:
                 return decodeCbr(p);
             case Pkt.MODE_EXEC:
@@ -423,7 +424,10 @@ public final class EventDecoder {
     }
 
     private int decodeCbr(Pkt p) {
-        time.apply(p);
+        int terr = time.apply(p);
+        if (terr < 0) {
+            return terr;
+        }
         Event ev = standalone();
         ev.type = Event.CBR;
         ev.ratio = (int) p.payload;
@@ -495,13 +499,13 @@ public final class EventDecoder {
                     ev.payload = p.payload;
                 }
                 case Pkt.CBR -> {
-                    time.apply(p);
+                    err = time.applyHeader(p);
                     Event ev = enqueue(EVB_PSBEND);
                     ev.statusUpdate = true;
                     ev.type = Event.CBR;
                     ev.ratio = (int) p.payload;
                 }
-                case Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC -> time.apply(p);
+                case Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC -> err = time.applyHeader(p);
                 case Pkt.PSBEND -> {
                     Event ev = queue[psbendSlot];
                     if (enabled) {
@@ -1256,9 +1260,7 @@ public final class EventDecoder {
         haveIp = false;
         ipSuppressed = false;
         queued = 0;
-        if (!config.keepTcalOnOvf) {
-            time.resetCalibration();
-        }
+        time.overflow(config.keepTcalOnOvf);
 
         int offset = findOvfFup();
         if (offset <= 0) {
@@ -1401,11 +1403,7 @@ public final class EventDecoder {
                         return 1;
                     }
                 }
-                default -> {
-                    if (p.type == Pkt.TSC || p.type == Pkt.CBR || p.type == Pkt.TMA || p.type == Pkt.MTC || p.type == Pkt.CYC) {
-                        time.apply(p);
-                    }
-                }
+                default -> { }
             }
         }
     }
@@ -1450,8 +1448,7 @@ public final class EventDecoder {
                 case Pkt.TIP_PGD -> {
                     return recoverOvfDisabled(in.position());
                 }
-                case Pkt.TSC, Pkt.CBR, Pkt.TMA, Pkt.MTC, Pkt.CYC -> time.apply(p);
-                case Pkt.PAD, Pkt.MNT, Pkt.CFE, Pkt.EVD, Pkt.TRIG -> { }
+                case Pkt.TSC, Pkt.CBR, Pkt.TMA, Pkt.MTC, Pkt.CYC, Pkt.PAD, Pkt.MNT, Pkt.CFE, Pkt.EVD, Pkt.TRIG -> { }
                 default -> {
                     in.seek(save);
                     return 1;

@@ -300,6 +300,7 @@ public final class FlowDecoder {
         runCount = 0;
         hasIcnt = false;
         icnt = 0;
+        decoderTsc = 0;
         ev.type = Event.NONE;
     }
 
@@ -338,7 +339,29 @@ public final class FlowDecoder {
         }
     }
 
+    // The time of the last event left behind (libipt's decoder->tsc), for tick events.
+    private long decoderTsc;
+    private final Event tick = new Event();
+
+    /** --event:tick: a tick where trace time moved on (at a TNT bit's branch or a TIP's branch). */
+    private void maybeTick(long at) {
+        if (!cfg.tickEvents || ev.tsc == decoderTsc) {
+            return;
+        }
+        tick.clear();
+        tick.type = Event.TICK;
+        tick.ip = at;
+        tick.hasTsc = true;
+        tick.tsc = ev.tsc;
+        decoderTsc = ev.tsc;
+        flushRun();
+        sink.event(tick);
+    }
+
     private void fetchEvent() {
+        if (ev.type != Event.NONE) {
+            decoderTsc = ev.tsc;
+        }
         findTrigAnchor();
         status = evd.next(ev);
         if (status < 0) {
@@ -387,7 +410,7 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if (countOnly && !cfg.endOnCall && !cfg.endOnJump && ev.type == Event.TNT && tntFast()) {
+                    if (countOnly && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
                     err = walk(WALK_NONE, 0, 0);
@@ -1090,6 +1113,9 @@ public final class FlowDecoder {
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
         emitted = true;
+        if (countOnly) {
+            return;
+        }
         if (!blockMode) {
             long a = first;
             int o = off;
@@ -1207,6 +1233,7 @@ public final class FlowDecoder {
                     return bit;
                 }
                 ip = lIp + lSize + (bit != 0 ? lDisp : 0);
+                tntUsed();
                 return 0;
             }
             case InsnClass.RETURN -> {
@@ -1218,7 +1245,11 @@ public final class FlowDecoder {
                     if (bit == 0) {
                         return PtError.BAD_RETCOMP;
                     }
-                    return popReturn();
+                    int err = popReturn();
+                    if (err == 0) {
+                        tntUsed();
+                    }
+                    return err;
                 }
                 return proceedIndirect();
             }
@@ -1254,7 +1285,9 @@ public final class FlowDecoder {
         if (ev.ipSuppressed) {
             return PtError.BAD_PACKET;
         }
+        long branch = lIp;
         ip = ev.ip;
+        maybeTick(branch);
         fetchEvent();
         return 0;
     }
@@ -1265,10 +1298,16 @@ public final class FlowDecoder {
         }
         int size = ev.tntSize - 1;
         ev.tntSize = size;
-        int bit = (int) ((ev.tntBits >>> size) & 1);
-        if (size == 0) {
+        return (int) ((ev.tntBits >>> size) & 1);
+    }
+
+    /** After a TNT bit moved the flow: maybe a tick, and the next event once the TNT is used up. */
+    private void tntUsed() {
+        if (ev.hasTsc) {
+            maybeTick(ip);
+        }
+        if (ev.tntSize == 0) {
             fetchEvent();
         }
-        return bit;
     }
 }

@@ -1,61 +1,108 @@
 package ptfence.flow;
 
 import ptfence.flow.PacketInput.Pkt;
+import ptfence.timing.TimeCalibration;
+import ptfence.timing.Timing;
+import ptfence.timing.TimingConfig;
+import ptfence.timing.TimingError;
 
 /**
- * The event layer's clock: the last TSC and what MTC/CYC/CBR say since. Enough to stamp events; the
- * fine-grained estimate per instruction comes from ptfence.timing once it is wired in.
+ * The event layer's clock: ptfence.timing's TSC estimate (TSC, TMA, MTC, CYC, CBR) and its MTC/CYC
+ * calibration, updated in libipt's order so event times match ptxed's to the tick.
  */
 public final class TimeTracker {
-    private final FlowConfig config;
-    private boolean hasTsc;
-    private long tsc;
-    private int cbr;
+    private final TimingConfig timingConfig;
+    private final Timing time;
+    private final TimeCalibration tcal;
 
     public TimeTracker(FlowConfig config) {
-        this.config = config;
+        this.timingConfig = new TimingConfig(config.mtcFreq, config.nomFreq, config.cpuid15Eax, config.cpuid15Ebx,
+                config.skl168);
+        this.time = new Timing(timingConfig);
+        this.tcal = new TimeCalibration(timingConfig);
     }
 
     void reset() {
-        hasTsc = false;
-        tsc = 0;
-        cbr = 0;
+        time.reset();
+        tcal.reset();
     }
 
-    void copyFrom(TimeTracker o) {
-        hasTsc = o.hasTsc;
-        tsc = o.tsc;
-        cbr = o.cbr;
-    }
-
-    void resetCalibration() {
-        // Calibration is not tracked yet; nothing to drop.
-    }
-
-    void apply(Pkt p) {
-        switch (p.type) {
-            case Pkt.TSC -> {
-                hasTsc = true;
-                tsc = p.payload;
-            }
-            case Pkt.CBR -> cbr = (int) p.payload;
-            default -> { }
+    /** OVF: drop the calibration, or (keep-tcal-on-ovf) keep the ratio but drop partial measurements. */
+    void overflow(boolean keepCalibration) {
+        if (keepCalibration) {
+            tcal.updateOvf();
+        } else {
+            tcal.reset();
         }
     }
 
+    /** A timing packet outside PSB+; returns 0 or a decode error. */
+    int apply(Pkt p) {
+        return apply(p, false);
+    }
+
+    /** A timing packet in PSB+ (TSC and CBR calibrate differently there). */
+    int applyHeader(Pkt p) {
+        return apply(p, true);
+    }
+
+    private int apply(Pkt p, boolean header) {
+        TimingError e1;
+        TimingError e2;
+        switch (p.type) {
+            case Pkt.TSC -> {
+                e1 = header ? tcal.headerTsc(p.payload) : tcal.updateTsc(p.payload);
+                e2 = time.updateTsc(p.payload);
+            }
+            case Pkt.CBR -> {
+                e1 = header ? tcal.headerCbr((int) p.payload) : tcal.updateCbr((int) p.payload);
+                e2 = time.updateCbr((int) p.payload);
+            }
+            case Pkt.TMA -> {
+                e1 = tcal.updateTma((int) p.payload, (int) p.payload2);
+                e2 = time.updateTma((int) p.payload, (int) p.payload2);
+            }
+            case Pkt.MTC -> {
+                e1 = tcal.updateMtc((int) p.payload);
+                e2 = time.updateMtc((int) p.payload);
+            }
+            case Pkt.CYC -> {
+                e1 = tcal.updateCyc(p.payload);
+                e2 = e1 != null && e1 != TimingError.BAD_CONFIG ? null : time.updateCyc(p.payload, tcal.fcr());
+            }
+            default -> {
+                return 0;
+            }
+        }
+        int err = code(e1);
+        return err != 0 ? err : code(e2);
+    }
+
+    private static int code(TimingError e) {
+        if (e == null || e == TimingError.BAD_CONFIG) {
+            return 0;
+        }
+        return switch (e) {
+            case BAD_PACKET -> PtError.BAD_PACKET;
+            case BAD_CONTEXT -> PtError.BAD_CONTEXT;
+            case NO_TIME -> PtError.NO_TIME;
+            default -> PtError.INTERNAL;
+        };
+    }
+
     public boolean hasTsc() {
-        return hasTsc;
+        return time.haveTsc();
     }
 
     public long tsc() {
-        return tsc;
+        return time.tsc();
     }
 
     public int cbr() {
-        return cbr;
+        return time.cbr();
     }
 
-    FlowConfig config() {
-        return config;
+    void copyFrom(TimeTracker o) {
+        // Look-ahead (deferred TIPs) never crosses timing packets that matter for the flow; keep ours.
     }
 }

@@ -127,16 +127,30 @@ public final class CodeCache {
             int v = bl[off];
             if (v != 0) {
                 VarHandle.acquireFence();
-                return v - 1;
+                return v == NO_BLOCK ? -1 : v - 1;
             }
         }
         return fillBlock(off, dec);
+    }
+
+    /** Every instruction from {@code start} up to {@code end} starts a run that cannot be cached. */
+    private void markNoBlock(int start, int end, X86Decoder dec) {
+        int[] bl = blockLast;
+        for (int o = start; o < end && o < code.length; o += len[o]) {
+            bl[o] = NO_BLOCK;
+            if (len[o] <= 0 || len[o] >= TRUNCATED) {
+                break;
+            }
+        }
     }
 
     public int blockCount(int off) {
         return blockCount[off];
     }
 
+
+    /** blockLast marker: the run from here is not cacheable (ends in bad bytes or runs off the end). */
+    private static final int NO_BLOCK = Integer.MIN_VALUE;
 
     private synchronized int fillBlock(int start, X86Decoder dec) {
         if (blockLast == null) {
@@ -148,11 +162,13 @@ public final class CodeCache {
         int off = start;
         int n = 0;
         while (true) {
-            if (off >= code.length) {
+            if (off >= code.length || blockLast[off] == NO_BLOCK) {
+                markNoBlock(start, off, dec);
                 return -1;
             }
             int l = length(off, dec);
             if (l == INVALID || l == TRUNCATED) {
+                markNoBlock(start, off, dec);
                 return -1;
             }
             n++;

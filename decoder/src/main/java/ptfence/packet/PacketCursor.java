@@ -106,6 +106,7 @@ public final class PacketCursor {
     private final boolean skz84;
 
     private ByteBuffer buf;
+    private boolean bufPrivate;
     private long winBase;
     private int winLimit;
     /** Window index below which at least MAX_PACKET bytes follow (the fast path in next()). */
@@ -136,7 +137,8 @@ public final class PacketCursor {
         this.end = source.size();
         this.skd007 = errata.skd007();
         this.skz84 = errata.skz84();
-        this.buf = source.window(0);
+        this.buf = source.privateWindow(0);
+        this.bufPrivate = true;
         this.winBase = 0;
         this.winLimit = buf.limit();
         this.fastLimit = winLimit - MAX_PACKET;
@@ -279,10 +281,18 @@ public final class PacketCursor {
         int w = source.windowSize();
         long start = off < winBase ? Math.max(0, off + len - w + MAX_PACKET) : off;
         start = Math.max(0, Math.min(start, off));
-        buf = source.window(start);
+        ByteBuffer old = buf;
+        boolean oldPrivate = bufPrivate;
+        buf = source.privateWindow(start);
+        bufPrivate = true;
         winBase = start;
         winLimit = buf.limit();
         fastLimit = winLimit - MAX_PACKET;
+        if (oldPrivate) {
+            // Nothing else refers to the old window (it never leaves this cursor): unmap it right away so a
+            // walk over a huge file keeps one window mapped, not all of them until the next GC.
+            source.release(old);
+        }
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -359,12 +369,14 @@ public final class PacketCursor {
                             continue;
                         }
                     }
-                    int sz = FAST_SIZE[(int) w & 0xff];
-                    if (sz == 0) {
+                    // One or two table-sized packets per step (a TNT-8 and the packet after it), which halves
+                    // the load-to-load dependency chain on mixed TNT/TIP streams.
+                    int e = FAST_PAIR[(int) w & 0xffff];
+                    if (e == 0) {
                         break;
                     }
-                    i += sz;
-                    n++;
+                    i += e & 0xff;
+                    n += e >>> 8;
                 }
                 pos = winBase + i;
                 skipped += n;
@@ -503,6 +515,8 @@ public final class PacketCursor {
     private static final int[] FAST_SIZE = new int[256];
     private static final int[] FAST_COUNT = new int[256];
     private static final long[] FAST_MASK = new long[256];
+    /** For the first two bytes of a packet: (packets << 8) | bytes of the one or two fast packets there. */
+    private static final short[] FAST_PAIR = new short[65536];
 
     static {
         for (int opc = 0; opc < 256; opc++) {
@@ -552,6 +566,17 @@ public final class PacketCursor {
                 FAST_SIZE[opc] = 1 + n;
                 FAST_COUNT[opc] = opc >>> 5;
                 FAST_MASK[opc] = BYTE_MASK[n];
+            }
+        }
+        for (int w = 0; w < 65536; w++) {
+            int first = FAST_SIZE[w & 0xff];
+            int second = FAST_SIZE[w >>> 8];
+            if (first == 0) {
+                FAST_PAIR[w] = 0;
+            } else if (first == 1 && second != 0) {
+                FAST_PAIR[w] = (short) ((2 << 8) | (1 + second));
+            } else {
+                FAST_PAIR[w] = (short) ((1 << 8) | first);
             }
         }
     }

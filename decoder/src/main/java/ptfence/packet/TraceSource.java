@@ -24,8 +24,11 @@ import ptfence.cli.BadInputException;
  * colon is not a range, the colon belongs to the file name.
  */
 public final class TraceSource implements AutoCloseable {
-    /** Largest window mapped at once; below Integer.MAX_VALUE so a ByteBuffer can index it. */
-    public static final int DEFAULT_WINDOW = 1 << 30;
+    /**
+     * Largest window mapped at once: well below Integer.MAX_VALUE so a ByteBuffer can index it, and small
+     * enough that a cursor walking a huge file keeps little of it mapped (it unmaps windows it is done with).
+     */
+    public static final int DEFAULT_WINDOW = 1 << 28;
 
     private final String name;
     private final FileChannel channel;
@@ -165,6 +168,29 @@ public final class TraceSource implements AutoCloseable {
             return b.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot map " + name + " at 0x" + Long.toHexString(start), e);
+        }
+    }
+
+    /**
+     * A mapping of the window at {@code start} that belongs to the caller alone (not shared with other
+     * users of this source), so the caller may {@link #release(ByteBuffer)} it when done.
+     */
+    ByteBuffer privateWindow(long start) {
+        if (channel == null) {
+            return window(start);
+        }
+        long len = Math.min(windowSize, size - start);
+        try {
+            return channel.map(FileChannel.MapMode.READ_ONLY, fileOffset + start, len).order(ByteOrder.LITTLE_ENDIAN);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot map " + name + " at 0x" + Long.toHexString(start), e);
+        }
+    }
+
+    /** Unmaps a buffer from {@link #privateWindow(long)} now rather than at some later GC. */
+    void release(ByteBuffer privateWindow) {
+        if (channel != null && privateWindow.isDirect()) {
+            Unmapper.unmap(privateWindow);
         }
     }
 

@@ -88,12 +88,22 @@ public sealed interface Feature {
     record BuildIdEntry(int misc, int pid, ByteBuffer buildId, String filename) {
         public static final int MISC_BUILD_ID_SIZE = 1 << 15;
 
+        public BuildIdEntry {
+            buildId = buildId.asReadOnlyBuffer();
+        }
+
         /** The id bytes: {@code size} of them if recorded, else all 20. */
         public byte[] id() {
-            int n = (misc & MISC_BUILD_ID_SIZE) != 0 ? Math.min(buildId.get(20) & 0xff, 20) : 20;
+            int recorded = buildId.remaining() > 20 ? buildId.get(buildId.position() + 20) & 0xff : 20;
+            int n = Math.min((misc & MISC_BUILD_ID_SIZE) != 0 ? recorded : 20, Math.min(20, buildId.remaining()));
             byte[] out = new byte[n];
             buildId.duplicate().get(out);
             return out;
+        }
+
+        @Override
+        public ByteBuffer buildId() {
+            return buildId.duplicate();
         }
     }
 
@@ -123,6 +133,27 @@ public sealed interface Feature {
         public int id() { return AUXTRACE; }
     }
 
+    /** One CPU cache: level, line size, sets, ways, and perf's strings for type ("Data"), size ("32K"), CPU map. */
+    record CacheLevel(int level, int lineSize, int sets, int ways, String type, String size, String cpus) {}
+
+    /** CACHE: {@code version} is 1 in every perf that writes it. */
+    record Caches(int version, List<CacheLevel> caches) implements Feature {
+        public Caches {
+            caches = List.copyOf(caches);
+        }
+        public int id() { return CACHE; }
+    }
+
+    /** One NUMA node: memory in KiB and its CPU list ("0-3"). */
+    record NumaNode(int node, long memTotalKib, long memFreeKib, String cpus) {}
+
+    record NumaTopology(List<NumaNode> nodes) implements Feature {
+        public NumaTopology {
+            nodes = List.copyOf(nodes);
+        }
+        public int id() { return NUMA_TOPOLOGY; }
+    }
+
     record SampleTime(long start, long end) implements Feature {
         public int id() { return SAMPLE_TIME; }
     }
@@ -137,6 +168,11 @@ public sealed interface Feature {
      * into {@code data} (perf's bpil_addr_to_offs).
      */
     record BpfProgInfo(long arrays, ByteBuffer info, ByteBuffer data) {
+        public BpfProgInfo {
+            info = info.asReadOnlyBuffer();
+            data = data.asReadOnlyBuffer();
+        }
+
         public static final int ARRAY_JITED_INSNS = 0;
         public static final int ARRAY_XLATED_INSNS = 1;
         public static final int ARRAY_MAP_IDS = 2;
@@ -273,6 +309,16 @@ public sealed interface Feature {
             }
             return out;
         }
+
+        @Override
+        public ByteBuffer info() {
+            return info.duplicate();
+        }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
     }
 
     record BpfProgInfos(List<BpfProgInfo> programs) implements Feature {
@@ -282,7 +328,16 @@ public sealed interface Feature {
         public int id() { return BPF_PROG_INFO; }
     }
 
-    record BpfBtf(int btfId, ByteBuffer data) {}
+    record BpfBtf(int btfId, ByteBuffer data) {
+        public BpfBtf {
+            data = data.asReadOnlyBuffer();
+        }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
+    }
 
     record BpfBtfs(List<BpfBtf> btfs) implements Feature {
         public BpfBtfs {
@@ -292,5 +347,14 @@ public sealed interface Feature {
     }
 
     /** A section kept as bytes (topologies, caches, group desc, pmu caps, ...). */
-    record Raw(int id, ByteBuffer data) implements Feature {}
+    record Raw(int id, ByteBuffer data) implements Feature {
+        public Raw {
+            data = data.asReadOnlyBuffer();
+        }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
+    }
 }

@@ -70,6 +70,32 @@ final class FeatureCodec {
                 }
                 return new AuxtraceIndex(entries);
             }
+            case Feature.CACHE: {
+                int version = c.u32();
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 28, "caches");
+                List<Feature.CacheLevel> caches = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    int level = c.u32();
+                    int line = c.u32();
+                    int sets = c.u32();
+                    int ways = c.u32();
+                    String type = c.perfString("cache type");
+                    String size = c.perfString("cache size");
+                    caches.add(new Feature.CacheLevel(level, line, sets, ways, type, size, c.perfString("cache map")));
+                }
+                return new Feature.Caches(version, caches);
+            }
+            case Feature.NUMA_TOPOLOGY: {
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 24, "numa nodes");
+                List<Feature.NumaNode> nodes = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    int node = c.u32();
+                    long total = c.u64();
+                    long free = c.u64();
+                    nodes.add(new Feature.NumaNode(node, total, free, c.perfString("numa cpus")));
+                }
+                return new Feature.NumaTopology(nodes);
+            }
             case Feature.SAMPLE_TIME:
                 return new SampleTime(c.u64(), c.u64());
             case Feature.CLOCKID:
@@ -183,6 +209,17 @@ final class FeatureCodec {
             o.u64(a.entries().size());
             for (AuxtraceIndexEntry e : a.entries()) {
                 o.u64(e.fileOffset()).u64(e.size());
+            }
+        } else if (f instanceof Feature.Caches ca) {
+            o.u32(ca.version()).u32(ca.caches().size());
+            for (Feature.CacheLevel l : ca.caches()) {
+                o.u32(l.level()).u32(l.lineSize()).u32(l.sets()).u32(l.ways()).perfString(l.type()).perfString(l.size())
+                        .perfString(l.cpus());
+            }
+        } else if (f instanceof Feature.NumaTopology nt) {
+            o.u32(nt.nodes().size());
+            for (Feature.NumaNode n : nt.nodes()) {
+                o.u32(n.node()).u64(n.memTotalKib()).u64(n.memFreeKib()).perfString(n.cpus());
             }
         } else if (f instanceof SampleTime s) {
             o.u64(s.start()).u64(s.end());

@@ -160,6 +160,11 @@ public final class PerfDataFile implements Closeable {
                 Spliterator.ORDERED | Spliterator.NONNULL), false);
     }
 
+    /** The records of one type, e.g. {@code stream(PerfRecord.Ksymbol.class)}. */
+    public <T extends PerfRecord> Stream<T> stream(Class<T> type) {
+        return stream().filter(type::isInstance).map(type::cast);
+    }
+
     @Override
     public void close() throws IOException {
         if (channel != null) {

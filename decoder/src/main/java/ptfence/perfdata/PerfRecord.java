@@ -8,8 +8,9 @@ import java.util.List;
  * Kernel records (types below 64) carry their {@code sample_id_all} trailer decoded with the layout of
  * the attr they belong to; user records (64 and up) are written by the perf tool itself and have none.
  *
- * <p>Byte payloads are read-only {@link ByteBuffer}s: their {@code equals} compares content, so records
- * compare by value. Accessors hand out the buffer as stored; use {@code duplicate()} before moving its position.
+ * <p>Byte payloads are read-only {@link ByteBuffer}s (slices of the mapped file, not copies): their {@code equals}
+ * compares content, so records compare by value. Accessors hand out duplicates (big-endian views, as
+ * {@code duplicate()} makes them; set the order you read with).
  */
 public sealed interface PerfRecord {
 
@@ -27,6 +28,11 @@ public sealed interface PerfRecord {
     /** The name {@code perf report -D} prints, without the PERF_RECORD_ prefix. */
     default String typeName() {
         return RecordTypes.name(type());
+    }
+
+    /** Byte fields are kept read-only; accessors hand out duplicates, so no caller can move a record's buffer. */
+    private static ByteBuffer readOnly(ByteBuffer b) {
+        return b.isReadOnly() ? b : b.asReadOnlyBuffer();
     }
 
     // ---- kernel records ------------------------------------------------------------------------------
@@ -68,7 +74,16 @@ public sealed interface PerfRecord {
 
     /** PERF_RECORD_READ: the counter values in the attr's read_format, kept raw. */
     record Read(int misc, int pid, int tid, ByteBuffer values, SampleId sampleId) implements PerfRecord {
+        public Read {
+            values = readOnly(values);
+        }
+
         public int type() { return RecordTypes.READ; }
+
+        @Override
+        public ByteBuffer values() {
+            return values.duplicate();
+        }
     }
 
     /**
@@ -78,6 +93,7 @@ public sealed interface PerfRecord {
     record Sample(int misc, long sampleType, long identifier, long ip, int pid, int tid, long time, long addr, long id,
             long streamId, int cpu, int res, long period, ByteBuffer rest) implements PerfRecord {
         public Sample {
+            rest = readOnly(rest);
             identifier = (sampleType & SampleType.IDENTIFIER) != 0 ? identifier : 0;
             ip = (sampleType & SampleType.IP) != 0 ? ip : 0;
             pid = (sampleType & SampleType.TID) != 0 ? pid : 0;
@@ -92,6 +108,11 @@ public sealed interface PerfRecord {
         }
 
         public int type() { return RecordTypes.SAMPLE; }
+
+        @Override
+        public ByteBuffer rest() {
+            return rest.duplicate();
+        }
     }
 
     /**
@@ -173,10 +194,19 @@ public sealed interface PerfRecord {
     }
 
     record BpfEvent(int misc, int eventType, int flags, int id, ByteBuffer tag, SampleId sampleId) implements PerfRecord {
+        public BpfEvent {
+            tag = readOnly(tag);
+        }
+
         public static final int PROG_LOAD = 1;
         public static final int PROG_UNLOAD = 2;
 
         public int type() { return RecordTypes.BPF_EVENT; }
+
+        @Override
+        public ByteBuffer tag() {
+            return tag.duplicate();
+        }
     }
 
     record Cgroup(int misc, long id, String path, SampleId sampleId) implements PerfRecord {
@@ -184,7 +214,22 @@ public sealed interface PerfRecord {
     }
 
     record TextPoke(int misc, long addr, ByteBuffer oldBytes, ByteBuffer newBytes, SampleId sampleId) implements PerfRecord {
+        public TextPoke {
+            oldBytes = readOnly(oldBytes);
+            newBytes = readOnly(newBytes);
+        }
+
         public int type() { return RecordTypes.TEXT_POKE; }
+
+        @Override
+        public ByteBuffer oldBytes() {
+            return oldBytes.duplicate();
+        }
+
+        @Override
+        public ByteBuffer newBytes() {
+            return newBytes.duplicate();
+        }
     }
 
     record AuxOutputHwId(int misc, long hwId, SampleId sampleId) implements PerfRecord {
@@ -207,12 +252,30 @@ public sealed interface PerfRecord {
 
     /** Pipe mode: tracing data; its {@code data} follows the record and is not counted in the header size. */
     record HeaderTracingData(int misc, ByteBuffer data) implements PerfRecord {
+        public HeaderTracingData {
+            data = readOnly(data);
+        }
+
         public int type() { return RecordTypes.HEADER_TRACING_DATA; }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
     }
 
     /** Pipe mode build id: 20-byte id padded to 24, pid, file name. misc bit 15 says the size byte is valid. */
     record HeaderBuildId(int misc, int pid, ByteBuffer buildId, String filename) implements PerfRecord {
+        public HeaderBuildId {
+            buildId = readOnly(buildId);
+        }
+
         public int type() { return RecordTypes.HEADER_BUILD_ID; }
+
+        @Override
+        public ByteBuffer buildId() {
+            return buildId.duplicate();
+        }
     }
 
     record FinishedRound(int misc) implements PerfRecord {
@@ -241,13 +304,31 @@ public sealed interface PerfRecord {
     /** PERF_RECORD_AUXTRACE: {@code data} ({@code size} bytes of AUX trace) follows the 48-byte record. */
     record Auxtrace(int misc, long size, long offset, long reference, int idx, int tid, int cpu, int reserved,
             ByteBuffer data) implements PerfRecord {
+        public Auxtrace {
+            data = readOnly(data);
+        }
+
         public int type() { return RecordTypes.AUXTRACE; }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
     }
 
     /** PERF_RECORD_AUXTRACE_ERROR; {@code extra} holds what newer perf appends after msg (time, machine_pid, vcpu). */
     record AuxtraceError(int misc, int errorType, int code, int cpu, int pid, int tid, int fmt, long ip, String msg,
             ByteBuffer extra) implements PerfRecord {
+        public AuxtraceError {
+            extra = readOnly(extra);
+        }
+
         public int type() { return RecordTypes.AUXTRACE_ERROR; }
+
+        @Override
+        public ByteBuffer extra() {
+            return extra.duplicate();
+        }
     }
 
     record ThreadMapEntry(long pid, String comm) {}
@@ -260,11 +341,29 @@ public sealed interface PerfRecord {
     }
 
     record CpuMap(int misc, ByteBuffer data) implements PerfRecord {
+        public CpuMap {
+            data = readOnly(data);
+        }
+
         public int type() { return RecordTypes.CPU_MAP; }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
     }
 
     record StatConfig(int misc, ByteBuffer data) implements PerfRecord {
+        public StatConfig {
+            data = readOnly(data);
+        }
+
         public int type() { return RecordTypes.STAT_CONFIG; }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
     }
 
     record Stat(int misc, long id, int cpu, int thread, long val, long ena, long run) implements PerfRecord {
@@ -276,12 +375,49 @@ public sealed interface PerfRecord {
     }
 
     record EventUpdate(int misc, long updateType, long id, ByteBuffer data) implements PerfRecord {
+        public EventUpdate {
+            data = readOnly(data);
+        }
+
         public int type() { return RecordTypes.EVENT_UPDATE; }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
     }
 
     /** PERF_RECORD_TIME_CONV; {@code extra} is time_cycles, time_mask, cap_user_time_zero/short when present. */
     record TimeConv(int misc, long timeShift, long timeMult, long timeZero, ByteBuffer extra) implements PerfRecord {
+        public TimeConv {
+            extra = readOnly(extra);
+        }
+
+        /** The 56-byte form perf writes since 5.11, from the perf_event_mmap_page fields. */
+        public static TimeConv of(long timeShift, long timeMult, long timeZero, long timeCycles, long timeMask,
+                boolean capUserTimeZero, boolean capUserTimeShort) {
+            ByteBuffer e = ByteBuffer.allocate(24).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            e.putLong(0, timeCycles).putLong(8, timeMask).put(16, (byte) (capUserTimeZero ? 1 : 0))
+                    .put(17, (byte) (capUserTimeShort ? 1 : 0));
+            return new TimeConv(0, timeShift, timeMult, timeZero, e);
+        }
+
         public int type() { return RecordTypes.TIME_CONV; }
+
+        private ByteBuffer le() {
+            return extra.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+
+        /** time_cycles (0 in the older 32-byte form). */
+        public long timeCycles() { return extra.remaining() >= 8 ? le().getLong(extra.position()) : 0; }
+        public long timeMask() { return extra.remaining() >= 16 ? le().getLong(extra.position() + 8) : 0; }
+        public boolean capUserTimeZero() { return extra.remaining() >= 17 && extra.get(extra.position() + 16) != 0; }
+        public boolean capUserTimeShort() { return extra.remaining() >= 18 && extra.get(extra.position() + 17) != 0; }
+
+        @Override
+        public ByteBuffer extra() {
+            return extra.duplicate();
+        }
     }
 
     /** Pipe mode: one feature section in the stream. */
@@ -291,7 +427,16 @@ public sealed interface PerfRecord {
 
     /** zstd-compressed records, kept compressed. */
     record Compressed(int misc, ByteBuffer data) implements PerfRecord {
+        public Compressed {
+            data = readOnly(data);
+        }
+
         public int type() { return RecordTypes.COMPRESSED; }
+
+        @Override
+        public ByteBuffer data() {
+            return data.duplicate();
+        }
     }
 
     record FinishedInit(int misc) implements PerfRecord {
@@ -299,5 +444,14 @@ public sealed interface PerfRecord {
     }
 
     /** A record type this reader does not know; its body is kept as is. */
-    record Unknown(int type, int misc, ByteBuffer body) implements PerfRecord {}
+    record Unknown(int type, int misc, ByteBuffer body) implements PerfRecord {
+        public Unknown {
+            body = readOnly(body);
+        }
+
+        @Override
+        public ByteBuffer body() {
+            return body.duplicate();
+        }
+    }
 }

@@ -102,8 +102,10 @@ public final class FlowCommand implements Callable<Integer> {
     boolean endOnCall;
     @Option(names = "--block:end-on-jump", description = "End blocks at jumps.")
     boolean endOnJump;
-    @Option(names = {"--insn:keep-tcal-on-ovf", "--block:keep-tcal-on-ovf"}, description = "Keep timing calibration across overflows.")
+    @Option(names = "--insn:keep-tcal-on-ovf", description = "Keep timing calibration across overflows.")
     boolean keepTcal;
+    @Option(names = "--block:keep-tcal-on-ovf", description = "Same as --insn:keep-tcal-on-ovf (the decoders share one state machine).")
+    boolean keepTcalBlock;
     @Option(names = "--mtc-freq", paramLabel = "N", description = "MTC frequency (IA32_RTIT_CTL.MTCFreq).")
     String mtcFreq;
     @Option(names = "--nom-freq", paramLabel = "N", description = "Nominal frequency (max non-turbo ratio).")
@@ -148,7 +150,7 @@ public final class FlowCommand implements Callable<Integer> {
         }
         cfg.iflagsEvents = eventIflags;
         cfg.tickEvents = eventTick;
-        cfg.keepTcalOnOvf = keepTcal;
+        cfg.keepTcalOnOvf = keepTcal || keepTcalBlock;
         cfg.endOnCall = endOnCall;
         cfg.endOnJump = endOnJump;
         cfg.resyncOnError = resyncOnError;

@@ -1,7 +1,5 @@
 package ptfence.ptdecode;
 
-import java.io.FileOutputStream;
-import java.io.FileDescriptor;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.concurrent.Callable;
@@ -189,7 +187,8 @@ public final class PacketsCommand implements Callable<Integer> {
         // ptdump only uses these to build process images, which dumping does not need.
     }
 
-    OutputStream stdout = new FileOutputStream(FileDescriptor.out);
+    // Large blocks go out through System.out (so tests can capture it); TextSink does the buffering.
+    OutputStream stdout = System.out;
     java.io.PrintStream stderr = System.err;
 
     @Override

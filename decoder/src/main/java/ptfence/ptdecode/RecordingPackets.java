@@ -4,6 +4,10 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import ptfence.cli.BadInputException;
 import ptfence.cli.Tool;
@@ -21,8 +25,8 @@ import ptfence.timing.TimingConfig;
 
 /**
  * The packets of a perf.data recording (file or pipe mode), one AUX buffer at a time in file order, each preceded
- * by a line naming it. Buffers are dumped as their records are read, so a damaged recording still prints every
- * buffer before the damage. Unless given on the command line, the CPU (errata) and the timing parameters come
+ * by a line naming it; consecutive buffers that continue one CPU's trace are decoded together, so packets that
+ * straddle them decode. A damaged recording still prints every buffer before the damage. Unless given on the command line, the CPU (errata) and the timing parameters come
  * from the recording: CPUID feature, intel_pt AUXTRACE_INFO and the intel_pt attr's config.
  */
 final class RecordingPackets {
@@ -42,11 +46,9 @@ final class RecordingPackets {
         return Files.isRegularFile(p) && PerfDataFile.isPerfData(p);
     }
 
-    static int dump(String name, java.io.InputStream stdin, boolean jsonl, boolean quiet, Errata errata, TimingConfig given, BufferDump printer, TextSink out,
-            PrintStream err) throws IOException {
-        int damaged = 0;
+    static int dump(String name, java.io.InputStream stdin, boolean jsonl, boolean quiet, Errata errata,
+            TimingConfig given, BufferDump printer, TextSink out, PrintStream err) throws IOException {
         try (PerfDataFile f = name.equals("-") ? PerfDataFile.read(stdin, "stdin") : PerfDataFile.open(Path.of(name))) {
-            Path path = f.path();
             String featureDamage = null;
             try {
                 f.features();
@@ -54,51 +56,162 @@ final class RecordingPackets {
                 featureDamage = ex.getMessage(); // the packets are still worth printing; reported at the end
             }
             Errata e = errata != null ? errata : errataOf(f);
+            Dumper d = new Dumper(f.path(), jsonl, quiet, printer, out, err, e, given, f);
             PerfDataFile.RecordReader r = f.records();
-            PerfRecord.AuxtraceInfo info = null;
+            BadInputException damage = null;
             try {
                 while (r.hasNext()) {
                     PerfRecord rec = r.next();
                     if (rec instanceof PerfRecord.AuxtraceInfo a) {
-                        info = a;
+                        d.info(a);
                     } else if (rec instanceof PerfRecord.Auxtrace a) {
-                        AuxBuffer b = new AuxBuffer(r.payloadOffset(), a.size(), a.offset(), a.reference(), a.idx(),
-                                a.tid(), a.cpu(), a.data());
-                        if (!quiet) {
-                            header(b, jsonl, out);
-                        }
-                        TimingConfig timing = given != null ? given : timingOf(f, info, e);
-                        PacketCursor cursor = new PacketCursor(TraceSource.of(b.data()), e);
-                        DecodeSummary s = printer.dump(cursor, out, e, timing);
-                        String damage = s.describe(path + " AUX buffer idx " + b.idx() + " at file offset 0x"
-                                + Long.toHexString(b.fileOffset()));
-                        if (damage != null) {
-                            out.flush();
-                            err.println("ptdecode: " + damage);
-                            damaged++;
-                        }
+                        d.add(new AuxBuffer(r.payloadOffset(), a.size(), a.offset(), a.reference(), a.idx(), a.tid(),
+                                a.cpu(), a.data()));
                     }
                 }
+            } catch (BadInputException ex) {
+                damage = ex;
             } finally {
+                d.finish();
                 out.flush();
+            }
+            if (damage != null) {
+                throw damage; // after every buffer before it was printed
             }
             if (featureDamage != null) {
                 err.println("ptdecode: " + featureDamage);
+                return Tool.EXIT_BAD_INPUT;
+            }
+            return d.damaged == 0 ? Tool.EXIT_OK : Tool.EXIT_BAD_INPUT;
+        }
+    }
+
+    /**
+     * Dumps buffers as runs: consecutive buffers of one mmap index whose AUX offsets join up (full-trace mode drains
+     * the ring in pieces, and a packet may straddle two of them) are decoded as one stream; a snapshot, a gap or
+     * another CPU/thread starts a new run.
+     */
+    private static final class Dumper {
+        private static final long MAX_JOINED = Integer.MAX_VALUE - 64;
+
+        private final Path path;
+        private final boolean jsonl;
+        private final boolean quiet;
+        private final BufferDump printer;
+        private final TextSink out;
+        private final PrintStream err;
+        private final Errata errata;
+        private final TimingConfig given;
+        private final PerfDataFile file;
+        private final Map<Integer, List<AuxBuffer>> pending = new LinkedHashMap<>();
+        private PerfRecord.AuxtraceInfo info;
+        private boolean snapshot;
+        int damaged;
+
+        Dumper(Path path, boolean jsonl, boolean quiet, BufferDump printer, TextSink out, PrintStream err,
+                Errata errata, TimingConfig given, PerfDataFile file) {
+            this.path = path;
+            this.jsonl = jsonl;
+            this.quiet = quiet;
+            this.printer = printer;
+            this.out = out;
+            this.err = err;
+            this.errata = errata;
+            this.given = given;
+            this.file = file;
+        }
+
+        void info(PerfRecord.AuxtraceInfo a) {
+            info = a;
+            try {
+                snapshot = a.auxType() == PerfRecord.AuxtraceInfo.TYPE_INTEL_PT && IntelPtInfo.of(a).snapshotMode();
+            } catch (BadInputException ex) {
+                snapshot = true; // unknown layout: do not join
+            }
+        }
+
+        void add(AuxBuffer b) {
+            List<AuxBuffer> run = pending.get(b.idx());
+            if (run != null) {
+                AuxBuffer last = run.get(run.size() - 1);
+                long joined = run.stream().mapToLong(AuxBuffer::size).sum() + b.size();
+                if (!snapshot && last.cpu() == b.cpu() && last.tid() == b.tid() && last.offset() + last.size() == b.offset()
+                        && joined <= MAX_JOINED) {
+                    run.add(b);
+                    return;
+                }
+                dump(run);
+            }
+            List<AuxBuffer> fresh = new ArrayList<>();
+            fresh.add(b);
+            pending.put(b.idx(), fresh);
+        }
+
+        void finish() {
+            List<List<AuxBuffer>> runs = new ArrayList<>(pending.values());
+            runs.sort(java.util.Comparator.comparingLong(run -> run.get(0).fileOffset()));
+            pending.clear();
+            for (List<AuxBuffer> run : runs) {
+                dump(run);
+            }
+        }
+
+        private void dump(List<AuxBuffer> run) {
+            AuxBuffer first = run.get(0);
+            if (!quiet) {
+                header(run, jsonl, out);
+            }
+            java.nio.ByteBuffer data;
+            if (run.size() == 1) {
+                data = first.data();
+            } else {
+                long total = run.stream().mapToLong(AuxBuffer::size).sum();
+                data = java.nio.ByteBuffer.allocate((int) total);
+                for (AuxBuffer b : run) {
+                    data.put(b.data());
+                }
+                data.flip();
+            }
+            TimingConfig timing = given != null ? given : timingOf(file, info, errata);
+            DecodeSummary s = printer.dump(new PacketCursor(TraceSource.of(data), errata), out, errata, timing);
+            String damage = s.describe(path + " AUX buffer idx " + first.idx() + " at file offset 0x"
+                    + Long.toHexString(first.fileOffset()));
+            if (damage != null) {
+                out.flush();
+                err.println("ptdecode: " + damage);
                 damaged++;
             }
         }
-        return damaged == 0 ? Tool.EXIT_OK : Tool.EXIT_BAD_INPUT;
     }
 
-    private static void header(AuxBuffer b, boolean jsonl, TextSink out) {
+    private static void header(List<AuxBuffer> run, boolean jsonl, TextSink out) {
+        AuxBuffer b = run.get(0);
+        long size = run.stream().mapToLong(AuxBuffer::size).sum();
         if (jsonl) {
             out.str("{\"type\":\"aux_buffer\",\"idx\":").dec(b.idx()).str(",\"cpu\":").dec(b.cpu())
-                    .str(",\"tid\":").dec(b.tid()).str(",\"offset\":").dec(b.offset()).str(",\"size\":").dec(b.size())
-                    .str(",\"file_offset\":").dec(b.fileOffset()).str("}").nl();
+                    .str(",\"tid\":").dec(b.tid()).str(",\"offset\":").dec(b.offset()).str(",\"size\":").dec(size)
+                    .str(",\"file_offset\":").dec(b.fileOffset());
+            if (run.size() > 1) {
+                out.str(",\"buffers\":[");
+                for (int i = 0; i < run.size(); i++) {
+                    out.str(i == 0 ? "" : ",").str("{\"file_offset\":").dec(run.get(i).fileOffset()).str(",\"size\":")
+                            .dec(run.get(i).size()).str("}");
+                }
+                out.str("]");
+            }
+            out.str("}").nl();
         } else {
             out.str("# AUX buffer idx ").dec(b.idx()).str(" cpu ").dec(b.cpu()).str(" tid ").dec(b.tid())
-                    .str(" offset 0x").hex(b.offset()).str(" size 0x").hex(b.size()).str(" file offset 0x")
-                    .hex(b.fileOffset()).nl();
+                    .str(" offset 0x").hex(b.offset()).str(" size 0x").hex(size).str(" file offset 0x")
+                    .hex(b.fileOffset());
+            if (run.size() > 1) {
+                out.str(" (").dec(run.size()).str(" contiguous buffers, continued at file offsets");
+                for (int i = 1; i < run.size(); i++) {
+                    out.str(i == 1 ? " 0x" : ", 0x").hex(run.get(i).fileOffset());
+                }
+                out.str(")");
+            }
+            out.nl();
         }
     }
 

@@ -25,7 +25,11 @@ public final class FlowBench {
 
     private FlowBench() {}
 
-    record Case(String trace, String variant, int segments, String decoder, double libiptMinsn) {}
+    record Case(String trace, String variant, int segments, String decoder, double libiptMinsn, int threads) {
+        Case(String trace, String variant, int segments, String decoder, double libiptMinsn) {
+            this(trace, variant, segments, decoder, libiptMinsn, 1);
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         Path root = Path.of(System.getProperty("user.dir"));
@@ -38,9 +42,13 @@ public final class FlowBench {
                 new Case("bench-tnt.pt", "tnt", 25600, "--block-decoder", 84),
                 new Case("bench-tnt.pt", "tnt", 25600, "--insn-decoder", 25.6),
                 new Case("bench-mixed.pt", "mixed", 25600, "--block-decoder", 47),
-                new Case("bench-mixed.pt", "mixed", 25600, "--insn-decoder", 20.0));
-        System.out.printf("%-16s %-16s %10s %14s %10s %8s %10s %12s %7s%n", "trace", "decoder", "seconds", "instructions",
-                "M insn/s", "MB/s", "peak MB", "libipt M/s", "ratio");
+                new Case("bench-mixed.pt", "mixed", 25600, "--insn-decoder", 20.0),
+                new Case("bench-tnt.pt", "tnt", 25600, "--block-decoder", 84, 2),
+                new Case("bench-mixed.pt", "mixed", 25600, "--block-decoder", 47, 2));
+        // The launcher builds on first use; do that before measuring anything.
+        run(List.of(root.resolve("bin/ptdecode").toString(), "flow", "--help"), work);
+        System.out.printf("%-16s %-16s %8s %8s %14s %10s %8s %10s %12s %7s %9s%n", "trace", "decoder", "wall s", "cpu s",
+                "instructions", "M insn/s", "MB/s", "peak MB", "libipt M/s", "ratio", "ratio/cpu");
         for (Case c : cases) {
             Path trace = work.resolve(c.trace());
             if (!Files.exists(trace)) {
@@ -48,25 +56,28 @@ public final class FlowBench {
                         "--segments", Integer.toString(c.segments())), work);
             }
             long expected = expectedInstructions(work.resolve(c.trace() + ".json"));
-            List<String> cmd = new ArrayList<>(List.of("/usr/bin/time", "-f", "TIME %e %M",
+            List<String> cmd = new ArrayList<>(List.of("/usr/bin/time", "-f", "TIME %e %M %U %S",
                     root.resolve("bin/ptdecode").toString(), "flow", c.decoder(), "--raw", work.resolve("bench.bin") + ":0x400000",
-                    "--pt", trace.toString(), "--quiet", "--stat"));
+                    "--pt", trace.toString(), "--quiet", "--stat", "--threads", Integer.toString(c.threads())));
             String out = run(cmd, work);
             Matcher m = INSN.matcher(out);
             long got = m.find() ? Long.parseLong(m.group(1)) : -1;
             if (got != expected) {
                 throw new IllegalStateException(c + ": counted " + got + " instructions, expected " + expected + "\n" + out);
             }
-            Matcher t = Pattern.compile("TIME ([0-9.]+) (\\d+)").matcher(out);
+            Matcher t = Pattern.compile("TIME ([0-9.]+) (\\d+) ([0-9.]+) ([0-9.]+)").matcher(out);
             if (!t.find()) {
                 throw new IllegalStateException("no timing in: " + out);
             }
             double secs = Double.parseDouble(t.group(1));
+            double cpu = Double.parseDouble(t.group(3)) + Double.parseDouble(t.group(4));
             double peakMb = Long.parseLong(t.group(2)) / 1024.0;
             double minsn = got / secs / 1e6;
             double mbs = Files.size(trace) / secs / 1e6;
-            System.out.printf("%-16s %-16s %10.2f %14d %10.1f %8.1f %10.0f %12.1f %6.1fx%n", c.trace(), c.decoder(), secs, got,
-                    minsn, mbs, peakMb, c.libiptMinsn(), minsn / c.libiptMinsn());
+            double cpuMinsn = got / cpu / 1e6;
+            System.out.printf("%-16s %-16s %8.2f %8.2f %14d %10.1f %8.1f %10.0f %12.1f %6.1fx %8.1fx%n", c.trace(),
+                    c.decoder() + (c.threads() > 1 ? " x" + c.threads() : ""),
+                    secs, cpu, got, minsn, mbs, peakMb, c.libiptMinsn(), minsn / c.libiptMinsn(), cpuMinsn / c.libiptMinsn());
         }
     }
 

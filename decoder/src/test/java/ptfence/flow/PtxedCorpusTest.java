@@ -1,6 +1,6 @@
 package ptfence.flow;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -91,11 +91,20 @@ class PtxedCorpusTest {
         Path dir = corpus();
         TreeMap<String, boolean[]> byCase = new TreeMap<>();
         List<String> failures = new ArrayList<>();
+        java.util.Set<String> needSideband = new java.util.TreeSet<>();
         for (Run r : runs(dir)) {
             boolean[] ok = byCase.computeIfAbsent(r.name(), k -> new boolean[] {true, true});
+            if (r.args().stream().anyMatch(a -> a.startsWith("--pevent:"))) {
+                needSideband.add(r.name());
+            }
             String got;
+            long t0 = System.nanoTime();
             try {
                 got = decode(dir.resolve(r.name()), r.args());
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                if (ms > 500) {
+                    System.out.println("  slow: " + r.name() + " " + ms + " ms");
+                }
             } catch (CommandLine.ParameterException e) {
                 got = "OPTIONS " + e.getMessage();
             }
@@ -113,6 +122,10 @@ class PtxedCorpusTest {
         long block = byCase.values().stream().filter(v -> v[1]).count();
         System.out.println("ptxed corpus insn: " + insn + "/" + byCase.size() + ", block: " + block + "/" + byCase.size());
         failures.forEach(f -> System.out.println("  FAIL " + f));
-        assertTrue(insn > 0 && block > 0);
+        // Every case passes except those that need perf sideband (--pevent:*), which ptdecode flow does not read.
+        List<String> unexpected = failures.stream().filter(f -> !needSideband.contains(f.split(" ")[0])).toList();
+        assertEquals(List.of(), unexpected);
+        assertEquals(byCase.size() - needSideband.size(), insn);
+        assertEquals(byCase.size() - needSideband.size(), block);
     }
 }

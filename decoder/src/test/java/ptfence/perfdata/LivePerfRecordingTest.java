@@ -75,6 +75,21 @@ class LivePerfRecordingTest {
                     "# cmdline : " + String.join(" ", f.features().cmdline()))) {
                 assertTrue(header.contains(want), "perf's header shows '" + want + "'");
             }
+            if (!pipe) {
+                assertTrue(f.features().get(Feature.CACHE, Feature.Caches.class).isPresent());
+                assertTrue(f.features().get(Feature.NUMA_TOPOLOGY, Feature.NumaTopology.class).isPresent());
+            }
+            for (Feature.CacheLevel l : f.features().get(Feature.CACHE, Feature.Caches.class).map(Feature.Caches::caches)
+                    .orElse(List.of())) {
+                assertTrue(header.contains(String.format("#  L%d %-15s %8s [%s]", l.level(), l.type(), l.size(),
+                        l.cpus())), "cache " + l);
+            }
+            for (Feature.NumaNode n : f.features().get(Feature.NUMA_TOPOLOGY, Feature.NumaTopology.class)
+                    .map(Feature.NumaTopology::nodes).orElse(List.of())) {
+                assertTrue(header.contains("# node" + n.node() + " meminfo  : total = " + n.memTotalKib() + " kB, free = "
+                        + n.memFreeKib() + " kB"), "node " + n);
+                assertTrue(header.contains("# node" + n.node() + " cpu list : " + n.cpus()), "node " + n);
+            }
             for (Feature.EventDescEntry e : f.features().eventDesc()) {
                 assertTrue(header.contains("# event : name = " + e.name() + ", "), e.name());
             }

@@ -46,6 +46,10 @@ class PerfToolTest {
 
     /** A recording like ptrec's: intel_pt + sideband attrs, the sideband records perf knows, AUX data, features. */
     static List<PerfRecord> writeRecording(Path p) throws IOException {
+        return writeRecording(p, java.util.Set.of());
+    }
+
+    static List<PerfRecord> writeRecording(Path p, java.util.Set<String> leaveOut) throws IOException {
         EventAttr pt = Samples.ptAttr();
         EventAttr sb = Samples.sidebandAttr(Samples.PT_SAMPLE_TYPE);
         List<AttrIds> attrs = List.of(new AttrIds(pt, List.of(1L, 2L)), new AttrIds(sb, List.of(3L, 4L)));
@@ -59,15 +63,13 @@ class PerfToolTest {
                         "ID_INDEX", "AUXTRACE_ERROR", "AUX_OUTPUT_HW_ID":
                     break;
                 default:
-                    if (!System.getProperty("ptfence.perf.exclude", "").contains(r.typeName())) {
+                    if (!leaveOut.contains(r.typeName())) {
                         records.add(r);
                     }
             }
         }
         try (PerfDataWriter w = PerfDataWriter.create(p, attrs)) {
-            Samples.features(pt, sb).values().stream()
-                    .filter(f -> !System.getProperty("ptfence.perf.exclude", "").contains("F" + f.id() + ","))
-                    .forEach(w::setFeature);
+            Samples.features(pt, sb).values().forEach(w::setFeature);
             for (PerfRecord r : records) {
                 w.write(r);
             }
@@ -106,11 +108,25 @@ class PerfToolTest {
                 "# cpudesc : Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz", "# cpuid : GenuineIntel,6,94,3",
                 "# total memory : 16183444 kB", "# cmdline : ptrec -o x.perf -- loopy a b ",
                 "# event : name = intel_pt//u", "id = { 1, 2 }", "# event : name = dummy:u", "id = { 3, 4 }",
-                "intel_pt = 8", "# contains AUX area data", "bpf_prog_info 42: bpf_prog_0102030405060708_sd_fw_egress addr 0xffffffffc0001000 size 11", "btf info of id 7")) {
+                "intel_pt = 8", "# contains AUX area data", "#  L1 Data                 32K [0-1]",
+                "#  L3 Unified            6144K [0-3]", "# node0 meminfo  : total = 16183444 kB, free = 5189036 kB",
+                "# node0 cpu list : 0-3", "bpf_prog_info 42: bpf_prog_0102030405060708_sd_fw_egress addr 0xffffffffc0001000 size 11", "btf info of id 7")) {
             assertTrue(out.contains(want), "perf --header-only -I shows '" + want + "':\n" + out + "\nstderr: " + run.err());
         }
         assertTrue(!run.err().toLowerCase().contains("error") && !run.err().toLowerCase().contains("invalid"),
                 "no complaints: " + run.err());
+    }
+
+    @Test
+    void perfScriptShowsTheBpfEvents() throws Exception {
+        Path p = dir.resolve("written.perf");
+        // perf script decodes the trace: AUXTRACE_INFO says CPU-wide switch events, so no per-thread SWITCH
+        writeRecording(p, java.util.Set.of("SWITCH"));
+        Run run = perf(dir, "script", "--show-bpf-events", "-i", p.toString());
+        assertEquals(0, run.exit(), run.err());
+        assertTrue(run.out().contains("PERF_RECORD_KSYMBOL addr ffffffffc0001000 len 92 type 1 flags 0x0 name "
+                + "bpf_prog_6deef7357e7b4530_sd_fw_egress"), run.out());
+        assertTrue(run.out().contains("PERF_RECORD_BPF_EVENT type 1, flags 0, id 42"), run.out());
     }
 
     /** The lines of perf's Intel PT packet dump ("  00000036:  59 29   MTC 0x29"), in order. */

@@ -73,6 +73,12 @@ class RoundTripTest {
             expected.put(Feature.AUXTRACE, new Feature.AuxtraceIndex(List.of(new Feature.AuxtraceIndexEntry(auxOffset, 48))));
             assertEquals(new java.util.TreeMap<>(expected), new java.util.TreeMap<>(f.features().all()));
             assertEquals("eddie", f.features().hostname().orElseThrow());
+            assertEquals(List.of("bpf_prog_6deef7357e7b4530_sd_fw_egress"),
+                    f.stream(PerfRecord.Ksymbol.class).map(PerfRecord.Ksymbol::name).toList());
+            PerfRecord.TimeConv tc = AuxTrace.extract(f).timeConv().orElseThrow();
+            assertEquals(123, tc.timeCycles());
+            assertEquals(-1, tc.timeMask());
+            assertTrue(tc.capUserTimeZero() && tc.capUserTimeShort());
             Feature.BpfProgInfo prog = f.features().bpfProgInfo().get(0);
             assertEquals(42, prog.progId());
             assertEquals("sd_fw_egress", prog.name());

@@ -81,7 +81,7 @@ final class Samples {
     static List<PerfRecord> everyType(long layout, long identifier) {
         List<PerfRecord> r = new ArrayList<>();
         SampleId s = sid(layout, 2, 969350059467795L, identifier);
-        r.add(new TimeConv(0, 31, 672770566, 0xfffffffd108e9db0L, longs(123, -1, 0x0101)));
+        r.add(TimeConv.of(31, 672770566, 0xfffffffd108e9db0L, 123, -1, true, true));
         r.add(ptInfo("filter 0x400000/0x1000@/bin/ls").toRecord());
         r.add(new Mmap(0x2, 1, 1, 0x400000, 0x1000, 0, "/bin/ls", s));
         r.add(new Lost(0, identifier, 17, s));
@@ -168,6 +168,9 @@ final class Samples {
         f.put(Feature.PMU_MAPPINGS, new Feature.PmuMappings(List.of(new Feature.PmuMapping(INTEL_PT_TYPE, "intel_pt"),
                 new Feature.PmuMapping(1, "software"))));
         f.put(Feature.SAMPLE_TIME, new Feature.SampleTime(100, 200));
+        f.put(Feature.CACHE, new Feature.Caches(1, List.of(new Feature.CacheLevel(1, 64, 64, 8, "Data", "32K", "0-1"),
+                new Feature.CacheLevel(3, 64, 8192, 16, "Unified", "6144K", "0-3"))));
+        f.put(Feature.NUMA_TOPOLOGY, new Feature.NumaTopology(List.of(new Feature.NumaNode(0, 16183444, 5189036, "0-3"))));
         f.put(Feature.CLOCKID, new Feature.ClockId(1));
         f.put(Feature.BPF_PROG_INFO, new Feature.BpfProgInfos(List.of(bpfProg(42, "sd_fw_egress",
                 new byte[] {0x0f, 0x1f, 0x44, 0, 0, 0x55, 0x48, (byte) 0x89, (byte) 0xe5, (byte) 0xc9, (byte) 0xc3},

@@ -108,7 +108,7 @@ class RecordingPacketsTest {
         byte[] orig = Files.readAllBytes(d.resolve("control_flow__control_flow-20180404T163033.perf"));
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(42);
         Path m = tmp.resolve("m.perf");
-        int n = Integer.getInteger("ptfence.fuzz.recording", 2000);
+        int n = Integer.getInteger("ptfence.fuzz.recording", 500);
         int bad = 0;
         for (int i = 0; i < n; i++) {
             byte[] b = orig.clone();
@@ -150,5 +150,56 @@ class RecordingPacketsTest {
         assertEquals(0, viaStdin.code(), viaStdin.err());
         assertEquals(viaFile.out(), viaStdin.out());
         assertEquals(2, viaStdin.out().lines().filter(l -> l.startsWith("# AUX buffer")).count());
+    }
+
+    /** The loopy recording with its one AUXTRACE cut into pieces at {@code cuts} (AUX offsets), plus {@code gap}. */
+    private static Path split(Path dir, long[] cuts, long gap) throws Exception {
+        Path src = hase("loopy-20180404T162955").resolve("loopy-20180404T162955.perf");
+        Path out = dir.resolve("split.perf");
+        try (ptfence.perfdata.PerfDataFile f = ptfence.perfdata.PerfDataFile.open(src);
+                ptfence.perfdata.PerfDataWriter w = ptfence.perfdata.PerfDataWriter.create(out, f.attrs())) {
+            f.features().all().values().stream().filter(x -> x.id() != ptfence.perfdata.Feature.AUXTRACE)
+                    .forEach(w::setFeature);
+            for (ptfence.perfdata.PerfRecord r : (Iterable<ptfence.perfdata.PerfRecord>) f.stream()::iterator) {
+                if (r instanceof ptfence.perfdata.PerfRecord.Auxtrace a) {
+                    long from = 0;
+                    for (int i = 0; i <= cuts.length; i++) {
+                        long to = i < cuts.length ? cuts[i] : a.size();
+                        java.nio.ByteBuffer piece = a.data().position((int) from).limit((int) to).slice();
+                        long offset = from + (i > 0 ? gap : 0);
+                        w.write(new ptfence.perfdata.PerfRecord.Auxtrace(0, to - from, offset, a.reference(), a.idx(),
+                                a.tid(), a.cpu(), 0, piece));
+                        from = to;
+                    }
+                } else {
+                    w.write(r);
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void contiguousBuffersDecodeAsOneStreamSoStraddlingPacketsDecode(@TempDir Path tmp) throws Exception {
+        Path orig = hase("loopy-20180404T162955").resolve("loopy-20180404T162955.perf");
+        // 0x17 and 0x3b cut a TSC and an MTC packet in two
+        Path p = split(tmp, new long[] {0x17, 0x3b}, 0);
+        Result whole = packets("--time", orig.toString());
+        Result pieces = packets("--time", p.toString());
+        assertEquals(0, pieces.code(), pieces.err());
+        List<String> a = whole.out().lines().toList();
+        List<String> b = pieces.out().lines().toList();
+        assertTrue(b.get(0).contains("(3 contiguous buffers, continued at file offsets"), b.get(0));
+        assertEquals(a.subList(1, a.size()), b.subList(1, b.size()));
+    }
+
+    @Test
+    void aGapInTheAuxOffsetsStartsANewRun(@TempDir Path tmp) throws Exception {
+        Path p = split(tmp, new long[] {0x36}, 0x1000);
+        Result r = packets(p.toString());
+        assertEquals(0, r.code(), r.err());
+        assertEquals(List.of("# AUX buffer idx 2 cpu 2 tid 19233 offset 0x0 size 0x36 file offset 0x2ba0",
+                "# AUX buffer idx 2 cpu 2 tid 19233 offset 0x1036 size 0x53a file offset 0x2c06"),
+                r.out().lines().filter(l -> l.startsWith("#")).toList());
     }
 }
