@@ -111,6 +111,29 @@ class PtrecLiveTest {
     }
 
     @Test
+    void aConcurrentPerfRecordDoesNotSpoilTheFile() throws Exception {
+        // With two ksymbol listeners per CPU the kernel has handed out KSYMBOLs whose header.size overstates them
+        // (seen in a long run; whether this run provokes it depends on the kernel's listener order)
+        Path data = dir.resolve("both.data"), theirs = dir.resolve("perf.data");
+        Process perf = new ProcessBuilder("perf", "record", "-e", "dummy", "-a", "-o", theirs.toString(), "--",
+                "sleep", "4").redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        Thread.sleep(1000);
+        Running ptrec = startPtrec("--sideband-only", "-a", "-v", "--no-fence", "-o", data.toString());
+        List<Loaded> loaded = loadPrograms("ptrec_c", 20, 50);
+        Thread.sleep(300);
+        signal(ptrec.process(), "INT");
+        String err = ptrec.waitForLog();
+        assertEquals(0, ptrec.process().exitValue(), err);
+        perf.waitFor(30, TimeUnit.SECONDS);
+        Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+        assertEquals(0, dump.exit, dump.err);
+        assertFalse(dump.out.contains("failed to process") || dump.err.contains("failed to process"),
+                "perf failed on a record; ptrec said: " + err);
+        Set<String> records = kernelTextRecords(dump.out);
+        for (Loaded l : loaded) assertTrue(records.contains("BPF_EVENT 2 " + l.info().id()), l.ksym());
+    }
+
+    @Test
     void sigkillMidCaptureLeavesAReadableFile() throws Exception {
         Path data = dir.resolve("kill.data"), archive = dir.resolve("archive");
         Running ptrec = startPtrec("--sideband-only", "-a", "-v", "--flush-interval", "100", "-o", data.toString(),
