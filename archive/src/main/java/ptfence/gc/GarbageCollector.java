@@ -24,7 +24,8 @@ import ptfence.store.Snapshot;
  * Mark and sweep over the archive.
  *
  * <p>Roots: recordings that are kept (pinned, or younger than {@code --keep} with their perf.data still
- * there), pins, and live leases (everything touched since the lease's generation). Marked: the regions
+ * there; a recording still running is only ever dropped by age, counted from its perf.data's last write,
+ * so gc never pulls a recording from under a live capture), pins, and live leases (everything touched since the lease's generation). Marked: the regions
  * those recordings link, the regions with pinned names, and the images of all marked regions.
  *
  * <p>Safe alongside captures and readers: the run first starts a new archive generation in its own
@@ -106,9 +107,9 @@ public final class GarbageCollector {
         for (Recording r : Recordings.all(s)) {
             if (pinnedRecordings.contains(r.id())) {
                 kept.add(r);
-            } else if (perfDataGone(r)) {
+            } else if (r.endTime() != Recording.RUNNING && perfDataGone(r)) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "perf.data gone (" + r.perfDataPath() + ")"));
-            } else if (r.createdMillis() < cutoff) {
+            } else if (lastActiveMillis(r) < cutoff) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "older than " + policy.keep()));
             } else {
                 kept.add(r);
@@ -157,7 +158,8 @@ public final class GarbageCollector {
         if (policy.maxBytes() > 0) {
             List<Recording> survivors = new ArrayList<>();
             for (Recording r : kept) {
-                if (liveBytes[0] > policy.maxBytes() && !pinnedRecordings.contains(r.id())) {
+                if (liveBytes[0] > policy.maxBytes() && !pinnedRecordings.contains(r.id())
+                        && r.endTime() != Recording.RUNNING) {
                     for (long id : linked.get(r.id())) {
                         refRegion(id, allRegions, regionRefs, imageRefs, imageSizes, liveBytes, -1);
                     }
@@ -183,6 +185,25 @@ public final class GarbageCollector {
             }
         }
         return plan;
+    }
+
+    /**
+     * When a recording was last active: its creation; for one still running, also its perf.data's last
+     * write (a live capture keeps writing it, a crashed one stops).
+     */
+    private static long lastActiveMillis(Recording r) {
+        long t = r.createdMillis();
+        if (r.endTime() == Recording.RUNNING && !r.perfDataPath().isEmpty()) {
+            try {
+                Path p = Path.of(r.perfDataPath());
+                if (p.isAbsolute() && Files.exists(p)) {
+                    t = Math.max(t, Files.getLastModifiedTime(p).toMillis());
+                }
+            } catch (java.io.IOException | java.nio.file.InvalidPathException e) {
+                // unreadable: age by creation time
+            }
+        }
+        return t;
     }
 
     /** Only an absolute path can be checked: gc's working directory is not the capture's. */

@@ -12,8 +12,9 @@ public final class ArchiveOption {
                     + "else ~/.local/share/ptfence/archive).")
     Path directory;
 
-    /** Opens the chosen archive. */
-    public Archive open() {
-        return Archive.open(ArchiveLocation.resolve(directory));
+    /** Opens the chosen archive: this command's --archive, else the one given before the subcommand. */
+    public Archive open(PtarchiveCommand parent) {
+        Path chosen = directory != null ? directory : parent == null ? null : parent.archive;
+        return Archive.open(ArchiveLocation.resolve(chosen));
     }
 }

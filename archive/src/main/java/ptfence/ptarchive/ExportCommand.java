@@ -19,6 +19,8 @@ import ptfence.store.Archive;
 final class ExportCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Parameters(paramLabel = "RECORDING", description = "Recording id (see 'ptarchive ls --recordings').")
@@ -28,7 +30,7 @@ final class ExportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             BundleSummary s = BundleWriter.export(a, recording, output);
             spec.commandLine().getOut().printf("exported %s: %d regions, %d images (%s) -> %s%n", s.recordingId(),
                     s.regions(), s.images(), Units.bytes(s.imageBytes()), output);

@@ -55,6 +55,8 @@ import ptfence.store.Archive;
 final class GcCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Option(names = "--keep", paramLabel = "DURATION", defaultValue = "30d",
@@ -71,7 +73,7 @@ final class GcCommand implements Callable<Integer> {
     public Integer call() {
         GcPolicy policy = new GcPolicy(Units.duration(keep), maxSize == null ? 0 : Units.size(maxSize), dryRun, 500);
         PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             GcReport r = GarbageCollector.run(a, policy);
             if (json) {
                 StringBuilder dropped = new StringBuilder("[");

@@ -20,6 +20,8 @@ import ptfence.store.Archive;
 final class ImportCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Parameters(paramLabel = "BUNDLE", description = "Bundle file.")
@@ -29,7 +31,7 @@ final class ImportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             BundleSummary s = BundleReader.importInto(a, bundle,
                     perfData == null ? "" : perfData.toAbsolutePath().toString());
             spec.commandLine().getOut().printf("imported %s: %d regions (%d new), %d images (%d new, %s)%n",

@@ -31,6 +31,8 @@ import ptfence.store.Snapshot;
 final class LsCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Option(names = "--recordings", description = "List recordings (with pins and leases), not regions.")
@@ -55,7 +57,7 @@ final class LsCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             a.read(s -> {
                 boolean regionFilter = name != null || tag != null || kind != null || recording != null
                         || boot != null || address != null || at != null;
@@ -87,13 +89,15 @@ final class LsCommand implements Callable<Integer> {
         }
         Long addr = address == null ? null : parseAddress(address);
         Long time = at == null ? null : Units.perfTime(at);
+        java.util.Set<Long> ofRecording = recording == null ? null
+                : new java.util.HashSet<>(Recordings.regionIds(s, recording));
         List<Region> out = new ArrayList<>();
         for (Region r : base) {
             if ((kind == null || r.kind() == kind) && (boot == null || r.bootId().equals(boot))
                     && (tag == null || r.tag().startsWith(tag.toLowerCase(Locale.ROOT)))
                     && (name == null || r.name().equals(name))
                     && (addr == null || r.contains(addr)) && (time == null || r.validAt(time))
-                    && (recording == null || Recordings.regionIds(s, recording).contains(r.id()))) {
+                    && (ofRecording == null || ofRecording.contains(r.id()))) {
                 out.add(r);
             }
         }

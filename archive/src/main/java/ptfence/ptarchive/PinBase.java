@@ -17,6 +17,8 @@ import ptfence.store.Snapshot;
 abstract class PinBase {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Parameters(paramLabel = "TARGET", arity = "0..1", description = "Recording id, content key or region name.")
@@ -25,7 +27,7 @@ abstract class PinBase {
     boolean asName;
 
     Integer run(boolean remove) {
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             if (target == null) {
                 if (remove) {
                     throw new BadInputException("unpin: which target? (see 'ptarchive pin' for the list)");

@@ -18,6 +18,11 @@ import ptfence.cli.Tool;
                 "", "The archive is --archive DIR, else $PTFENCE_ARCHIVE, else /var/lib/ptfence/archive (root) or",
                 "~/.local/share/ptfence/archive. Format and commands: docs/archive.md.", ""})
 public final class PtarchiveCommand implements Runnable {
+    @picocli.CommandLine.Option(names = "--archive", paramLabel = "DIR",
+            description = "Archive directory, for every subcommand (default: $PTFENCE_ARCHIVE, else "
+                    + "/var/lib/ptfence/archive for root, else ~/.local/share/ptfence/archive).")
+    java.nio.file.Path archive;
+
     @Override
     public void run() {
         new picocli.CommandLine(this).usage(System.out);

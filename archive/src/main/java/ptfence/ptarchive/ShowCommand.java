@@ -35,6 +35,8 @@ import ptfence.store.Table;
 final class ShowCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Parameters(paramLabel = "KEY|NAME|ID", description = "Content key (or a prefix of 8+ hex digits), region name, or region id.")
@@ -47,7 +49,7 @@ final class ShowCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             a.read(s -> {
                 List<Region> regions = RegionIndex.byName(s, what);
                 if (regions.isEmpty() && what.length() == 16 && ContentKey.isHex(what)) {

@@ -21,6 +21,8 @@ import ptfence.store.Table;
 final class StatsCommand implements Callable<Integer> {
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
     @Option(names = "--json", description = "One JSON object.")
@@ -29,7 +31,7 @@ final class StatsCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             String text = a.read(s -> {
                 long[] img = {0, 0};
                 s.forEachImage((k, info) -> {

@@ -22,6 +22,8 @@ final class VerifyCommand implements Callable<Integer> {
     static final int EXIT_DAMAGED = 1;
     @Mixin
     ArchiveOption archive;
+    @picocli.CommandLine.ParentCommand
+    PtarchiveCommand parent;
     @Spec
     CommandSpec spec;
 
@@ -30,7 +32,7 @@ final class VerifyCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         List<String> problems = new ArrayList<>();
-        try (Archive a = archive.open()) {
+        try (Archive a = archive.open(parent)) {
             String summary = a.read(s -> {
                 Verifier.Counts images = Verifier.images(s, problems::add);
                 long regions = RegionIndex.check(s, problems::add);

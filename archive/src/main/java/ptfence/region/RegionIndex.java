@@ -33,16 +33,21 @@ public final class RegionIndex {
     private RegionIndex() {}
 
     /**
-     * Adds a region whose image is already in the archive (put it in the same batch). Idempotent: adding
+     * Adds a region whose image is already in the archive (put it in the same batch); the region's length
+     * must be the image's. Idempotent: adding
      * a region that exists touches it and, if the new one is closed and the stored one open, closes it.
      *
      * @return the region id
      */
     public static long add(Batch b, Region r) {
-        if (!b.touch(r.key())) {
-            throw new IllegalArgumentException("image " + r.key().hex() + " of region " + r.name()
-                    + " is not in the archive: put it (in the same batch) before adding the region");
+        long imageLength = b.imageInfo(r.key()).map(i -> i.length()).orElseThrow(() -> new IllegalArgumentException(
+                "image " + r.key().hex() + " of region " + r.name()
+                        + " is not in the archive: put it (in the same batch) before adding the region"));
+        if (imageLength != r.length()) {
+            throw new IllegalArgumentException("region " + r.name() + " is " + r.length() + " bytes long but its image "
+                    + r.key().hex() + " has " + imageLength + " bytes");
         }
+        b.touch(r.key());
         long id = r.id();
         byte[] idKey = idKey(id);
         byte[] old = b.raw(Table.REGIONS, idKey);

@@ -146,6 +146,10 @@ public final class Archive implements AutoCloseable {
                 mapLock.readLock().unlock();
             }
             if (resized) {
+                if (mapLock.getReadHoldCount() > 0) {
+                    throw new IllegalStateException("archive " + directory + ": another process grew the map; "
+                            + "adopting it cannot happen inside an open transaction of this thread");
+                }
                 adoptMapSize();
             }
         }
@@ -173,6 +177,11 @@ public final class Archive implements AutoCloseable {
                 resized = true;
             } finally {
                 mapLock.readLock().unlock();
+            }
+            if (mapLock.getReadHoldCount() > 0 && (full || resized)) {
+                // Growing needs every transaction of this process closed, the caller's own included.
+                throw new IllegalStateException("archive " + directory + ": the map must grow, which cannot happen "
+                        + "inside read() or write(); do not nest write() in another transaction");
             }
             if (full) {
                 grow();

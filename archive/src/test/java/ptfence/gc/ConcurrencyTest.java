@@ -77,6 +77,7 @@ class ConcurrencyTest {
                                         "prog" + i, keys.get(i), null));
                                 Recordings.link(b, id, rid);
                             }
+                            Recordings.finish(b, id, r * 100L + 100);  // the capture ends
                             return null;
                         });
                         Recordings.closeLease(archive, lease.id());

@@ -187,6 +187,33 @@ class GarbageCollectorTest {
     }
 
     @Test
+    void runningRecordingsAreOnlyDroppedByAgeSinceTheirPerfDatasLastWrite() throws Exception {
+        byte[] live = image(40, 10_000);
+        byte[] crashed = image(41, 10_000);
+        Path livePerf = Files.createFile(tmp.resolve("live.data"));
+        Path crashedPerf = Files.createFile(tmp.resolve("crashed.data"));
+        Files.setLastModifiedTime(crashedPerf, java.nio.file.attribute.FileTime.fromMillis(NOW - 40 * DAY));
+        Files.setLastModifiedTime(livePerf, java.nio.file.attribute.FileTime.fromMillis(NOW - DAY / 24));
+        for (String id : new String[] {"live", "crashed", "starting"}) {
+            byte[] img = id.equals("live") ? live : id.equals("crashed") ? crashed : image(42, 10);
+            String path = id.equals("live") ? livePerf.toString() : id.equals("crashed") ? crashedPerf.toString()
+                    : tmp.resolve("not-yet-created.data").toString();
+            archive.write(b -> {
+                Recordings.register(b, new Recording(id, path, "boot", 0, Recording.RUNNING,
+                        id.equals("starting") ? NOW : NOW - 40 * DAY));
+                Recordings.link(b, id, RegionIndex.add(b, new Region("boot", id.hashCode() & 0xffff, img.length, 0,
+                        Region.OPEN, RegionKind.BPF_PROG, id, b.put(img), null)));
+                return null;
+            });
+        }
+        GcReport r = GarbageCollector.run(archive, new GcPolicy(GcPolicy.DEFAULT_KEEP, 1, false, 10), NOW);
+        assertEquals(List.of("crashed"), r.droppedRecordings().stream().map(GcReport.Dropped::id).toList(),
+                "over --max-size and created 40 days ago, but live and starting captures stay");
+        assertTrue(has(live));
+        assertFalse(has(crashed));
+    }
+
+    @Test
     void keepZeroDropsEverythingUnpinned() {
         recording("a", 0, "", image(30, 10));
         GcReport r = GarbageCollector.run(archive, new GcPolicy(Duration.ZERO, 0, false, 1), NOW + 1);

@@ -198,6 +198,39 @@ class PtarchiveCommandTest {
     }
 
     @Test
+    void recordingsAsJsonAndPinsOfImagesAndNames() throws Exception {
+        Result recs = run("ls", "--recordings", "--json");
+        assertEquals(1, recs.out().lines().count(), recs.out());
+        String line = recs.out().lines().findFirst().orElseThrow();
+        assertTrue(line.contains("\"recording\":\"rec-1\"") && line.contains("\"regions\":3")
+                && line.contains("\"end\":\"900\"") && line.contains("\"pinned\":false"), line);
+        ContentKey bigKey = ContentKey.of(big);
+        assertTrue(run("pin", bigKey.hex()).out().contains("pinned image:" + bigKey.hex()));
+        assertTrue(run("pin", "--name", "text_poke").out().contains("pinned name:text_poke"));
+        assertTrue(run("pin", "--name", "text_poke").out().contains("already pinned"));
+        assertEquals(2, run("pin", "no-such-thing").exit());
+        Files.delete(perfData);
+        Result gc = run("gc", "--json");
+        assertTrue(gc.out().contains("\"id\":\"rec-1\"") && gc.out().contains("perf.data gone"), gc.out());
+        assertTrue(gc.out().contains("\"regions_freed\":2") && gc.out().contains("\"images_freed\":0"), gc.out());
+        assertTrue(run("show", "text_poke", "--bytes").out().contains("55 48 89 e5"), "pinned name kept with its image");
+        assertTrue(run("show", bigKey.hex()).out().contains("0 region(s)"), "pinned image kept without regions");
+        assertTrue(run("unpin", bigKey.hex()).out().contains("unpinned image:"));
+        Result after = run("gc", "--json");
+        assertTrue(after.out().contains("\"images_freed\":1"), after.out());
+        assertEquals(0, run("verify").exit());
+    }
+
+    @Test
+    void archiveMayBeGivenBeforeTheSubcommand() {
+        StringWriter out = new StringWriter();
+        int exit = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(new StringWriter()),
+                "--archive", dir.toString(), "unpin", "rec-1");
+        assertEquals(0, exit);
+        assertTrue(out.toString().contains("was not pinned: recording:rec-1"), out.toString());
+    }
+
+    @Test
     void gcHelpShowsTheShippedSystemdUnitsAndCrontab() throws Exception {
         Path docs = Path.of(System.getProperty("user.dir")).getParent().resolve("docs/gc.systemd");
         Assumptions.assumeTrue(Files.isDirectory(docs), "docs/gc.systemd not beside the module");

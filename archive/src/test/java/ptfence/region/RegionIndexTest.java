@@ -92,6 +92,8 @@ class RegionIndexTest {
             Region noImage = new Region(BOOT, 0x2000, 4, 0, 1, RegionKind.KPROBE_INSN, "kp",
                     ContentKey.of(new byte[] {1, 2, 3, 4}), null);
             assertThrows(IllegalArgumentException.class, () -> a.write(b -> RegionIndex.add(b, noImage)));
+            Region wrongLength = new Region(BOOT, 0x3000, v.length + 1, 0, 1, RegionKind.KPROBE_INSN, "kp", open.key(), null);
+            assertThrows(IllegalArgumentException.class, () -> a.write(b -> RegionIndex.add(b, wrongLength)));
         }
     }
 

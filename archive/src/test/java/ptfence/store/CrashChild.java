@@ -16,7 +16,7 @@ import ptfence.region.RegionKind;
 /**
  * The child JVM the crash test kills with SIGKILL. {@code puts DIR SEED}: bursts of batched puts with
  * regions and links, printing "ACK key" for each image once its batch committed. {@code gc DIR}: prints
- * "GC-START" and runs a gc with tiny transactions.
+ * "GC-START" and runs a gc with tiny transactions. {@code fill DIR MIB}: puts that many MiB, printing keys.
  */
 public final class CrashChild {
     private CrashChild() {}
@@ -26,6 +26,8 @@ public final class CrashChild {
         try (Archive a = Archive.open(dir)) {
             if (args[0].equals("puts")) {
                 puts(a, Long.parseLong(args[2]));
+            } else if (args[0].equals("fill")) {
+                fill(a, Integer.parseInt(args[2]));
             } else {
                 System.out.println("GC-START");
                 System.out.flush();
@@ -33,6 +35,23 @@ public final class CrashChild {
                 System.out.println("GC-DONE");
             }
         }
+    }
+
+    /** Puts this many MiB of 64 KiB images, growing the map, and prints their keys. */
+    private static void fill(Archive a, int mib) {
+        Random rnd = new Random(mib);
+        for (int batch = 0; batch < mib / 4; batch++) {
+            List<byte[]> images = new ArrayList<>();
+            for (int i = 0; i < 64; i++) {
+                byte[] img = new byte[64 * 1024];
+                rnd.nextBytes(img);
+                images.add(img);
+            }
+            for (ContentKey k : a.putAll(images)) {
+                System.out.println("ACK " + k.hex());
+            }
+        }
+        System.out.println("MAP " + a.mapSize());
     }
 
     private static void puts(Archive a, long seed) {

@@ -117,6 +117,40 @@ class CrashSafetyTest {
         assertWhole(dir);
     }
 
+    @Test
+    void aMapGrownByAnotherProcessIsAdopted() throws Exception {
+        Path dir = tmp.resolve("shared");
+        try (Archive a = Archive.open(dir)) {
+            ContentKey before = a.put(new byte[] {1, 2, 3});
+            long mapBefore = a.mapSize();
+            Process p = child("fill", dir.toString(), "160");
+            BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream()));
+            List<ContentKey> theirs = new ArrayList<>();
+            long theirMap = 0;
+            String line;
+            while ((line = out.readLine()) != null) {
+                if (line.startsWith("ACK ")) {
+                    theirs.add(ContentKey.parse(line.substring(4)));
+                } else if (line.startsWith("MAP ")) {
+                    theirMap = Long.parseLong(line.substring(4));
+                }
+            }
+            assertEquals(0, p.waitFor());
+            assertTrue(theirMap > mapBefore, "the child grew the map: " + mapBefore + " -> " + theirMap);
+            // This process still maps the old size: reads and writes must adopt the new one.
+            for (ContentKey k : theirs) {
+                assertTrue(a.get(k).isPresent());
+            }
+            byte[] more = new byte[1 << 20];
+            new Random(5).nextBytes(more);
+            ContentKey mine = a.put(more);
+            assertTrue(a.get(mine).isPresent() && a.get(before).isPresent());
+            assertEquals(theirs.size() + 2L, (long) a.read(s -> s.count(Table.IMAGES)));
+            assertTrue(a.mapSize() >= theirMap, "adopted the grown map: " + a.mapSize());
+        }
+        assertWhole(dir);
+    }
+
     /** 1500 unreferenced regions and images, and a dropped recording, for gc to chew on. */
     private static void addGarbage(Path dir, Random rnd, int round) {
         try (Archive a = Archive.open(dir)) {

@@ -73,6 +73,36 @@ class PacketCursorTest {
     }
 
     @Test
+    void blockItemsAreRecognizedOnlyInsideABlock() {
+        // 0x0c is a TNT-8 outside a block and a BIP (id 1) inside one.
+        byte[] t = concat(PSB, bytes(0x0c), bytes(0x02, 0x63, 0x81), bytes(0x0c, 1, 2, 3, 4),
+                bytes(0x02, 0x63, 0x02), bytes(0x14, 1, 2, 3, 4, 5, 6, 7, 8), bytes(0x02, 0xb3), bytes(0x0c));
+        PacketCursor c = new PacketCursor(TraceSource.of(t));
+        assertTrue(c.syncForward());
+        assertEquals(PacketCursor.PSB, c.next());
+        assertEquals(PacketCursor.TNT_8, c.next());
+        assertEquals(PacketCursor.BBP, c.next());
+        assertTrue(c.bbpSize4());
+        assertEquals(1, c.bbpType());
+        assertEquals(PacketCursor.BIP, c.next());
+        assertEquals(1, c.bipId());
+        assertEquals(0x04030201L, c.bipPayload());
+        assertEquals(PacketCursor.BBP, c.next());
+        assertFalse(c.bbpSize4());
+        assertEquals(PacketCursor.BIP, c.next());
+        assertEquals(2, c.bipId());
+        assertEquals(0x0807060504030201L, c.bipPayload());
+        assertEquals(9, c.size());
+        assertEquals(PacketCursor.BEP, c.next());
+        assertTrue(c.ipBit());
+        assertEquals(PacketCursor.TNT_8, c.next());
+        assertEquals(PacketCursor.END, c.next());
+        PacketCursor q = new PacketCursor(TraceSource.of(t));
+        assertTrue(q.syncForward());
+        assertEquals(8, q.skipAll());
+    }
+
+    @Test
     void errorsCarryOffsetAndResyncFindsNextPsb() {
         byte[] t = concat(PSB, bytes(0xc9), PSB, bytes(0x02, 0x23), bytes(0x19, 1));
         PacketCursor c = new PacketCursor(TraceSource.of(t));
