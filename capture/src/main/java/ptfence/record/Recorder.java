@@ -165,6 +165,10 @@ public final class Recorder implements AutoCloseable {
 
     /** The command waits on a FIFO until its events exist, so nothing it does before exec escapes them. */
     private void startChild() throws IOException {
+        if (plan.pid() >= 0) {
+            // like perf record -p: the recording ends with the task
+            ProcessHandle.of(plan.pid()).ifPresentOrElse(h -> h.onExit().thenRun(this::requestStop), this::requestStop);
+        }
         if (plan.command().isEmpty()) return;
         Path dir = Files.createTempDirectory("ptrec");
         fifo = dir.resolve("go");

@@ -195,6 +195,24 @@ class PtrecLiveTest {
         assertTrue(dump.out.contains("PERF_RECORD_EXIT"), "no EXIT of the command");
     }
 
+    @Test
+    void pidTargetEndsWithTheTask() throws Exception {
+        Path data = dir.resolve("pid.data");
+        Process task = new ProcessBuilder("/bin/sh", "-c", "read _; exec /bin/true").start();
+        Running ptrec = startPtrec("--sideband-only", "-v", "--no-fence", "-p", Long.toString(task.pid()), "-o",
+                data.toString());
+        task.getOutputStream().write('\n');
+        task.getOutputStream().flush();
+        assertTrue(task.waitFor(10, TimeUnit.SECONDS));
+        String err = ptrec.waitForLog();
+        assertFalse(ptrec.process().isAlive(), "ptrec did not stop when its task exited");
+        assertEquals(0, ptrec.process().exitValue(), err);
+        Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+        assertEquals(0, dump.exit, dump.err);
+        assertTrue(dump.out.contains("PERF_RECORD_COMM exec: true:" + task.pid() + "/" + task.pid()),
+                "no COMM exec of the task");
+    }
+
     // ---- helpers -----------------------------------------------------------------------------------------------
 
     /** perf prints both tools' records the same way; keep the fields that identify them. */
