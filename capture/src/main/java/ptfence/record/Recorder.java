@@ -338,9 +338,18 @@ public final class Recorder implements AutoCloseable {
             int[] ready = new int[rings.size() + 1];
             long lastFlush = System.nanoTime(), lastLease = lastFlush;
             while (!stop.get()) {
-                epoll.wait(ready, 100);
+                int n = epoll.wait(ready, 100);
                 wakeup.drain();
-                drainAll();
+                long now0 = System.nanoTime();
+                // Kernel-text records wake us one by one: take those at once and leave the bulky rings to their
+                // own wakeups (half full) or the 100 ms tick, so a program's pin never waits behind a batch of
+                // context switches.
+                boolean bulk = now0 - lastBulkDrain >= BULK_TICK_NS;
+                for (int i = 0; i < n && !bulk; i++) {
+                    if (ready[i] >= 0 && !rings.get(ready[i]).kind().equals("text")) bulk = true;
+                }
+                drain(bulk);
+                if (bulk) lastBulkDrain = now0;
                 if (snapshotWanted.getAndSet(false)) snapshot();
                 long now = System.nanoTime();
                 if (now - lastFlush >= plan.flushInterval().toNanos()) {
@@ -356,15 +365,31 @@ public final class Recorder implements AutoCloseable {
         }
     }
 
+    private static final long BULK_TICK_NS = 100_000_000L;
+    private long lastBulkDrain;
+    private long lastRoundRecords;
+
     private void drainAll() throws IOException {
-        long before = stats.records();
+        drain(true);
+    }
+
+    private void drain(boolean bulk) throws IOException {
         for (Ring r : rings) {
-            r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
-            if (r.kind().equals("pt") && !plan.snapshot()) {
+            if (r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
+        }
+        if (!pinnedIds.isEmpty()) describePinned();
+        for (Ring r : rings) {
+            if (bulk && !r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
+            if (bulk && r.kind().equals("pt") && !plan.snapshot()) {
                 r.ring().drainAux((bytes, offset, ring) -> writeAux(bytes, offset, r));
             }
         }
-        if (stats.records() > before) writer.write(new PerfRecord.FinishedRound(0));
+        // A round is a pass over every ring: perf's ordered events rely on each round's records being newer than
+        // everything drained before the previous FINISHED_ROUND.
+        if (bulk && stats.records() > lastRoundRecords) {
+            writer.write(new PerfRecord.FinishedRound(0));
+            lastRoundRecords = stats.records();
+        }
     }
 
     private void snapshot() throws IOException {
@@ -442,20 +467,44 @@ public final class Recorder implements AutoCloseable {
         }
     }
 
+    /** Programs pinned on their BPF_EVENT(PROG_LOAD), described once the kernel-text rings are drained. */
+    private final List<BpfFd> pinned = new ArrayList<>();
+    private final List<Integer> pinnedIds = new ArrayList<>();
+
+    /**
+     * Pins the program at once (one bpf() call) so a loader that closes it right away cannot free it before its
+     * metadata is fetched; the slower fetch happens in {@link #describePinned} after the kernel-text rings.
+     */
     private void onBpfEvent(ByteBuffer rec) {
         int eventType = Short.toUnsignedInt(rec.getShort(8));
         int id = rec.getInt(12);
         if (eventType != 1 || fence == null) return;
         try {
-            Optional<ProgramMetadata> m = fence.onProgramLoaded(id);
-            if (m.isPresent()) {
-                progInfos.put(id, m.get().toPerfBpil());
-                m.get().toPerfBtf().ifPresent(b -> btfs.put(b.btfId(), b));
-            }
+            BpfFd fd = Bpf.get().progGetFdById(id);
+            pinned.add(fd);
+            pinnedIds.add(id);
         } catch (IOException | RuntimeException e) {
             stats.metadataErrors++;
-            if (verbose) log.println("ptrec: metadata of BPF program " + id + ": " + e.getMessage());
+            if (verbose) log.println("ptrec: pinning BPF program " + id + ": " + e.getMessage());
         }
+    }
+
+    private void describePinned() {
+        for (int i = 0; i < pinnedIds.size(); i++) {
+            int id = pinnedIds.get(i);
+            try (BpfFd held = pinned.get(i)) {
+                Optional<ProgramMetadata> m = fence.onProgramLoaded(id);
+                if (m.isPresent()) {
+                    progInfos.put(id, m.get().toPerfBpil());
+                    m.get().toPerfBtf().ifPresent(b -> btfs.put(b.btfId(), b));
+                }
+            } catch (IOException | RuntimeException e) {
+                stats.metadataErrors++;
+                if (verbose) log.println("ptrec: metadata of BPF program " + id + ": " + e.getMessage());
+            }
+        }
+        pinned.clear();
+        pinnedIds.clear();
     }
 
     private void onTextPoke(ByteBuffer rec, long time) throws IOException {

@@ -255,7 +255,7 @@ class PtrecLiveTest {
         }
     }
 
-    Running startPtrec(String... args) throws Exception {
+    public Running startPtrec(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
                 "-cp", System.getProperty("java.class.path"), "ptfence.ptrec.PtrecCommand"));
