@@ -57,7 +57,7 @@ public final class Recorder implements AutoCloseable {
     private static final int TRAILER = 32;
     private static final long USE_CLOCKID = 1L << 25;
     private static final int CLOCK_MONOTONIC = 1;
-    private static final int TEXT_PAGES = 64, SIDEBAND_PAGES = 128, PT_DATA_PAGES = 64;
+    private static final int TEXT_PAGES = 512, SIDEBAND_PAGES = 256, PT_DATA_PAGES = 64;
     private static final Duration LEASE_TTL = Duration.ofMinutes(10);
 
     /** One mapped ring and what it carries. */
