@@ -127,6 +127,7 @@ public final class Recorder implements AutoCloseable {
             if (!(plan.command().isEmpty() || e.pid() < 0)) continue; // enable_on_exec starts the command's events
             e.enable();
         }
+        if (fence != null) startPinner();
         releaseChild();
         if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
         loop();
@@ -467,6 +468,45 @@ public final class Recorder implements AutoCloseable {
         }
     }
 
+    /** Programs the pinner thread holds, by id, until the loop describes them. */
+    private final java.util.concurrent.ConcurrentHashMap<Integer, BpfFd> early = new java.util.concurrent.ConcurrentHashMap<>();
+    private Thread pinner;
+
+    /**
+     * Like perf's side-band thread: watches only the kernel-text rings and pins each new program the moment its
+     * BPF_EVENT(PROG_LOAD) is published, without consuming the record; the loop then finds it held. A program closed
+     * by its loader within microseconds is otherwise gone before the loop gets there.
+     */
+    private void startPinner() {
+        List<PerfRing> text = rings.stream().filter(r -> r.kind().equals("text")).map(Ring::ring).toList();
+        Epoll ep = Epoll.create(text.size());
+        for (int i = 0; i < text.size(); i++) ep.add(text.get(i).event().fd(), i, "kernel-text ring (pinner)");
+        pinner = new Thread(() -> {
+            int[] ready = new int[text.size()];
+            PerfRing.RecordConsumer pin = (rec, ring) -> {
+                if (rec.getInt(0) != RecordTypes.BPF_EVENT || rec.getShort(8) != 1) return;
+                int id = rec.getInt(12);
+                if (early.containsKey(id)) return;
+                try {
+                    BpfFd fd = Bpf.get().progGetFdById(id);
+                    if (fd != null && early.putIfAbsent(id, fd) != null) fd.close();
+                } catch (IOException | RuntimeException e) {
+                    // the loop tries again and counts it
+                }
+            };
+            try (ep) {
+                while (!stop.get()) {
+                    ep.wait(ready, 20);
+                    for (PerfRing r : text) r.peek(pin);
+                }
+            } catch (IOException | RuntimeException e) {
+                if (verbose) log.println("ptrec: pinner stopped: " + e.getMessage());
+            }
+        }, "ptrec-pinner");
+        pinner.setDaemon(true);
+        pinner.start();
+    }
+
     /** Programs pinned on their BPF_EVENT(PROG_LOAD), described once the kernel-text rings are drained. */
     private final List<BpfFd> pinned = new ArrayList<>();
     private final List<Integer> pinnedIds = new ArrayList<>();
@@ -480,7 +520,8 @@ public final class Recorder implements AutoCloseable {
         int id = rec.getInt(12);
         if (eventType != 1 || fence == null) return;
         try {
-            BpfFd fd = Bpf.get().progGetFdById(id);
+            BpfFd fd = early.remove(id);
+            if (fd == null) fd = Bpf.get().progGetFdById(id);
             pinned.add(fd);
             pinnedIds.add(id);
         } catch (IOException | RuntimeException e) {
@@ -529,6 +570,13 @@ public final class Recorder implements AutoCloseable {
 
     private RecordSummary finish() throws IOException {
         for (PerfEvent e : events) e.disable();
+        if (pinner != null) {
+            try {
+                pinner.join(2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         drainAll();
         if (child != null) {
             try {
@@ -545,6 +593,8 @@ public final class Recorder implements AutoCloseable {
             fence = null;
         }
         if (regions != null) regions.close();
+        early.values().forEach(BpfFd::close); // pinned but their records were lost: nothing to describe
+        early.clear();
         writeFeatures();
         writer.close();
         long end = System.nanoTime();
