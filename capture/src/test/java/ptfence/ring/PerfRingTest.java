@@ -29,7 +29,7 @@ class PerfRingTest {
             for (int cpu : CpuList.online()) {
                 PerfEvent e = PerfEvent.open(attr, "ring test", -1, cpu);
                 events.add(e);
-                rings.add(PerfRing.map(e, 2)); // 8 KiB: 40 programs' records wrap it several times
+                rings.add(PerfRing.map(e, 2)); // 8 KiB: the records of 40 loads and unloads wrap it
             }
             events.forEach(PerfEvent::enable);
             List<String> drained = new ArrayList<>();
