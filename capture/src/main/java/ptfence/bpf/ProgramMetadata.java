@@ -39,57 +39,23 @@ public record ProgramMetadata(ProgInfo info, byte[] btf) {
         return data;
     }
 
-    /** perf's BPIL array indexes (tools/perf/util/bpf-utils.h) with the bpf_prog_info fields of each array. */
-    private static final int[][] PERF_ARRAYS = {
-            // index, pointer offset, count offset, element size (> 0) or offset of its rec_size field (< 0)
-            {Feature.BpfProgInfo.ARRAY_JITED_INSNS, 24, 16, 1},
-            {Feature.BpfProgInfo.ARRAY_XLATED_INSNS, 32, 20, 1},
-            {Feature.BpfProgInfo.ARRAY_MAP_IDS, 56, 52, 4},
-            {Feature.BpfProgInfo.ARRAY_JITED_KSYMS, 112, 104, 8},
-            {Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS, 120, 108, 4},
-            {Feature.BpfProgInfo.ARRAY_FUNC_INFO, 136, 144, -132},
-            {Feature.BpfProgInfo.ARRAY_LINE_INFO, 152, 148, -172},
-            {Feature.BpfProgInfo.ARRAY_JITED_LINE_INFO, 160, 168, -176},
-            {Feature.BpfProgInfo.ARRAY_PROG_TAGS, 184, 180, 8},
-    };
-
-    /** The arrays `perf record` stores (everything but translated instructions and map ids). */
-    public static final long PERF_RECORD_ARRAYS = 0x1f9;
-
     /**
      * This program as one entry of perf's HEADER_BPF_PROG_INFO ({@code struct perf_bpil}): the info struct with
      * each stored array's pointer turned into an offset into the data, arrays 8-aligned in index order — what
      * perf's get_bpf_prog_info_linear + bpil_addr_to_offs produce.
      */
     public Feature.BpfProgInfo toPerfBpil() {
-        ByteBuffer in = ByteBuffer.wrap(info.raw().clone()).order(ByteOrder.LITTLE_ENDIAN);
-        byte[][] contents = new byte[9][];
-        contents[Feature.BpfProgInfo.ARRAY_JITED_INSNS] = info.jitedInsns();
-        contents[Feature.BpfProgInfo.ARRAY_XLATED_INSNS] = info.xlatedInsns();
-        contents[Feature.BpfProgInfo.ARRAY_MAP_IDS] = le32(info.mapIds());
-        contents[Feature.BpfProgInfo.ARRAY_JITED_KSYMS] = le64(info.jitedKsyms());
-        contents[Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS] = le32(info.jitedFuncLens());
-        contents[Feature.BpfProgInfo.ARRAY_FUNC_INFO] = info.funcInfo();
-        contents[Feature.BpfProgInfo.ARRAY_LINE_INFO] = info.lineInfo();
-        contents[Feature.BpfProgInfo.ARRAY_JITED_LINE_INFO] = le64(info.jitedLineInfo());
+        java.util.Map<Integer, ByteBuffer> arrays = new java.util.HashMap<>();
+        arrays.put(Feature.BpfProgInfo.ARRAY_JITED_INSNS, ByteBuffer.wrap(info.jitedInsns()));
+        arrays.put(Feature.BpfProgInfo.ARRAY_JITED_KSYMS, ByteBuffer.wrap(le64(info.jitedKsyms())));
+        arrays.put(Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS, ByteBuffer.wrap(le32(info.jitedFuncLens())));
+        arrays.put(Feature.BpfProgInfo.ARRAY_FUNC_INFO, ByteBuffer.wrap(info.funcInfo()));
+        arrays.put(Feature.BpfProgInfo.ARRAY_LINE_INFO, ByteBuffer.wrap(info.lineInfo()));
+        arrays.put(Feature.BpfProgInfo.ARRAY_JITED_LINE_INFO, ByteBuffer.wrap(le64(info.jitedLineInfo())));
         ByteBuffer tags = ByteBuffer.allocate(8 * info.progTags().length);
         for (long t : info.progTags()) tags.putLong(t);
-        contents[Feature.BpfProgInfo.ARRAY_PROG_TAGS] = tags.array();
-        int total = 0;
-        for (int[] a : PERF_ARRAYS) {
-            if ((PERF_RECORD_ARRAYS & (1L << a[0])) != 0) total += align8(contents[a[0]].length);
-        }
-        ByteBuffer data = ByteBuffer.allocate(total).order(ByteOrder.LITTLE_ENDIAN);
-        for (int[] a : PERF_ARRAYS) {
-            if ((PERF_RECORD_ARRAYS & (1L << a[0])) == 0) {
-                in.putLong(a[1], 0);
-                continue;
-            }
-            in.putLong(a[1], data.position());
-            data.put(contents[a[0]]);
-            data.position(align8(data.position()));
-        }
-        return new Feature.BpfProgInfo(PERF_RECORD_ARRAYS, in.rewind(), data.rewind());
+        arrays.put(Feature.BpfProgInfo.ARRAY_PROG_TAGS, tags.flip());
+        return Feature.BpfProgInfo.linear(ByteBuffer.wrap(info.raw()).order(ByteOrder.LITTLE_ENDIAN), arrays);
     }
 
     /** What the archive keeps about the program (region metadata). */
@@ -107,8 +73,6 @@ public record ProgramMetadata(ProgInfo info, byte[] btf) {
         if (btf.length == 0) return java.util.Optional.empty();
         return java.util.Optional.of(new Feature.BpfBtf(info.btfId(), ByteBuffer.wrap(btf.clone())));
     }
-
-    private static int align8(int n) { return (n + 7) & ~7; }
 
     private static byte[] le32(int[] xs) {
         ByteBuffer b = ByteBuffer.allocate(4 * xs.length).order(ByteOrder.LITTLE_ENDIAN);

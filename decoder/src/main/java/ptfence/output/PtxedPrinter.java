@@ -20,6 +20,15 @@ public final class PtxedPrinter implements FlowSink {
     private final StringBuilder line = new StringBuilder(64);
 
     private boolean showBlocks;
+    private boolean timeColumn;
+    /** The time of the last event (ptxed's instruction time: events carry the trace's TSC estimate). */
+    private long time;
+
+    /** ptxed --time: print the last event's TSC estimate before each instruction. */
+    public PtxedPrinter timeColumn(boolean on) {
+        timeColumn = on;
+        return this;
+    }
 
     /** ptxed --block:show-blocks: a "[block]" line where each block starts. */
     public PtxedPrinter showBlocks(boolean on) {
@@ -50,6 +59,10 @@ public final class PtxedPrinter implements FlowSink {
 
     private void printIp(long ip, boolean speculative) {
         line.setLength(0);
+        if (timeColumn) {
+            hex16(line, time);
+            line.append("  ");
+        }
         if (speculative) {
             line.append("? ");
         }
@@ -94,6 +107,7 @@ public final class PtxedPrinter implements FlowSink {
 
     @Override
     public void event(Event ev) {
+        time = ev.tsc;
         if (ev.statusUpdate) {
             return;
         }

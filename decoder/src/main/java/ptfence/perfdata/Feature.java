@@ -212,6 +212,10 @@ public sealed interface Feature {
             for (int i = 0; i < ARRAY_FIELDS.length; i++) {
                 ByteBuffer a = arrays.get(i);
                 if (a == null) {
+                    // A pointer the kernel filled for an array not stored here would point into another process.
+                    if (ARRAY_FIELDS[i][0] + 8 <= copy.limit()) {
+                        copy.putLong(ARRAY_FIELDS[i][0], 0);
+                    }
                     continue;
                 }
                 if (ARRAY_FIELDS[i][0] + 8 > copy.limit()) {

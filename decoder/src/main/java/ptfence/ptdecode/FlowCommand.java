@@ -84,7 +84,7 @@ public final class FlowCommand implements Callable<Integer> {
     boolean statInsn;
     @Option(names = "--stat:blocks", description = "Print the block count.")
     boolean statBlocks;
-    @Option(names = "--time", description = "Print the time for each instruction.")
+    @Option(names = "--time", description = "Print the trace time (TSC estimate of the last event) before each instruction.")
     boolean time;
     @Option(names = "--event:time", description = "Print the TSC of events.")
     boolean eventTime;
@@ -173,15 +173,7 @@ public final class FlowCommand implements Callable<Integer> {
             }
         }
 
-        Errata errata = Errata.NONE;
-        if (cpu != null) {
-            try {
-                errata = Errata.of(Errata.Cpu.parse(cpu));
-            } catch (Errata.UnknownCpuException e) {
-                errata = Errata.NONE;
-            }
-        }
-        Errata cursorErrata = errata;
+        Errata cursorErrata = cfg.errata;
         Function<ByteBuffer, PacketInput> packetSource = packetSourceOverride != null ? packetSourceOverride
                 : b -> CursorInput.of(b, cursorErrata);
         ByteBuffer trace = mapTrace(pt);
@@ -190,7 +182,7 @@ public final class FlowCommand implements Callable<Integer> {
             throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
         }
         Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
-            case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks);
+            case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time);
             case "text" -> new TextPrinter(w, image, symbols, eventIp, eventTime);
             default -> new JsonlPrinter(w);
         };

@@ -134,9 +134,15 @@ final class RecordingPackets {
             List<AuxBuffer> run = pending.get(b.idx());
             if (run != null) {
                 AuxBuffer last = run.get(run.size() - 1);
+                long overlap = last.offset() + last.size() - b.offset();
                 long joined = run.stream().mapToLong(AuxBuffer::size).sum() + b.size();
-                if (!snapshot && last.cpu() == b.cpu() && last.tid() == b.tid() && last.offset() + last.size() == b.offset()
-                        && joined <= MAX_JOINED) {
+                // perf record pads each buffer to 8 bytes with zeros and counts them in its size; the next buffer
+                // then starts up to 7 bytes before the end of the previous one
+                if (!snapshot && last.cpu() == b.cpu() && last.tid() == b.tid() && overlap >= 0 && overlap < 8
+                        && zeroTail(last, (int) overlap) && joined <= MAX_JOINED) {
+                    if (overlap > 0) {
+                        run.set(run.size() - 1, trimmed(last, (int) overlap));
+                    }
                     run.add(b);
                     return;
                 }
@@ -145,6 +151,23 @@ final class RecordingPackets {
             List<AuxBuffer> fresh = new ArrayList<>();
             fresh.add(b);
             pending.put(b.idx(), fresh);
+        }
+
+        private static boolean zeroTail(AuxBuffer b, int n) {
+            java.nio.ByteBuffer d = b.data();
+            for (int i = d.limit() - n; i < d.limit(); i++) {
+                if (i < 0 || d.get(i) != 0) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        private static AuxBuffer trimmed(AuxBuffer b, int n) {
+            java.nio.ByteBuffer d = b.data();
+            d.limit(d.limit() - n);
+            return new AuxBuffer(b.fileOffset(), b.size() - n, b.offset(), b.reference(), b.idx(), b.tid(), b.cpu(),
+                    d.slice());
         }
 
         void finish() {

@@ -154,6 +154,10 @@ class RecordingPacketsTest {
 
     /** The loopy recording with its one AUXTRACE cut into pieces at {@code cuts} (AUX offsets), plus {@code gap}. */
     private static Path split(Path dir, long[] cuts, long gap) throws Exception {
+        return split(dir, cuts, gap, false);
+    }
+
+    private static Path split(Path dir, long[] cuts, long gap, boolean padLikePerf) throws Exception {
         Path src = hase("loopy-20180404T162955").resolve("loopy-20180404T162955.perf");
         Path out = dir.resolve("split.perf");
         try (ptfence.perfdata.PerfDataFile f = ptfence.perfdata.PerfDataFile.open(src);
@@ -167,8 +171,13 @@ class RecordingPacketsTest {
                         long to = i < cuts.length ? cuts[i] : a.size();
                         java.nio.ByteBuffer piece = a.data().position((int) from).limit((int) to).slice();
                         long offset = from + (i > 0 ? gap : 0);
-                        w.write(new ptfence.perfdata.PerfRecord.Auxtrace(0, to - from, offset, a.reference(), a.idx(),
-                                a.tid(), a.cpu(), 0, piece));
+                        if (padLikePerf && piece.remaining() % 8 != 0) {
+                            java.nio.ByteBuffer padded = java.nio.ByteBuffer.allocate((piece.remaining() + 7) & ~7);
+                            padded.put(piece).clear();
+                            piece = padded;
+                        }
+                        w.write(new ptfence.perfdata.PerfRecord.Auxtrace(0, piece.remaining(), offset, a.reference(),
+                                a.idx(), a.tid(), a.cpu(), 0, piece));
                         from = to;
                     }
                 } else {
@@ -179,18 +188,35 @@ class RecordingPacketsTest {
         return out;
     }
 
-    @Test
-    void contiguousBuffersDecodeAsOneStreamSoStraddlingPacketsDecode(@TempDir Path tmp) throws Exception {
+    /**
+     * The loopy recording's buffer cut at 0x17 and 0x3b (inside a TSC and an MTC packet), optionally padded like
+     * perf record; returns the whole recording's listing and the cut one's, without their header lines.
+     */
+    private static List<List<String>> wholeAndCut(Path tmp, boolean pad) throws Exception {
         Path orig = hase("loopy-20180404T162955").resolve("loopy-20180404T162955.perf");
-        // 0x17 and 0x3b cut a TSC and an MTC packet in two
-        Path p = split(tmp, new long[] {0x17, 0x3b}, 0);
         Result whole = packets("--time", orig.toString());
-        Result pieces = packets("--time", p.toString());
+        Result pieces = packets("--time", split(tmp, new long[] {0x17, 0x3b}, 0, pad).toString());
         assertEquals(0, pieces.code(), pieces.err());
-        List<String> a = whole.out().lines().toList();
         List<String> b = pieces.out().lines().toList();
         assertTrue(b.get(0).contains("(3 contiguous buffers, continued at file offsets"), b.get(0));
-        assertEquals(a.subList(1, a.size()), b.subList(1, b.size()));
+        List<String> a = whole.out().lines().toList();
+        return List.of(a.subList(1, a.size()), b.subList(1, b.size()));
+    }
+
+    @Test
+    void contiguousBuffersDecodeAsOneStreamSoStraddlingPacketsDecode(@TempDir Path tmp) throws Exception {
+        List<List<String>> r = wholeAndCut(tmp, false);
+        assertEquals(r.get(0), r.get(1));
+    }
+
+    @Test
+    void buffersPaddedToEightBytesLikePerfRecordsStillJoin(@TempDir Path tmp) throws Exception {
+        List<List<String>> r = wholeAndCut(tmp, true);
+        int n = r.get(0).size();
+        assertEquals(r.get(0), r.get(1).subList(0, n));
+        // the last buffer's own padding (0x535 -> 0x538) is three PADs at the end
+        assertEquals(List.of("pad", "pad", "pad"), r.get(1).subList(n, r.get(1).size()).stream()
+                .map(l -> l.split("\\s+")[1]).toList());
     }
 
     @Test

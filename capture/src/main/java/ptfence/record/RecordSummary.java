@@ -1,0 +1,59 @@
+package ptfence.record;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.Map;
+import ptfence.fence.Hook;
+
+/**
+ * What ptrec prints at the end: PT bytes per CPU, AUX losses, records by type, images archived (by hook) and the
+ * fence's losses.
+ *
+ * @param fenceLosses -1 when no fence ran
+ * @param commandExit the traced command's exit status, -1 without a command
+ */
+public record RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
+                            long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
+                            String fenceNote, String recordingId, int commandExit) {
+
+    /** The ring-side counts. */
+    public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
+                         long auxTruncated, long auxPartial, long auxCollision, long snapshots, long kernelReads,
+                         long kernelReadFailures, long metadataErrors, long sizeRepairs) {}
+
+    public void print(PrintStream out) {
+        out.printf("[ ptrec: wrote %s: %d records, %.3f MB ]%n", output, records, dataBytes / 1e6);
+        if (!counts.ptBytesByCpu().isEmpty()) {
+            StringBuilder b = new StringBuilder("[ ptrec: PT bytes per CPU:");
+            counts.ptBytesByCpu().forEach((cpu, n) -> b.append(" cpu").append(cpu).append('=').append(n));
+            out.println(b.append(" ]"));
+        }
+        out.printf("[ ptrec: AUX truncated=%d partial=%d collision=%d; lost records: kernel-text=%d sideband=%d%s ]%n",
+                counts.auxTruncated(), counts.auxPartial(), counts.auxCollision(),
+                counts.lostByRing().getOrDefault("text", 0L), counts.lostByRing().getOrDefault("sideband", 0L)
+                        + counts.lostByRing().getOrDefault("pt", 0L),
+                counts.snapshots() > 0 ? "; snapshots=" + counts.snapshots() : "");
+        if (counts.sizeRepairs() > 0) {
+            out.printf("[ ptrec: %d kernel-text records had an oversized header.size from the kernel; written with "
+                    + "their true size ]%n", counts.sizeRepairs());
+        }
+        StringBuilder types = new StringBuilder("[ ptrec: records:");
+        counts.recordsByType().forEach((t, n) -> types.append(' ').append(t).append('=').append(n));
+        out.println(types.append(" ]"));
+        if (fenceLosses >= 0) {
+            out.printf("[ ptrec: archived %d regions (recording %s); %s ]%n", regionsArchived, recordingId,
+                    fenceSummary);
+            if (!fenceNote.isEmpty()) out.println("[ ptrec: " + fenceNote + " ]");
+            if (counts.kernelReads() + counts.kernelReadFailures() > 0) {
+                out.printf("[ ptrec: out-of-line text copied on KSYMBOL: %d, failed: %d ]%n", counts.kernelReads(),
+                        counts.kernelReadFailures());
+            }
+        } else if (recordingId != null) {
+            out.printf("[ ptrec: recording %s registered; no fence ran ]%n", recordingId);
+        }
+        if (bpfProgramsDescribed > 0 || counts.metadataErrors() > 0) {
+            out.printf("[ ptrec: BPF programs described in the header: %d%s ]%n", bpfProgramsDescribed,
+                    counts.metadataErrors() > 0 ? ", metadata errors: " + counts.metadataErrors() : "");
+        }
+    }
+}

@@ -1,0 +1,497 @@
+package ptfence.record;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+import ptfence.bpf.ProgramMetadata;
+import ptfence.fence.ArchiveSink;
+import ptfence.fence.FenceCounters;
+import ptfence.fence.Hook;
+import ptfence.fence.RegionTracker;
+import ptfence.fence.TextFence;
+import ptfence.perfdata.AttrIds;
+import ptfence.perfdata.EventAttr;
+import ptfence.perfdata.Feature;
+import ptfence.perfdata.PerfDataWriter;
+import ptfence.perfdata.PerfRecord;
+import ptfence.perfdata.RecordTypes;
+import ptfence.recording.Lease;
+import ptfence.recording.Recording;
+import ptfence.recording.Recordings;
+import ptfence.ring.PerfRing;
+import ptfence.store.Archive;
+import ptfence.sys.Epoll;
+import ptfence.sys.EventFd;
+import ptfence.sys.Mmap;
+import ptfence.sys.PerfEvent;
+
+/**
+ * One recording: opens the events of a {@link RecordingPlan}, drains their rings into a perf.data, runs the text
+ * fence into the archive, and stops cleanly on {@link #requestStop()} (Ctrl-C, the command's exit).
+ * <p>
+ * Events per CPU: a "kernel text" dummy (ksymbol, bpf_event, text_poke) on its own small ring woken at every record
+ * (watermark=1, wakeup_watermark=1) so fence triggers never wait behind context switches; a "sideband" dummy (mmap2,
+ * comm, task, context_switch) on a larger ring; and, unless sideband-only, intel_pt with its AUX area. All carry
+ * sample_id_all with TID|TIME|CPU|IDENTIFIER.
+ */
+public final class Recorder implements AutoCloseable {
+    private static final long SAMPLE_TYPE = 0x2 | 0x4 | 0x80 | 0x10000; // TID|TIME|CPU|IDENTIFIER
+    private static final int TRAILER = 32;
+    private static final long USE_CLOCKID = 1L << 25;
+    private static final int CLOCK_MONOTONIC = 1;
+    private static final int TEXT_PAGES = 64, SIDEBAND_PAGES = 128, PT_DATA_PAGES = 64;
+    private static final Duration LEASE_TTL = Duration.ofMinutes(10);
+
+    /** One mapped ring and what it carries. */
+    private record Ring(String kind, int cpu, PerfRing ring) {}
+
+    private final RecordingPlan plan;
+    private final PrintStream log;
+    private final boolean verbose;
+    private final List<PerfEvent> events = new ArrayList<>();
+    private final List<Ring> rings = new ArrayList<>();
+    private final EventFd wakeup = EventFd.create();
+    private final AtomicBoolean stop = new AtomicBoolean();
+    private final AtomicBoolean snapshotWanted = new AtomicBoolean();
+    private final RecordStats stats = new RecordStats();
+    private final Map<Integer, Feature.BpfProgInfo> progInfos = new LinkedHashMap<>();
+    private final Map<Integer, Feature.BpfBtf> btfs = new LinkedHashMap<>();
+    private final List<Feature> hostFeatures;
+    private final List<Feature.EventDescEntry> eventDesc = new ArrayList<>();
+    private PerfDataWriter writer;
+    private Archive archive;
+    private Lease lease;
+    private String recordingId;
+    private ArchiveSink regions;
+    private RegionTracker tracker;
+    private TextFence fence;
+    private String fenceNote = "";
+    private Process child;
+    private Path fifo;
+    private long startMonotonic;
+    private final boolean monotonicClock;
+
+    public Recorder(RecordingPlan plan, PrintStream log, boolean verbose) {
+        this.plan = plan;
+        this.log = log;
+        this.verbose = verbose;
+        this.hostFeatures = HostFeatures.read(plan.cmdline());
+        // With PT the TSC converts to perf's clock, which perf insists on; sideband alone uses CLOCK_MONOTONIC, the
+        // clock of the fence's images and of the archive's regions.
+        this.monotonicClock = plan.sidebandOnly();
+    }
+
+    /** Asks the loop to stop; safe from a signal handler or another thread. */
+    public void requestStop() {
+        stop.set(true);
+        wakeup.signal();
+    }
+
+    /** -S: copy the AUX areas out at the next turn of the loop. */
+    public void requestSnapshot() {
+        snapshotWanted.set(true);
+        wakeup.signal();
+    }
+
+    /** Runs until stopped; returns the summary. */
+    public RecordSummary run() throws IOException {
+        startMonotonic = System.nanoTime();
+        openArchive();
+        startChild();
+        openEvents();
+        writer = PerfDataWriter.create(plan.output(), attrIds());
+        if (plan.pt() != null) writer.write(auxtraceInfo());
+        writeFeatures();
+        writer.flush();
+        startFence();
+        for (PerfEvent e : events) {
+            if (!(plan.command().isEmpty() || e.pid() < 0)) continue; // enable_on_exec starts the command's events
+            e.enable();
+        }
+        releaseChild();
+        if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
+        loop();
+        return finish();
+    }
+
+    // ---- setup -----------------------------------------------------------------------------------------------
+
+    private void openArchive() {
+        if (plan.archive() == null) return;
+        archive = Archive.open(plan.archive());
+        recordingId = UUID.randomUUID().toString();
+        String boot;
+        try {
+            boot = RegionTracker.currentBootId();
+        } catch (IOException e) {
+            boot = "unknown";
+        }
+        String bootId = boot;
+        lease = Recordings.openLease(archive, "ptrec pid " + ProcessHandle.current().pid(), LEASE_TTL);
+        archive.write(b -> {
+            Recordings.register(b, Recording.started(recordingId, plan.output().toAbsolutePath().toString(), bootId,
+                    startMonotonic));
+            return null;
+        });
+        regions = new ArchiveSink(archive, recordingId);
+        tracker = new RegionTracker(bootId, regions);
+    }
+
+    private void startFence() throws IOException {
+        if (!plan.fence() || tracker == null) return;
+        fence = TextFence.start(TextFence.Config.defaults(), tracker);
+        if (fence.mode() != TextFence.Mode.IN_KERNEL) fenceNote = "user-space fence: " + fence.fallbackReason();
+        if (verbose) log.println("ptrec: fence " + fence.mode() + (fenceNote.isEmpty() ? "" : " (" + fenceNote + ")"));
+    }
+
+    /** The command waits on a FIFO until its events exist, so nothing it does before exec escapes them. */
+    private void startChild() throws IOException {
+        if (plan.command().isEmpty()) return;
+        Path dir = Files.createTempDirectory("ptrec");
+        fifo = dir.resolve("go");
+        try {
+            int rc = new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start().waitFor();
+            if (rc != 0) throw new IOException("mkfifo " + fifo + " failed");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted");
+        }
+        List<String> argv = new ArrayList<>(List.of("/bin/sh", "-c", "read _ < \"$0\"; exec \"$@\"", fifo.toString()));
+        argv.addAll(plan.command());
+        child = new ProcessBuilder(argv).inheritIO().start();
+        child.onExit().thenRun(this::requestStop);
+    }
+
+    private void releaseChild() throws IOException {
+        if (child == null) return;
+        try (OutputStream o = Files.newOutputStream(fifo)) {
+            o.write('\n');
+        }
+        Files.deleteIfExists(fifo);
+        Files.deleteIfExists(fifo.getParent());
+    }
+
+    private EventAttr attr(int type, long config, long flags, int wakeup, int auxWatermark) {
+        EventAttr a = EventAttr.builder().type(type).config(config).sampleType(SAMPLE_TYPE)
+                .samplePeriod(type == 1 ? 0 : 1).flags(flags | (monotonicClock ? USE_CLOCKID : 0))
+                .wakeupEvents(wakeup).auxWatermark(auxWatermark).build();
+        if (!monotonicClock) return a;
+        ByteBuffer raw = ByteBuffer.allocate(a.length()).order(ByteOrder.LITTLE_ENDIAN).put(a.raw()).flip();
+        raw.putInt(92, CLOCK_MONOTONIC);
+        return new EventAttr(raw);
+    }
+
+    private final List<EventAttr> attrs = new ArrayList<>();
+    private final List<List<Long>> ids = new ArrayList<>();
+
+    private void openEvents() {
+        boolean task = plan.taskTarget();
+        int targetPid = child != null ? (int) child.pid() : plan.pid();
+        long common = EventAttr.FLAG_DISABLED | EventAttr.FLAG_SAMPLE_ID_ALL;
+        long inherit = task ? EventAttr.FLAG_INHERIT : 0;
+        long onExec = child != null ? EventAttr.FLAG_ENABLE_ON_EXEC : 0;
+        int[] cpus = task ? CpuList.online() : plan.cpus();
+
+        EventAttr text = attr(1, 9, common | EventAttr.FLAG_KSYMBOL | EventAttr.FLAG_BPF_EVENT
+                | EventAttr.FLAG_TEXT_POKE | EventAttr.FLAG_WATERMARK, 1, 0);
+        EventAttr side = attr(1, 9, common | inherit | onExec | EventAttr.FLAG_MMAP2 | EventAttr.FLAG_COMM
+                | EventAttr.FLAG_COMM_EXEC | EventAttr.FLAG_TASK | EventAttr.FLAG_CONTEXT_SWITCH, 0, 0);
+        EventAttr pt = null;
+        if (plan.pt() != null) {
+            long auxBytes = (long) plan.auxPages() * Mmap.PAGE_SIZE;
+            pt = attr(plan.pt().type(), plan.ptConfig(), common | inherit | onExec | (1L << 20) /* exclude_guest */,
+                    0, plan.snapshot() ? 0 : (int) Math.min(auxBytes / 4, Integer.MAX_VALUE));
+        }
+        // kernel text: always whole CPUs, since BPF loads by any task can unload text the traced code runs
+        List<Long> textIds = new ArrayList<>(), sideIds = new ArrayList<>(), ptIds = new ArrayList<>();
+        for (int cpu : CpuList.online()) {
+            PerfEvent e = open(text, "kernel-text sideband", -1, cpu);
+            textIds.add(e.id());
+            rings.add(new Ring("text", cpu, PerfRing.map(e, TEXT_PAGES)));
+        }
+        for (int cpu : cpus) {
+            if (pt != null) {
+                PerfEvent e = open(pt, "intel_pt", task ? targetPid : -1, cpu);
+                ptIds.add(e.id());
+                PerfRing r = PerfRing.map(e, PT_DATA_PAGES);
+                r.mapAux(plan.auxPages(), plan.snapshot() ? Mmap.Protection.READ_ONLY : Mmap.Protection.READ_WRITE);
+                if (!plan.kernelFilter().isEmpty()) e.setFilter(plan.kernelFilter());
+                rings.add(new Ring("pt", cpu, r));
+            }
+            PerfEvent e = open(side, "sideband", task ? targetPid : -1, cpu);
+            sideIds.add(e.id());
+            rings.add(new Ring("sideband", cpu, PerfRing.map(e, SIDEBAND_PAGES)));
+        }
+        if (pt != null) add(pt, "intel_pt//", ptIds);
+        add(side, "dummy:sideband", sideIds);
+        add(text, "dummy:kernel-text", textIds);
+    }
+
+    private PerfEvent open(EventAttr a, String name, int pid, int cpu) {
+        PerfEvent e = PerfEvent.open(a, name, pid, cpu);
+        events.add(e);
+        return e;
+    }
+
+    private void add(EventAttr a, String name, List<Long> eventIds) {
+        attrs.add(a);
+        ids.add(eventIds);
+        eventDesc.add(new Feature.EventDescEntry(a, name, eventIds));
+    }
+
+    private List<AttrIds> attrIds() {
+        List<AttrIds> out = new ArrayList<>();
+        for (int i = 0; i < attrs.size(); i++) out.add(new AttrIds(attrs.get(i), ids.get(i)));
+        return out;
+    }
+
+    /** PERF_RECORD_AUXTRACE_INFO for intel_pt, from the PMU and the first PT ring's time conversion. */
+    private PerfRecord auxtraceInfo() {
+        PerfRing first = rings.stream().filter(r -> r.kind().equals("pt")).findFirst().orElseThrow().ring();
+        PerfRing.TimeConversion tc = first.timeConversion();
+        var pmu = plan.pt();
+        byte[] filter = plan.kernelFilter().getBytes(StandardCharsets.UTF_8);
+        List<Long> priv = new ArrayList<>(List.of((long) pmu.type(), (long) tc.shift(), tc.mult(), tc.zero(),
+                tc.capUserTimeZero() ? 1L : 0L, pmu.bit("tsc"), pmu.bit("noretcomp"), plan.taskTarget() ? 0L : 3L,
+                plan.snapshot() ? 1L : 0L, plan.taskTarget() ? 0L : 1L, pmu.bit("mtc"), pmu.bit("mtc_period"),
+                pmu.tscArtNumerator(), pmu.tscArtDenominator(), pmu.bit("cyc"), pmu.maxNonturboRatio(),
+                (long) filter.length));
+        if (filter.length > 0) {
+            ByteBuffer b = ByteBuffer.allocate((filter.length + 1 + 7) / 8 * 8).order(ByteOrder.LITTLE_ENDIAN);
+            b.put(filter).clear();
+            while (b.hasRemaining()) priv.add(b.getLong());
+        }
+        priv.add(pmu.cap("event_trace"));
+        return new PerfRecord.AuxtraceInfo(0, PerfRecord.AuxtraceInfo.TYPE_INTEL_PT, 0, priv);
+    }
+
+    private void writeFeatures() {
+        for (Feature f : hostFeatures) writer.setFeature(f);
+        writer.setFeature(new Feature.EventDesc(eventDesc));
+        if (!progInfos.isEmpty()) writer.setFeature(new Feature.BpfProgInfos(new ArrayList<>(progInfos.values())));
+        if (!btfs.isEmpty()) writer.setFeature(new Feature.BpfBtfs(new ArrayList<>(btfs.values())));
+    }
+
+    // ---- the loop --------------------------------------------------------------------------------------------
+
+    private void loop() throws IOException {
+        try (Epoll epoll = Epoll.create(rings.size() + 1)) {
+            epoll.add(wakeup.fd(), -1, "stop/snapshot eventfd");
+            for (int i = 0; i < rings.size(); i++) epoll.add(rings.get(i).ring().event().fd(), i, rings.get(i).kind());
+            int[] ready = new int[rings.size() + 1];
+            long lastFlush = System.nanoTime(), lastLease = lastFlush;
+            while (!stop.get()) {
+                epoll.wait(ready, 100);
+                wakeup.drain();
+                drainAll();
+                if (snapshotWanted.getAndSet(false)) snapshot();
+                long now = System.nanoTime();
+                if (now - lastFlush >= plan.flushInterval().toNanos()) {
+                    writeFeatures();
+                    writer.flush();
+                    lastFlush = now;
+                }
+                if (lease != null && now - lastLease >= Duration.ofMinutes(1).toNanos()) {
+                    Recordings.renewLease(archive, lease.id(), LEASE_TTL);
+                    lastLease = now;
+                }
+            }
+        }
+    }
+
+    private void drainAll() throws IOException {
+        long before = stats.records();
+        for (Ring r : rings) {
+            r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
+            if (r.kind().equals("pt") && !plan.snapshot()) {
+                r.ring().drainAux((bytes, offset, ring) -> writeAux(bytes, offset, r));
+            }
+        }
+        if (stats.records() > before) writer.write(new PerfRecord.FinishedRound(0));
+    }
+
+    private void snapshot() throws IOException {
+        for (Ring r : rings) {
+            if (!r.kind().equals("pt")) continue;
+            r.ring().event().disable();
+            try {
+                r.ring().snapshotAux((bytes, offset, ring) -> writeAux(bytes, offset, r));
+            } finally {
+                r.ring().event().enable();
+            }
+        }
+        stats.snapshots++;
+    }
+
+    private long auxReference;
+
+    private void writeAux(ByteBuffer bytes, long offset, Ring r) throws IOException {
+        int n = bytes.remaining();
+        int padded = (n + 7) & ~7; // perf pads AUXTRACE payloads to 8 bytes
+        ByteBuffer payload = ByteBuffer.allocate(padded);
+        payload.put(bytes).clear();
+        int idx = rings.stream().filter(x -> x.kind().equals("pt")).toList().indexOf(r);
+        writer.write(new PerfRecord.Auxtrace(0, padded, offset, ++auxReference, idx,
+                plan.taskTarget() ? (int) (child != null ? child.pid() : plan.pid()) : -1, r.cpu(), 0, payload));
+        stats.ptBytes.merge(r.cpu(), (long) n, Long::sum);
+    }
+
+    private void onRecord(ByteBuffer rec, String ringKind) throws IOException {
+        int type = rec.getInt(0);
+        int misc = Short.toUnsignedInt(rec.getShort(4));
+        int size = Short.toUnsignedInt(rec.getShort(6));
+        int fixed = KernelRecordSizes.trueSize(rec, size, TRAILER);
+        if (fixed != size) {
+            stats.sizeRepairs++;
+            size = fixed;
+            rec.putShort(6, (short) size);
+        }
+        ByteBuffer body = ByteBuffer.allocate(size - 8).order(ByteOrder.LITTLE_ENDIAN);
+        body.put(0, rec, 8, size - 8);
+        writer.write(new PerfRecord.Unknown(type, misc, body));
+        stats.count(type);
+        long time = size >= 8 + TRAILER ? rec.getLong(size - 24) : 0;
+        switch (type) {
+            case RecordTypes.LOST -> stats.lost.merge(ringKind, rec.getLong(16), Long::sum);
+            case RecordTypes.AUX -> stats.auxFlags(rec.getLong(24));
+            case RecordTypes.KSYMBOL -> onKsymbol(rec, size, time);
+            case RecordTypes.BPF_EVENT -> onBpfEvent(rec);
+            case RecordTypes.TEXT_POKE -> onTextPoke(rec, time);
+            default -> { }
+        }
+    }
+
+    private void onKsymbol(ByteBuffer rec, int size, long time) throws IOException {
+        long addr = rec.getLong(8);
+        int len = rec.getInt(16);
+        int ksymType = Short.toUnsignedInt(rec.getShort(20));
+        int flags = Short.toUnsignedInt(rec.getShort(22));
+        String name = cString(rec, 24, size - TRAILER);
+        if (tracker == null) return;
+        if ((flags & 1) != 0) {
+            if (monotonicClock) tracker.ksymbolUnregistered(addr, name, time);
+            return;
+        }
+        // Trampolines, dispatchers and OOL pages have no program to ask: copy them now, while they are there.
+        boolean program = name.startsWith("bpf_prog_");
+        if (fence != null && !program && (ksymType == 1 || ksymType == 2) && len > 0) {
+            try {
+                fence.copyKernelRange(name, addr, len);
+                stats.kernelReads++;
+            } catch (IOException | RuntimeException e) {
+                stats.kernelReadFailures++;
+                if (verbose) log.println("ptrec: could not copy " + name + ": " + e.getMessage());
+            }
+        }
+    }
+
+    private void onBpfEvent(ByteBuffer rec) {
+        int eventType = Short.toUnsignedInt(rec.getShort(8));
+        int id = rec.getInt(12);
+        if (eventType != 1 || fence == null) return;
+        try {
+            Optional<ProgramMetadata> m = fence.onProgramLoaded(id);
+            if (m.isPresent()) {
+                progInfos.put(id, m.get().toPerfBpil());
+                m.get().toPerfBtf().ifPresent(b -> btfs.put(b.btfId(), b));
+            }
+        } catch (IOException | RuntimeException e) {
+            stats.metadataErrors++;
+            if (verbose) log.println("ptrec: metadata of BPF program " + id + ": " + e.getMessage());
+        }
+    }
+
+    private void onTextPoke(ByteBuffer rec, long time) throws IOException {
+        if (tracker == null || !monotonicClock) return;
+        long addr = rec.getLong(8);
+        int oldLen = Short.toUnsignedInt(rec.getShort(16));
+        int newLen = Short.toUnsignedInt(rec.getShort(18));
+        byte[] bytes = new byte[newLen];
+        rec.get(20 + oldLen, bytes);
+        tracker.textPoke(addr, bytes, time);
+    }
+
+    private static String cString(ByteBuffer b, int from, int limit) {
+        int end = from;
+        while (end < limit && b.get(end) != 0) end++;
+        byte[] s = new byte[end - from];
+        b.get(from, s);
+        return new String(s, StandardCharsets.UTF_8);
+    }
+
+    // ---- the end ---------------------------------------------------------------------------------------------
+
+    private RecordSummary finish() throws IOException {
+        for (PerfEvent e : events) e.disable();
+        drainAll();
+        if (child != null) {
+            try {
+                child.waitFor();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        FenceCounters fc = null;
+        if (fence != null) {
+            fence.awaitQuiet(Duration.ofMillis(300), Duration.ofSeconds(3));
+            fence.close();
+            fc = fence.finalCounters();
+            fence = null;
+        }
+        if (regions != null) regions.close();
+        writeFeatures();
+        writer.close();
+        long end = System.nanoTime();
+        if (archive != null) {
+            archive.write(b -> Recordings.finish(b, recordingId, end));
+            Recordings.closeLease(archive, lease.id());
+        }
+        Map<Hook, Long> byHook = fc == null ? Map.of() : fc.imagesByHook();
+        return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
+                progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
+                fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
+                child == null ? -1 : child.exitValue());
+    }
+
+    @Override
+    public void close() {
+        if (fence != null) {
+            try {
+                fence.close();
+            } catch (IOException e) {
+                // the summary is gone anyway; the archive keeps what was written
+            }
+        }
+        for (Ring r : rings) r.ring().close();
+        for (PerfEvent e : events) {
+            try {
+                e.close();
+            } catch (RuntimeException ignored) {
+                // closing twice after an error is harmless
+            }
+        }
+        if (regions != null) {
+            try {
+                regions.close();
+            } catch (IOException e) {
+                // what was committed stays; the rest of the batch is lost with the error already reported
+            }
+        }
+        if (child != null && child.isAlive()) child.destroy();
+        wakeup.close();
+        if (archive != null) archive.close();
+    }
+}

@@ -1,0 +1,48 @@
+package ptfence.record;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import ptfence.pmu.IntelPtPmu;
+
+/**
+ * What one ptrec run records.
+ *
+ * @param output        the perf.data to write
+ * @param archive       the archive directory, or null to archive nothing (and run no fence)
+ * @param cpus          CPUs to trace (system-wide or -C); ignored for task targets, whose events follow the task
+ * @param pid           a task to trace (-p), or -1
+ * @param command       a command to start and trace with its children (-- CMD ARGS), or empty
+ * @param pt            the intel_pt PMU and its config, or null for --sideband-only
+ * @param ptConfig      the config word ({@link ptfence.pmu.PtConfig#config()})
+ * @param kernelFilter  address filters in the kernel's syntax, or empty
+ * @param auxPages      AUX area per CPU, in pages (a power of two)
+ * @param snapshot      -S: AUX in overwrite mode, copied out on SIGUSR2
+ * @param fence         run the text fence (needs root and the archive)
+ * @param flushInterval how often the perf.data header is rewritten, so a killed ptrec leaves a valid file
+ * @param cmdline       ptrec's own command line, for the CMDLINE feature
+ */
+public record RecordingPlan(Path output, Path archive, int[] cpus, int pid, List<String> command, IntelPtPmu pt,
+                            long ptConfig, String kernelFilter, int auxPages, boolean snapshot, boolean fence,
+                            Duration flushInterval, List<String> cmdline) {
+    public RecordingPlan {
+        command = List.copyOf(command);
+        cmdline = List.copyOf(cmdline);
+        cpus = cpus.clone();
+        kernelFilter = kernelFilter == null ? "" : kernelFilter;
+    }
+
+    public boolean sidebandOnly() {
+        return pt == null;
+    }
+
+    /** True when events follow a task (-p or a command) rather than whole CPUs. */
+    public boolean taskTarget() {
+        return pid >= 0 || !command.isEmpty();
+    }
+
+    @Override
+    public int[] cpus() {
+        return cpus.clone();
+    }
+}

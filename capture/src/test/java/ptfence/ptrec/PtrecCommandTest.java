@@ -1,0 +1,59 @@
+package ptfence.ptrec;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import ptfence.cli.BadInputException;
+
+/** ptrec's command line: bad input is one line and exit 2; -m in perf's forms. */
+class PtrecCommandTest {
+    static PtrecLiveTest.Result ptrec(String... args) {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), "ptfence.ptrec.PtrecCommand"));
+        cmd.addAll(List.of(args));
+        return PtrecLiveTest.run(cmd);
+    }
+
+    @Test
+    void noIntelPtIsOneLineAndExit2() {
+        if (Files.isDirectory(Path.of("/sys/bus/event_source/devices/intel_pt"))) return; // an Intel host: records
+        PtrecLiveTest.Result r = ptrec("-a", "-o", "/dev/null", "--no-fence");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: no intel_pt PMU in /sys/bus/event_source/devices: this CPU or VM does not expose Intel PT\n",
+                r.err());
+    }
+
+    @Test
+    void targetsAreRequiredAndExclusive() {
+        PtrecLiveTest.Result r = ptrec("--sideband-only");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: nothing to trace: give -a, -C CPUS, -p PID or -- CMD ARGS\n", r.err());
+        r = ptrec("--sideband-only", "-a", "-C", "0");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: give only one of -a, -C CPUS, -p PID and -- CMD ARGS\n", r.err());
+        r = ptrec("--sideband-only", "-C", "0-9999");
+        assertEquals(2, r.exit());
+        assertTrue(r.err().matches("ptrec: -C: CPU \\d+ is not online \\(online: [0-9,-]+\\)\n"), r.err());
+        r = ptrec("--sideband-only", "-a", "--filter", "filter 0x1000/0x10");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: --filter needs the PT stream; drop --sideband-only\n", r.err());
+        r = ptrec("--bogus");
+        assertEquals(2, r.exit());
+    }
+
+    @Test
+    void auxSizeInPerfForms() {
+        assertEquals(1024, PtrecCommand.auxPages("4M", false));
+        assertEquals(1024, PtrecCommand.auxPages(",4M", false));
+        assertEquals(16, PtrecCommand.auxPages("16", false));
+        assertEquals(2, PtrecCommand.auxPages("8K", false));
+        assertEquals(1, PtrecCommand.auxPages("4K", true));
+        assertThrows(BadInputException.class, () -> PtrecCommand.auxPages("4K", false));
+        assertThrows(BadInputException.class, () -> PtrecCommand.auxPages("3M", false));
+        assertThrows(BadInputException.class, () -> PtrecCommand.auxPages("lots", false));
+    }
+}
