@@ -21,6 +21,7 @@ import ptfence.record.Recorder;
 import ptfence.record.RecordingPlan;
 import ptfence.store.ArchiveLocation;
 import ptfence.sys.Mmap;
+import ptfence.sys.SyscallException;
 import sun.misc.Signal;
 
 @Command(name = "ptrec", mixinStandardHelpOptions = true, version = "ptrec 0.1.0", sortOptions = false,
@@ -128,6 +129,9 @@ public final class PtrecCommand implements Callable<Integer> {
         try (recorder) {
             RecordSummary summary = recorder.run();
             if (!quiet) summary.print(System.err);
+        } catch (SyscallException e) {
+            // permissions, limits, a missing PMU: the user can act on the call and errno it names
+            throw new BadInputException(e.getMessage(), e);
         }
         return Tool.EXIT_OK;
     }

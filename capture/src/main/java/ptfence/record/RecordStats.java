@@ -17,6 +17,8 @@ final class RecordStats {
     long kernelReads, kernelReadFailures, metadataErrors;
     /** Kernel-text records whose header.size overstated their content (see KernelRecordSizes). */
     long sizeRepairs;
+    /** Programs loaded before the recording, described by synthesized KSYMBOL/BPF_EVENT records. */
+    long synthesized;
     private long records;
 
     void count(int type) {
@@ -39,6 +41,6 @@ final class RecordStats {
         Map<String, Long> names = new TreeMap<>();
         byType.forEach((t, n) -> names.put(RecordTypes.name(t), n));
         return new RecordSummary.Counts(Map.copyOf(names), Map.copyOf(ptBytes), Map.copyOf(lost), auxTruncated, auxPartial,
-                auxCollision, snapshots, kernelReads, kernelReadFailures, metadataErrors, sizeRepairs);
+                auxCollision, snapshots, kernelReads, kernelReadFailures, metadataErrors, sizeRepairs, synthesized);
     }
 }

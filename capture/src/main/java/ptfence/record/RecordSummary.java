@@ -19,7 +19,7 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
     /** The ring-side counts. */
     public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
                          long auxTruncated, long auxPartial, long auxCollision, long snapshots, long kernelReads,
-                         long kernelReadFailures, long metadataErrors, long sizeRepairs) {}
+                         long kernelReadFailures, long metadataErrors, long sizeRepairs, long synthesized) {}
 
     public void print(PrintStream out) {
         out.printf("[ ptrec: wrote %s: %d records, %.3f MB ]%n", output, records, dataBytes / 1e6);
@@ -52,7 +52,8 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
             out.printf("[ ptrec: recording %s registered; no fence ran ]%n", recordingId);
         }
         if (bpfProgramsDescribed > 0 || counts.metadataErrors() > 0) {
-            out.printf("[ ptrec: BPF programs described in the header: %d%s ]%n", bpfProgramsDescribed,
+            out.printf("[ ptrec: BPF programs described in the header: %d (%d loaded before the start)%s ]%n",
+                    bpfProgramsDescribed, counts.synthesized(),
                     counts.metadataErrors() > 0 ? ", metadata errors: " + counts.metadataErrors() : "");
         }
     }

@@ -16,7 +16,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import ptfence.bpf.ProgInfo;
 import ptfence.bpf.ProgramMetadata;
+import ptfence.perfdata.SampleId;
+import ptfence.sys.Bpf;
+import ptfence.sys.BpfException;
+import ptfence.sys.BpfFd;
 import ptfence.fence.ArchiveSink;
 import ptfence.fence.FenceCounters;
 import ptfence.fence.Hook;
@@ -52,7 +57,7 @@ public final class Recorder implements AutoCloseable {
     private static final int TRAILER = 32;
     private static final long USE_CLOCKID = 1L << 25;
     private static final int CLOCK_MONOTONIC = 1;
-    private static final int TEXT_PAGES = 64, SIDEBAND_PAGES = 128, PT_DATA_PAGES = 64;
+    private static final int TEXT_PAGES = 512, SIDEBAND_PAGES = 256, PT_DATA_PAGES = 64;
     private static final Duration LEASE_TTL = Duration.ofMinutes(10);
 
     /** One mapped ring and what it carries. */
@@ -114,6 +119,7 @@ public final class Recorder implements AutoCloseable {
         openEvents();
         writer = PerfDataWriter.create(plan.output(), attrIds());
         if (plan.pt() != null) writer.write(auxtraceInfo());
+        if (plan.fence()) synthesizeLoadedPrograms();
         writeFeatures();
         writer.flush();
         startFence();
@@ -121,6 +127,7 @@ public final class Recorder implements AutoCloseable {
             if (!(plan.command().isEmpty() || e.pid() < 0)) continue; // enable_on_exec starts the command's events
             e.enable();
         }
+        if (fence != null) startPinner();
         releaseChild();
         if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
         loop();
@@ -159,6 +166,10 @@ public final class Recorder implements AutoCloseable {
 
     /** The command waits on a FIFO until its events exist, so nothing it does before exec escapes them. */
     private void startChild() throws IOException {
+        if (plan.pid() >= 0) {
+            // like perf record -p: the recording ends with the task
+            ProcessHandle.of(plan.pid()).ifPresentOrElse(h -> h.onExit().thenRun(this::requestStop), this::requestStop);
+        }
         if (plan.command().isEmpty()) return;
         Path dir = Files.createTempDirectory("ptrec");
         fifo = dir.resolve("go");
@@ -278,6 +289,40 @@ public final class Recorder implements AutoCloseable {
         return new PerfRecord.AuxtraceInfo(0, PerfRecord.AuxtraceInfo.TYPE_INTEL_PT, 0, priv);
     }
 
+    /**
+     * Like perf's perf_event__synthesize_bpf_events: KSYMBOL and BPF_EVENT(PROG_LOAD) records, and header info, for
+     * the programs loaded before the recording, so perf can map (and decode through) their addresses too.
+     */
+    private void synthesizeLoadedPrograms() throws IOException {
+        long identifier = ids.get(ids.size() - 1).get(0); // the kernel-text event's first instance
+        SampleId sid = new SampleId(SAMPLE_TYPE, 0, 0, 0, 0, 0, 0, 0, identifier);
+        Bpf bpf = Bpf.get();
+        try {
+            for (int id = bpf.progGetNextId(0); id > 0; id = bpf.progGetNextId(id)) {
+                try (BpfFd fd = bpf.progGetFdById(id)) {
+                    if (fd == null) continue; // gone meanwhile
+                    ProgramMetadata m = ProgramMetadata.fetch(fd);
+                    long[] addrs = m.info().jitedKsyms();
+                    int[] lens = m.info().jitedFuncLens();
+                    List<String> names = m.ksymNames();
+                    if (addrs.length == 0) continue; // not JITed: no text
+                    for (int i = 0; i < addrs.length && i < lens.length && i < names.size(); i++) {
+                        writer.write(new PerfRecord.Ksymbol(0, addrs[i], lens[i], 1, 0, names.get(i), sid));
+                    }
+                    ByteBuffer tag = ByteBuffer.allocate(8).putLong(0, m.info().tag());
+                    writer.write(new PerfRecord.BpfEvent(0, 1, 0, id, tag, sid));
+                    progInfos.put(id, m.toPerfBpil());
+                    m.toPerfBtf().ifPresent(b -> btfs.put(b.btfId(), b));
+                    stats.synthesized++;
+                } catch (ProgInfo.Raced e) {
+                    // changed between the two info calls: it is being unloaded; the fence has its bytes
+                }
+            }
+        } catch (BpfException e) {
+            if (verbose) log.println("ptrec: programs loaded before the recording are not described: " + e.getMessage());
+        }
+    }
+
     private void writeFeatures() {
         for (Feature f : hostFeatures) writer.setFeature(f);
         writer.setFeature(new Feature.EventDesc(eventDesc));
@@ -294,9 +339,18 @@ public final class Recorder implements AutoCloseable {
             int[] ready = new int[rings.size() + 1];
             long lastFlush = System.nanoTime(), lastLease = lastFlush;
             while (!stop.get()) {
-                epoll.wait(ready, 100);
+                int n = epoll.wait(ready, 100);
                 wakeup.drain();
-                drainAll();
+                long now0 = System.nanoTime();
+                // Kernel-text records wake us one by one: take those at once and leave the bulky rings to their
+                // own wakeups (half full) or the 100 ms tick, so a program's pin never waits behind a batch of
+                // context switches.
+                boolean bulk = now0 - lastBulkDrain >= BULK_TICK_NS;
+                for (int i = 0; i < n && !bulk; i++) {
+                    if (ready[i] >= 0 && !rings.get(ready[i]).kind().equals("text")) bulk = true;
+                }
+                drain(bulk);
+                if (bulk) lastBulkDrain = now0;
                 if (snapshotWanted.getAndSet(false)) snapshot();
                 long now = System.nanoTime();
                 if (now - lastFlush >= plan.flushInterval().toNanos()) {
@@ -312,15 +366,31 @@ public final class Recorder implements AutoCloseable {
         }
     }
 
+    private static final long BULK_TICK_NS = 100_000_000L;
+    private long lastBulkDrain;
+    private long lastRoundRecords;
+
     private void drainAll() throws IOException {
-        long before = stats.records();
+        drain(true);
+    }
+
+    private void drain(boolean bulk) throws IOException {
         for (Ring r : rings) {
-            r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
-            if (r.kind().equals("pt") && !plan.snapshot()) {
+            if (r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
+        }
+        if (!pinnedIds.isEmpty()) describePinned();
+        for (Ring r : rings) {
+            if (bulk && !r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
+            if (bulk && r.kind().equals("pt") && !plan.snapshot()) {
                 r.ring().drainAux((bytes, offset, ring) -> writeAux(bytes, offset, r));
             }
         }
-        if (stats.records() > before) writer.write(new PerfRecord.FinishedRound(0));
+        // A round is a pass over every ring: perf's ordered events rely on each round's records being newer than
+        // everything drained before the previous FINISHED_ROUND.
+        if (bulk && stats.records() > lastRoundRecords) {
+            writer.write(new PerfRecord.FinishedRound(0));
+            lastRoundRecords = stats.records();
+        }
     }
 
     private void snapshot() throws IOException {
@@ -398,20 +468,84 @@ public final class Recorder implements AutoCloseable {
         }
     }
 
+    /** Programs the pinner thread holds, by id, until the loop describes them. */
+    private final java.util.concurrent.ConcurrentHashMap<Integer, BpfFd> early = new java.util.concurrent.ConcurrentHashMap<>();
+    private Thread pinner;
+
+    /**
+     * Like perf's side-band thread: watches only the kernel-text rings and pins each new program the moment its
+     * BPF_EVENT(PROG_LOAD) is published, without consuming the record; the loop then finds it held. A program closed
+     * by its loader within microseconds is otherwise gone before the loop gets there.
+     */
+    private void startPinner() {
+        List<PerfRing> text = rings.stream().filter(r -> r.kind().equals("text")).map(Ring::ring).toList();
+        Epoll ep = Epoll.create(text.size());
+        for (int i = 0; i < text.size(); i++) ep.add(text.get(i).event().fd(), i, "kernel-text ring (pinner)");
+        pinner = new Thread(() -> {
+            int[] ready = new int[text.size()];
+            PerfRing.RecordConsumer pin = (rec, ring) -> {
+                if (rec.getInt(0) != RecordTypes.BPF_EVENT || rec.getShort(8) != 1) return;
+                int id = rec.getInt(12);
+                if (early.containsKey(id)) return;
+                try {
+                    BpfFd fd = Bpf.get().progGetFdById(id);
+                    if (fd != null && early.putIfAbsent(id, fd) != null) fd.close();
+                } catch (IOException | RuntimeException e) {
+                    // the loop tries again and counts it
+                }
+            };
+            try (ep) {
+                while (!stop.get()) {
+                    ep.wait(ready, 20);
+                    for (PerfRing r : text) r.peek(pin);
+                }
+            } catch (IOException | RuntimeException e) {
+                if (verbose) log.println("ptrec: pinner stopped: " + e.getMessage());
+            }
+        }, "ptrec-pinner");
+        pinner.setDaemon(true);
+        pinner.start();
+    }
+
+    /** Programs pinned on their BPF_EVENT(PROG_LOAD), described once the kernel-text rings are drained. */
+    private final List<BpfFd> pinned = new ArrayList<>();
+    private final List<Integer> pinnedIds = new ArrayList<>();
+
+    /**
+     * Pins the program at once (one bpf() call) so a loader that closes it right away cannot free it before its
+     * metadata is fetched; the slower fetch happens in {@link #describePinned} after the kernel-text rings.
+     */
     private void onBpfEvent(ByteBuffer rec) {
         int eventType = Short.toUnsignedInt(rec.getShort(8));
         int id = rec.getInt(12);
         if (eventType != 1 || fence == null) return;
         try {
-            Optional<ProgramMetadata> m = fence.onProgramLoaded(id);
-            if (m.isPresent()) {
-                progInfos.put(id, m.get().toPerfBpil());
-                m.get().toPerfBtf().ifPresent(b -> btfs.put(b.btfId(), b));
-            }
+            BpfFd fd = early.remove(id);
+            if (fd == null) fd = Bpf.get().progGetFdById(id);
+            pinned.add(fd);
+            pinnedIds.add(id);
         } catch (IOException | RuntimeException e) {
             stats.metadataErrors++;
-            if (verbose) log.println("ptrec: metadata of BPF program " + id + ": " + e.getMessage());
+            if (verbose) log.println("ptrec: pinning BPF program " + id + ": " + e.getMessage());
         }
+    }
+
+    private void describePinned() {
+        for (int i = 0; i < pinnedIds.size(); i++) {
+            int id = pinnedIds.get(i);
+            try (BpfFd held = pinned.get(i)) {
+                Optional<ProgramMetadata> m = fence.onProgramLoaded(id);
+                if (m.isPresent()) {
+                    progInfos.put(id, m.get().toPerfBpil());
+                    m.get().toPerfBtf().ifPresent(b -> btfs.put(b.btfId(), b));
+                }
+            } catch (IOException | RuntimeException e) {
+                stats.metadataErrors++;
+                if (verbose) log.println("ptrec: metadata of BPF program " + id + ": " + e.getMessage());
+            }
+        }
+        pinned.clear();
+        pinnedIds.clear();
     }
 
     private void onTextPoke(ByteBuffer rec, long time) throws IOException {
@@ -436,6 +570,13 @@ public final class Recorder implements AutoCloseable {
 
     private RecordSummary finish() throws IOException {
         for (PerfEvent e : events) e.disable();
+        if (pinner != null) {
+            try {
+                pinner.join(2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         drainAll();
         if (child != null) {
             try {
@@ -452,6 +593,8 @@ public final class Recorder implements AutoCloseable {
             fence = null;
         }
         if (regions != null) regions.close();
+        early.values().forEach(BpfFd::close); // pinned but their records were lost: nothing to describe
+        early.clear();
         writeFeatures();
         writer.close();
         long end = System.nanoTime();

@@ -113,6 +113,37 @@ public final class PerfRing implements AutoCloseable {
         return n;
     }
 
+    private long peekPosition;
+    private final ByteBuffer peekScratch = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
+
+    /**
+     * For a second thread that must react before the consumer gets there: delivers the records published since the
+     * last peek without freeing them. A record the consumer has already freed (and the kernel may be overwriting) is
+     * skipped, so a peeker can miss records but never sees a torn one.
+     */
+    public int peek(RecordConsumer consumer) throws java.io.IOException {
+        long head = map.getLongAcquire(DATA_HEAD);
+        int n = 0;
+        while (true) {
+            long tail = map.getLongAcquire(DATA_TAIL);
+            if (peekPosition < tail) peekPosition = tail;
+            if (peekPosition >= head) break;
+            int at = (int) (peekPosition % dataSize);
+            int size = Short.toUnsignedInt(map.getShort(dataOffset + at + 6));
+            if (size < 8 || size > head - peekPosition) break;
+            peekScratch.clear();
+            int first = Math.min(size, dataSize - at);
+            map.get(dataOffset + at, peekScratch, first);
+            if (first < size) map.get(dataOffset, peekScratch, size - first);
+            peekScratch.flip();
+            if (map.getLongAcquire(DATA_TAIL) > peekPosition) continue; // freed while we copied: start again at tail
+            consumer.accept(peekScratch, this);
+            peekPosition += size;
+            n++;
+        }
+        return n;
+    }
+
     /** Delivers the AUX bytes written since the last call (normal mode), then frees their space. */
     public long drainAux(AuxConsumer consumer) throws java.io.IOException {
         if (aux == null) {

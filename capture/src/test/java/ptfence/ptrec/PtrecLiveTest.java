@@ -57,6 +57,8 @@ class PtrecLiveTest {
     @Test
     void sidebandOnlyUntilSigintRecordsTheBpfProgramsPerfSees() throws Exception {
         Path data = dir.resolve("sb.data"), archive = dir.resolve("archive");
+        BpfFd before = Bpf.get().progLoad(TestPrograms.withSubprograms("ptrec_pre", 2, 7));
+        ProgInfo pre = ProgInfo.fetch(before);
         Running ptrec = startPtrec("--sideband-only", "-a", "-v", "-o", data.toString(), "--archive", archive.toString());
         List<Loaded> loaded = loadPrograms("ptrec_t", 5, 300);
         Thread.sleep(300);
@@ -83,8 +85,26 @@ class PtrecLiveTest {
             assertTrue(fromScript.contains("BPF_EVENT 2 " + l.info().id()), l.ksym() + " PROG_UNLOAD");
         }
 
+        // loaded before the start: synthesized like perf does, every JITed function with its kernel name
+        assertTrue(fromScript.contains("BPF_EVENT 1 " + pre.id()), "no synthesized PROG_LOAD");
+        List<String> kallsymsNames = new ArrayList<>();
+        for (String line : Files.readAllLines(Path.of("/proc/kallsyms"))) {
+            if (line.contains("_ptrec_pre") || line.endsWith("_F\t[bpf]")) kallsymsNames.add(line);
+        }
+        for (int i = 0; i < pre.functionCount(); i++) {
+            String addr = Long.toHexString(pre.jitedKsyms()[i]);
+            String prefix = "KSYMBOL " + addr + " " + pre.jitedFuncLens()[i] + " 1 0x0 bpf_prog_";
+            String match = fromScript.stream().filter(r -> r.startsWith(prefix)).findFirst().orElse(null);
+            assertNotNull(match, "no synthesized KSYMBOL for function " + i + " at " + addr);
+            String name = match.substring(match.lastIndexOf(' ') + 1);
+            assertTrue(kallsymsNames.stream().anyMatch(l -> l.startsWith(addr + " t " + name + "\t")),
+                    name + " is not kallsyms' name at " + addr);
+        }
+
         Result header = run(List.of("perf", "report", "--header-only", "-I", "-i", data.toString()));
         assertEquals(0, header.exit, header.err);
+        assertTrue(header.out.contains("bpf_prog_info " + pre.id() + ":"), "header lacks the program loaded before");
+        before.close();
         for (Loaded l : loaded) {
             assertTrue(header.out.contains("bpf_prog_info " + l.info().id() + ": " + l.ksym() + " addr 0x"
                     + Long.toHexString(l.info().jitedKsyms()[0]) + " size " + l.info().jitedFuncLens()[0]),
@@ -175,6 +195,24 @@ class PtrecLiveTest {
         assertTrue(dump.out.contains("PERF_RECORD_EXIT"), "no EXIT of the command");
     }
 
+    @Test
+    void pidTargetEndsWithTheTask() throws Exception {
+        Path data = dir.resolve("pid.data");
+        Process task = new ProcessBuilder("/bin/sh", "-c", "read _; exec /bin/true").start();
+        Running ptrec = startPtrec("--sideband-only", "-v", "--no-fence", "-p", Long.toString(task.pid()), "-o",
+                data.toString());
+        task.getOutputStream().write('\n');
+        task.getOutputStream().flush();
+        assertTrue(task.waitFor(10, TimeUnit.SECONDS));
+        String err = ptrec.waitForLog();
+        assertFalse(ptrec.process().isAlive(), "ptrec did not stop when its task exited");
+        assertEquals(0, ptrec.process().exitValue(), err);
+        Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+        assertEquals(0, dump.exit, dump.err);
+        assertTrue(dump.out.contains("PERF_RECORD_COMM exec: true:" + task.pid() + "/" + task.pid()),
+                "no COMM exec of the task");
+    }
+
     // ---- helpers -----------------------------------------------------------------------------------------------
 
     /** perf prints both tools' records the same way; keep the fields that identify them. */
@@ -217,7 +255,7 @@ class PtrecLiveTest {
         }
     }
 
-    Running startPtrec(String... args) throws Exception {
+    public Running startPtrec(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
                 "-cp", System.getProperty("java.class.path"), "ptfence.ptrec.PtrecCommand"));
