@@ -137,9 +137,15 @@ public final class PtrecCommand implements Callable<Integer> {
     }
 
     RecordingPlan plan() {
-        int targets = (allCpus ? 1 : 0) + (cpuList != null ? 1 : 0) + (pid != null ? 1 : 0) + (command.isEmpty() ? 0 : 1);
-        if (targets == 0) throw new BadInputException("nothing to trace: give -a, -C CPUS, -p PID or -- CMD ARGS");
-        if (targets > 1) throw new BadInputException("give only one of -a, -C CPUS, -p PID and -- CMD ARGS");
+        // As with perf record: -a or -C with a command traces whole CPUs until the command exits.
+        boolean systemWide = allCpus || cpuList != null;
+        if (!systemWide && pid == null && command.isEmpty()) {
+            throw new BadInputException("nothing to trace: give -a, -C CPUS, -p PID or -- CMD ARGS");
+        }
+        if (allCpus && cpuList != null) throw new BadInputException("give -a or -C CPUS, not both");
+        if (pid != null && (systemWide || !command.isEmpty())) {
+            throw new BadInputException("-p PID traces one task: drop -a, -C and the command");
+        }
         int[] cpus = cpuList != null ? CpuList.requireOnline(CpuList.parse(cpuList)) : CpuList.online();
         if (pid != null && !ProcessHandle.of(pid).isPresent()) throw new BadInputException("-p " + pid + ": no such process");
         if (flushMs < 10) throw new BadInputException("--flush-interval " + flushMs + ": at least 10 ms");
@@ -173,7 +179,7 @@ public final class PtrecCommand implements Callable<Integer> {
             throw new BadInputException((filter != null ? "--filter" : "-S") + " needs the PT stream; drop --sideband-only");
         }
         Path archiveDir = noFence ? null : ArchiveLocation.resolve(archive);
-        return new RecordingPlan(output, archiveDir, cpus, pid == null ? -1 : pid, command, pmu, config, kernelFilter,
+        return new RecordingPlan(output, archiveDir, cpus, systemWide, pid == null ? -1 : pid, command, pmu, config, kernelFilter,
                 auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline());
     }
 

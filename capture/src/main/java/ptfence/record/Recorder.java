@@ -213,7 +213,7 @@ public final class Recorder implements AutoCloseable {
         int targetPid = child != null ? (int) child.pid() : plan.pid();
         long common = EventAttr.FLAG_DISABLED | EventAttr.FLAG_SAMPLE_ID_ALL;
         long inherit = task ? EventAttr.FLAG_INHERIT : 0;
-        long onExec = child != null ? EventAttr.FLAG_ENABLE_ON_EXEC : 0;
+        long onExec = child != null && task ? EventAttr.FLAG_ENABLE_ON_EXEC : 0;
         int[] cpus = task ? CpuList.online() : plan.cpus();
 
         EventAttr text = attr(1, 9, common | EventAttr.FLAG_KSYMBOL | EventAttr.FLAG_BPF_EVENT

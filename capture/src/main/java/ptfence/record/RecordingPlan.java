@@ -11,6 +11,7 @@ import ptfence.pmu.IntelPtPmu;
  * @param output        the perf.data to write
  * @param archive       the archive directory, or null to archive nothing (and run no fence)
  * @param cpus          CPUs to trace (system-wide or -C); ignored for task targets, whose events follow the task
+ * @param systemWide    -a or -C: whole CPUs, even when a command is given (it then only says when to stop)
  * @param pid           a task to trace (-p), or -1
  * @param command       a command to start and trace with its children (-- CMD ARGS), or empty
  * @param pt            the intel_pt PMU and its config, or null for --sideband-only
@@ -22,7 +23,7 @@ import ptfence.pmu.IntelPtPmu;
  * @param flushInterval how often the perf.data header is rewritten, so a killed ptrec leaves a valid file
  * @param cmdline       ptrec's own command line, for the CMDLINE feature
  */
-public record RecordingPlan(Path output, Path archive, int[] cpus, int pid, List<String> command, IntelPtPmu pt,
+public record RecordingPlan(Path output, Path archive, int[] cpus, boolean systemWide, int pid, List<String> command, IntelPtPmu pt,
                             long ptConfig, String kernelFilter, int auxPages, boolean snapshot, boolean fence,
                             Duration flushInterval, List<String> cmdline) {
     public RecordingPlan {
@@ -38,7 +39,7 @@ public record RecordingPlan(Path output, Path archive, int[] cpus, int pid, List
 
     /** True when events follow a task (-p or a command) rather than whole CPUs. */
     public boolean taskTarget() {
-        return pid >= 0 || !command.isEmpty();
+        return !systemWide && (pid >= 0 || !command.isEmpty());
     }
 
     @Override

@@ -34,7 +34,10 @@ class PtrecCommandTest {
         assertEquals("ptrec: nothing to trace: give -a, -C CPUS, -p PID or -- CMD ARGS\n", r.err());
         r = ptrec("--sideband-only", "-a", "-C", "0");
         assertEquals(2, r.exit());
-        assertEquals("ptrec: give only one of -a, -C CPUS, -p PID and -- CMD ARGS\n", r.err());
+        assertEquals("ptrec: give -a or -C CPUS, not both\n", r.err());
+        r = ptrec("--sideband-only", "-p", "1", "--", "true");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: -p PID traces one task: drop -a, -C and the command\n", r.err());
         r = ptrec("--sideband-only", "-C", "0-9999");
         assertEquals(2, r.exit());
         assertTrue(r.err().matches("ptrec: -C: CPU \\d+ is not online \\(online: [0-9,-]+\\)\n"), r.err());

@@ -196,6 +196,30 @@ class PtrecLiveTest {
     }
 
     @Test
+    void allCpusWithACommandRecordsOtherTasksUntilTheCommandExits() throws Exception {
+        Path data = dir.resolve("a-cmd.data");
+        Path started = dir.resolve("a-cmd.started");
+        Process other = new ProcessBuilder("/bin/sh", "-c", "read _; exec /bin/true").start();
+        // the command runs only once the events are open; it says so, then the other task may exit
+        Running ptrec = startPtrec("--sideband-only", "-v", "--no-fence", "-a", "-o", data.toString(), "--",
+                "/bin/sh", "-c", "touch '" + started + "'; sleep 1; exec /bin/true");
+        for (int i = 0; i < 300 && !Files.exists(started); i++) Thread.sleep(50);
+        assertTrue(Files.exists(started), "the command never started");
+        other.getOutputStream().write('\n');
+        other.getOutputStream().flush();
+        assertTrue(other.waitFor(10, TimeUnit.SECONDS));
+        String err = ptrec.waitForLog();
+        assertFalse(ptrec.process().isAlive(), "ptrec -a did not stop when its command exited");
+        assertEquals(0, ptrec.process().exitValue(), err);
+        Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+        assertEquals(0, dump.exit, dump.err);
+        // whole CPUs: the other task's exit is recorded too, not only the command's
+        assertTrue(dump.out.contains("PERF_RECORD_EXIT(" + other.pid() + ":" + other.pid() + ")"),
+                "system-wide recording missed another task's exit");
+        assertTrue(dump.out.contains("SWITCH_CPU_WIDE"), "no CPU-wide context switches");
+    }
+
+    @Test
     void pidTargetEndsWithTheTask() throws Exception {
         Path data = dir.resolve("pid.data");
         Process task = new ProcessBuilder("/bin/sh", "-c", "read _; exec /bin/true").start();
