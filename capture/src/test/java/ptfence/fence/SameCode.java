@@ -5,10 +5,10 @@ package ptfence.fence;
  * that reach the same absolute target from both (e.g. the final jmp __x86_return_thunk). Makes no assumption
  * about instruction boundaries beyond "a differing byte lies in such a field".
  */
-final class SameCode {
+public final class SameCode {
     private SameCode() {}
 
-    static boolean relocatedEqual(byte[] a, long addrA, byte[] b, long addrB) {
+    public static boolean relocatedEqual(byte[] a, long addrA, byte[] b, long addrB) {
         if (a.length != b.length) return false;
         int i = 0;
         while (i < a.length) {
