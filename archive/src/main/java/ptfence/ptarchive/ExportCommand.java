@@ -3,11 +3,8 @@ package ptfence.ptarchive;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.bundle.BundleSummary;
 import ptfence.bundle.BundleWriter;
 import ptfence.store.Archive;
@@ -16,13 +13,7 @@ import ptfence.store.Archive;
         + "so it decodes on another machine ('ptarchive import' there).",
         footer = {"", "Examples:", "  ptarchive export 2026-11-22T11:00-ptrec -o trace.ptfb",
                 "  scp trace.ptfb perf.data other:  &&  ssh other ptarchive import trace.ptfb --perf-data perf.data", ""})
-final class ExportCommand implements Callable<Integer> {
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
+final class ExportCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Parameters(paramLabel = "RECORDING", description = "Recording id (see 'ptarchive ls --recordings').")
     String recording;
     @Option(names = {"-o", "--output"}, paramLabel = "BUNDLE", required = true, description = "Bundle file to write.")
@@ -30,12 +21,12 @@ final class ExportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (Archive a = archive.open(parent)) {
+        try (Archive a = openArchive()) {
             BundleSummary s = BundleWriter.export(a, recording, output);
-            spec.commandLine().getOut().printf("exported %s: %d regions, %d images (%s) -> %s%n", s.recordingId(),
+            out().printf("exported %s: %d regions, %d images (%s) -> %s%n", s.recordingId(),
                     s.regions(), s.images(), Units.bytes(s.imageBytes()), output);
         }
-        spec.commandLine().getOut().flush();
+        out().flush();
         return 0;
     }
 }

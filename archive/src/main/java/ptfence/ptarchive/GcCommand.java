@@ -3,10 +3,7 @@ package ptfence.ptarchive;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.gc.GarbageCollector;
 import ptfence.gc.GcPolicy;
 import ptfence.gc.GcReport;
@@ -52,13 +49,7 @@ import ptfence.store.Archive;
                 "",
                 "or from cron (crontab -e):",
                 "  17 3 * * * /usr/local/bin/ptarchive gc --keep 30d --max-size 20G >>/var/log/ptfence-gc.log 2>&1", ""})
-final class GcCommand implements Callable<Integer> {
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
+final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Option(names = "--keep", paramLabel = "DURATION", defaultValue = "30d",
             description = "Drop recordings created longer ago than this (default ${DEFAULT-VALUE}; 12h, 7d, 2w...).")
     String keep;
@@ -72,8 +63,8 @@ final class GcCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         GcPolicy policy = new GcPolicy(Units.duration(keep), maxSize == null ? 0 : Units.size(maxSize), dryRun, 500);
-        PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open(parent)) {
+        PrintWriter out = out();
+        try (Archive a = openArchive()) {
             GcReport r = GarbageCollector.run(a, policy);
             if (json) {
                 StringBuilder dropped = new StringBuilder("[");

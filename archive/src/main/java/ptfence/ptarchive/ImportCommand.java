@@ -3,11 +3,8 @@ package ptfence.ptarchive;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.bundle.BundleReader;
 import ptfence.bundle.BundleSummary;
 import ptfence.store.Archive;
@@ -17,13 +14,7 @@ import ptfence.store.Archive;
         footer = {"", "The imported recording's creation time is the import time (gc --keep ages it from there).",
                 "Give --perf-data so gc also drops it once that file is deleted.", "",
                 "Examples:", "  ptarchive import trace.ptfb", "  ptarchive import trace.ptfb --perf-data ./perf.data", ""})
-final class ImportCommand implements Callable<Integer> {
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
+final class ImportCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Parameters(paramLabel = "BUNDLE", description = "Bundle file.")
     Path bundle;
     @Option(names = "--perf-data", paramLabel = "FILE", description = "Where the recording's perf.data is on this machine.")
@@ -31,13 +22,13 @@ final class ImportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (Archive a = archive.open(parent)) {
+        try (Archive a = openArchive()) {
             BundleSummary s = BundleReader.importInto(a, bundle,
                     perfData == null ? "" : perfData.toAbsolutePath().toString());
-            spec.commandLine().getOut().printf("imported %s: %d regions (%d new), %d images (%d new, %s)%n",
+            out().printf("imported %s: %d regions (%d new), %d images (%d new, %s)%n",
                     s.recordingId(), s.regions(), s.newRegions(), s.images(), s.newImages(), Units.bytes(s.imageBytes()));
         }
-        spec.commandLine().getOut().flush();
+        out().flush();
         return 0;
     }
 }

@@ -6,10 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.recording.Lease;
 import ptfence.recording.PinTarget;
 import ptfence.recording.Recording;
@@ -28,13 +25,7 @@ import ptfence.store.Snapshot;
                 "  ptarchive ls --tag 6deef7 --kind bpf_prog --json",
                 "  ptarchive ls --recording 2026-11-22T11:00-ptrec --at 12345.678901234",
                 "  ptarchive ls --boot $(cat /proc/sys/kernel/random/boot_id) --address 0xffffffffc0a01000", ""})
-final class LsCommand implements Callable<Integer> {
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
+final class LsCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Option(names = "--recordings", description = "List recordings (with pins and leases), not regions.")
     boolean recordingsOnly;
     @Option(names = "--name", paramLabel = "NAME", description = "Regions with exactly this name.")
@@ -56,8 +47,8 @@ final class LsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open(parent)) {
+        PrintWriter out = out();
+        try (Archive a = openArchive()) {
             a.read(s -> {
                 boolean regionFilter = name != null || tag != null || kind != null || recording != null
                         || boot != null || address != null || at != null;

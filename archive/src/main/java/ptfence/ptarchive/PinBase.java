@@ -1,10 +1,7 @@
 package ptfence.ptarchive;
 
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.cli.BadInputException;
 import ptfence.recording.PinTarget;
 import ptfence.recording.Recordings;
@@ -14,25 +11,19 @@ import ptfence.store.ContentKey;
 import ptfence.store.Snapshot;
 
 /** Options and work shared by 'pin' and 'unpin'. */
-abstract class PinBase {
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
+abstract class PinBase extends ArchiveSubcommand {
     @Parameters(paramLabel = "TARGET", arity = "0..1", description = "Recording id, content key or region name.")
     String target;
     @Option(names = "--name", description = "TARGET is a region name (even if a recording has that id).")
     boolean asName;
 
     Integer run(boolean remove) {
-        try (Archive a = archive.open(parent)) {
+        try (Archive a = openArchive()) {
             if (target == null) {
                 if (remove) {
                     throw new BadInputException("unpin: which target? (see 'ptarchive pin' for the list)");
                 }
-                a.read(Recordings::pins).forEach(p -> spec.commandLine().getOut().println(p));
+                a.read(Recordings::pins).forEach(p -> out().println(p));
             } else {
                 PinTarget t = a.read(s -> resolve(s, target, asName, a));
                 boolean changed = a.write(b -> {
@@ -43,11 +34,11 @@ abstract class PinBase {
                     Recordings.pin(b, t);
                     return !was;
                 });
-                spec.commandLine().getOut().println((remove ? (changed ? "unpinned " : "was not pinned: ")
+                out().println((remove ? (changed ? "unpinned " : "was not pinned: ")
                         : (changed ? "pinned " : "already pinned: ")) + t);
             }
         }
-        spec.commandLine().getOut().flush();
+        out().flush();
         return 0;
     }
 

@@ -7,11 +7,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.cli.BadInputException;
 import ptfence.region.BpfMetadata;
 import ptfence.region.FileMetadata;
@@ -32,13 +29,7 @@ import ptfence.store.Table;
                 "",
                 "--disasm lists through a Disassembler found on the class path (ServiceLoader), else GNU objdump;",
                 "the archive itself knows nothing of x86.", ""})
-final class ShowCommand implements Callable<Integer> {
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
+final class ShowCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Parameters(paramLabel = "KEY|NAME|ID", description = "Content key (or a prefix of 8+ hex digits), region name, or region id.")
     String what;
     @Option(names = "--bytes", description = "Hexdump the image.")
@@ -48,8 +39,8 @@ final class ShowCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open(parent)) {
+        PrintWriter out = out();
+        try (Archive a = openArchive()) {
             a.read(s -> {
                 List<Region> regions = RegionIndex.byName(s, what);
                 if (regions.isEmpty() && what.length() == 16 && ContentKey.isHex(what)) {

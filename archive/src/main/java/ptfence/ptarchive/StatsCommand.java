@@ -6,10 +6,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.recording.Recordings;
 import ptfence.region.RegionIndex;
 import ptfence.region.RegionKind;
@@ -18,20 +15,14 @@ import ptfence.store.Table;
 
 @Command(name = "stats", mixinStandardHelpOptions = true, description = "Counts, bytes and the dedup ratio (bytes regions cover / bytes stored).",
         footer = {"", "Examples:", "  ptarchive stats", "  ptarchive stats --json", ""})
-final class StatsCommand implements Callable<Integer> {
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
+final class StatsCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Option(names = "--json", description = "One JSON object.")
     boolean json;
 
     @Override
     public Integer call() {
-        PrintWriter out = spec.commandLine().getOut();
-        try (Archive a = archive.open(parent)) {
+        PrintWriter out = out();
+        try (Archive a = openArchive()) {
             String text = a.read(s -> {
                 long[] img = {0, 0};
                 s.forEachImage((k, info) -> {

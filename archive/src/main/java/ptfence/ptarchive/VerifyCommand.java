@@ -5,9 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 import ptfence.recording.Recordings;
 import ptfence.region.RegionIndex;
 import ptfence.store.Archive;
@@ -17,22 +14,16 @@ import ptfence.store.Verifier;
         + "Exit 1 listing each problem if anything is damaged.",
         footer = {"", "Exit status: 0 all good, 1 damage found (listed), 2 the archive cannot be read at all.",
                 "", "Examples:", "  ptarchive verify", "  ptarchive verify --archive /mnt/backup/ptfence-archive", ""})
-final class VerifyCommand implements Callable<Integer> {
+final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer> {
     /** Exit status when damage was found. */
     static final int EXIT_DAMAGED = 1;
-    @Mixin
-    ArchiveOption archive;
-    @picocli.CommandLine.ParentCommand
-    PtarchiveCommand parent;
-    @Spec
-    CommandSpec spec;
 
     @Override
     public Integer call() {
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         PrintWriter err = spec.commandLine().getErr();
         List<String> problems = new ArrayList<>();
-        try (Archive a = archive.open(parent)) {
+        try (Archive a = openArchive()) {
             String summary = a.read(s -> {
                 Verifier.Counts images = Verifier.images(s, problems::add);
                 long regions = RegionIndex.check(s, problems::add);
