@@ -1,5 +1,6 @@
 package ptfence.flow;
 
+import ptfence.image.CodeSpace;
 import ptfence.image.Image;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
@@ -35,7 +36,8 @@ public final class FlowDecoder {
 
     private static final int RETSTACK_SIZE = 64;
 
-    private final Image image;
+    private final CodeSpace image;
+    private final boolean timedSpace;
     private final FlowConfig cfg;
     private final PacketInput in;
     private final EventDecoder evd;
@@ -84,6 +86,8 @@ public final class FlowDecoder {
     private long secBase;
     private long pieceStart;
     private long pieceEnd;
+    private long pieceFrom;
+    private long pieceTo;
 
     // Block-mode run being collected.
     private long runIp;
@@ -114,8 +118,9 @@ public final class FlowDecoder {
     public long blocks;
     public long errors;
 
-    public FlowDecoder(Image image, FlowConfig cfg, PacketInput in, FlowSink sink, boolean blockMode) {
+    public FlowDecoder(CodeSpace image, FlowConfig cfg, PacketInput in, FlowSink sink, boolean blockMode) {
         this.image = image;
+        this.timedSpace = image.timed();
         this.cfg = cfg;
         this.in = in;
         this.evd = new EventDecoder(in, cfg);
@@ -1042,8 +1047,10 @@ public final class FlowDecoder {
     }
 
     private int decodeAt(long at) {
-        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
-            Image.Piece p = image.find(at, Long.MIN_VALUE + 1);
+        long now = timedSpace ? evd.time().tsc() : CodeSpace.ANY_TIME;
+        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode
+                || now < pieceFrom || now >= pieceTo) {
+            Image.Piece p = image.find(at, now);
             if (p == null) {
                 return PtError.NOMAP;
             }
@@ -1054,6 +1061,8 @@ public final class FlowDecoder {
             secBase = p.section.address();
             pieceStart = p.start;
             pieceEnd = p.end;
+            pieceFrom = p.validFrom();
+            pieceTo = p.validTo();
         }
         int off = (int) (at - secBase);
         int len = cc.length(off, x86);
@@ -1061,7 +1070,7 @@ public final class FlowDecoder {
             return PtError.BAD_INSN;
         }
         if (len == CodeCache.TRUNCATED || Long.compareUnsigned(at + len - pieceStart, pieceEnd - pieceStart) > 0) {
-            int n = image.read(at, Long.MIN_VALUE + 1, slowBuf, 0, slowBuf.length);
+            int n = image.read(at, now, slowBuf, 0, slowBuf.length);
             if (x86.decode(slowBuf, 0, n, mode) == 0) {
                 return PtError.BAD_INSN;
             }

@@ -10,7 +10,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.Function;
 import ptfence.flow.PacketInput.Pkt;
-import ptfence.image.Image;
+import ptfence.image.CodeSpace;
 
 /**
  * Decodes a trace in PSB segments on several threads and stitches the results in order. Each segment
@@ -20,7 +20,7 @@ import ptfence.image.Image;
  * time, so memory stays bounded.
  */
 public final class ParallelFlow {
-    private final Image image;
+    private final CodeSpace image;
     private final FlowConfig cfg;
     private final Function<ByteBuffer, PacketInput> packets;
     private final boolean blockMode;
@@ -31,7 +31,7 @@ public final class ParallelFlow {
     public long blocks;
     public long errors;
 
-    public ParallelFlow(Image image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, boolean blockMode,
+    public ParallelFlow(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, boolean blockMode,
             int threads, long chunkBytes) {
         this.image = image;
         this.cfg = cfg;

@@ -8,7 +8,7 @@ import java.util.List;
  * they overlap. As in libipt, adding a section cuts the parts of older sections it covers (when its time
  * range covers theirs); sections whose time ranges only partly overlap stay, and a lookup prefers the newer.
  */
-public final class Image {
+public final class Image implements CodeSpace {
     /** A contiguous part of a section that is still visible. */
     public static final class Piece {
         public final Section section;
@@ -16,17 +16,45 @@ public final class Image {
         public final long start;
         public final long end;
         final long seq;
+        private final long validFrom;
+        private final long validTo;
 
         Piece(Section section, long start, long end, long seq) {
+            this(section, start, end, seq, section.validFrom(), section.validTo());
+        }
+
+        private Piece(Section section, long start, long end, long seq, long validFrom, long validTo) {
             this.section = section;
             this.start = start;
             this.end = end;
             this.seq = seq;
+            this.validFrom = validFrom;
+            this.validTo = validTo;
+        }
+
+        /** A piece of {@code section} visible at [start, end) during [validFrom, validTo), for a code space. */
+        public static Piece of(Section section, long start, long end, long validFrom, long validTo) {
+            return new Piece(section, start, end, 0, validFrom, validTo);
+        }
+
+        /** The same piece, answered only for [from, to) (a space narrows it to a process's lifetime). */
+        public Piece during(long from, long to) {
+            return new Piece(section, start, end, seq, Math.max(from, validFrom), Math.min(to, validTo));
+        }
+
+        /** First time the piece answers for. */
+        public long validFrom() {
+            return validFrom;
+        }
+
+        /** First time it no longer does (exclusive). */
+        public long validTo() {
+            return validTo;
         }
 
         public boolean covers(long addr, long time) {
             return Long.compareUnsigned(addr - start, end - start) < 0
-                    && time >= section.validFrom() && time < section.validTo();
+                    && time >= validFrom && time < validTo;
         }
     }
 
@@ -64,6 +92,7 @@ public final class Image {
     }
 
     /** The newest piece mapping {@code addr} at {@code time}, or null. */
+    @Override
     public Piece find(long addr, long time) {
         Piece best = null;
         for (Piece p : pieces) {
@@ -72,26 +101,6 @@ public final class Image {
             }
         }
         return best;
-    }
-
-    /**
-     * Copies up to {@code len} bytes starting at {@code addr}, following adjacent sections; returns how
-     * many bytes were mapped (0 if none).
-     */
-    public int read(long addr, long time, byte[] dst, int off, int len) {
-        int done = 0;
-        while (done < len) {
-            Piece p = find(addr + done, time);
-            if (p == null) {
-                break;
-            }
-            long a = addr + done;
-            int from = (int) (a - p.section.address());
-            int n = (int) Math.min(len - done, p.end - a);
-            System.arraycopy(p.section.bytes(), from, dst, off + done, n);
-            done += n;
-        }
-        return done;
     }
 
     public List<Piece> pieces() {
