@@ -117,7 +117,8 @@ final class RecordingDecode {
                     ptConfig = a.attr().config();
                 }
             }
-            boolean timed = pt.tscBit() != 0 && (ptConfig & pt.tscBit()) != 0;
+            // the decoder asks by time once the trace has told it the time (TSC packets), else by address only
+            boolean timed = true;
             IntelPtInfo conv = pt;
             CodeMap.Clock clock = new CodeMap.Clock() {
                 public long toDecoder(long perf) {
@@ -399,7 +400,10 @@ final class RecordingDecode {
             InvocationTracker tr = trackers.get(t);
             CodeMap.Clock c = code.clock();
             boolean timed = code.timed();
-            tr.clock(() -> timed ? c.toPerf(d.time()) : -1);
+            tr.clock(() -> {
+                long tsc = d.time();
+                return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
+            });
         });
         trackers.values().forEach(InvocationTracker::close);
         List<Invocation> out = new ArrayList<>(all);
