@@ -101,9 +101,10 @@ public final class FuncSummary {
 
         CodeMap map = CodeMap.of(code);
 
-        // Conditional branches: every one the code has, then any the paths saw that the code did not explain.
-        TreeMap<Long, long[]> edges = new TreeMap<>(Long::compareUnsigned); // address -> {taken, notTaken}
-        for (long a : map.conditionals.keySet()) edges.put(a, new long[2]);
+        // Conditional branches: every one the code has (counted in arrays: this loop sees every instruction of
+        // every path), then any the paths saw that the code did not explain.
+        long[] taken = new long[map.condAddress.length], notTaken = new long[map.condAddress.length];
+        Map<Long, long[]> unexplained = new HashMap<>();
         long[] hitBy = new long[map.blockStarts.length];
         int[] lastHit = new int[map.blockStarts.length];
         Arrays.fill(lastHit, -1);
@@ -114,8 +115,12 @@ public final class FuncSummary {
             byte[] steps = inv.steps();
             for (int i = 0; i < path.length; i++) {
                 byte step = i < steps.length ? steps[i] : Invocation.STEP_PLAIN;
-                if (step == Invocation.STEP_TAKEN) edges.computeIfAbsent(path[i], a -> new long[2])[0]++;
-                else if (step == Invocation.STEP_NOT_TAKEN) edges.computeIfAbsent(path[i], a -> new long[2])[1]++;
+                if (step == Invocation.STEP_TAKEN || step == Invocation.STEP_NOT_TAKEN) {
+                    int c = map.conditionalAt(path[i]);
+                    int way = step == Invocation.STEP_TAKEN ? 0 : 1;
+                    if (c >= 0) (way == 0 ? taken : notTaken)[c]++;
+                    else unexplained.computeIfAbsent(path[i], a -> new long[2])[way]++;
+                }
                 int b = map.blockAt(path[i]);
                 if (b < 0) {
                     outside++;
@@ -125,8 +130,12 @@ public final class FuncSummary {
                 }
             }
         }
-        List<Branch> branches = new ArrayList<>(edges.size());
-        edges.forEach((a, c) -> branches.add(new Branch(a, map.conditionals.getOrDefault(a, -1L), c[0], c[1])));
+        List<Branch> branches = new ArrayList<>(taken.length + unexplained.size());
+        for (int c = 0; c < taken.length; c++) {
+            branches.add(new Branch(map.condAddress[c], map.condTarget[c], taken[c], notTaken[c]));
+        }
+        unexplained.forEach((a, c) -> branches.add(new Branch(a, -1, c[0], c[1])));
+        branches.sort((x, y) -> Long.compareUnsigned(x.address(), y.address()));
         List<Block> blocks = new ArrayList<>(map.blockStarts.length);
         for (int b = 0; b < map.blockStarts.length; b++) {
             blocks.add(new Block(map.blockStarts[b], map.blockEnds[b], hitBy[b]));
@@ -207,6 +216,16 @@ public final class FuncSummary {
                 blocks.size(), percent(blocksHit(), blocks.size()), bytesHit(), bytesTotal(),
                 percent(bytesHit(), bytesTotal()),
                 outsideBlocks == 0 ? "" : ", " + outsideBlocks + " instructions outside the given code"));
+        int shown = 0;
+        for (Block b : blocks) {
+            if (b.invocations > 0) continue;
+            if (shown++ == UNRUN_BLOCKS_SHOWN) {
+                sb.append(String.format("  ... %d more%n", blocks.size() - blocksHit() - UNRUN_BLOCKS_SHOWN));
+                break;
+            }
+            if (shown == 1) sb.append("never run:\n");
+            sb.append(String.format("  %s-%s %5d bytes%n", Json.hex(b.start), Json.hex(b.end), b.size()));
+        }
         sb.append(String.format("conditional branches: %d%n", branches.size()));
         if (!branches.isEmpty()) {
             sb.append(String.format("  %-18s %-18s %10s %10s%n", "address", "target", "taken", "not-taken"));
@@ -248,6 +267,12 @@ public final class FuncSummary {
             ps.append(new Json().field("signature", p.signature).field("count", p.count).field("insns", p.insns)
                     .field("decisions", p.decisions).field("example", p.example));
         }
+        StringBuilder bl = new StringBuilder("[");
+        for (Block b : blocks) {
+            if (bl.length() > 1) bl.append(',');
+            bl.append(new Json().address("start", b.start).address("end", b.end)
+                    .field("invocations", b.invocations));
+        }
         StringBuilder cs = new StringBuilder("[");
         for (CallStats c : calls) {
             if (cs.length() > 1) cs.append(',');
@@ -259,9 +284,11 @@ public final class FuncSummary {
                 .field("blocks_hit", blocksHit()).field("blocks_total", blocks.size())
                 .field("bytes_hit", bytesHit()).field("bytes_total", bytesTotal())
                 .field("outside_insns", outsideBlocks).field("distinct_paths", distinctPaths)
-                .raw("branches", br.append(']').toString()).raw("paths", ps.append(']').toString())
+                .raw("blocks", bl.append(']').toString()).raw("branches", br.append(']').toString()).raw("paths", ps.append(']').toString())
                 .raw("calls", cs.append(']').toString()).toString();
     }
+
+    private static final int UNRUN_BLOCKS_SHOWN = 20;
 
     private static String percent(long part, long whole) {
         return whole == 0 ? "-" : String.format("%.1f%%", 100.0 * part / whole);
@@ -304,7 +331,9 @@ public final class FuncSummary {
     /** The blocks and conditional branches of the code, found by one linear decode of each region. */
     private static final class CodeMap {
         long[] blockStarts = new long[0], blockEnds = new long[0];
-        final Map<Long, Long> conditionals = new HashMap<>(); // address -> target
+        /** Conditional branches by address, and their targets. */
+        long[] condAddress = new long[0], condTarget = new long[0];
+        private final TreeMap<Long, Long> conditionals = new TreeMap<>(Long::compareUnsigned);
 
         static CodeMap of(Collection<Section> code) {
             CodeMap m = new CodeMap();
@@ -314,6 +343,8 @@ public final class FuncSummary {
             blocks.sort((x, y) -> Long.compareUnsigned(x[0], y[0]));
             m.blockStarts = blocks.stream().mapToLong(b -> b[0]).toArray();
             m.blockEnds = blocks.stream().mapToLong(b -> b[1]).toArray();
+            m.condAddress = m.conditionals.keySet().stream().mapToLong(Long::longValue).toArray();
+            m.condTarget = m.conditionals.values().stream().mapToLong(Long::longValue).toArray();
             return m;
         }
 
@@ -361,19 +392,30 @@ public final class FuncSummary {
             }
         }
 
+        /** Index of the conditional branch at {@code address}, or -1. */
+        int conditionalAt(long address) {
+            int i = lastAtOrBelow(condAddress, address);
+            return i >= 0 && condAddress[i] == address ? i : -1;
+        }
+
         /** Index of the block holding {@code address}, or -1. */
         int blockAt(long address) {
-            int lo = 0, hi = blockStarts.length - 1, found = -1;
+            int found = lastAtOrBelow(blockStarts, address);
+            return found >= 0 && Long.compareUnsigned(address, blockEnds[found]) < 0 ? found : -1;
+        }
+
+        private static int lastAtOrBelow(long[] sorted, long address) {
+            int lo = 0, hi = sorted.length - 1, found = -1;
             while (lo <= hi) {
                 int mid = (lo + hi) >>> 1;
-                if (Long.compareUnsigned(blockStarts[mid], address) <= 0) {
+                if (Long.compareUnsigned(sorted[mid], address) <= 0) {
                     found = mid;
                     lo = mid + 1;
                 } else {
                     hi = mid - 1;
                 }
             }
-            return found >= 0 && Long.compareUnsigned(address, blockEnds[found]) < 0 ? found : -1;
+            return found;
         }
     }
 }

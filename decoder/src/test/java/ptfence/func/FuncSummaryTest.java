@@ -190,12 +190,32 @@ class FuncSummaryTest {
         assertEquals(1L, je.get("taken"));
         assertEquals(3L, je.get("not_taken"));
         assertEquals(3, ((List<?>) o.get("paths")).size());
+        List<?> blocks = (List<?>) o.get("blocks");
+        assertEquals(7, blocks.size());
+        Map<?, ?> unrun = (Map<?, ?>) blocks.get(6);
+        assertEquals("0x" + Long.toHexString(SUB), unrun.get("start"));
+        assertEquals("0x" + Long.toHexString(SUB + 3), unrun.get("end"));
+        assertEquals(0L, unrun.get("invocations"));
         Map<?, ?> call = (Map<?, ?>) ((List<?>) o.get("calls")).get(0);
         assertEquals(400L, call.get("mean_ns"));
         assertEquals(800L, call.get("total_ns"));
         String text = s.text();
         assertTrue(text.contains("6 of 7 basic blocks") && text.contains("27 of 30 bytes")
-                && text.contains("bpf_map_lookup_elem"), text);
+                && text.contains("bpf_map_lookup_elem")
+                && text.contains("never run:\n  0x" + Long.toHexString(SUB) + "-0x" + Long.toHexString(SUB + 3)), text);
+    }
+
+    @Test
+    void pathsThroughCodeNotGivenAreCountedOutside() {
+        // Only the subprogram's code is given: the main function's instructions are outside every block, and its
+        // two conditional branches are reported without targets.
+        FuncSummary s = FuncSummary.of("f", invocations(), List.of(Section.of("sub", SUB, SUB_CODE)), 5);
+        assertEquals(10 + 11 + 10 + 11 + 2, s.outsideBlocks());
+        assertEquals(List.of(new FuncSummary.Branch(B + 0x06, -1, 1, 3), new FuncSummary.Branch(B + 0x15, -1, 1, 3)),
+                s.branches());
+        Map<?, ?> je = (Map<?, ?>) ((List<?>) JsonReader.object(s.json()).get("branches")).get(0);
+        assertTrue(je.containsKey("target") && je.get("target") == null);
+        assertTrue(s.text().contains("52 instructions outside the given code"), s.text());
     }
 
     @Test
