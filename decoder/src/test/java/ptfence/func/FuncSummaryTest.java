@@ -215,7 +215,7 @@ class FuncSummaryTest {
                 s.branches());
         Map<?, ?> je = (Map<?, ?>) ((List<?>) JsonReader.object(s.json()).get("branches")).get(0);
         assertTrue(je.containsKey("target") && je.get("target") == null);
-        assertTrue(s.text().contains("52 instructions outside the given code"), s.text());
+        assertTrue(s.text().contains("44 instructions outside the given code"), s.text());
     }
 
     @Test
