@@ -113,6 +113,11 @@ public final class FlowDecoder {
         this.stopIp = nextSegmentIp;
     }
 
+    /** The trace's time now (TSC, as the timing packets so far estimate it; 0 before any). */
+    public long time() {
+        return evd.time().tsc();
+    }
+
     /** Statistics. */
     public long instructions;
     public long blocks;
