@@ -97,7 +97,7 @@ public final class FuncSummary {
             int topPaths) {
         int[] lengths = invocations.stream().mapToInt(Invocation::instructions).sorted().toArray();
         int[] insns = lengths.length == 0 ? new int[3]
-                : new int[] {lengths[0], lengths[(lengths.length - 1) / 2], lengths[lengths.length - 1]};
+                : new int[] {lengths[0], lengths[lengths.length / 2], lengths[lengths.length - 1]};
 
         CodeMap map = CodeMap.of(code);
 
@@ -180,7 +180,7 @@ public final class FuncSummary {
     public String function() { return function; }
     public int invocations() { return invocations; }
     public int insnsMin() { return insnsMin; }
-    /** The lower median: the middle length, or the lower of the two middle ones for an even count. */
+    /** The median: the middle length, or the upper of the two middle ones for an even count (as FuncPrinter). */
     public int insnsMedian() { return insnsMedian; }
     public int insnsMax() { return insnsMax; }
     /** Every conditional branch of the code and of the paths, by address. */
@@ -306,14 +306,9 @@ public final class FuncSummary {
         return String.format("%016x", h);
     }
 
-    private static final char[] STEP_CHARS = {'.', 'T', 'N', 'C', 'c', 'r', 't', 'j'};
-
+    /** The steps without the plain ones ("." in docs/func.md's spelling). */
     static String decisions(byte[] steps) {
-        StringBuilder sb = new StringBuilder();
-        for (byte s : steps) {
-            if (s != Invocation.STEP_PLAIN) sb.append(s >= 0 && s < STEP_CHARS.length ? STEP_CHARS[s] : '?');
-        }
-        return sb.toString();
+        return FuncPrinter.steps(steps).replace(".", "");
     }
 
     private record PathKey(long[] path) {

@@ -70,12 +70,6 @@ final class Json {
         return java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
     }
 
-    static String quote(String s) {
-        StringBuilder b = new StringBuilder(s.length() + 2);
-        string(b, s);
-        return b.toString();
-    }
-
     private static void string(StringBuilder sb, String s) {
         sb.append('"');
         for (int i = 0; i < s.length(); i++) {

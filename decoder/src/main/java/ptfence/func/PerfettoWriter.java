@@ -104,7 +104,7 @@ public final class PerfettoWriter {
                         .address("target", c.target()).field("insns", c.insns())));
             }
             Json args = new Json().field("pid", inv.pid()).field("tid", inv.tid()).field("insns", inv.instructions())
-                    .field("end", endName(inv.end())).field("calls", inv.calls().size());
+                    .field("end", FuncPrinter.endName(inv.end())).field("calls", inv.calls().size());
             if (inv.path().length > 0) args.address("entry", inv.path()[0]);
             if (untimed > 0) args.field("untimed_calls", untimed);
             if (inv.programs().size() > 1) args.field("programs", String.join(",", inv.programs()));
@@ -132,15 +132,5 @@ public final class PerfettoWriter {
         String f = String.format("%03d", frac);
         while (f.endsWith("0")) f = f.substring(0, f.length() - 1);
         return (ns < 0 && ns / 1000 == 0 ? "-" : "") + whole + "." + f;
-    }
-
-    /** The {@code end} names of docs/func.md. */
-    static String endName(Invocation.End end) {
-        return switch (end) {
-            case RETURN -> "return";
-            case DISABLED -> "disabled";
-            case TRACE_END -> "trace-end";
-            case ERROR -> "error";
-        };
     }
 }

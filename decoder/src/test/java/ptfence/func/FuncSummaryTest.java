@@ -95,6 +95,10 @@ class FuncSummaryTest {
         assertEquals(2, s.insnsMin());
         assertEquals(10, s.insnsMedian());
         assertEquals(11, s.insnsMax());
+        // An even count: 10 10 11 11 -> the upper middle one, as the plain summary line reports it.
+        FuncSummary even = FuncSummary.of("f", invocations().subList(0, 4), List.of(), 1);
+        assertEquals(11, even.insnsMedian());
+        assertEquals(10, even.insnsMin());
     }
 
     @Test
