@@ -53,12 +53,13 @@ class SourceLinesLiveTest {
             li.putInt(i).putInt(file).putInt(w.str(text(i))).putInt(line(i) << 10 | column(i));
         }
 
-        BpfMetadata m;
+        ProgramMetadata pm;
         try (BpfFd btf = Bpf.get().btfLoad(w.bytes());
              BpfFd prog = Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, a.assemble(), "GPL",
                      "srclines", 0, 0, btf, fi.array(), li.array()))) {
-            m = ProgramMetadata.fetch(prog).toArchive();
+            pm = ProgramMetadata.fetch(prog);
         }
+        BpfMetadata m = pm.toArchive();
         long[] ksyms = m.jitedKsyms();
         int[] lens = m.jitedFuncLens();
         assertEquals(3, ksyms.length, "main and two subprograms JITed separately");
@@ -103,6 +104,10 @@ class SourceLinesLiveTest {
         }
         assertEquals(lens[0] + lens[1] + lens[2], checkedBytes, "every JITed byte checked");
         assertTrue(s.at(ksyms[0] - 1).isEmpty());
+
+        // The same program as perf records it (HEADER_BPF_PROG_INFO + HEADER_BPF_BTF) gives the same lines.
+        SourceLines fromPerf = SourceLines.ofPerf(List.of(pm.toPerfBpil()), List.of(pm.toPerfBtf().orElseThrow()));
+        assertEquals(s.lines(), fromPerf.lines());
     }
 
     private static int line(int insn) { return 100 + 3 * insn; }

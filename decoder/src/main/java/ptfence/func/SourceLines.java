@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import ptfence.cli.BadInputException;
+import ptfence.perfdata.Feature;
 import ptfence.region.BpfMetadata;
 
 /**
@@ -72,6 +73,42 @@ public final class SourceLines {
         List<Line> all = new ArrayList<>();
         for (BpfMetadata m : programs) all.addAll(linesOf(m));
         return new SourceLines(all);
+    }
+
+    /**
+     * The source lines of the programs perf recorded (HEADER_BPF_PROG_INFO, with each program's BTF from
+     * HEADER_BPF_BTF matched by btf_id): what {@code perf record} leaves when there is no archive.
+     */
+    public static SourceLines ofPerf(List<Feature.BpfProgInfo> programs, List<Feature.BpfBtf> btfs) {
+        List<BpfMetadata> all = new ArrayList<>(programs.size());
+        for (Feature.BpfProgInfo p : programs) all.add(metadataOf(p, btfs));
+        return of(all);
+    }
+
+    // struct bpf_prog_info fields perf's BpfProgInfo does not name.
+    private static final int INFO_BTF_ID = 128, INFO_LINE_INFO_REC_SIZE = 172, INFO_JITED_LINE_INFO_REC_SIZE = 176;
+
+    /** A perf-recorded program as the archive's metadata (the fields line lookup needs). */
+    static BpfMetadata metadataOf(Feature.BpfProgInfo p, List<Feature.BpfBtf> btfs) {
+        ByteBuffer info = p.info().order(ByteOrder.LITTLE_ENDIAN);
+        int btfId = info.limit() >= INFO_BTF_ID + 4 ? info.getInt(INFO_BTF_ID) : 0;
+        int lineRec = info.limit() >= INFO_LINE_INFO_REC_SIZE + 4 ? info.getInt(INFO_LINE_INFO_REC_SIZE) : 0;
+        int jitedRec = info.limit() >= INFO_JITED_LINE_INFO_REC_SIZE + 4
+                ? info.getInt(INFO_JITED_LINE_INFO_REC_SIZE) : 0;
+        byte[] btf = null;
+        for (Feature.BpfBtf b : btfs) {
+            if (btfId != 0 && b.btfId() == btfId) btf = bytes(b.data());
+        }
+        return new BpfMetadata(p.progId(), java.util.HexFormat.of().formatHex(p.tag()), p.name(), p.progType(),
+                p.jitedKsyms(), p.jitedFuncLens(), bytes(p.array(Feature.BpfProgInfo.ARRAY_LINE_INFO)), lineRec,
+                bytes(p.array(Feature.BpfProgInfo.ARRAY_JITED_LINE_INFO)), jitedRec,
+                bytes(p.array(Feature.BpfProgInfo.ARRAY_FUNC_INFO)), 0, btfId, btf, null, p.loadTime(), 0);
+    }
+
+    private static byte[] bytes(ByteBuffer b) {
+        byte[] out = new byte[b.remaining()];
+        b.duplicate().get(out);
+        return out;
     }
 
     /** Every line record, by JIT address. */

@@ -96,6 +96,29 @@ class SourceLinesTest {
     }
 
     @Test
+    void perfsRecordOfTheProgramGivesTheSameLines() {
+        BpfMetadata m = twoFunctions();
+        // struct bpf_prog_info as the kernel fills it: counts and record sizes (uapi offsets), arrays laid out by perf.
+        ByteBuffer info = ByteBuffer.allocate(232).order(ByteOrder.LITTLE_ENDIAN);
+        info.putInt(0, 1).putInt(4, 7).put(8, java.util.HexFormat.of().parseHex("0123456789abcdef"))
+                .putInt(104, 2).putInt(108, 2).putInt(128, 55).putInt(148, 6).putInt(168, 6).putInt(172, 16)
+                .putInt(176, 8);
+        info.put(64, "twofunc".getBytes(StandardCharsets.US_ASCII));
+        ByteBuffer ks = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(F0).putLong(F1).flip();
+        ByteBuffer lens = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(0x40).putInt(0x20).flip();
+        var perf = ptfence.perfdata.Feature.BpfProgInfo.linear(info, Map.of(
+                ptfence.perfdata.Feature.BpfProgInfo.ARRAY_JITED_KSYMS, ks,
+                ptfence.perfdata.Feature.BpfProgInfo.ARRAY_JITED_FUNC_LENS, lens,
+                ptfence.perfdata.Feature.BpfProgInfo.ARRAY_LINE_INFO, ByteBuffer.wrap(m.lineInfo()),
+                ptfence.perfdata.Feature.BpfProgInfo.ARRAY_JITED_LINE_INFO, ByteBuffer.wrap(m.jitedLineInfo())));
+        var otherBtf = new ptfence.perfdata.Feature.BpfBtf(54, ByteBuffer.wrap(new byte[] {1, 2, 3}));
+        var btf = new ptfence.perfdata.Feature.BpfBtf(55, ByteBuffer.wrap(m.btf()));
+        SourceLines fromPerf = SourceLines.ofPerf(List.of(perf), List.of(otherBtf, btf));
+        assertEquals(SourceLines.of(m).lines(), fromPerf.lines());
+        assertTrue(SourceLines.ofPerf(List.of(perf), List.of(otherBtf)).isEmpty(), "no BTF with the program's id");
+    }
+
+    @Test
     void withoutJitedLineInfoOrBtfThereIsNothingToMap() {
         assertTrue(SourceLines.of(BpfMetadata.of(1, "0123456789abcdef", "bare", 1)).isEmpty());
         BpfMetadata m = twoFunctions();
