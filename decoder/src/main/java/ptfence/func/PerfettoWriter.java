@@ -127,10 +127,13 @@ public final class PerfettoWriter {
     /** Nanoseconds as exact decimal microseconds ("1234.5" for 1234500). */
     static String micros(long ns) {
         String whole = Long.toString(ns / 1000);
-        long frac = Math.abs(ns % 1000);
+        int frac = (int) Math.abs(ns % 1000);
         if (frac == 0) return whole;
-        String f = String.format("%03d", frac);
-        while (f.endsWith("0")) f = f.substring(0, f.length() - 1);
-        return (ns < 0 && ns / 1000 == 0 ? "-" : "") + whole + "." + f;
+        StringBuilder sb = new StringBuilder(whole.length() + 5);
+        if (ns < 0 && ns / 1000 == 0) sb.append('-');
+        sb.append(whole).append('.').append((char) ('0' + frac / 100));
+        if (frac % 100 != 0) sb.append((char) ('0' + frac / 10 % 10));
+        if (frac % 10 != 0) sb.append((char) ('0' + frac % 10));
+        return sb.toString();
     }
 }

@@ -134,6 +134,10 @@ class PerfettoWriterTest {
         assertEquals("0.5", PerfettoWriter.micros(500));
         assertEquals("7", PerfettoWriter.micros(7000));
         assertEquals("12.01", PerfettoWriter.micros(12_010));
+        assertEquals("12.001", PerfettoWriter.micros(12_001));
+        assertEquals("12.1", PerfettoWriter.micros(12_100));
+        assertEquals("-0.25", PerfettoWriter.micros(-250));
+        assertEquals("-3.5", PerfettoWriter.micros(-3_500));
     }
 
     @Test
