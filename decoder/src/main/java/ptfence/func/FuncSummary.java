@@ -1,5 +1,6 @@
 package ptfence.func;
 
+import ptfence.cli.Json;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;

@@ -1,5 +1,6 @@
 package ptfence.func;
 
+import ptfence.cli.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package ptfence.func;
 
+import ptfence.cli.Json;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
