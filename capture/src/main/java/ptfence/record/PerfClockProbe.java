@@ -27,24 +27,40 @@ public final class PerfClockProbe implements AutoCloseable {
     private final PerfRing ring;
     private final Thread owner = Thread.currentThread();
     private final String comm;
+    private final int tid;
     private long stamp;
     private boolean stamped;
 
-    private PerfClockProbe(PerfEvent event, PerfRing ring, String comm) {
+    private PerfClockProbe(PerfEvent event, PerfRing ring, String comm, int tid) {
         this.event = event;
         this.ring = ring;
         this.comm = comm;
+        this.tid = tid;
+    }
+
+    /**
+     * The thread's kernel tid: system-wide sideband events see its COMM records too, which the recorder leaves out
+     * of the perf.data (they say nothing about the traced code).
+     */
+    public int tid() {
+        return tid;
+    }
+
+    private static int currentTid() throws IOException {
+        // /proc/thread-self -> <pid>/task/<tid>
+        return Integer.parseInt(java.nio.file.Files.readSymbolicLink(java.nio.file.Path.of("/proc/thread-self"))
+                .getFileName().toString());
     }
 
     /** Opens the probe on the calling thread, with perf's clock or (if {@code clockId >= 0}) that clock. */
-    public static PerfClockProbe open(int clockId) {
+    public static PerfClockProbe open(int clockId) throws IOException {
         EventAttr a = EventAttr.builder().type(1).config(9).sampleType(SAMPLE_TYPE)
                 .flags(EventAttr.FLAG_COMM | EventAttr.FLAG_SAMPLE_ID_ALL).build();
         if (clockId >= 0) a = withClock(a, clockId);
         PerfEvent e = PerfEvent.open(a, "clock probe (comm of thread " + Thread.currentThread().getName() + ")", 0, -1);
         try {
-            return new PerfClockProbe(e, PerfRing.map(e, 1), TaskComm.get());
-        } catch (RuntimeException ex) {
+            return new PerfClockProbe(e, PerfRing.map(e, 1), TaskComm.get(), currentTid());
+        } catch (IOException | RuntimeException ex) {
             e.close();
             throw ex;
         }
