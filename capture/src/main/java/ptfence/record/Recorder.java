@@ -487,6 +487,11 @@ public final class Recorder implements AutoCloseable {
 
     /** Programs the pinner thread holds, by id, until the loop describes them. */
     private final java.util.concurrent.ConcurrentHashMap<Integer, BpfFd> early = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * Programs the loop has pinned itself, for a pinner that gets there later: its pin would otherwise keep the
+     * program alive, unregistered and unfreed, until ptrec ends.
+     */
+    private final java.util.Set<Integer> pinnedByLoop = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private Thread pinner;
 
     /**
@@ -503,10 +508,15 @@ public final class Recorder implements AutoCloseable {
             PerfRing.RecordConsumer pin = (rec, ring) -> {
                 if (rec.getInt(0) != RecordTypes.BPF_EVENT || rec.getShort(8) != 1) return;
                 int id = rec.getInt(12);
-                if (early.containsKey(id)) return;
+                if (early.containsKey(id) || pinnedByLoop.remove(id)) return;
                 try {
                     BpfFd fd = Bpf.get().progGetFdById(id);
                     if (fd != null && early.putIfAbsent(id, fd) != null) fd.close();
+                    // the loop marks before it takes: if it has marked, it took before this put, so drop the pin
+                    if (fd != null && pinnedByLoop.remove(id)) {
+                        BpfFd late = early.remove(id);
+                        if (late != null) late.close();
+                    }
                 } catch (IOException | RuntimeException e) {
                     // the loop tries again and counts it
                 }
@@ -537,7 +547,10 @@ public final class Recorder implements AutoCloseable {
         int id = rec.getInt(12);
         if (eventType != 1 || fence == null) return;
         try {
+            if (pinnedByLoop.size() > 100_000) pinnedByLoop.clear(); // marks the pinner never came back for
+            pinnedByLoop.add(id);
             BpfFd fd = early.remove(id);
+            if (fd != null) pinnedByLoop.remove(id); // the pinner was first: nothing to undo
             if (fd == null) fd = Bpf.get().progGetFdById(id);
             pinned.add(fd);
             pinnedIds.add(id);
