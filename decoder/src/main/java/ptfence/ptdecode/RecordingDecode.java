@@ -412,6 +412,33 @@ final class RecordingDecode {
         return out;
     }
 
+    /** Line info for the target's BPF programs: from the archive's metadata, else perf's BPF_PROG_INFO and BTF. */
+    ptfence.func.SourceLines sourceLines(FunctionNames.Target target) throws IOException {
+        List<ptfence.region.BpfMetadata> meta = new ArrayList<>();
+        for (CodeMap.Program p : target.programs()) {
+            if (p.metadata() != null) {
+                meta.add(p.metadata());
+            }
+        }
+        if (!meta.isEmpty()) {
+            ptfence.func.SourceLines s = ptfence.func.SourceLines.of(meta);
+            if (!s.isEmpty()) {
+                return s;
+            }
+        }
+        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+            Set<Integer> ids = new HashSet<>();
+            target.programs().forEach(p -> ids.add(p.progId()));
+            List<ptfence.perfdata.Feature.BpfProgInfo> infos = new ArrayList<>();
+            for (var i : f.features().bpfProgInfo()) {
+                if (ids.contains(i.progId())) {
+                    infos.add(i);
+                }
+            }
+            return ptfence.func.SourceLines.ofPerf(infos, f.features().bpfBtf());
+        }
+    }
+
     void merged(PrintWriter out) throws Exception {
         MergedFlow.print(this, out, req);
     }
