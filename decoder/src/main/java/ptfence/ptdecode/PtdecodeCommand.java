@@ -118,7 +118,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
         long[] range = timeRange(time);
         RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(Path.of(recording), archive,
                 archive != null, recordingId, kcore, vmlinux, kallsyms, sysroot, func, format, summary, source,
-                range[0], range[1], cpuSet(cpus), threads), stderr);
+                range[0], range[1], cpuSet(cpus), threads,
+                progress != null ? progress : System.console() != null), stderr);
         rd.load();
         java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);

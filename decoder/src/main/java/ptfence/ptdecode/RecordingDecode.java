@@ -52,7 +52,7 @@ final class RecordingDecode {
     /** What the command line asked for. */
     record Request(Path recording, Path archive, boolean archiveGiven, String recordingId, Path kcore, Path vmlinux,
             Path kallsyms, Path sysroot, String func, String format, boolean summary, boolean source, long timeFrom,
-            long timeTo, Set<Integer> cpus, int threads) {
+            long timeTo, Set<Integer> cpus, int threads, boolean progress) {
     }
 
     /** One CPU's PT: its runs of AUX buffers in order. */
@@ -307,14 +307,18 @@ final class RecordingDecode {
                     FlowSink sink = missingReporter(t, sinks.apply(t));
                     CodeSpace space = code.forCpu(t.cpu(), t.tid() >= 0 ? pidOf(t.tid()) : -1);
                     for (List<AuxBuffer> run : t.runs()) {
-                        FlowDecoder d = new FlowDecoder(space, config, CursorInput.of(AuxRuns.bytes(run),
-                                config.errata), sink, false);
+                        CursorInput in = CursorInput.of(AuxRuns.bytes(run), config.errata);
+                        FlowDecoder d = new FlowDecoder(space, config, in, sink, false);
                         started.accept(t, d);
+                        active.add(in);
                         d.run();
+                        active.remove(in);
+                        decodedBytes.addAndGet(in.size());
                     }
                     return null;
                 }));
             }
+            Thread progress = req.progress() ? startProgress() : null;
             for (Future<?> f : futures) {
                 try {
                     f.get();
@@ -327,6 +331,56 @@ final class RecordingDecode {
             }
         } finally {
             pool.shutdownNow();
+            stopProgress();
+        }
+    }
+
+    private final Set<CursorInput> active = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.atomic.AtomicLong decodedBytes = new java.util.concurrent.atomic.AtomicLong();
+    private volatile boolean progressDone;
+    private volatile boolean progressShown;
+    private Thread progressThread;
+
+    /** Prints how much of the trace is decoded, once a second, on one stderr line. */
+    private Thread startProgress() {
+        long total = 0;
+        for (CpuTrace t : traces) {
+            for (List<AuxBuffer> run : t.runs()) {
+                for (AuxBuffer b : run) {
+                    total += b.size();
+                }
+            }
+        }
+        long all = Math.max(1, total);
+        progressThread = new Thread(() -> {
+            while (!progressDone) {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                long done = decodedBytes.get();
+                for (CursorInput in : active) {
+                    done += in.position();
+                }
+                err.printf("\rptdecode: %3d%% of %.1f MB of trace", Math.min(100, done * 100 / all), all / 1e6);
+                progressShown = true;
+                err.flush();
+            }
+        }, "ptdecode-progress");
+        progressThread.setDaemon(true);
+        progressThread.start();
+        return progressThread;
+    }
+
+    private void stopProgress() {
+        if (progressThread != null) {
+            progressDone = true;
+            progressThread.interrupt();
+            if (progressShown) {
+                err.print("\r\033[K");
+                err.flush();
+            }
         }
     }
 
