@@ -116,8 +116,17 @@ public final class PtdecodeCommand implements Callable<Integer> {
             throw new BadInputException("--summary, --source and --format perfetto need --func NAME");
         }
         long[] range = timeRange(time);
-        RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(Path.of(recording), archive,
-                archive != null, recordingId, kcore, vmlinux, kallsyms, sysroot, func, format, summary, source,
+        Path file = Path.of(recording);
+        Path kcoreDir = kcore;
+        if (java.nio.file.Files.isDirectory(file) && java.nio.file.Files.isRegularFile(file.resolve("data"))) {
+            // perf record --kcore writes a directory: the recording in "data", the kernel text in "kcore_dir"
+            if (kcoreDir == null && java.nio.file.Files.isDirectory(file.resolve("kcore_dir"))) {
+                kcoreDir = file.resolve("kcore_dir");
+            }
+            file = file.resolve("data");
+        }
+        RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(file, archive,
+                archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
                 progress != null ? progress : System.console() != null), stderr);
         rd.load();

@@ -208,8 +208,12 @@ final class RecordingDecode {
                 if (chosen != null) {
                     boot = chosen.bootId();
                     recordingUsed = chosen.id();
-                } else {
+                } else if (req.archiveGiven() || System.getenv(ArchiveLocation.ENV) != null) {
+                    // no capture of ours registered this perf.data: code this boot archived may still be what ran
+                    // (perf record next to a ptrec --sideband-only fence); only when the user points at the archive
                     boot = currentBoot();
+                } else {
+                    boot = null;
                 }
                 if (boot == null) {
                     return null;
