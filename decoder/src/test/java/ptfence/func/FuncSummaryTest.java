@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import ptfence.cli.JsonReader;
 import ptfence.image.Section;
 
 /**

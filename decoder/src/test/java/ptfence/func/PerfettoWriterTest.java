@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import ptfence.cli.JsonReader;
 
 /** The Perfetto/Chrome trace read back with a strict JSON reader and checked against the invocations. */
 class PerfettoWriterTest {

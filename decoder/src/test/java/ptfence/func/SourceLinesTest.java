@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import ptfence.cli.BadInputException;
+import ptfence.cli.JsonReader;
 import ptfence.region.BpfMetadata;
 
 /** Line lookup over hand-laid kernel records (the live kernel check is capture's SourceLinesLiveTest). */

@@ -1,4 +1,4 @@
-package ptfence.func;
+package ptfence.cli;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -6,11 +6,11 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A strict RFC 8259 reader for the tests: objects become LinkedHashMap, arrays List, numbers Double (or Long when
- * integral and written without fraction or exponent), strings String. Anything malformed throws, so a test that
- * reads the views' output also checks it is JSON.
+ * A strict RFC 8259 reader, {@link Json}'s counterpart: objects become LinkedHashMap, arrays List, numbers Double
+ * (or Long when integral and written without fraction or exponent), strings String. Anything malformed throws, so a
+ * test that reads the tools' JSON output also checks it is JSON.
  */
-final class JsonReader {
+public final class JsonReader {
     private final String s;
     private int p;
 
@@ -18,7 +18,7 @@ final class JsonReader {
         this.s = s;
     }
 
-    static Object parse(String text) {
+    public static Object parse(String text) {
         JsonReader r = new JsonReader(text);
         r.ws();
         Object v = r.value();
@@ -28,7 +28,7 @@ final class JsonReader {
     }
 
     @SuppressWarnings("unchecked")
-    static Map<String, Object> object(String text) {
+    public static Map<String, Object> object(String text) {
         return (Map<String, Object>) parse(text);
     }
 
