@@ -100,7 +100,7 @@ public final class FuncSummary {
         int[] insns = lengths.length == 0 ? new int[3]
                 : new int[] {lengths[0], lengths[lengths.length / 2], lengths[lengths.length - 1]};
 
-        CodeMap map = CodeMap.of(code);
+        CodeLayout map = CodeLayout.of(code);
 
         // Conditional branches: every one the code has (counted in arrays: this loop sees every instruction of
         // every path), then any the paths saw that the code did not explain.
@@ -325,14 +325,14 @@ public final class FuncSummary {
     }
 
     /** The blocks and conditional branches of the code, found by one linear decode of each region. */
-    private static final class CodeMap {
+    private static final class CodeLayout {
         long[] blockStarts = new long[0], blockEnds = new long[0];
         /** Conditional branches by address, and their targets. */
         long[] condAddress = new long[0], condTarget = new long[0];
         private final TreeMap<Long, Long> conditionals = new TreeMap<>(Long::compareUnsigned);
 
-        static CodeMap of(Collection<Section> code) {
-            CodeMap m = new CodeMap();
+        static CodeLayout of(Collection<Section> code) {
+            CodeLayout m = new CodeLayout();
             X86Decoder d = new X86Decoder();
             List<long[]> blocks = new ArrayList<>();
             for (Section s : code) m.decode(d, s, blocks);
@@ -390,28 +390,14 @@ public final class FuncSummary {
 
         /** Index of the conditional branch at {@code address}, or -1. */
         int conditionalAt(long address) {
-            int i = lastAtOrBelow(condAddress, address);
+            int i = SortedAddresses.lastAtOrBelow(condAddress, address);
             return i >= 0 && condAddress[i] == address ? i : -1;
         }
 
         /** Index of the block holding {@code address}, or -1. */
         int blockAt(long address) {
-            int found = lastAtOrBelow(blockStarts, address);
+            int found = SortedAddresses.lastAtOrBelow(blockStarts, address);
             return found >= 0 && Long.compareUnsigned(address, blockEnds[found]) < 0 ? found : -1;
-        }
-
-        private static int lastAtOrBelow(long[] sorted, long address) {
-            int lo = 0, hi = sorted.length - 1, found = -1;
-            while (lo <= hi) {
-                int mid = (lo + hi) >>> 1;
-                if (Long.compareUnsigned(sorted[mid], address) <= 0) {
-                    found = mid;
-                    lo = mid + 1;
-                } else {
-                    hi = mid - 1;
-                }
-            }
-            return found;
         }
     }
 }

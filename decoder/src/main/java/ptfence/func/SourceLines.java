@@ -129,16 +129,7 @@ public final class SourceLines {
 
     /** Index into {@link #lines()} of the line holding {@code address}, or -1. No allocation. */
     public int indexAt(long address) {
-        int lo = 0, hi = starts.length - 1, found = -1;
-        while (lo <= hi) { // last start <= address (unsigned: kernel addresses are negative as longs)
-            int mid = (lo + hi) >>> 1;
-            if (Long.compareUnsigned(starts[mid], address) <= 0) {
-                found = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        int found = SortedAddresses.lastAtOrBelow(starts, address);
         if (found < 0 || Long.compareUnsigned(address, lines[found].end) >= 0) return -1;
         return found;
     }
