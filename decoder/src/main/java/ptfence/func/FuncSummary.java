@@ -335,7 +335,11 @@ public final class FuncSummary {
             CodeLayout m = new CodeLayout();
             X86Decoder d = new X86Decoder();
             List<long[]> blocks = new ArrayList<>();
-            for (Section s : code) m.decode(d, s, blocks);
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (Section s : code) {
+                // A program loaded again at the same address with the same code is the same blocks.
+                if (seen.add(s.address() + "/" + s.contentId())) m.decode(d, s, blocks);
+            }
             blocks.sort((x, y) -> Long.compareUnsigned(x[0], y[0]));
             m.blockStarts = blocks.stream().mapToLong(b -> b[0]).toArray();
             m.blockEnds = blocks.stream().mapToLong(b -> b[1]).toArray();

@@ -210,6 +210,15 @@ class FuncSummaryTest {
     }
 
     @Test
+    void theSameCodeGivenTwiceCountsOnce() {
+        FuncSummary s = FuncSummary.of("f", invocations(), List.of(Section.of("main", B, mainCode()),
+                Section.of("main again", B, mainCode()), Section.of("sub", SUB, SUB_CODE)), 5);
+        assertEquals(7, s.blocks().size());
+        assertEquals(30, s.bytesTotal());
+        assertEquals(2, s.branches().size());
+    }
+
+    @Test
     void pathsThroughCodeNotGivenAreCountedOutside() {
         // Only the subprogram's code is given: the main function's instructions are outside every block, and its
         // two conditional branches are reported without targets.
