@@ -129,6 +129,20 @@ class PerfettoWriterTest {
     }
 
     @Test
+    void inATimedTraceAnInvocationWithoutTimesIsLeftOutAndCounted() {
+        List<Invocation> in = new ArrayList<>(timed());
+        in.add(inv(0, -1, -1, 9, List.of()));
+        String json = PerfettoWriter.toJson("f", in);
+        Map<?, ?> other = (Map<?, ?>) JsonReader.object(json).get("otherData");
+        assertEquals("perf-time", other.get("clock"));
+        assertEquals(4L, other.get("invocations"));
+        assertEquals(1L, other.get("untimed_invocations"));
+        long drawn = events(json).stream().filter(e -> "X".equals(e.get("ph"))
+                && "bpf_prog_0123456789abcdef_handler".equals(e.get("name"))).count();
+        assertEquals(3, drawn);
+    }
+
+    @Test
     void microsecondsAreExactDecimals() {
         assertEquals("1234567890.123", PerfettoWriter.micros(1_234_567_890_123L));
         assertEquals("0.5", PerfettoWriter.micros(500));
