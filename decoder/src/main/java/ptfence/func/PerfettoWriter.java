@@ -14,10 +14,11 @@ import java.util.TreeSet;
  * event ({@code "ph":"X"}) per invocation named after the function, and inside it one per call out, named after
  * the callee.
  *
- * <p>Times: {@code ts}/{@code dur} are microseconds. When every invocation has timing they are perf time (ns / 1000,
- * exact to the nanosecond), so the file lines up with perf's own exports; the few without times then are left out
- * and counted ({@code otherData.untimed_invocations}). When none has timing the whole file uses an instruction clock, one microsecond per instruction: each CPU's invocations are laid end to end in trace order, an
- * invocation lasting its instructions plus its callees' traced instructions ({@code otherData.clock} says which).
+ * <p>Times: {@code ts}/{@code dur} are microseconds. When invocations have timing they are perf time (ns / 1000,
+ * exact to the nanosecond), so the file lines up with perf's own exports; any without times are then left out and
+ * counted ({@code otherData.untimed_invocations}). When none has timing the whole file uses an instruction clock,
+ * one microsecond per instruction: each CPU's invocations are laid end to end in trace order, an invocation lasting
+ * its instructions plus its callees' traced instructions ({@code otherData.clock} says which).
  */
 public final class PerfettoWriter {
     /** The one process the CPU tracks belong to. */
