@@ -1,6 +1,5 @@
 package ptfence.func;
 
-import ptfence.cli.Json;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -10,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import ptfence.cli.Json;
 import ptfence.image.Section;
 import ptfence.insn.ExecMode;
 import ptfence.insn.InsnClass;

@@ -1,12 +1,12 @@
 package ptfence.func;
 
-import ptfence.cli.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.TreeSet;
+import ptfence.cli.Json;
 
 /**
  * Invocations as a Chrome trace-event JSON file ({@code --format perfetto}), the "JSON Object format" that

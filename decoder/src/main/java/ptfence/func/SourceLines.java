@@ -1,6 +1,5 @@
 package ptfence.func;
 
-import ptfence.cli.Json;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -13,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import ptfence.cli.BadInputException;
+import ptfence.cli.Json;
 import ptfence.perfdata.Feature;
 import ptfence.region.BpfMetadata;
 
