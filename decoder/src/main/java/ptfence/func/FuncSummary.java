@@ -210,6 +210,11 @@ public final class FuncSummary {
 
     /** The view as text for a terminal. */
     public String text() {
+        return text(null);
+    }
+
+    /** The view as text, never-run blocks and branches followed by their source line when {@code source} knows it. */
+    public String text(SourceLines source) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format("%s: %d invocations, instructions per invocation min %d, median %d, max %d%n",
                 function, invocations, insnsMin, insnsMedian, insnsMax));
@@ -225,14 +230,15 @@ public final class FuncSummary {
                 break;
             }
             if (shown == 1) sb.append("never run:\n");
-            sb.append(String.format("  %s-%s %5d bytes%n", Json.hex(b.start), Json.hex(b.end), b.size()));
+            sb.append(String.format("  %s-%s %5d bytes%s%n", Json.hex(b.start), Json.hex(b.end), b.size(),
+                    where(source, b.start)));
         }
         sb.append(String.format("conditional branches: %d%n", branches.size()));
         if (!branches.isEmpty()) {
             sb.append(String.format("  %-18s %-18s %10s %10s%n", "address", "target", "taken", "not-taken"));
             for (Branch b : branches) {
-                sb.append(String.format("  %-18s %-18s %10d %10d%n", Json.hex(b.address),
-                        b.target == -1 ? "?" : Json.hex(b.target), b.taken, b.notTaken));
+                sb.append(String.format("  %-18s %-18s %10d %10d%s%n", Json.hex(b.address),
+                        b.target == -1 ? "?" : Json.hex(b.target), b.taken, b.notTaken, where(source, b.address)));
             }
         }
         sb.append(String.format("paths: %d distinct, %d hottest:%n", distinctPaths, hottestPaths.size()));
@@ -290,6 +296,11 @@ public final class FuncSummary {
     }
 
     private static final int UNRUN_BLOCKS_SHOWN = 20;
+
+    private static String where(SourceLines source, long address) {
+        if (source == null) return "";
+        return source.at(address).map(l -> "  " + l.location() + "  " + l.text().strip()).orElse("");
+    }
 
     private static String percent(long part, long whole) {
         return whole == 0 ? "-" : String.format("%.1f%%", 100.0 * part / whole);
