@@ -87,7 +87,7 @@ public final class FuncPrinter {
         int call = 0;
         for (int i = 0; i < p.length; i++) {
             int n = code.read(p[i], decoderTime, buf, 0, buf.length);
-            String text = n == 0 ? "(no code)" : dec.text(buf, 0, n, 64, p[i]);
+            String text = n == 0 ? "(no code)" : dec.text(buf, 0, n, ptfence.insn.ExecMode.BITS64, p[i]);
             String note = switch (s[i]) {
                 case Invocation.STEP_TAKEN -> "taken";
                 case Invocation.STEP_NOT_TAKEN -> "not taken";

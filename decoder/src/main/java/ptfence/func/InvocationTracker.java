@@ -262,10 +262,9 @@ public final class InvocationTracker implements FlowSink {
     }
 
     private void callOut(long from, long targetIp, long ret, long t) {
-        String name = code.symbols().describe(targetIp);
+        String name = code.describe(targetIp, t);
         if (name == null) {
-            Sideband.KernelSymbol k = code.symbolAt(targetIp, t == -1 ? Long.MIN_VALUE : t);
-            name = k != null ? k.name() : "0x" + Long.toHexString(targetIp);
+            name = "0x" + Long.toHexString(targetIp);
         }
         calls.add(new Invocation.Call(n - 1, from, targetIp, name, t, -1, 0));
         outFrames.add(new long[] {ret, calls.size() - 1});

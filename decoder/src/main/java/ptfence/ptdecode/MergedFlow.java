@@ -126,11 +126,12 @@ final class MergedFlow {
         }
 
         private long tsc() {
-            return decoder == null ? 0 : decoder.time();
+            return decoder == null ? -1 : decoder.time();
         }
 
         private long perfTime() {
-            return code.timed() ? code.clock().toPerf(tsc()) : -1;
+            long tsc = tsc();
+            return tsc >= 0 ? code.clock().toPerf(tsc) : -1;
         }
 
         private void emit(long time, String line) {
@@ -173,15 +174,15 @@ final class MergedFlow {
         @Override
         public void insn(long ip, int size, int cls, int mode, boolean speculative) {
             long t = perfTime();
-            long tsc = code.timed() ? tsc() : CodeSpace.ANY_TIME;
+            long tsc = tsc() >= 0 ? tsc() : CodeSpace.ANY_TIME;
             int len = space.read(ip, tsc, buf, 0, buf.length);
             String text = dec.text(buf, 0, len, mode, ip);
             String sym = code.symbols().describe(ip);
             if (sym == null) {
-                var p = code.programAt(ip, code.timed() ? t : CodeSpace.ANY_TIME);
+                var p = code.programAt(ip, t >= 0 ? t : CodeSpace.ANY_TIME);
                 if (p != null) {
                     for (var f : p.functions()) {
-                        if (f.covers(ip, code.timed() ? t : f.from())) {
+                        if (f.covers(ip, t >= 0 ? t : f.from())) {
                             sym = ip == f.address() ? f.name() : f.name() + "+0x" + Long.toHexString(ip - f.address());
                         }
                     }

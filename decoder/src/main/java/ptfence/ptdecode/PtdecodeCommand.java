@@ -116,9 +116,19 @@ public final class PtdecodeCommand implements Callable<Integer> {
             throw new BadInputException("--summary, --source and --format perfetto need --func NAME");
         }
         long[] range = timeRange(time);
-        RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(Path.of(recording), archive,
-                archive != null, recordingId, kcore, vmlinux, kallsyms, sysroot, func, format, summary, source,
-                range[0], range[1], cpuSet(cpus), threads), stderr);
+        Path file = Path.of(recording);
+        Path kcoreDir = kcore;
+        if (java.nio.file.Files.isDirectory(file) && java.nio.file.Files.isRegularFile(file.resolve("data"))) {
+            // perf record --kcore writes a directory: the recording in "data", the kernel text in "kcore_dir"
+            if (kcoreDir == null && java.nio.file.Files.isDirectory(file.resolve("kcore_dir"))) {
+                kcoreDir = file.resolve("kcore_dir");
+            }
+            file = file.resolve("data");
+        }
+        RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(file, archive,
+                archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
+                range[0], range[1], cpuSet(cpus), threads,
+                progress != null ? progress : System.console() != null), stderr);
         rd.load();
         java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
@@ -130,14 +140,38 @@ public final class PtdecodeCommand implements Callable<Integer> {
             FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
             List<Invocation> found = rd.invocations(target);
-            FuncPrinter p = new FuncPrinter(out, format.equals("jsonl"));
+            if (format.equals("perfetto")) {
+                ptfence.func.PerfettoWriter.write(func, found, out);
+                return Tool.EXIT_OK;
+            }
+            boolean jsonl = format.equals("jsonl");
+            FuncPrinter p = new FuncPrinter(out, jsonl);
             p.header(recording, target);
-            if (!summary) {
-                for (Invocation inv : found) {
-                    long t = rd.code.timed() && inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
-                            : ptfence.image.CodeSpace.ANY_TIME;
-                    p.invocation(inv, rd.code.forCpu(inv.cpu(), -1), t);
+            if (summary) {
+                ptfence.func.FuncSummary s = ptfence.func.FuncSummary.of(target.name(), found, codeOf(rd, target,
+                        found), 10);
+                out.append(jsonl ? s.json() + "\n" : s.text());
+                return Tool.EXIT_OK;
+            }
+            if (source) {
+                ptfence.func.SourceLines lines = rd.sourceLines(target);
+                if (lines.isEmpty()) {
+                    throw new BadInputException("--source: no line info for " + func + " in the archive or "
+                            + recording + " (BPF programs loaded with BTF have it; ptrec archives it)");
                 }
+                ptfence.func.SourceLines.Profile profile = lines.profile(found);
+                if (jsonl) {
+                    profile.jsonLines().forEach(l -> out.append(l).append('\n'));
+                } else {
+                    out.append(profile.text());
+                }
+                p.summary(found);
+                return Tool.EXIT_OK;
+            }
+            for (Invocation inv : found) {
+                long t = inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
+                        : ptfence.image.CodeSpace.ANY_TIME;
+                p.invocation(inv, rd.code.forCpu(inv.cpu(), -1), t);
             }
             p.summary(found);
             return Tool.EXIT_OK;
@@ -147,6 +181,33 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 os.close();
             }
         }
+    }
+
+    /** The code of the function and of every program its invocations ran through, as decoded. */
+    private static List<ptfence.image.Section> codeOf(RecordingDecode rd, FunctionNames.Target target,
+            List<Invocation> found) {
+        java.util.Map<String, ptfence.image.Section> byContent = new java.util.LinkedHashMap<>();
+        for (var f : target.functions()) {
+            var s = rd.code.section(f.address(), f.from() == Long.MIN_VALUE ? f.to() - 1 : f.from());
+            if (s != null) {
+                byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
+            }
+        }
+        for (Invocation inv : found) {
+            for (String name : inv.programs()) {
+                for (var prog : rd.code.programs()) {
+                    if (prog.fullName().equals(name)) {
+                        for (var f : prog.functions()) {
+                            var s = rd.code.section(f.address(), inv.entryTime() >= 0 ? inv.entryTime() : f.from());
+                            if (s != null) {
+                                byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return List.copyOf(byContent.values());
     }
 
     /** "START,END" in seconds → perf time ns [from, to]. */

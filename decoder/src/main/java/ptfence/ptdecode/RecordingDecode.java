@@ -52,7 +52,7 @@ final class RecordingDecode {
     /** What the command line asked for. */
     record Request(Path recording, Path archive, boolean archiveGiven, String recordingId, Path kcore, Path vmlinux,
             Path kallsyms, Path sysroot, String func, String format, boolean summary, boolean source, long timeFrom,
-            long timeTo, Set<Integer> cpus, int threads) {
+            long timeTo, Set<Integer> cpus, int threads, boolean progress) {
     }
 
     /** One CPU's PT: its runs of AUX buffers in order. */
@@ -117,7 +117,8 @@ final class RecordingDecode {
                     ptConfig = a.attr().config();
                 }
             }
-            boolean timed = pt.tscBit() != 0 && (ptConfig & pt.tscBit()) != 0;
+            // the decoder asks by time once the trace has told it the time (TSC packets), else by address only
+            boolean timed = true;
             IntelPtInfo conv = pt;
             CodeMap.Clock clock = new CodeMap.Clock() {
                 public long toDecoder(long perf) {
@@ -207,8 +208,12 @@ final class RecordingDecode {
                 if (chosen != null) {
                     boot = chosen.bootId();
                     recordingUsed = chosen.id();
-                } else {
+                } else if (req.archiveGiven() || System.getenv(ArchiveLocation.ENV) != null) {
+                    // no capture of ours registered this perf.data: code this boot archived may still be what ran
+                    // (perf record next to a ptrec --sideband-only fence); only when the user points at the archive
                     boot = currentBoot();
+                } else {
+                    boot = null;
                 }
                 if (boot == null) {
                     return null;
@@ -306,14 +311,18 @@ final class RecordingDecode {
                     FlowSink sink = missingReporter(t, sinks.apply(t));
                     CodeSpace space = code.forCpu(t.cpu(), t.tid() >= 0 ? pidOf(t.tid()) : -1);
                     for (List<AuxBuffer> run : t.runs()) {
-                        FlowDecoder d = new FlowDecoder(space, config, CursorInput.of(AuxRuns.bytes(run),
-                                config.errata), sink, false);
+                        CursorInput in = CursorInput.of(AuxRuns.bytes(run), config.errata);
+                        FlowDecoder d = new FlowDecoder(space, config, in, sink, false);
                         started.accept(t, d);
+                        active.add(in);
                         d.run();
+                        active.remove(in);
+                        decodedBytes.addAndGet(in.size());
                     }
                     return null;
                 }));
             }
+            Thread progress = req.progress() ? startProgress() : null;
             for (Future<?> f : futures) {
                 try {
                     f.get();
@@ -326,6 +335,56 @@ final class RecordingDecode {
             }
         } finally {
             pool.shutdownNow();
+            stopProgress();
+        }
+    }
+
+    private final Set<CursorInput> active = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.atomic.AtomicLong decodedBytes = new java.util.concurrent.atomic.AtomicLong();
+    private volatile boolean progressDone;
+    private volatile boolean progressShown;
+    private Thread progressThread;
+
+    /** Prints how much of the trace is decoded, once a second, on one stderr line. */
+    private Thread startProgress() {
+        long total = 0;
+        for (CpuTrace t : traces) {
+            for (List<AuxBuffer> run : t.runs()) {
+                for (AuxBuffer b : run) {
+                    total += b.size();
+                }
+            }
+        }
+        long all = Math.max(1, total);
+        progressThread = new Thread(() -> {
+            while (!progressDone) {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                long done = decodedBytes.get();
+                for (CursorInput in : active) {
+                    done += in.position();
+                }
+                err.printf("\rptdecode: %3d%% of %.1f MB of trace", Math.min(100, done * 100 / all), all / 1e6);
+                progressShown = true;
+                err.flush();
+            }
+        }, "ptdecode-progress");
+        progressThread.setDaemon(true);
+        progressThread.start();
+        return progressThread;
+    }
+
+    private void stopProgress() {
+        if (progressThread != null) {
+            progressDone = true;
+            progressThread.interrupt();
+            if (progressShown) {
+                err.print("\r\033[K");
+                err.flush();
+            }
         }
     }
 
@@ -399,13 +458,43 @@ final class RecordingDecode {
             InvocationTracker tr = trackers.get(t);
             CodeMap.Clock c = code.clock();
             boolean timed = code.timed();
-            tr.clock(() -> timed ? c.toPerf(d.time()) : -1);
+            tr.clock(() -> {
+                long tsc = d.time();
+                return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
+            });
         });
         trackers.values().forEach(InvocationTracker::close);
         List<Invocation> out = new ArrayList<>(all);
         out.removeIf(i -> i.entryTime() >= 0 && (i.entryTime() < req.timeFrom() || i.entryTime() > req.timeTo()));
         out.sort(Comparator.comparingLong(Invocation::entryTime).thenComparingInt(Invocation::cpu));
         return out;
+    }
+
+    /** Line info for the target's BPF programs: from the archive's metadata, else perf's BPF_PROG_INFO and BTF. */
+    ptfence.func.SourceLines sourceLines(FunctionNames.Target target) throws IOException {
+        List<ptfence.region.BpfMetadata> meta = new ArrayList<>();
+        for (CodeMap.Program p : target.programs()) {
+            if (p.metadata() != null) {
+                meta.add(p.metadata());
+            }
+        }
+        if (!meta.isEmpty()) {
+            ptfence.func.SourceLines s = ptfence.func.SourceLines.of(meta);
+            if (!s.isEmpty()) {
+                return s;
+            }
+        }
+        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+            Set<Integer> ids = new HashSet<>();
+            target.programs().forEach(p -> ids.add(p.progId()));
+            List<ptfence.perfdata.Feature.BpfProgInfo> infos = new ArrayList<>();
+            for (var i : f.features().bpfProgInfo()) {
+                if (ids.contains(i.progId())) {
+                    infos.add(i);
+                }
+            }
+            return ptfence.func.SourceLines.ofPerf(infos, f.features().bpfBtf());
+        }
     }
 
     void merged(PrintWriter out) throws Exception {

@@ -42,7 +42,11 @@ public final class CodeMap {
      * A BPF program instance (or a plain symbol): its name as the kernel shows it, tag, program name and functions.
      */
     public record Program(String fullName, String tag, String progName, int progId, boolean bpf,
-            List<Function> functions) {
+            List<Function> functions, BpfMetadata metadata) {
+        public Program(String fullName, String tag, String progName, int progId, boolean bpf,
+                List<Function> functions) {
+            this(fullName, tag, progName, progId, bpf, functions, null);
+        }
     }
 
     /** Converts between perf time and the decoder's clock. */
@@ -117,7 +121,8 @@ public final class CodeMap {
                     key = "region:" + r.idHex();
                 }
                 byProgram.computeIfAbsent(key, k -> new ArrayList<>()).add(0, f);
-                heads.put(key, new Program(r.name(), tag, progName, id, true, List.of()));
+                heads.put(key, new Program(r.name(), tag, progName, id, true, List.of(),
+                        r.metadata() instanceof BpfMetadata m ? m : null));
             } else if (r.kind() != RegionKind.KERNEL_TEXT && r.kind() != RegionKind.USER_FILE) {
                 programs.add(new Program(r.name(), "", r.name(), 0, false, List.of(f)));
             }
@@ -125,7 +130,7 @@ public final class CodeMap {
         for (Map.Entry<String, Program> e : heads.entrySet()) {
             Program p = e.getValue();
             programs.add(new Program(p.fullName(), p.tag(), p.progName(), p.progId(), true,
-                    List.copyOf(byProgram.get(e.getKey()))));
+                    List.copyOf(byProgram.get(e.getKey())), p.metadata()));
         }
     }
 
@@ -341,6 +346,13 @@ public final class CodeMap {
         return List.copyOf(notes);
     }
 
+    /** The code of the section holding {@code addr} at perf time {@code time} (kernel or archived user code). */
+    public Section section(long addr, long time) {
+        long t = time == Long.MIN_VALUE || time == Long.MAX_VALUE ? CodeSpace.ANY_TIME : clock.toDecoder(time);
+        Section s = kernel.section(addr, t);
+        return s != null ? s : global.section(addr, t);
+    }
+
     /** The BPF program (any instance) holding {@code addr} at perf time {@code time}, or null. */
     public Program programAt(long addr, long time) {
         for (Program p : programs) {
@@ -354,6 +366,36 @@ public final class CodeMap {
             }
         }
         return null;
+    }
+
+    /**
+     * A name for {@code addr} at perf time {@code time}: a symbol ("name+0x10"), else the program, KSYMBOL or code
+     * region holding it, else null.
+     */
+    public String describe(long addr, long time) {
+        String s = symbols.describe(addr);
+        if (s != null) {
+            return s;
+        }
+        long t = time < 0 ? CodeSpace.ANY_TIME : time;
+        Program p = programAt(addr, t);
+        if (p != null) {
+            for (Function f : p.functions()) {
+                if (f.covers(addr, t == CodeSpace.ANY_TIME ? f.from() : t)) {
+                    return offset(f.name(), addr - f.address());
+                }
+            }
+        }
+        Sideband.KernelSymbol k = symbolAt(addr, time < 0 ? Long.MAX_VALUE - 1 : time);
+        if (k != null) {
+            return offset(k.name(), addr - k.address());
+        }
+        Section sec = section(addr, time < 0 ? Long.MIN_VALUE : time);
+        return sec == null ? null : offset(sec.name(), addr - sec.address());
+    }
+
+    private static String offset(String name, long off) {
+        return off == 0 ? name : name + "+0x" + Long.toHexString(off);
     }
 
     /** The KSYMBOL that would have held {@code addr} at perf time {@code time}, if the sideband names one. */
