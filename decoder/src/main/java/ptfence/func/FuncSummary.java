@@ -291,7 +291,8 @@ public final class FuncSummary {
                 .field("blocks_hit", blocksHit()).field("blocks_total", blocks.size())
                 .field("bytes_hit", bytesHit()).field("bytes_total", bytesTotal())
                 .field("outside_insns", outsideBlocks).field("distinct_paths", distinctPaths)
-                .raw("blocks", bl.append(']').toString()).raw("branches", br.append(']').toString()).raw("paths", ps.append(']').toString())
+                .raw("blocks", bl.append(']').toString()).raw("branches", br.append(']').toString())
+                .raw("paths", ps.append(']').toString())
                 .raw("calls", cs.append(']').toString()).toString();
     }
 

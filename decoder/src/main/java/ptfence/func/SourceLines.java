@@ -185,7 +185,8 @@ public final class SourceLines {
                 Line l = lines.get(i);
                 out.add(new Json().field("type", "source").field("program", l.program())
                         .field("function", l.function()).address("address", l.address())
-                        .address("end", l.end()).field("insn", l.insn()).field("insn_end", l.insnEnd()).field("file", l.file())
+                        .address("end", l.end()).field("insn", l.insn()).field("insn_end", l.insnEnd())
+                        .field("file", l.file())
                         .field("line", l.line()).field("column", l.column()).field("text", l.text())
                         .field("insns", insns[i]).field("invocations", invocations[i]).toString());
             }

@@ -112,9 +112,11 @@ class PerfettoWriterTest {
         // first invocation: 10 own + 7 callee instructions, from 0
         assertEquals(List.of(0L, 17L), List.of(x.get(0).get("ts"), x.get(0).get("dur")));
         // helper_a after the call instruction at index 3: 0 + 3 + 1, 7 long
-        assertEquals(List.of("helper_a", 4L, 7L), List.of(x.get(1).get("name"), x.get(1).get("ts"), x.get(1).get("dur")));
+        assertEquals(List.of("helper_a", 4L, 7L),
+                List.of(x.get(1).get("name"), x.get(1).get("ts"), x.get(1).get("dur")));
         // helper_b: index 6 + 1 + the 7 instructions helper_a ran
-        assertEquals(List.of("helper_b", 14L, 0L), List.of(x.get(2).get("name"), x.get(2).get("ts"), x.get(2).get("dur")));
+        assertEquals(List.of("helper_b", 14L, 0L),
+                List.of(x.get(2).get("name"), x.get(2).get("ts"), x.get(2).get("dur")));
         // second invocation right after the first
         assertEquals(List.of(17L, 4L), List.of(x.get(3).get("ts"), x.get(3).get("dur")));
     }
