@@ -57,6 +57,14 @@ public final class Json {
         sb.append(':');
     }
 
+    /** {@code s} as a JSON string literal, quotes included. */
+    public static String quote(String s) {
+        Json j = new Json();
+        int from = j.sb.length();
+        j.string(s);
+        return j.sb.substring(from);
+    }
+
     private void string(String s) {
         sb.append('"');
         for (int i = 0; i < s.length(); i++) {

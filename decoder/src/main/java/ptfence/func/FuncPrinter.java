@@ -149,21 +149,6 @@ public final class FuncPrinter {
     }
 
     static String str(String s) {
-        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-        for (char ch : s.toCharArray()) {
-            switch (ch) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                default -> {
-                    if (ch < 0x20) {
-                        b.append(String.format("\\u%04x", (int) ch));
-                    } else {
-                        b.append(ch);
-                    }
-                }
-            }
-        }
-        return b.append('"').toString();
+        return ptfence.cli.Json.quote(s);
     }
 }

@@ -190,10 +190,10 @@ final class MergedFlow {
             }
             prefix(t);
             if (jsonl) {
-                sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":\"")
-                        .append(text == null ? "(bad)" : text.replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
+                sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":")
+                        .append(ptfence.cli.Json.quote(text == null ? "(bad)" : text));
                 if (sym != null) {
-                    sb.append(",\"sym\":\"").append(sym).append('"');
+                    sb.append(",\"sym\":").append(ptfence.cli.Json.quote(sym));
                 }
                 if (speculative) {
                     sb.append(",\"speculative\":true");

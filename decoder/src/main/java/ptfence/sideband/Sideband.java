@@ -153,43 +153,30 @@ public final class Sideband {
     /** The task running on {@code cpu} at {@code time}, or null if the sideband does not say. */
     public Task taskAt(int cpu, long time) {
         List<Task> l = tasks.get(cpu);
-        if (l == null) {
-            return null;
-        }
-        int lo = 0;
-        int hi = l.size() - 1;
-        Task found = null;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if (l.get(mid).time() <= time) {
-                found = l.get(mid);
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        return found;
+        int i = l == null ? -1 : lastAtOrBefore(l, time);
+        return i < 0 ? null : l.get(i);
     }
 
     /** The first task switch on {@code cpu} after {@code time}, or null. */
     public Task taskAfter(int cpu, long time) {
         List<Task> l = tasks.get(cpu);
-        if (l == null) {
-            return null;
-        }
+        int i = l == null ? -1 : lastAtOrBefore(l, time) + 1;
+        return i < 0 || i >= l.size() ? null : l.get(i);
+    }
+
+    /** Index of the last task that started at or before {@code time}; -1 if none. */
+    private static int lastAtOrBefore(List<Task> l, long time) {
         int lo = 0;
         int hi = l.size() - 1;
-        Task found = null;
         while (lo <= hi) {
             int mid = (lo + hi) >>> 1;
-            if (l.get(mid).time() > time) {
-                found = l.get(mid);
-                hi = mid - 1;
-            } else {
+            if (l.get(mid).time() <= time) {
                 lo = mid + 1;
+            } else {
+                hi = mid - 1;
             }
         }
-        return found;
+        return hi;
     }
 
     /** The task timeline of one CPU, in time order. */
