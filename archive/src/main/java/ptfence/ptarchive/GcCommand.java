@@ -1,10 +1,10 @@
 package ptfence.ptarchive;
 
-import ptfence.cli.Json;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import ptfence.cli.Json;
 import ptfence.gc.GarbageCollector;
 import ptfence.gc.GcPolicy;
 import ptfence.gc.GcReport;

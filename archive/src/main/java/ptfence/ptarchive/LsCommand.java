@@ -1,6 +1,5 @@
 package ptfence.ptarchive;
 
-import ptfence.cli.Json;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,6 +7,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import ptfence.cli.Json;
 import ptfence.recording.Lease;
 import ptfence.recording.PinTarget;
 import ptfence.recording.Recording;

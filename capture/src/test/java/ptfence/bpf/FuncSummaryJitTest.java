@@ -40,7 +40,8 @@ class FuncSummaryJitTest {
                 .label("big").mov(R0, 0).exit()
                 .label("sub").mov(R0, R1).jumpIf(BpfAssembler.Cond.SGT, R0, 3, "out").add(R0, 5).label("out").exit();
         ProgInfo info;
-        try (BpfFd prog = Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, a.assemble(), "jitblocks"))) {
+        try (BpfFd prog = Bpf.get().progLoad(
+                new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, a.assemble(), "jitblocks"))) {
             info = ProgInfo.fetch(prog);
         }
         assertEquals(2, info.functionCount());

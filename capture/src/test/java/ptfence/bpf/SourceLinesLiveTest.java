@@ -97,6 +97,7 @@ class SourceLinesLiveTest {
                     assertEquals(FILE, got.file());
                     assertEquals(f, got.function());
                     assertEquals(r, got.insn(), "translated insn of record " + r + " (no patching here)");
+                    assertEquals(r + 1, got.insnEnd(), "one instruction per record");
                     checkedBytes++;
                 }
             }

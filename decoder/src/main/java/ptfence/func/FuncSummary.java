@@ -1,6 +1,5 @@
 package ptfence.func;
 
-import ptfence.cli.Json;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -10,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import ptfence.cli.Json;
 import ptfence.image.Section;
 import ptfence.insn.ExecMode;
 import ptfence.insn.InsnClass;
@@ -100,7 +100,7 @@ public final class FuncSummary {
         int[] insns = lengths.length == 0 ? new int[3]
                 : new int[] {lengths[0], lengths[lengths.length / 2], lengths[lengths.length - 1]};
 
-        CodeMap map = CodeMap.of(code);
+        CodeLayout map = CodeLayout.of(code);
 
         // Conditional branches: every one the code has (counted in arrays: this loop sees every instruction of
         // every path), then any the paths saw that the code did not explain.
@@ -210,6 +210,11 @@ public final class FuncSummary {
 
     /** The view as text for a terminal. */
     public String text() {
+        return text(null);
+    }
+
+    /** The view as text, never-run blocks and branches followed by their source line when {@code source} knows it. */
+    public String text(SourceLines source) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format("%s: %d invocations, instructions per invocation min %d, median %d, max %d%n",
                 function, invocations, insnsMin, insnsMedian, insnsMax));
@@ -225,14 +230,15 @@ public final class FuncSummary {
                 break;
             }
             if (shown == 1) sb.append("never run:\n");
-            sb.append(String.format("  %s-%s %5d bytes%n", Json.hex(b.start), Json.hex(b.end), b.size()));
+            sb.append(String.format("  %s-%s %5d bytes%s%n", Json.hex(b.start), Json.hex(b.end), b.size(),
+                    where(source, b.start)));
         }
         sb.append(String.format("conditional branches: %d%n", branches.size()));
         if (!branches.isEmpty()) {
             sb.append(String.format("  %-18s %-18s %10s %10s%n", "address", "target", "taken", "not-taken"));
             for (Branch b : branches) {
-                sb.append(String.format("  %-18s %-18s %10d %10d%n", Json.hex(b.address),
-                        b.target == -1 ? "?" : Json.hex(b.target), b.taken, b.notTaken));
+                sb.append(String.format("  %-18s %-18s %10d %10d%s%n", Json.hex(b.address),
+                        b.target == -1 ? "?" : Json.hex(b.target), b.taken, b.notTaken, where(source, b.address)));
             }
         }
         sb.append(String.format("paths: %d distinct, %d hottest:%n", distinctPaths, hottestPaths.size()));
@@ -285,11 +291,17 @@ public final class FuncSummary {
                 .field("blocks_hit", blocksHit()).field("blocks_total", blocks.size())
                 .field("bytes_hit", bytesHit()).field("bytes_total", bytesTotal())
                 .field("outside_insns", outsideBlocks).field("distinct_paths", distinctPaths)
-                .raw("blocks", bl.append(']').toString()).raw("branches", br.append(']').toString()).raw("paths", ps.append(']').toString())
+                .raw("blocks", bl.append(']').toString()).raw("branches", br.append(']').toString())
+                .raw("paths", ps.append(']').toString())
                 .raw("calls", cs.append(']').toString()).toString();
     }
 
     private static final int UNRUN_BLOCKS_SHOWN = 20;
+
+    private static String where(SourceLines source, long address) {
+        if (source == null) return "";
+        return source.at(address).map(l -> "  " + l.location() + "  " + l.text().strip()).orElse("");
+    }
 
     private static String percent(long part, long whole) {
         return whole == 0 ? "-" : String.format("%.1f%%", 100.0 * part / whole);
@@ -325,17 +337,21 @@ public final class FuncSummary {
     }
 
     /** The blocks and conditional branches of the code, found by one linear decode of each region. */
-    private static final class CodeMap {
+    private static final class CodeLayout {
         long[] blockStarts = new long[0], blockEnds = new long[0];
         /** Conditional branches by address, and their targets. */
         long[] condAddress = new long[0], condTarget = new long[0];
         private final TreeMap<Long, Long> conditionals = new TreeMap<>(Long::compareUnsigned);
 
-        static CodeMap of(Collection<Section> code) {
-            CodeMap m = new CodeMap();
+        static CodeLayout of(Collection<Section> code) {
+            CodeLayout m = new CodeLayout();
             X86Decoder d = new X86Decoder();
             List<long[]> blocks = new ArrayList<>();
-            for (Section s : code) m.decode(d, s, blocks);
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (Section s : code) {
+                // A program loaded again at the same address with the same code is the same blocks.
+                if (seen.add(s.address() + "/" + s.contentId())) m.decode(d, s, blocks);
+            }
             blocks.sort((x, y) -> Long.compareUnsigned(x[0], y[0]));
             m.blockStarts = blocks.stream().mapToLong(b -> b[0]).toArray();
             m.blockEnds = blocks.stream().mapToLong(b -> b[1]).toArray();
@@ -390,28 +406,14 @@ public final class FuncSummary {
 
         /** Index of the conditional branch at {@code address}, or -1. */
         int conditionalAt(long address) {
-            int i = lastAtOrBelow(condAddress, address);
+            int i = SortedAddresses.lastAtOrBelow(condAddress, address);
             return i >= 0 && condAddress[i] == address ? i : -1;
         }
 
         /** Index of the block holding {@code address}, or -1. */
         int blockAt(long address) {
-            int found = lastAtOrBelow(blockStarts, address);
+            int found = SortedAddresses.lastAtOrBelow(blockStarts, address);
             return found >= 0 && Long.compareUnsigned(address, blockEnds[found]) < 0 ? found : -1;
-        }
-
-        private static int lastAtOrBelow(long[] sorted, long address) {
-            int lo = 0, hi = sorted.length - 1, found = -1;
-            while (lo <= hi) {
-                int mid = (lo + hi) >>> 1;
-                if (Long.compareUnsigned(sorted[mid], address) <= 0) {
-                    found = mid;
-                    lo = mid + 1;
-                } else {
-                    hi = mid - 1;
-                }
-            }
-            return found;
         }
     }
 }

@@ -1,12 +1,12 @@
 package ptfence.func;
 
-import ptfence.cli.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.TreeSet;
+import ptfence.cli.Json;
 
 /**
  * Invocations as a Chrome trace-event JSON file ({@code --format perfetto}), the "JSON Object format" that
@@ -14,10 +14,11 @@ import java.util.TreeSet;
  * event ({@code "ph":"X"}) per invocation named after the function, and inside it one per call out, named after
  * the callee.
  *
- * <p>Times: {@code ts}/{@code dur} are microseconds. When every invocation has timing they are perf time (ns / 1000,
- * exact to the nanosecond), so the file lines up with perf's own exports. Otherwise the whole file uses an
- * instruction clock, one microsecond per instruction: each CPU's invocations are laid end to end in trace order, an
- * invocation lasting its instructions plus its callees' traced instructions ({@code otherData.clock} says which).
+ * <p>Times: {@code ts}/{@code dur} are microseconds. When invocations have timing they are perf time (ns / 1000,
+ * exact to the nanosecond), so the file lines up with perf's own exports; any without times are then left out and
+ * counted ({@code otherData.untimed_invocations}). When none has timing the whole file uses an instruction clock,
+ * one microsecond per instruction: each CPU's invocations are laid end to end in trace order, an invocation lasting
+ * its instructions plus its callees' traced instructions ({@code otherData.clock} says which).
  */
 public final class PerfettoWriter {
     /** The one process the CPU tracks belong to. */
@@ -47,9 +48,11 @@ public final class PerfettoWriter {
      * @param invocations  in any order; each CPU's are placed by entry time (or trace order without timing)
      */
     public static void write(String title, List<Invocation> invocations, Appendable out) throws IOException {
-        boolean timed = !invocations.isEmpty()
-                && invocations.stream().allMatch(i -> i.entryTime() >= 0 && i.exitTime() >= i.entryTime());
+        boolean timed = invocations.stream().anyMatch(PerfettoWriter::hasTimes);
         List<Invocation> order = new ArrayList<>(invocations);
+        // In a timed trace an invocation without times (cut before the first timing packet) has no place.
+        if (timed) order.removeIf(i -> !hasTimes(i));
+        int untimed = invocations.size() - order.size();
         // Stable: without timing, trace order stands within a CPU.
         order.sort(timed ? Comparator.comparingInt(Invocation::cpu).thenComparingLong(Invocation::entryTime)
                 : Comparator.comparingInt(Invocation::cpu));
@@ -84,14 +87,14 @@ public final class PerfettoWriter {
                 for (Invocation.Call c : inv.calls()) length += c.insns();
                 clock += length;
             }
-            int untimed = 0;
+            int untimedCalls = 0;
             List<String> children = new ArrayList<>(inv.calls().size());
             long calleeInsns = 0;
             for (Invocation.Call c : inv.calls()) {
                 long cs, cl;
                 if (timed) {
                     if (c.duration() < 0) {
-                        untimed++;
+                        untimedCalls++;
                         continue;
                     }
                     cs = Math.max(start, Math.min(c.enter(), start + length));
@@ -107,15 +110,19 @@ public final class PerfettoWriter {
             Json args = new Json().field("pid", inv.pid()).field("tid", inv.tid()).field("insns", inv.instructions())
                     .field("end", FuncPrinter.endName(inv.end())).field("calls", inv.calls().size());
             if (inv.path().length > 0) args.address("entry", inv.path()[0]);
-            if (untimed > 0) args.field("untimed_calls", untimed);
+            if (untimedCalls > 0) args.field("untimed_calls", untimedCalls);
             if (inv.programs().size() > 1) args.field("programs", String.join(",", inv.programs()));
             out.append(",\n").append(event(inv.function(), inv.cpu(), start, length, timed, args));
             for (String child : children) out.append(",\n").append(child);
         }
         out.append("\n],\"displayTimeUnit\":\"ns\",\"otherData\":")
                 .append(new Json().field("clock", timed ? "perf-time" : "instructions")
-                        .field("invocations", invocations.size()).toString())
+                        .field("invocations", invocations.size()).field("untimed_invocations", untimed).toString())
                 .append("}\n");
+    }
+
+    private static boolean hasTimes(Invocation i) {
+        return i.entryTime() >= 0 && i.exitTime() >= i.entryTime();
     }
 
     private static String event(String name, int cpu, long start, long length, boolean timed, Json args) {

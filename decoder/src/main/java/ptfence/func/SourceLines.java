@@ -1,6 +1,5 @@
 package ptfence.func;
 
-import ptfence.cli.Json;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -13,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import ptfence.cli.BadInputException;
+import ptfence.cli.Json;
 import ptfence.perfdata.Feature;
 import ptfence.region.BpfMetadata;
 
@@ -35,12 +35,15 @@ public final class SourceLines {
      * @param program   name of the program
      * @param function  index of the JITed function (jited_ksyms order, main program 0)
      * @param insn      index of the first (translated) BPF instruction of the line
+     * @param insnEnd   index just past its last instruction: the next record's first instruction (for the program's
+     *                  last record, the program's instruction count; -1 when the translated program is not kept)
      * @param file      source file name
      * @param line      line number (1-based; 0 when unknown)
      * @param column    column (1-based; 0 when unknown)
      * @param text      the source line's text as the compiler stored it
      */
-    public record Line(long address, long end, String program, int function, int insn, String file, int line,
+    public record Line(long address, long end, String program, int function, int insn, int insnEnd, String file,
+            int line,
             int column, String text) {
         /** "file:line:column" (column left out when 0). */
         public String location() {
@@ -53,13 +56,16 @@ public final class SourceLines {
     private static final int LINE_INFO_MIN_SIZE = 16;
     private static final int BTF_MAGIC = 0xEB9F;
 
+    private static final Comparator<Line> BY_ADDRESS =
+            Comparator.comparing(Line::address, Long::compareUnsigned).thenComparingInt(Line::insn);
+
     /** Every line, by address. */
     private final Line[] lines;
     private final long[] starts;
 
     private SourceLines(List<Line> all) {
         lines = all.toArray(Line[]::new);
-        Arrays.sort(lines, Comparator.comparingLong(Line::address).thenComparingInt(Line::insn));
+        Arrays.sort(lines, BY_ADDRESS);
         starts = new long[lines.length];
         for (int i = 0; i < lines.length; i++) starts[i] = lines[i].address;
     }
@@ -72,7 +78,9 @@ public final class SourceLines {
     /** The source lines of several programs (the programs an invocation can run through). */
     public static SourceLines of(Collection<BpfMetadata> programs) {
         List<Line> all = new ArrayList<>();
-        for (BpfMetadata m : programs) all.addAll(linesOf(m));
+        for (BpfMetadata m : programs) {
+            all.addAll(linesOf(m, m.xlatedInsns().length == 0 ? -1 : m.xlatedInsns().length / 8));
+        }
         return new SourceLines(all);
     }
 
@@ -81,13 +89,19 @@ public final class SourceLines {
      * HEADER_BPF_BTF matched by btf_id): what {@code perf record} leaves when there is no archive.
      */
     public static SourceLines ofPerf(List<Feature.BpfProgInfo> programs, List<Feature.BpfBtf> btfs) {
-        List<BpfMetadata> all = new ArrayList<>(programs.size());
-        for (Feature.BpfProgInfo p : programs) all.add(metadataOf(p, btfs));
-        return of(all);
+        List<Line> all = new ArrayList<>();
+        for (Feature.BpfProgInfo p : programs) {
+            // perf keeps no translated instructions, but the info still says how long they are.
+            ByteBuffer info = p.info().order(ByteOrder.LITTLE_ENDIAN);
+            int xlatedLen = info.limit() >= INFO_XLATED_PROG_LEN + 4 ? info.getInt(INFO_XLATED_PROG_LEN) : 0;
+            all.addAll(linesOf(metadataOf(p, btfs), xlatedLen <= 0 ? -1 : xlatedLen / 8));
+        }
+        return new SourceLines(all);
     }
 
     // struct bpf_prog_info fields perf's BpfProgInfo does not name.
-    private static final int INFO_BTF_ID = 128, INFO_LINE_INFO_REC_SIZE = 172, INFO_JITED_LINE_INFO_REC_SIZE = 176;
+    private static final int INFO_XLATED_PROG_LEN = 20, INFO_BTF_ID = 128, INFO_LINE_INFO_REC_SIZE = 172,
+            INFO_JITED_LINE_INFO_REC_SIZE = 176;
 
     /** A perf-recorded program as the archive's metadata (the fields line lookup needs). */
     static BpfMetadata metadataOf(Feature.BpfProgInfo p, List<Feature.BpfBtf> btfs) {
@@ -129,16 +143,7 @@ public final class SourceLines {
 
     /** Index into {@link #lines()} of the line holding {@code address}, or -1. No allocation. */
     public int indexAt(long address) {
-        int lo = 0, hi = starts.length - 1, found = -1;
-        while (lo <= hi) { // last start <= address (unsigned: kernel addresses are negative as longs)
-            int mid = (lo + hi) >>> 1;
-            if (Long.compareUnsigned(starts[mid], address) <= 0) {
-                found = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        int found = SortedAddresses.lastAtOrBelow(starts, address);
         if (found < 0 || Long.compareUnsigned(address, lines[found].end) >= 0) return -1;
         return found;
     }
@@ -180,7 +185,8 @@ public final class SourceLines {
                 Line l = lines.get(i);
                 out.add(new Json().field("type", "source").field("program", l.program())
                         .field("function", l.function()).address("address", l.address())
-                        .address("end", l.end()).field("insn", l.insn()).field("file", l.file())
+                        .address("end", l.end()).field("insn", l.insn()).field("insn_end", l.insnEnd())
+                        .field("file", l.file())
                         .field("line", l.line()).field("column", l.column()).field("text", l.text())
                         .field("insns", insns[i]).field("invocations", invocations[i]).toString());
             }
@@ -218,7 +224,7 @@ public final class SourceLines {
      * records with addresses inside that function, so a record belongs to the function whose range holds its
      * address; its range ends at the next record of the same function (or at the function's end).
      */
-    static List<Line> linesOf(BpfMetadata m) {
+    static List<Line> linesOf(BpfMetadata m, int programInsns) {
         int rec = m.lineInfoRecSize(), jrec = m.jitedLineInfoRecSize();
         byte[] li = m.lineInfo(), jli = m.jitedLineInfo(), btf = m.btf();
         long[] ksyms = m.jitedKsyms();
@@ -235,6 +241,11 @@ public final class SourceLines {
         Strings strings = Strings.of(btf, where);
         ByteBuffer l = ByteBuffer.wrap(li).order(ByteOrder.LITTLE_ENDIAN);
         ByteBuffer j = ByteBuffer.wrap(jli).order(ByteOrder.LITTLE_ENDIAN);
+        // Each record's instructions run to the next record's (subprograms are contiguous and each starts with one).
+        int[] starts = new int[n];
+        for (int i = 0; i < n; i++) starts[i] = l.getInt(i * rec);
+        int[] sortedStarts = starts.clone();
+        Arrays.sort(sortedStarts);
         Map<Integer, List<Line>> byFunction = new LinkedHashMap<>();
         for (int i = 0; i < n; i++) {
             long address = j.getLong(i * jrec);
@@ -242,18 +253,22 @@ public final class SourceLines {
             if (f < 0) continue; // not in any JITed function: the kernel left it unset
             int insn = l.getInt(i * rec), fileOff = l.getInt(i * rec + 4), lineOff = l.getInt(i * rec + 8);
             int lineCol = l.getInt(i * rec + 12);
-            Line line = new Line(address, 0, m.name(), f, insn, strings.at(fileOff), lineCol >>> COLUMN_BITS,
+            int next = Arrays.binarySearch(sortedStarts, insn + 1);
+            next = next >= 0 ? next : -next - 1;
+            int insnEnd = next < n ? sortedStarts[next] : programInsns;
+            Line line = new Line(address, 0, m.name(), f, insn, insnEnd, strings.at(fileOff), lineCol >>> COLUMN_BITS,
                     lineCol & ((1 << COLUMN_BITS) - 1), strings.at(lineOff));
             byFunction.computeIfAbsent(f, k -> new ArrayList<>()).add(line);
         }
         List<Line> out = new ArrayList<>();
         byFunction.forEach((f, ls) -> {
-            ls.sort(Comparator.comparingLong(Line::address).thenComparingInt(Line::insn));
+            ls.sort(BY_ADDRESS);
             long functionEnd = ksyms[f] + Integer.toUnsignedLong(lens[f]);
             for (int i = 0; i < ls.size(); i++) {
                 Line x = ls.get(i);
                 long end = i + 1 < ls.size() ? ls.get(i + 1).address : functionEnd;
-                out.add(new Line(x.address, end, x.program, x.function, x.insn, x.file, x.line, x.column, x.text));
+                out.add(new Line(x.address, end, x.program, x.function, x.insn, x.insnEnd, x.file, x.line, x.column,
+                        x.text));
             }
         });
         // Records sharing one address: the last one is the line whose code is there (the earlier ones emitted none).

@@ -10,6 +10,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import ptfence.cli.JsonReader;
 import ptfence.image.Section;
+import ptfence.region.BpfMetadata;
 
 /**
  * The summary over a function laid out by hand in x86 bytes, run by hand-built invocations; every expected number
@@ -208,6 +209,29 @@ class FuncSummaryTest {
         assertTrue(text.contains("6 of 7 basic blocks") && text.contains("27 of 30 bytes")
                 && text.contains("bpf_map_lookup_elem")
                 && text.contains("never run:\n  0x" + Long.toHexString(SUB) + "-0x" + Long.toHexString(SUB + 3)), text);
+    }
+
+    @Test
+    void textNamesTheSourceLinesOfBranchesAndNeverRunBlocks() {
+        // Line records over the hand-laid code: line 5 from 0x00, line 6 from 0x12 (the jg's block), line 9 for sub.
+        BpfMetadata m = SourceLinesTest.program("x", new long[] {B, SUB}, new int[] {0x1b, 3},
+                List.of("x.c", "if (a)", "if (a > 10)", "return 0;"), new long[][] {
+                        {0, 0, 1, 5, 1, B}, {6, 0, 2, 6, 1, B + 0x12}, {12, 0, 3, 9, 1, SUB}});
+        String text = summary(3).text(SourceLines.of(m));
+        assertTrue(text.contains("0xffffffffc0000006 0xffffffffc000000f          1          3  x.c:5:1  if (a)"), text);
+        assertTrue(text.contains("0xffffffffc0000015 0xffffffffc0000019          1          3  x.c:6:1  if (a > 10)"),
+                text);
+        assertTrue(text.contains("3 bytes  x.c:9:1  return 0;"), text);
+        assertEquals(summary(3).text(), summary(3).text(null));
+    }
+
+    @Test
+    void theSameCodeGivenTwiceCountsOnce() {
+        FuncSummary s = FuncSummary.of("f", invocations(), List.of(Section.of("main", B, mainCode()),
+                Section.of("main again", B, mainCode()), Section.of("sub", SUB, SUB_CODE)), 5);
+        assertEquals(7, s.blocks().size());
+        assertEquals(30, s.bytesTotal());
+        assertEquals(2, s.branches().size());
     }
 
     @Test

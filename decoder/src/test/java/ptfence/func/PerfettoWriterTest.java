@@ -113,9 +113,11 @@ class PerfettoWriterTest {
         // first invocation: 10 own + 7 callee instructions, from 0
         assertEquals(List.of(0L, 17L), List.of(x.get(0).get("ts"), x.get(0).get("dur")));
         // helper_a after the call instruction at index 3: 0 + 3 + 1, 7 long
-        assertEquals(List.of("helper_a", 4L, 7L), List.of(x.get(1).get("name"), x.get(1).get("ts"), x.get(1).get("dur")));
+        assertEquals(List.of("helper_a", 4L, 7L),
+                List.of(x.get(1).get("name"), x.get(1).get("ts"), x.get(1).get("dur")));
         // helper_b: index 6 + 1 + the 7 instructions helper_a ran
-        assertEquals(List.of("helper_b", 14L, 0L), List.of(x.get(2).get("name"), x.get(2).get("ts"), x.get(2).get("dur")));
+        assertEquals(List.of("helper_b", 14L, 0L),
+                List.of(x.get(2).get("name"), x.get(2).get("ts"), x.get(2).get("dur")));
         // second invocation right after the first
         assertEquals(List.of(17L, 4L), List.of(x.get(3).get("ts"), x.get(3).get("dur")));
     }
@@ -127,6 +129,20 @@ class PerfettoWriterTest {
                 .filter(e -> "X".equals(e.get("ph"))).toList();
         assertEquals(1, x.size());
         assertEquals(1L, ((Map<?, ?>) x.get(0).get("args")).get("untimed_calls"));
+    }
+
+    @Test
+    void inATimedTraceAnInvocationWithoutTimesIsLeftOutAndCounted() {
+        List<Invocation> in = new ArrayList<>(timed());
+        in.add(inv(0, -1, -1, 9, List.of()));
+        String json = PerfettoWriter.toJson("f", in);
+        Map<?, ?> other = (Map<?, ?>) JsonReader.object(json).get("otherData");
+        assertEquals("perf-time", other.get("clock"));
+        assertEquals(4L, other.get("invocations"));
+        assertEquals(1L, other.get("untimed_invocations"));
+        long drawn = events(json).stream().filter(e -> "X".equals(e.get("ph"))
+                && "bpf_prog_0123456789abcdef_handler".equals(e.get("name"))).count();
+        assertEquals(3, drawn);
     }
 
     @Test

@@ -75,13 +75,16 @@ class SourceLinesTest {
             }
         }
         SourceLines.Line l12 = s.at(F0 + 0x20).orElseThrow();
-        assertEquals(new SourceLines.Line(F0 + 0x10, F0 + 0x28, "twofunc", 0, 4, "prog.c", 12, 3, "\t\tx++;"), l12);
+        assertEquals(new SourceLines.Line(F0 + 0x10, F0 + 0x28, "twofunc", 0, 4, 5, "prog.c", 12, 3, "\t\tx++;"), l12);
         assertEquals("prog.c:12:3", l12.location());
         SourceLines.Line l20 = s.at(F1 + 1).orElseThrow();
         assertEquals(1, l20.function());
         assertEquals("static int helper(int y)", l20.text());
         assertEquals("prog.c:20", l20.location());
         assertEquals(5, s.lines().size(), "line 11 shares its address with line 12 and covers nothing");
+        // Instruction ranges: each record's run to the next record's; the last has no end without xlated code.
+        assertEquals(List.of("0-2", "4-5", "5-8", "8-10", "10--1"), s.lines().stream()
+                .map(l -> l.insn() + "-" + l.insnEnd()).toList());
     }
 
     @Test
