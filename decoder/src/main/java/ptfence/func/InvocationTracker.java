@@ -52,6 +52,10 @@ public final class InvocationTracker implements FlowSink {
     private int prevInsideSize;
     private long expectReturn = -1;
     private long outsideCount;
+    private long jumpTarget = -1;
+    private long[] retStack = new long[16];
+    private int retDepth;
+    private boolean startedInBpf;
     private long exitTime;
 
     /**
@@ -110,7 +114,7 @@ public final class InvocationTracker implements FlowSink {
                     stepInside(ip, t);
                     append(ip, size, cls, t);
                 } else {
-                    leave(ip, t);
+                    leave(ip, size, cls, t);
                 }
             }
             case CALLED_OUT -> {
@@ -128,17 +132,12 @@ public final class InvocationTracker implements FlowSink {
                 }
             }
             case LEFT_BY_JUMP -> {
-                CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
-                boolean entry = p != null && p.functions().get(0).address() == ip;
-                if (p != null && !entry && ip != expectReturn) {
-                    steps[n - 1] = Invocation.STEP_TAIL_CALL;
-                    if (!programs.contains(p.fullName())) {
-                        programs.add(p.fullName());
-                    }
+                if (continuesAt(ip, t)) {
                     state = State.INSIDE;
                     append(ip, size, cls, t);
-                } else if (++outsideCount > TAIL_CALL_WINDOW || p != null || inTarget(ip, t)) {
-                    finish(Invocation.End.RETURN, exitTime);
+                } else if (++outsideCount > TAIL_CALL_WINDOW || code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t)
+                        != null || inTarget(ip, t)) {
+                    endAfterJump();
                     state = State.OUTSIDE;
                     insn(ip, size, cls, mode, speculative);
                     return;
@@ -151,13 +150,22 @@ public final class InvocationTracker implements FlowSink {
         havePrev = true;
     }
 
+    private void pushReturn(long address) {
+        if (retDepth == retStack.length) {
+            retStack = Arrays.copyOf(retStack, retDepth * 2);
+        }
+        retStack[retDepth++] = address;
+    }
+
     private void begin(long ip, long t) {
         n = 0;
+        retDepth = 0;
         calls.clear();
         programs.clear();
         outFrames.clear();
         CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
         function = p != null ? p.fullName() : nameOf(ip, t);
+        startedInBpf = p != null;
         programs.add(function);
         entryTime = t;
         Sideband.Task task = t == -1 ? null : sideband.taskAt(cpu, t);
@@ -194,8 +202,14 @@ public final class InvocationTracker implements FlowSink {
         boolean fallThrough = ip == prevInsideIp + prevInsideSize;
         byte step = switch (prevInsideCls) {
             case InsnClass.COND_JUMP -> fallThrough ? Invocation.STEP_NOT_TAKEN : Invocation.STEP_TAKEN;
-            case InsnClass.CALL, InsnClass.CALL_INDIRECT -> Invocation.STEP_CALL;
-            case InsnClass.RETURN, InsnClass.FAR_RETURN -> Invocation.STEP_RETURN;
+            case InsnClass.CALL, InsnClass.CALL_INDIRECT -> {
+                pushReturn(prevInsideIp + prevInsideSize);
+                yield Invocation.STEP_CALL;
+            }
+            case InsnClass.RETURN, InsnClass.FAR_RETURN -> {
+                retDepth = Math.max(0, retDepth - 1);
+                yield Invocation.STEP_RETURN;
+            }
             case InsnClass.JUMP, InsnClass.JUMP_INDIRECT, InsnClass.FAR_JUMP -> jumpStep(ip, t);
             default -> Invocation.STEP_PLAIN;
         };
@@ -216,7 +230,7 @@ public final class InvocationTracker implements FlowSink {
     }
 
     /** The flow left the followed code at {@code ip}. */
-    private void leave(long ip, long t) {
+    private void leave(long ip, int size, int cls, long t) {
         switch (prevInsideCls) {
             case InsnClass.CALL, InsnClass.CALL_INDIRECT -> {
                 steps[n - 1] = Invocation.STEP_CALL_OUT;
@@ -236,29 +250,64 @@ public final class InvocationTracker implements FlowSink {
             default -> {
                 steps[n - 1] = prevInsideCls == InsnClass.COND_JUMP ? (ip == prevInsideIp + prevInsideSize
                         ? Invocation.STEP_NOT_TAKEN : Invocation.STEP_TAKEN) : Invocation.STEP_JUMP;
-                leftByJump(ip, t);
+                if (leftByJump(ip, t)) {
+                    append(ip, size, cls, t);
+                }
             }
         }
     }
 
-    private void leftByJump(long ip, long t) {
+    /**
+     * The flow left by a jump to {@code ip} (-1: unknown, tracing stopped). Returns true if it went on in code this
+     * invocation follows (a return through a thunk, a tail call), false if that is still open.
+     */
+    private boolean leftByJump(long ip, long t) {
         state = State.LEFT_BY_JUMP;
         exitTime = lastTime;
         outsideCount = 0;
-        if (ip != -1) {
-            // the jump's target decides at once when it is a program
-            CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
-            if (p != null && p.functions().get(0).address() != ip && ip != expectReturn) {
-                steps[n - 1] = Invocation.STEP_TAIL_CALL;
-                if (!programs.contains(p.fullName())) {
-                    programs.add(p.fullName());
-                }
-                state = State.INSIDE;
-                append(ip, 0, InsnClass.OTHER, t);
-            } else {
-                outsideCount = 1;
-            }
+        jumpTarget = ip;
+        if (ip != -1 && continuesAt(ip, t)) {
+            state = State.INSIDE;
+            return true;
         }
+        outsideCount = ip == -1 ? 0 : 1;
+        return false;
+    }
+
+    /**
+     * After a jump out, the flow is at {@code ip}: back at a followed call's return address (the jump was a return
+     * through a return thunk, as retbleed/SRSO-mitigated kernels JIT every return), or in another program past its
+     * entry (a tail call, direct or through a retpoline thunk). Marks the jump and returns true for either.
+     */
+    private boolean continuesAt(long ip, long t) {
+        if (retDepth > 0 && ip == retStack[retDepth - 1]) {
+            retDepth--;
+            steps[n - 1] = Invocation.STEP_RETURN;
+            return true;
+        }
+        CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
+        if (p != null && p.functions().get(0).address() != ip && ip != expectReturn) {
+            steps[n - 1] = Invocation.STEP_TAIL_CALL;
+            if (!programs.contains(p.fullName())) {
+                programs.add(p.fullName());
+            }
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * The invocation ended with the jump it left by: a jump out of a BPF program that lands in no program is its
+     * return through the return thunk (the JIT leaves a function no other way); elsewhere only a jump to a return
+     * thunk is.
+     */
+    private void endAfterJump() {
+        String target = jumpTarget == -1 ? null : code.describe(jumpTarget, exitTime);
+        boolean thunk = target != null && target.contains("return_thunk");
+        if (thunk || (target == null || !target.startsWith("__x86_indirect")) && startedInBpf) {
+            steps[n - 1] = Invocation.STEP_RETURN;
+        }
+        finish(Invocation.End.RETURN, exitTime);
     }
 
     private void callOut(long from, long targetIp, long ret, long t) {
@@ -308,6 +357,7 @@ public final class InvocationTracker implements FlowSink {
                     if (ev.type == Event.DISABLED && isJump(prevInsideCls)) {
                         steps[n - 1] = Invocation.STEP_JUMP;
                         leftByJump(-1, t);
+                        jumpTarget = ev.ipSuppressed ? -1 : ev.ip;
                         outsideCount = 1;
                     } else if (isCall(prevInsideCls) && ev.type == Event.DISABLED) {
                         steps[n - 1] = Invocation.STEP_CALL_OUT;
@@ -354,7 +404,7 @@ public final class InvocationTracker implements FlowSink {
 
     private void endWith(Invocation.End end, long t) {
         if (state == State.LEFT_BY_JUMP) {
-            finish(Invocation.End.RETURN, exitTime);
+            endAfterJump();
         } else if (state != State.OUTSIDE) {
             finish(end, t);
         }

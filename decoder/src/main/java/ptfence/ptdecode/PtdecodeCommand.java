@@ -150,7 +150,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
             if (summary) {
                 ptfence.func.FuncSummary s = ptfence.func.FuncSummary.of(target.name(), found, codeOf(rd, target,
                         found), 10);
-                out.append(jsonl ? s.json() + "\n" : s.text());
+                ptfence.func.SourceLines lines = jsonl ? null : rd.sourceLines(target);
+                out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
                 return Tool.EXIT_OK;
             }
             if (source) {

@@ -293,12 +293,21 @@ public final class CodeMap {
                     int pid = fixedPid;
                     long from = Long.MIN_VALUE;
                     long to = Long.MAX_VALUE;
-                    if (pid < 0) {
+                    if (pid < 0 && time != ANY_TIME) {
                         Sideband.Task t = sideband.taskAt(cpu, clock.toPerf(time));
                         pid = t == null ? -1 : t.pid();
                     }
                     TimedSections u = user.get(pid);
                     s = u == null ? null : u.section(addr, time);
+                    if (s == null && time == ANY_TIME) {
+                        // a trace without timing cannot tell which task ran: any process that mapped the address
+                        for (TimedSections any : user.values()) {
+                            s = any.section(addr, time);
+                            if (s != null) {
+                                return Image.Piece.of(s, s.address(), s.end(), Long.MIN_VALUE, Long.MAX_VALUE);
+                            }
+                        }
+                    }
                     if (s != null) {
                         // another task may run this address with other code: ask again after the next switch
                         Sideband.Task next = sideband.taskAfter(cpu, clock.toPerf(time));
