@@ -13,9 +13,31 @@ public final class FuncPrinter {
     private final X86Decoder dec = new X86Decoder();
     private final byte[] buf = new byte[15];
 
+    private java.util.function.LongFunction<String> names = a -> null;
+
     public FuncPrinter(PrintWriter out, boolean jsonl) {
         this.out = out;
         this.jsonl = jsonl;
+    }
+
+    /** Names branch and call targets in the text view ("jmp 0x… <__x86_indirect_thunk_rcx>"). */
+    public FuncPrinter names(java.util.function.LongFunction<String> names) {
+        this.names = names;
+        return this;
+    }
+
+    private String withTarget(String text, long ip, long[] path) {
+        int at = text.lastIndexOf(" 0x");
+        if (at < 0 || text.indexOf(' ') != at || !(text.startsWith("j") || text.startsWith("call"))) {
+            return text;
+        }
+        try {
+            long target = Long.parseUnsignedLong(text.substring(at + 3), 16);
+            String name = names.apply(target);
+            return name == null ? text : text + " <" + name + ">";
+        } catch (NumberFormatException e) {
+            return text;
+        }
     }
 
     public void header(String recording, FunctionNames.Target target) {
@@ -88,16 +110,20 @@ public final class FuncPrinter {
         for (int i = 0; i < p.length; i++) {
             int n = code.read(p[i], decoderTime, buf, 0, buf.length);
             String text = n == 0 ? "(no code)" : dec.text(buf, 0, n, ptfence.insn.ExecMode.BITS64, p[i]);
+            text = text == null ? null : withTarget(text, p[i], p);
             String note = switch (s[i]) {
                 case Invocation.STEP_TAKEN -> "taken";
                 case Invocation.STEP_NOT_TAKEN -> "not taken";
-                case Invocation.STEP_TAIL_CALL -> "tail call";
+                case Invocation.STEP_TAIL_CALL -> i + 1 < p.length && names.apply(p[i + 1]) != null
+                        ? "tail call -> " + names.apply(p[i + 1]) : "tail call";
+                case Invocation.STEP_RETURN -> text != null && text.startsWith("jmp") ? "return (thunk)" : "";
                 default -> "";
             };
             while (call < inv.calls().size() && inv.calls().get(call).index() == i) {
                 Invocation.Call c = inv.calls().get(call++);
-                note = (note.isEmpty() ? "" : note + "; ") + "-> " + c.name() + " " + duration(c.duration())
-                        + (c.insns() > 0 ? " " + c.insns() + " insns" : "");
+                note = (note.isEmpty() ? "" : note + "; ") + (text != null && text.contains("<" + c.name() + ">")
+                        ? "" : c.name() + " ") + "returned after " + duration(c.duration())
+                        + (c.insns() > 0 ? ", " + c.insns() + " insns traced" : "");
             }
             out.append(String.format("  %016x  %-40s %s%n", p[i], text == null ? "(bad)" : text, note).stripTrailing())
                     .append('\n');

@@ -170,6 +170,14 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 return Tool.EXIT_OK;
             }
             for (Invocation inv : found) {
+                p.names(a -> {
+                    for (var f : target.functions()) {
+                        if (f.covers(a, inv.entryTime() >= 0 ? inv.entryTime() : f.from())) {
+                            return null; // inside the function: the address says it all
+                        }
+                    }
+                    return rd.code.describe(a, inv.entryTime());
+                });
                 long t = inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
                         : ptfence.image.CodeSpace.ANY_TIME;
                 p.invocation(inv, rd.code.forCpu(inv.cpu(), -1), t);

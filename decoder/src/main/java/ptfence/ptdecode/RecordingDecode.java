@@ -69,6 +69,7 @@ final class RecordingDecode {
     FlowConfig config;
     List<CpuTrace> traces = new ArrayList<>();
     String recordingUsed;
+    private String recordingBoot;
 
     RecordingDecode(Request req, PrintStream err) {
         this.req = req;
@@ -207,6 +208,7 @@ final class RecordingDecode {
                 String boot;
                 if (chosen != null) {
                     boot = chosen.bootId();
+                    recordingBoot = boot;
                     recordingUsed = chosen.id();
                 } else if (req.archiveGiven() || System.getenv(ArchiveLocation.ENV) != null) {
                     // no capture of ours registered this perf.data: code this boot archived may still be what ran
@@ -291,6 +293,10 @@ final class RecordingDecode {
         }
         if (req.kallsyms() != null) {
             code.addKallsyms(req.kallsyms());
+        } else if (recordingBoot != null && recordingBoot.equals(currentBoot())
+                && Files.isReadable(Path.of("/proc/kallsyms"))) {
+            // recorded on this boot: the running kernel's symbols are the recording's (helpers, kfuncs by name)
+            code.addKallsyms(Path.of("/proc/kallsyms"));
         }
     }
 

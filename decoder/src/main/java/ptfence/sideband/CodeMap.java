@@ -382,11 +382,8 @@ public final class CodeMap {
      * region holding it, else null.
      */
     public String describe(long addr, long time) {
-        String s = symbols.describe(addr);
-        if (s != null) {
-            return s;
-        }
         long t = time < 0 ? CodeSpace.ANY_TIME : time;
+        // dynamic text first: a kallsyms copy names an unloaded program's address after its neighbour
         Program p = programAt(addr, t);
         if (p != null) {
             for (Function f : p.functions()) {
@@ -398,6 +395,10 @@ public final class CodeMap {
         Sideband.KernelSymbol k = symbolAt(addr, time < 0 ? Long.MAX_VALUE - 1 : time);
         if (k != null) {
             return offset(k.name(), addr - k.address());
+        }
+        String s = symbols.describe(addr);
+        if (s != null) {
+            return s;
         }
         Section sec = section(addr, time < 0 ? Long.MIN_VALUE : time);
         return sec == null ? null : offset(sec.name(), addr - sec.address());
