@@ -242,7 +242,7 @@ public final class FlowCommand implements Callable<Integer> {
             FlowSink sink = sinks.apply(out);
             SidebandSink withSideband = null;
             if (session != null) {
-                withSideband = new SidebandSink(sink, session, out);
+                withSideband = new SidebandSink(sink, session, out, format.equals("jsonl"));
                 withSideband.start();
                 sink = withSideband;
             }

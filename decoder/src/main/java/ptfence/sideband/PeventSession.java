@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -108,6 +109,10 @@ public final class PeventSession implements CodeSpace {
     private final Image kernel = new Image();
     private final Map<Long, Context> contexts = new HashMap<>();
     private final Map<Path, byte[]> files = new HashMap<>();
+    /** Every process mapping the same file range at the same address shares one section (libipt's iscache). */
+    private final Map<Mapping, Section> sections = new HashMap<>();
+
+    private record Mapping(Path file, long offset, long size, long vaddr) {}
     private final List<Feed> waiting = new ArrayList<>();
     /** Channels with a record still to apply, ordered by that record's time. */
     private final List<Feed> active = new ArrayList<>();
@@ -362,8 +367,9 @@ public final class PeventSession implements CodeSpace {
             return;
         }
         long n = Long.compareUnsigned(size, bytes.length - offset) > 0 ? bytes.length - offset : size;
-        byte[] code = java.util.Arrays.copyOfRange(bytes, (int) offset, (int) (offset + n));
-        ctx.image.add(Section.of(path.getFileName().toString(), vaddr, code));
+        Section section = sections.computeIfAbsent(new Mapping(path, offset, n, vaddr), m -> Section.of(
+                path.getFileName().toString(), vaddr, Arrays.copyOfRange(bytes, (int) offset, (int) (offset + n))));
+        ctx.image.add(section);
         changed |= ctx.image == current;
     }
 

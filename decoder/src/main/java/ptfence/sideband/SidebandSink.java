@@ -18,22 +18,52 @@ public final class SidebandSink implements FlowSink {
     private final TextSink text;
     private Runnable codeChanged = () -> { };
 
-    public SidebandSink(FlowSink next, PeventSession session, PrintWriter out) {
+    /**
+     * @param json write each sideband line as a JSON object {@code {"type":"sideband","text":...}} (jsonl format)
+     *             instead of as it is
+     */
+    public SidebandSink(FlowSink next, PeventSession session, PrintWriter out, boolean json) {
         this.next = next;
         this.session = session;
-        this.text = new TextSink(new OutputStream() {
-            @Override
-            public void write(int b) {
-                out.write(b & 0xff);
-            }
+        this.text = new TextSink(new Lines(out, json), 4096);
+    }
 
-            @Override
-            public void write(byte[] b, int off, int len) {
-                for (int i = 0; i < len; i++) {
-                    out.write(b[off + i] & 0xff);
-                }
+    /** Passes the session's text on line by line (sideband output is rare: a few lines per record). */
+    private static final class Lines extends OutputStream {
+        private final PrintWriter out;
+        private final boolean json;
+        private final StringBuilder line = new StringBuilder();
+
+        Lines(PrintWriter out, boolean json) {
+            this.out = out;
+            this.json = json;
+        }
+
+        @Override
+        public void write(int b) {
+            char c = (char) (b & 0xff);
+            if (c != '\n') {
+                line.append(c);
+                return;
             }
-        }, 4096);
+            if (json) {
+                out.append("{\"type\":\"sideband\",\"text\":\"");
+                for (int i = 0; i < line.length(); i++) {
+                    char x = line.charAt(i);
+                    if (x == '"' || x == '\\') {
+                        out.append('\\').append(x);
+                    } else if (x < 0x20 || x > 0x7e) {
+                        out.append(String.format("\\u%04x", (int) x));
+                    } else {
+                        out.append(x);
+                    }
+                }
+                out.append("\"}\n");
+            } else {
+                out.append(line).append('\n');
+            }
+            line.setLength(0);
+        }
     }
 
     /** What to run when the session's code changed (the decoder is made after its sink). */

@@ -146,4 +146,17 @@ class PeventSessionTest {
         assertEquals(List.of("0000000000001000", "0000000000001001"), got.subList(2, 4));
         assertTrue(got.get(4).endsWith("error: no memory mapped at this address]"), got.get(4));
     }
+
+    @Test
+    void jsonlCarriesSidebandLinesAsObjects() throws IOException {
+        Path dir = Path.of(caseDir().getParent().toString(), "pevent-tip_pgd-switch-tsc-tip_pge");
+        String sb = "pevent-tip_pgd-switch-tsc-tip_pge-pevent-primary,sample-type=0x6,time-zero=0x0,time-shift=0x0,time-mult=0x1.sb";
+        List<String> got = lines(flow(dir, "--format=jsonl", "--raw", "pevent-tip_pgd-switch-tsc-tip_pge.bin:0x1000",
+                "--sb:compact", "--sb:offset", "--sb:switch", "--pt", "pevent-tip_pgd-switch-tsc-tip_pge.pt",
+                "--pevent:sample-type", "0x6", "--pevent:primary", sb));
+        assertTrue(got.stream().allMatch(l -> l.startsWith("{\"") && l.endsWith("}")), String.join("\n", got));
+        assertTrue(got.contains("{\"type\":\"sideband\",\"text\":\"[context: pid-2]\"}"), String.join("\n", got));
+        assertTrue(got.stream().anyMatch(l -> l.contains("\"ip\":\"0x2000\"") || l.contains("\"ip\":\"2000\"")),
+                String.join("\n", got));
+    }
 }
