@@ -111,7 +111,7 @@ public final class FlowCommand implements Callable<Integer> {
     boolean statInsn;
     @Option(names = "--stat:blocks", description = "Print the block count.")
     boolean statBlocks;
-    @Option(names = "--time", description = "Print the trace time (TSC estimate of the last event) before each instruction.")
+    @Option(names = "--time", description = "ptxed format: print the trace time (TSC estimate of the last event) before each instruction.")
     boolean time;
     @Option(names = "--event:time", description = "Print the TSC of events.")
     boolean eventTime;
