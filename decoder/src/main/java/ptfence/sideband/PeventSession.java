@@ -74,6 +74,8 @@ public final class PeventSession implements CodeSpace {
 
     private static final String BAD_CONFIG = "bad configuration";
 
+    private record Mapping(Path file, long offset, long size, long vaddr) {}
+
     /** A process: its image and the ABI of the first ELF mapped into it (picks the vdso). */
     private static final class Context {
         final long pid;
@@ -111,12 +113,10 @@ public final class PeventSession implements CodeSpace {
     private final Map<Path, byte[]> files = new HashMap<>();
     /** Every process mapping the same file range at the same address shares one section (libipt's iscache). */
     private final Map<Mapping, Section> sections = new HashMap<>();
-
-    private record Mapping(Path file, long offset, long size, long vaddr) {}
     private final List<Feed> waiting = new ArrayList<>();
-    /** Channels with a record still to apply, ordered by that record's time. */
+    /** Files with a record still to apply, ordered by that record's time. */
     private final List<Feed> active = new ArrayList<>();
-    /** Channels at their end that may still have a switch to place. */
+    /** Files at their end that may still have a switch to place. */
     private final List<Feed> retired = new ArrayList<>();
     private Image current;
     private boolean changed;
@@ -151,30 +151,30 @@ public final class PeventSession implements CodeSpace {
     public void start(TextSink to) {
         out = to;
         while (!waiting.isEmpty()) {
-            Feed c = waiting.remove(0);
-            if (fetch(c) == READ) {
-                insert(c);
+            Feed f = waiting.remove(0);
+            if (fetch(f) == READ) {
+                insert(f);
             }
         }
     }
 
     /**
      * The decoder met {@code ev} (printed already): prints and applies the records it reached, then lets every
-     * channel place a waiting process switch. Returns true if the code the space shows may have changed.
+     * file place a waiting process switch. Returns true if the code the space shows may have changed.
      */
     public boolean onEvent(Event ev, TextSink to) {
         out = to;
         changed = false;
         long tsc = ev.tsc;
         while (!active.isEmpty() && Long.compareUnsigned(tsc, active.get(0).stream.tsc) >= 0) {
-            Feed c = active.remove(0);
+            Feed f = active.remove(0);
             if (flags != 0) {
-                c.stream.print(out, flags);
+                f.stream.print(out, flags);
             }
-            apply(c, ev);
-            switch (fetch(c)) {
-                case READ -> insert(c);
-                case END -> retired.add(c);
+            apply(f, ev);
+            switch (fetch(f)) {
+                case READ -> insert(f);
+                case END -> retired.add(f);
                 default -> { }
             }
         }
@@ -188,35 +188,35 @@ public final class PeventSession implements CodeSpace {
         return current.find(addr, time);
     }
 
-    // ------------------------------------------------------------------ channels
+    // ------------------------------------------------------------------ feeds
 
     private static final int READ = 0;
     private static final int END = 1;
     private static final int FAILED = 2;
 
-    /** Reads the next record: READ, END (nothing pending any more) or FAILED (printed; the channel is dropped). */
-    private int fetch(Feed c) {
-        String err = c.stream.advance();
-        c.pending = err == null;
+    /** Reads the next record: READ, END (nothing pending any more) or FAILED (printed; the file is dropped). */
+    private int fetch(Feed f) {
+        String err = f.stream.advance();
+        f.pending = err == null;
         if (err == null) {
             return READ;
         }
         if (err == PeventStream.EOS) {
             return END;
         }
-        report(c, err, true);
+        report(f, err, true);
         return FAILED;
     }
 
-    private void insert(Feed c) {
+    private void insert(Feed f) {
         int k = 0;
-        while (k < active.size() && Long.compareUnsigned(c.stream.tsc, active.get(k).stream.tsc) > 0) {
+        while (k < active.size() && Long.compareUnsigned(f.stream.tsc, active.get(k).stream.tsc) > 0) {
             k++;
         }
-        active.add(k, c);
+        active.add(k, f);
     }
 
-    /** The second round: every channel sees the event (drops those with nothing left to do). */
+    /** The second round: every file sees the event (drops those with nothing left to do). */
     private void present(List<Feed> list, Event ev) {
         for (int i = 0; i < list.size(); ) {
             if (apply(list.get(i), ev)) {
@@ -227,20 +227,20 @@ public final class PeventSession implements CodeSpace {
         }
     }
 
-    /** libipt's pevent apply: the due record, else location tracking and a waiting switch. False: channel done. */
-    private boolean apply(Feed c, Event ev) {
-        PeventStream s = c.stream;
-        if (c.pending && (!s.hasTime || Long.compareUnsigned(s.tsc, ev.tsc) <= 0)) {
-            applyRecord(c);
+    /** libipt's pevent apply: the due record, else location tracking and a waiting switch. False: the file is done. */
+    private boolean apply(Feed f, Event ev) {
+        PeventStream s = f.stream;
+        if (f.pending && (!s.hasTime || Long.compareUnsigned(s.tsc, ev.tsc) <= 0)) {
+            applyRecord(f);
             return true;
         }
-        int oldLocation = c.location;
-        c.location = location(c, ev);
-        if (c.nextContext == null) {
-            return c.pending;
+        int oldLocation = f.location;
+        f.location = location(f, ev);
+        if (f.nextContext == null) {
+            return f.pending;
         }
-        if (inKernelOrUnknown(oldLocation) || inKernelOrUnknown(c.location)) {
-            switchContexts(c);
+        if (inKernelOrUnknown(oldLocation) || inKernelOrUnknown(f.location)) {
+            switchContexts(f);
         }
         return true;
     }
@@ -249,19 +249,19 @@ public final class PeventSession implements CodeSpace {
         return loc == LOC_KERNEL || loc == LOC_LIKELY_KERNEL || loc == LOC_UNKNOWN;
     }
 
-    private void applyRecord(Feed c) {
-        PeventStream s = c.stream;
-        boolean primary = c.channel.primary();
+    private void applyRecord(Feed f) {
+        PeventStream s = f.stream;
+        boolean primary = f.channel.primary();
         switch (s.type) {
             case PERF_RECORD_ITRACE_START -> {
                 if (primary) {
-                    prepareSwitch(c, context(s.u32(0)));
-                    if (c.nextContext != null) {
-                        switchContexts(c); // tracing just started: no need to wait for the kernel
+                    prepareSwitch(f, context(s.u32(0)));
+                    if (f.nextContext != null) {
+                        switchContexts(f); // tracing just started: no need to wait for the kernel
                     }
                 }
             }
-            case PERF_RECORD_FORK -> fork(c);
+            case PERF_RECORD_FORK -> fork(f);
             case PERF_RECORD_COMM -> {
                 if ((s.misc & PeventStream.MISC_COMM_EXEC) != 0) {
                     long pid = s.u32(0);
@@ -269,16 +269,16 @@ public final class PeventSession implements CodeSpace {
                     contexts.remove(pid);
                     Context fresh = context(pid);
                     if (primary) {
-                        prepareSwitch(c, fresh);
+                        prepareSwitch(f, fresh);
                     }
                 }
             }
             case PERF_RECORD_SWITCH -> {
                 if (primary && (s.misc & PeventStream.MISC_SWITCH_OUT) == 0) {
                     if (!s.hasTid) {
-                        report(c, BAD_CONFIG, true);
+                        report(f, BAD_CONFIG, true);
                     } else {
-                        prepareSwitch(c, context(s.pid));
+                        prepareSwitch(f, context(s.pid));
                     }
                 }
             }
@@ -286,38 +286,38 @@ public final class PeventSession implements CodeSpace {
                 if (primary) {
                     if ((s.misc & PeventStream.MISC_SWITCH_OUT) == 0) {
                         if (s.hasTid) {
-                            prepareSwitch(c, context(s.pid));
+                            prepareSwitch(f, context(s.pid));
                         }
                     } else {
-                        prepareSwitch(c, context(s.u32(0)));
+                        prepareSwitch(f, context(s.u32(0)));
                     }
                 }
             }
             case PERF_RECORD_MMAP, PERF_RECORD_MMAP2 -> {
                 // Kernel mappings come from --pevent:kcore: the files on disk are not what runs.
                 if ((s.misc & MISC_CPUMODE_MASK) != MISC_KERNEL) {
-                    map(c, s.u32(0), s.text, s.u64(24), s.u64(16), s.u64(8));
+                    map(f, s.u32(0), s.text, s.u64(24), s.u64(16), s.u64(8));
                 }
             }
-            case PERF_RECORD_LOST -> report(c, "sideband lost", false);
+            case PERF_RECORD_LOST -> report(f, "sideband lost", false);
             case PERF_RECORD_AUX -> {
                 if (primary && (s.u64(16) & 1) != 0) {
-                    report(c, "trace lost", false);
+                    report(f, "trace lost", false);
                 }
             }
             default -> { }
         }
     }
 
-    private void fork(Feed c) {
-        PeventStream s = c.stream;
+    private void fork(Feed f) {
+        PeventStream s = f.stream;
         long pid = s.u32(0);
         long ppid = s.u32(4);
         if (pid == ppid) {
             return; // a new thread
         }
         if (pid != s.u32(8)) {
-            report(c, "internal error", true);
+            report(f, "internal error", true);
             return;
         }
         contexts.remove(pid);
@@ -329,41 +329,41 @@ public final class PeventSession implements CodeSpace {
         }
     }
 
-    private void map(Feed c, long pid, String name, long offset, long size, long vaddr) {
+    private void map(Feed f, long pid, String name, long offset, long size, long vaddr) {
         Context ctx = context(pid);
         String file = name;
         if (name.startsWith("[")) {
             if (!name.equals("[vdso]")) {
-                report(c, "image section lost", false);
+                report(f, "image section lost", false);
                 return;
             }
             file = switch (ctx.abi) {
-                case ABI_X64 -> c.channel.vdsoX64();
-                case ABI_X32 -> c.channel.vdsoX32();
-                case ABI_IA32 -> c.channel.vdsoIa32();
+                case ABI_X64 -> f.channel.vdsoX64();
+                case ABI_X32 -> f.channel.vdsoX32();
+                case ABI_IA32 -> f.channel.vdsoIa32();
                 default -> null;
             };
             if (file == null) {
-                report(c, BAD_CONFIG, true);
+                report(f, BAD_CONFIG, true);
                 return;
             }
         } else if (name.equals("//anon") || name.contains(" (deleted)")) {
-            report(c, "image section lost", false); // JIT code or a deleted file: decoding there will fail
+            report(f, "image section lost", false); // JIT code or a deleted file: decoding there will fail
             return;
-        } else if (c.channel.sysroot() != null) {
-            file = c.channel.sysroot() + name;
+        } else if (f.channel.sysroot() != null) {
+            file = f.channel.sysroot() + name;
         }
         Path path = dir.resolve(file);
         byte[] bytes = load(path);
         if (bytes == null) {
-            report(c, "bad file", true);
+            report(f, "bad file", true);
             return;
         }
         if (ctx.abi == ABI_UNKNOWN) {
             ctx.abi = abi(bytes);
         }
         if (Long.compareUnsigned(bytes.length, offset) <= 0) {
-            report(c, "invalid argument", true);
+            report(f, "invalid argument", true);
             return;
         }
         long n = Long.compareUnsigned(size, bytes.length - offset) > 0 ? bytes.length - offset : size;
@@ -411,32 +411,32 @@ public final class PeventSession implements CodeSpace {
         return c;
     }
 
-    private void prepareSwitch(Feed c, Context to) {
-        if (c.nextContext == to) {
+    private void prepareSwitch(Feed f, Context to) {
+        if (f.nextContext == to) {
             return;
         }
-        c.nextContext = null; // a newer switch replaces one that never found its place
-        if (c.context != to) {
-            c.nextContext = to;
+        f.nextContext = null; // a newer switch replaces one that never found its place
+        if (f.context != to) {
+            f.nextContext = to;
         }
     }
 
-    private void switchContexts(Feed c) {
-        Context to = c.nextContext;
+    private void switchContexts(Feed f) {
+        Context to = f.nextContext;
         if (showSwitch) {
             out.str("[context: pid-").hex(to.pid).str("]").nl();
         }
         current = to.image;
         changed = true;
-        c.context = to;
-        c.nextContext = null;
+        f.context = to;
+        f.nextContext = null;
     }
 
-    private int location(Feed c, Event ev) {
-        long ks = c.channel.kernelStart();
+    private int location(Feed f, Event ev) {
+        long ks = f.channel.kernelStart();
         return switch (ev.type) {
             case Event.ENABLED, Event.ASYNC_BRANCH -> fromIp(ev.ip, ks);
-            case Event.DISABLED -> ev.ipSuppressed ? fromSuppressed(c.location) : fromIp(ev.ip, ks);
+            case Event.DISABLED -> ev.ipSuppressed ? fromSuppressed(f.location) : fromIp(ev.ip, ks);
             case Event.ASYNC_DISABLED -> ev.ipSuppressed ? fromSuppressed(fromIp(ev.from, ks)) : fromIp(ev.ip, ks);
             case Event.ASYNC_PAGING -> ev.ipSuppressed ? LOC_LIKELY_KERNEL : fromIp(ev.ip, ks);
             case Event.PAGING -> LOC_LIKELY_KERNEL;
@@ -462,11 +462,11 @@ public final class PeventSession implements CodeSpace {
     }
 
     /** ptxed's sideband message: errors always, warnings with --sb:warn; at the current record's offset. */
-    private void report(Feed c, String what, boolean error) {
+    private void report(Feed f, String what, boolean error) {
         if (!error && !warnings) {
             return;
         }
-        out.ch('[').str(c.stream.name).ch(':').hex16(c.stream.current).str(" sideband ")
+        out.ch('[').str(f.stream.name).ch(':').hex16(f.stream.current).str(" sideband ")
                 .str(error ? "error: " : "warning: ").str(what).ch(']').nl();
     }
 }
