@@ -4,6 +4,7 @@ import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import ptfence.cli.Json;
 import ptfence.gc.GarbageCollector;
 import ptfence.gc.GcPolicy;
 import ptfence.gc.GcReport;

@@ -7,6 +7,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import ptfence.cli.Json;
 import ptfence.recording.Lease;
 import ptfence.recording.PinTarget;
 import ptfence.recording.Recording;

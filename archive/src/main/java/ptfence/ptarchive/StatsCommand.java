@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import ptfence.cli.Json;
 import ptfence.recording.Recordings;
 import ptfence.region.RegionIndex;
 import ptfence.region.RegionKind;

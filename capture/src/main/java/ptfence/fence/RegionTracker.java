@@ -12,12 +12,19 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.LongUnaryOperator;
 
 /**
  * Turns the fence's images into the archive's time-bounded {@link Region}s: an image seen at LOAD (or by the startup
  * scan, the user-space fence, a kernel read) opens a region at once — so a crash keeps it — and the FREE image of the
  * same function (same address and name) closes it at the free time. JIT space is reused within seconds, so regions
- * are keyed by (address, time), never by address alone. Times are CLOCK_MONOTONIC ns.
+ * are keyed by (address, time), never by address alone.
+ * <p>
+ * Times are the recording's perf time: the fence stamps its images with CLOCK_MONOTONIC, which a recording on
+ * perf's own clock (intel_pt) converts through {@code fenceTime}; KSYMBOL and TEXT_POKE times come straight from the
+ * perf records. Where the in-kernel FREE hook runs, a program's KSYMBOL unregister does not end its region: the code
+ * stays at its address (and can still run) until the FREE, an RCU grace period later; the unregister time is kept
+ * as the end only for a FREE that never comes ({@link #closeUnfreed}).
  */
 public final class RegionTracker implements TextSink {
     public static final Path BOOT_ID = Path.of("/proc/sys/kernel/random/boot_id");
@@ -38,17 +45,43 @@ public final class RegionTracker implements TextSink {
 
     private record Key(long address, String name) {}
 
-    private record Live(Region region, byte[] bytes) {}
+    /** A region still open; {@code awaitsFree}: the FREE hook will deliver its end. */
+    private record Live(Region region, byte[] bytes, boolean awaitsFree) {
+        Live withRegion(Region r) { return new Live(r, bytes, awaitsFree); }
+    }
 
     private final String bootId;
     private final RegionWriter writer;
     private final Map<Key, Live> live = new HashMap<>();
     /** Metadata that arrived before its image (the recorder can be faster than the fence's consumer). */
     private final Map<Key, BpfMetadata> early = new HashMap<>();
+    /** KSYMBOL unregister times of live regions whose FREE is awaited. */
+    private final Map<Key, Long> unregistered = new HashMap<>();
+    private final LongUnaryOperator fenceTime;
+    private volatile boolean freeHooked;
 
+    /** A tracker for a recording on CLOCK_MONOTONIC, the fence's own clock. */
     public RegionTracker(String bootId, RegionWriter writer) {
+        this(bootId, writer, LongUnaryOperator.identity());
+    }
+
+    /**
+     * @param fenceTime converts the fence's CLOCK_MONOTONIC stamps ({@link CapturedText#monotonicNs}) into the
+     *                  recording's perf time (identity for a recording on CLOCK_MONOTONIC)
+     */
+    public RegionTracker(String bootId, RegionWriter writer, LongUnaryOperator fenceTime) {
         this.bootId = bootId;
         this.writer = writer;
+        this.fenceTime = fenceTime;
+    }
+
+    /**
+     * Whether the in-kernel FREE hook runs (the fence is in-kernel): then program regions end at their FREE, and a
+     * KSYMBOL unregister only notes a fallback end.
+     */
+    @Override
+    public void freeHookActive(boolean active) {
+        this.freeHooked = active;
     }
 
     public static String currentBootId() throws IOException {
@@ -59,32 +92,39 @@ public final class RegionTracker implements TextSink {
     public synchronized void accept(CapturedText t) throws IOException {
         if (t.bytes().length == 0 || !t.complete()) return;
         Key key = new Key(t.address(), t.name());
+        long at = fenceTime.applyAsLong(t.monotonicNs());
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE -> {
                 Live open = live.remove(key);
+                unregistered.remove(key);
                 if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
-                    writer.closed(open.region().closedAt(t.monotonicNs()));
+                    writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
                 } else {
                     // Never seen live (predates the fence, or loaded where LOAD cannot see), or its bytes changed
                     // after load (tail-call pokes): the bytes at free are a version valid up to the free.
-                    if (open != null) writer.closed(open.region().closedAt(t.monotonicNs()));
+                    if (open != null) writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
                     long from = open != null ? open.region().validFrom() : 0;
-                    Region atFree = region(t, Math.min(from, t.monotonicNs()), t.monotonicNs());
+                    Region atFree = region(t, Math.min(from, at), at);
                     writer.opened(atFree, t.bytes());
                 }
             }
             default -> {
                 Live previous = live.get(key);
                 if (previous != null && Arrays.equals(previous.bytes(), t.bytes())) return; // seen by two sources
-                long from = t.hook() == Hook.SCAN ? 0 : t.monotonicNs();
-                if (previous != null) writer.closed(previous.region().closedAt(t.monotonicNs())); // new version
+                long from = t.hook() == Hook.SCAN ? 0 : at;
+                if (previous != null) { // a new version
+                    long end = Math.max(at, previous.region().validFrom());
+                    writer.closed(previous.region().closedAt(end));
+                    if (from != 0) from = end;
+                }
                 Region r = region(t, from, Region.OPEN);
                 BpfMetadata meta = early.remove(key);
                 if (meta != null && t.metadata() == null) {
                     r = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
                             r.name(), r.key(), meta);
                 }
-                live.put(key, new Live(r, t.bytes()));
+                boolean awaitsFree = freeHooked && (t.hook() == Hook.LOAD || t.hook() == Hook.SCAN);
+                live.put(key, new Live(r, t.bytes(), awaitsFree));
                 writer.opened(r, t.bytes());
             }
         }
@@ -107,38 +147,62 @@ public final class RegionTracker implements TextSink {
             Region r = l.region();
             Region richer = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
                     r.name(), r.key(), meta);
-            live.put(key, new Live(richer, l.bytes()));
+            live.put(key, l.withRegion(richer));
             writer.enriched(richer);
         }
     }
 
     /**
-     * A PERF_RECORD_KSYMBOL with the UNREGISTER flag: ends the live region of that symbol — the unload time where
-     * there is no FREE hook (user-space fence, out-of-line regions). False if none is live.
+     * A PERF_RECORD_KSYMBOL with the UNREGISTER flag at perf time {@code time}: ends the live region of that symbol
+     * where there is no FREE hook (user-space fence, out-of-line regions); where the FREE hook will deliver the end,
+     * notes the time for {@link #closeUnfreed}. False if no region of that symbol is live.
      */
-    public synchronized boolean ksymbolUnregistered(long address, String name, long monotonicNs) throws IOException {
-        Live open = live.remove(new Key(address, name));
+    public synchronized boolean ksymbolUnregistered(long address, String name, long time) throws IOException {
+        Key key = new Key(address, name);
+        Live open = live.get(key);
         if (open == null) return false;
-        writer.closed(open.region().closedAt(monotonicNs));
+        if (open.awaitsFree()) {
+            unregistered.put(key, time);
+            return true;
+        }
+        live.remove(key);
+        writer.closed(open.region().closedAt(Math.max(time, open.region().validFrom())));
         return true;
     }
 
     /**
-     * A PERF_RECORD_TEXT_POKE: the live region holding {@code [address, address + newBytes.length)} ends at
-     * {@code monotonicNs} and a new version with the poked bytes begins. False if no live region holds the range
-     * (the recorder then copies the region anew).
+     * Ends, at their KSYMBOL unregister, the regions whose FREE never came (the recording stopped within the grace
+     * period, or the FREE image was lost). Returns how many.
      */
-    public synchronized boolean textPoke(long address, byte[] newBytes, long monotonicNs) throws IOException {
+    public synchronized int closeUnfreed() throws IOException {
+        int n = 0;
+        for (var e : unregistered.entrySet()) {
+            Live open = live.remove(e.getKey());
+            if (open == null) continue;
+            writer.closed(open.region().closedAt(Math.max(e.getValue(), open.region().validFrom())));
+            n++;
+        }
+        unregistered.clear();
+        return n;
+    }
+
+    /**
+     * A PERF_RECORD_TEXT_POKE at perf time {@code time}: the live region holding
+     * {@code [address, address + newBytes.length)} ends then and a new version with the poked bytes begins. False if
+     * no live region holds the range (the recorder then copies the region anew).
+     */
+    public synchronized boolean textPoke(long address, byte[] newBytes, long time) throws IOException {
         for (var e : live.entrySet()) {
             Region r = e.getValue().region();
             long off = address - r.address();
             if (off < 0 || off + newBytes.length > r.length()) continue;
             byte[] patched = e.getValue().bytes().clone();
             System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
-            writer.closed(r.closedAt(monotonicNs));
-            Region next = new Region(bootId, r.address(), r.length(), monotonicNs, Region.OPEN, r.kind(), r.name(),
+            long at = Math.max(time, r.validFrom());
+            writer.closed(r.closedAt(at));
+            Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),
                     ContentKey.of(patched), r.metadata());
-            e.setValue(new Live(next, patched));
+            e.setValue(new Live(next, patched, e.getValue().awaitsFree()));
             writer.opened(next, patched);
             return true;
         }

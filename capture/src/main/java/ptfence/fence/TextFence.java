@@ -113,6 +113,7 @@ public final class TextFence implements AutoCloseable {
         }
         try {
             if (f.mode == null) f.startUserSpace();
+            sink.freeHookActive(f.mode == Mode.IN_KERNEL);
             if (config.startupScan()) f.scanLoadedPrograms();
         } catch (IOException | RuntimeException e) {
             f.close();

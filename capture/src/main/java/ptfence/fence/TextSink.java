@@ -16,6 +16,12 @@ public interface TextSink {
      */
     default void metadata(ptfence.bpf.ProgramMetadata metadata) throws IOException {}
 
+    /**
+     * Said once the fence knows its mode, before its startup scan: whether FREE images will end the programs'
+     * lives (the in-kernel fence) or nothing will (the user-space fence, whose programs end at KSYMBOL unregister).
+     */
+    default void freeHookActive(boolean active) {}
+
     /** Called when the fence has delivered everything it holds (end of a drain, close). */
     default void flush() throws IOException {}
 }

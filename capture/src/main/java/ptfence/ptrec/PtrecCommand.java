@@ -73,6 +73,11 @@ public final class PtrecCommand implements Callable<Integer> {
     @Option(names = "--sideband-only", description = "record everything but the PT stream (and run the fence)")
     boolean sidebandOnly;
 
+    @Option(names = "--clock", paramLabel = "CLOCK", hidden = true, description = "expert, with --sideband-only: "
+            + "stamp records with 'perf' (perf's own clock, as PT recordings do; the fence's times are converted) "
+            + "or 'monotonic' (the default)")
+    String clock;
+
     @Option(names = "--flush-interval", paramLabel = "MS", description = "rewrite the header every MS ms so a killed "
             + "ptrec leaves a valid file (default: ${DEFAULT-VALUE})")
     long flushMs = 1000;
@@ -178,9 +183,20 @@ public final class PtrecCommand implements Callable<Integer> {
         } else if (filter != null || snapshot) {
             throw new BadInputException((filter != null ? "--filter" : "-S") + " needs the PT stream; drop --sideband-only");
         }
+        boolean perfClock = !sidebandOnly;
+        if (clock != null) {
+            switch (clock) {
+                case "perf" -> perfClock = true;
+                case "monotonic" -> {
+                    if (!sidebandOnly) throw new BadInputException("--clock monotonic: intel_pt needs perf's clock; "
+                            + "drop --clock or add --sideband-only");
+                }
+                default -> throw new BadInputException("--clock " + clock + ": give perf or monotonic");
+            }
+        }
         Path archiveDir = noFence ? null : ArchiveLocation.resolve(archive);
         return new RecordingPlan(output, archiveDir, cpus, systemWide, pid == null ? -1 : pid, command, pmu, config, kernelFilter,
-                auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline());
+                auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline(), perfClock);
     }
 
     private List<String> cmdline() {

@@ -11,10 +11,11 @@ import ptfence.fence.Hook;
  *
  * @param fenceLosses -1 when no fence ran
  * @param commandExit the traced command's exit status, -1 without a command
+ * @param clockNote   how the fence's CLOCK_MONOTONIC times were converted to perf's clock, or "" if they were not
  */
 public record RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
                             long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
-                            String fenceNote, String recordingId, int commandExit) {
+                            String fenceNote, String recordingId, int commandExit, String clockNote) {
 
     /** The ring-side counts. */
     public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
@@ -51,6 +52,7 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
         } else if (recordingId != null) {
             out.printf("[ ptrec: recording %s registered; no fence ran ]%n", recordingId);
         }
+        if (!clockNote.isEmpty()) out.println("[ ptrec: " + clockNote + " ]");
         if (bpfProgramsDescribed > 0 || counts.metadataErrors() > 0) {
             out.printf("[ ptrec: BPF programs described in the header: %d (%d loaded before the start)%s ]%n",
                     bpfProgramsDescribed, counts.synthesized(),

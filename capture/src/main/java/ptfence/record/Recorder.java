@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongUnaryOperator;
 import ptfence.bpf.ProgInfo;
 import ptfence.bpf.ProgramMetadata;
 import ptfence.perfdata.SampleId;
@@ -51,11 +52,16 @@ import ptfence.sys.PerfEvent;
  * (watermark=1, wakeup_watermark=1) so fence triggers never wait behind context switches; a "sideband" dummy (mmap2,
  * comm, task, context_switch) on a larger ring; and, unless sideband-only, intel_pt with its AUX area. All carry
  * sample_id_all with TID|TIME|CPU|IDENTIFIER.
+ * <p>
+ * Clocks: every time ptrec writes into the archive (regions, the recording's start and end) is in the clock of the
+ * perf.data's records, so a decoder picks code by (address, time of the trace). Sideband alone records in
+ * CLOCK_MONOTONIC, the fence's own clock. With PT (or {@code --clock perf}) the records carry perf's clock, which
+ * the TSC converts to; a {@link PerfClockProbe} then pairs the two clocks at the start and every
+ * {@value #CLOCK_SAMPLE_MS} ms, and a {@link ClockMap} converts the fence's CLOCK_MONOTONIC stamps.
  */
 public final class Recorder implements AutoCloseable {
     private static final long SAMPLE_TYPE = 0x2 | 0x4 | 0x80 | 0x10000; // TID|TIME|CPU|IDENTIFIER
     private static final int TRAILER = 32;
-    private static final long USE_CLOCKID = 1L << 25;
     private static final int CLOCK_MONOTONIC = 1;
     private static final int TEXT_PAGES = 512, SIDEBAND_PAGES = 256, PT_DATA_PAGES = 64;
     private static final Duration LEASE_TTL = Duration.ofMinutes(10);
@@ -86,8 +92,11 @@ public final class Recorder implements AutoCloseable {
     private String fenceNote = "";
     private Process child;
     private Path fifo;
-    private long startMonotonic;
     private final boolean monotonicClock;
+    private static final long CLOCK_SAMPLE_MS = 100;
+    private PerfClockProbe clockProbe;
+    private final ClockMap clockMap = new ClockMap();
+    private long lastClockSample;
 
     public Recorder(RecordingPlan plan, PrintStream log, boolean verbose) {
         this.plan = plan;
@@ -95,8 +104,8 @@ public final class Recorder implements AutoCloseable {
         this.verbose = verbose;
         this.hostFeatures = HostFeatures.read(plan.cmdline());
         // With PT the TSC converts to perf's clock, which perf insists on; sideband alone uses CLOCK_MONOTONIC, the
-        // clock of the fence's images and of the archive's regions.
-        this.monotonicClock = plan.sidebandOnly();
+        // clock of the fence's images, unless --clock perf asks for the PT path.
+        this.monotonicClock = !plan.perfClock();
     }
 
     /** Asks the loop to stop; safe from a signal handler or another thread. */
@@ -113,8 +122,10 @@ public final class Recorder implements AutoCloseable {
 
     /** Runs until stopped; returns the summary. */
     public RecordSummary run() throws IOException {
-        startMonotonic = System.nanoTime();
-        openArchive();
+        // Opened here: the probe's event follows this thread, which runs the loop and samples.
+        clockProbe = PerfClockProbe.open(monotonicClock ? CLOCK_MONOTONIC : -1);
+        long start = sampleClock();
+        openArchive(start);
         startChild();
         openEvents();
         writer = PerfDataWriter.create(plan.output(), attrIds());
@@ -136,7 +147,15 @@ public final class Recorder implements AutoCloseable {
 
     // ---- setup -----------------------------------------------------------------------------------------------
 
-    private void openArchive() {
+    /** Reads perf's clock against CLOCK_MONOTONIC into the clock map; returns the perf time read. */
+    private long sampleClock() throws IOException {
+        ClockMap.Pair p = clockProbe.sample();
+        clockMap.add(p);
+        lastClockSample = p.monoAfter();
+        return p.perf();
+    }
+
+    private void openArchive(long startTime) {
         if (plan.archive() == null) return;
         archive = Archive.open(plan.archive());
         recordingId = UUID.randomUUID().toString();
@@ -150,11 +169,11 @@ public final class Recorder implements AutoCloseable {
         lease = Recordings.openLease(archive, "ptrec pid " + ProcessHandle.current().pid(), LEASE_TTL);
         archive.write(b -> {
             Recordings.register(b, Recording.started(recordingId, plan.output().toAbsolutePath().toString(), bootId,
-                    startMonotonic));
+                    startTime));
             return null;
         });
         regions = new ArchiveSink(archive, recordingId);
-        tracker = new RegionTracker(bootId, regions);
+        tracker = new RegionTracker(bootId, regions, monotonicClock ? LongUnaryOperator.identity() : clockMap);
     }
 
     private void startFence() throws IOException {
@@ -197,12 +216,8 @@ public final class Recorder implements AutoCloseable {
 
     private EventAttr attr(int type, long config, long flags, int wakeup, int auxWatermark) {
         EventAttr a = EventAttr.builder().type(type).config(config).sampleType(SAMPLE_TYPE)
-                .samplePeriod(type == 1 ? 0 : 1).flags(flags | (monotonicClock ? USE_CLOCKID : 0))
-                .wakeupEvents(wakeup).auxWatermark(auxWatermark).build();
-        if (!monotonicClock) return a;
-        ByteBuffer raw = ByteBuffer.allocate(a.length()).order(ByteOrder.LITTLE_ENDIAN).put(a.raw()).flip();
-        raw.putInt(92, CLOCK_MONOTONIC);
-        return new EventAttr(raw);
+                .samplePeriod(type == 1 ? 0 : 1).flags(flags).wakeupEvents(wakeup).auxWatermark(auxWatermark).build();
+        return monotonicClock ? PerfClockProbe.withClock(a, CLOCK_MONOTONIC) : a;
     }
 
     private final List<EventAttr> attrs = new ArrayList<>();
@@ -353,6 +368,7 @@ public final class Recorder implements AutoCloseable {
                 if (bulk) lastBulkDrain = now0;
                 if (snapshotWanted.getAndSet(false)) snapshot();
                 long now = System.nanoTime();
+                if (now - lastClockSample >= CLOCK_SAMPLE_MS * 1_000_000) sampleClock();
                 if (now - lastFlush >= plan.flushInterval().toNanos()) {
                     writeFeatures();
                     writer.flush();
@@ -431,6 +447,7 @@ public final class Recorder implements AutoCloseable {
         }
         ByteBuffer body = ByteBuffer.allocate(size - 8).order(ByteOrder.LITTLE_ENDIAN);
         body.put(0, rec, 8, size - 8);
+        if (type == RecordTypes.COMM && rec.getInt(12) == clockProbe.tid()) return; // our own clock reading
         writer.write(new PerfRecord.Unknown(type, misc, body));
         stats.count(type);
         long time = size >= 8 + TRAILER ? rec.getLong(size - 24) : 0;
@@ -452,7 +469,7 @@ public final class Recorder implements AutoCloseable {
         String name = cString(rec, 24, size - TRAILER);
         if (tracker == null) return;
         if ((flags & 1) != 0) {
-            if (monotonicClock) tracker.ksymbolUnregistered(addr, name, time);
+            tracker.ksymbolUnregistered(addr, name, time);
             return;
         }
         // Trampolines, dispatchers and OOL pages have no program to ask: copy them now, while they are there.
@@ -470,6 +487,11 @@ public final class Recorder implements AutoCloseable {
 
     /** Programs the pinner thread holds, by id, until the loop describes them. */
     private final java.util.concurrent.ConcurrentHashMap<Integer, BpfFd> early = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * Programs the loop has pinned itself, for a pinner that gets there later: its pin would otherwise keep the
+     * program alive, unregistered and unfreed, until ptrec ends.
+     */
+    private final java.util.Set<Integer> pinnedByLoop = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private Thread pinner;
 
     /**
@@ -486,10 +508,15 @@ public final class Recorder implements AutoCloseable {
             PerfRing.RecordConsumer pin = (rec, ring) -> {
                 if (rec.getInt(0) != RecordTypes.BPF_EVENT || rec.getShort(8) != 1) return;
                 int id = rec.getInt(12);
-                if (early.containsKey(id)) return;
+                if (early.containsKey(id) || pinnedByLoop.remove(id)) return;
                 try {
                     BpfFd fd = Bpf.get().progGetFdById(id);
                     if (fd != null && early.putIfAbsent(id, fd) != null) fd.close();
+                    // the loop marks before it takes: if it has marked, it took before this put, so drop the pin
+                    if (fd != null && pinnedByLoop.remove(id)) {
+                        BpfFd late = early.remove(id);
+                        if (late != null) late.close();
+                    }
                 } catch (IOException | RuntimeException e) {
                     // the loop tries again and counts it
                 }
@@ -520,7 +547,10 @@ public final class Recorder implements AutoCloseable {
         int id = rec.getInt(12);
         if (eventType != 1 || fence == null) return;
         try {
+            if (pinnedByLoop.size() > 100_000) pinnedByLoop.clear(); // marks the pinner never came back for
+            pinnedByLoop.add(id);
             BpfFd fd = early.remove(id);
+            if (fd != null) pinnedByLoop.remove(id); // the pinner was first: nothing to undo
             if (fd == null) fd = Bpf.get().progGetFdById(id);
             pinned.add(fd);
             pinnedIds.add(id);
@@ -549,7 +579,7 @@ public final class Recorder implements AutoCloseable {
     }
 
     private void onTextPoke(ByteBuffer rec, long time) throws IOException {
-        if (tracker == null || !monotonicClock) return;
+        if (tracker == null) return;
         long addr = rec.getLong(8);
         int oldLen = Short.toUnsignedInt(rec.getShort(16));
         int newLen = Short.toUnsignedInt(rec.getShort(18));
@@ -578,6 +608,7 @@ public final class Recorder implements AutoCloseable {
             }
         }
         drainAll();
+        sampleClock(); // brackets the fence's last images from after, rather than extrapolating to them
         if (child != null) {
             try {
                 child.waitFor();
@@ -592,12 +623,14 @@ public final class Recorder implements AutoCloseable {
             fc = fence.finalCounters();
             fence = null;
         }
+        if (tracker != null) tracker.closeUnfreed();
         if (regions != null) regions.close();
         early.values().forEach(BpfFd::close); // pinned but their records were lost: nothing to describe
         early.clear();
         writeFeatures();
         writer.close();
-        long end = System.nanoTime();
+        long end = sampleClock();
+        if (verbose && !monotonicClock) log.println("ptrec: " + clockMap);
         if (archive != null) {
             archive.write(b -> Recordings.finish(b, recordingId, end));
             Recordings.closeLease(archive, lease.id());
@@ -606,7 +639,16 @@ public final class Recorder implements AutoCloseable {
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
                 progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
                 fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
-                child == null ? -1 : child.exitValue());
+                child == null ? -1 : child.exitValue(), clockNote());
+    }
+
+    /** How the fence's times were converted, for the summary ("" on CLOCK_MONOTONIC: nothing to convert). */
+    private String clockNote() {
+        if (monotonicClock || tracker == null) return "";
+        long now = System.nanoTime();
+        return String.format("clock: perf's; fence times converted from CLOCK_MONOTONIC by %d ns (±%d ns, %d pairs, "
+                + "offset moved %d ns over the run)", clockMap.offsetAt(now), clockMap.widestHalfWidth(),
+                clockMap.pairsAdded(), clockMap.offsetSpread());
     }
 
     @Override
@@ -619,6 +661,7 @@ public final class Recorder implements AutoCloseable {
             }
         }
         for (Ring r : rings) r.ring().close();
+        if (clockProbe != null) clockProbe.close();
         for (PerfEvent e : events) {
             try {
                 e.close();

@@ -22,11 +22,15 @@ import ptfence.pmu.IntelPtPmu;
  * @param fence         run the text fence (needs root and the archive)
  * @param flushInterval how often the perf.data header is rewritten, so a killed ptrec leaves a valid file
  * @param cmdline       ptrec's own command line, for the CMDLINE feature
+ * @param perfClock     stamp records with perf's own clock (as intel_pt requires, so always with PT) rather than
+ *                      CLOCK_MONOTONIC; the fence's times are then converted (an expert switch for sideband-only,
+ *                      to exercise the PT path where there is no PT)
  */
 public record RecordingPlan(Path output, Path archive, int[] cpus, boolean systemWide, int pid, List<String> command, IntelPtPmu pt,
                             long ptConfig, String kernelFilter, int auxPages, boolean snapshot, boolean fence,
-                            Duration flushInterval, List<String> cmdline) {
+                            Duration flushInterval, List<String> cmdline, boolean perfClock) {
     public RecordingPlan {
+        perfClock = perfClock || pt != null;
         command = List.copyOf(command);
         cmdline = List.copyOf(cmdline);
         cpus = cpus.clone();

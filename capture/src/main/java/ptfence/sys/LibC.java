@@ -36,4 +36,10 @@ public interface LibC {
     long write(int fd, @In byte[] buf, long count);
 
     long sysconf(int name);
+
+    /** prctl(2) with a buffer argument (PR_SET_NAME / PR_GET_NAME); copied both ways. */
+    int prctl(int option, byte[] arg2, long arg3, long arg4, long arg5);
+
+    /** clock_gettime(2); {@code ts} receives tv_sec and tv_nsec. */
+    int clock_gettime(int clockId, @Out long[] ts);
 }
