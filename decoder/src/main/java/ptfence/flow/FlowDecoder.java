@@ -134,6 +134,16 @@ public final class FlowDecoder {
         this.countOnly = sink.countsOnly();
     }
 
+    /**
+     * The code space now answers differently (a sideband record mapped or switched code when the sink saw an
+     * event): forget the cached piece so the next instruction is looked up again.
+     */
+    public void codeChanged() {
+        cc = null;
+        pieceStart = 0;
+        pieceEnd = 0;
+    }
+
     /** Decodes the whole trace: sync at each PSB after an error, until the end. */
     public void run() {
         long from = 0;

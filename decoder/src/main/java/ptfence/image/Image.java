@@ -65,25 +65,43 @@ public final class Image implements CodeSpace {
         if (s.size() == 0) {
             return this;
         }
+        place(s, s.address(), s.end());
+        return this;
+    }
+
+    /**
+     * Places what {@code other} shows on top of this image, oldest piece first (libipt's pt_image_copy: a
+     * forked process starts with its parent's mappings).
+     */
+    public Image addAll(Image other) {
+        List<Piece> byAge = new ArrayList<>(other.pieces);
+        byAge.sort((a, b) -> Long.compare(a.seq, b.seq));
+        for (Piece p : byAge) {
+            place(p.section, p.start, p.end);
+        }
+        return this;
+    }
+
+    /** Makes [from, to) of {@code s} the newest piece there, cutting what it covers out of older ones. */
+    private void place(Section s, long from, long to) {
         List<Piece> kept = new ArrayList<>(pieces.size() + 2);
         for (Piece p : pieces) {
-            boolean addressOverlap = Long.compareUnsigned(p.start, s.end()) < 0 && Long.compareUnsigned(s.address(), p.end) < 0;
+            boolean addressOverlap = Long.compareUnsigned(p.start, to) < 0 && Long.compareUnsigned(from, p.end) < 0;
             boolean timeCovered = s.validFrom() <= p.section.validFrom() && s.validTo() >= p.section.validTo();
             if (!addressOverlap || !timeCovered) {
                 kept.add(p);
                 continue;
             }
-            if (Long.compareUnsigned(p.start, s.address()) < 0) {
-                kept.add(new Piece(p.section, p.start, s.address(), p.seq));
+            if (Long.compareUnsigned(p.start, from) < 0) {
+                kept.add(new Piece(p.section, p.start, from, p.seq));
             }
-            if (Long.compareUnsigned(s.end(), p.end) < 0) {
-                kept.add(new Piece(p.section, s.end(), p.end, p.seq));
+            if (Long.compareUnsigned(to, p.end) < 0) {
+                kept.add(new Piece(p.section, to, p.end, p.seq));
             }
         }
-        kept.add(new Piece(s, s.address(), s.end(), seq++));
+        kept.add(new Piece(s, from, to, seq++));
         pieces.clear();
         pieces.addAll(kept);
-        return this;
     }
 
     public Image addAll(SectionSource source) {

@@ -3,7 +3,7 @@ package ptfence.output;
 import java.io.PrintWriter;
 import ptfence.flow.Event;
 import ptfence.flow.FlowSink;
-import ptfence.image.Image;
+import ptfence.image.CodeSpace;
 import ptfence.image.Symbols;
 import ptfence.insn.CodeCache;
 import ptfence.insn.X86Decoder;
@@ -11,14 +11,14 @@ import ptfence.insn.X86Decoder;
 /** ptxed's lines plus capstone's disassembly after each address. */
 public final class TextPrinter implements FlowSink {
     private final PrintWriter out;
-    private final Image image;
+    private final CodeSpace image;
     private final PtxedPrinter events;
     private final X86Decoder dec = new X86Decoder();
     private final byte[] buf = new byte[15];
 
     private final Symbols symbols;
 
-    public TextPrinter(PrintWriter out, Image image, Symbols symbols, boolean eventIp, boolean eventTime) {
+    public TextPrinter(PrintWriter out, CodeSpace image, Symbols symbols, boolean eventIp, boolean eventTime) {
         this.out = out;
         this.image = image;
         this.symbols = symbols;
@@ -27,7 +27,7 @@ public final class TextPrinter implements FlowSink {
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
-        int n = image.read(ip, Long.MIN_VALUE + 1, buf, 0, buf.length);
+        int n = image.read(ip, CodeSpace.ANY_TIME, buf, 0, buf.length);
         String text = dec.text(buf, 0, n, mode, ip);
         if (speculative) {
             out.append("? ");

@@ -7,6 +7,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,6 +24,7 @@ import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PacketInput;
 import ptfence.flow.ParallelFlow;
+import ptfence.image.CodeSpace;
 import ptfence.image.ElfSegments;
 import ptfence.image.FileRange;
 import ptfence.image.Image;
@@ -33,6 +35,8 @@ import ptfence.output.CountingSink;
 import ptfence.output.JsonlPrinter;
 import ptfence.output.PtxedPrinter;
 import ptfence.output.TextPrinter;
+import ptfence.sideband.PeventSession;
+import ptfence.sideband.SidebandSink;
 
 /** {@code ptdecode flow}: rebuild the executed instructions, with ptxed's options. */
 @Command(name = "flow", mixinStandardHelpOptions = true,
@@ -40,7 +44,11 @@ import ptfence.output.TextPrinter;
         footer = {"", "Examples:",
             "  ptdecode flow --raw code.bin:0x400000 --pt trace.pt",
             "  ptdecode flow --elf ./a.out --cpu 6/85/4 --block-decoder --pt aux.bin",
-            "  ptdecode flow --raw bench.bin:0x400000 --pt bench-tnt.pt --quiet --stat"})
+            "  ptdecode flow --raw bench.bin:0x400000 --pt bench-tnt.pt --quiet --stat",
+            "  ptdecode flow --pt cpu0.pt --pevent:sample-type 0x10086 --pevent:time-zero 0x1f --pevent:time-shift 10 \\",
+            "      --pevent:time-mult 0x22f --pevent:kernel-start 0xffffffff80000000 --pevent:sysroot /mnt/target \\",
+            "      --pevent:primary cpu0.sb --pevent:secondary cpu1.sb --sb:compact --sb:switch"},
+        modelTransformer = PacketsCommand.PtdumpStyleParsing.class)
 public final class FlowCommand implements Callable<Integer> {
     /** Replaces the packet layer's cursor (tests); null: use {@link CursorInput} with the CPU's errata. */
     static Function<ByteBuffer, PacketInput> packetSourceOverride;
@@ -72,6 +80,25 @@ public final class FlowCommand implements Callable<Integer> {
             }
         }
     }
+    /** ptxed's sideband options: --sb:* (printing) and --pevent:* (perf_event files that build process images). */
+    @picocli.CommandLine.Mixin
+    SidebandOptions sideband = new SidebandOptions();
+    @Option(names = "--sb:switch", description = "Print the new image's name ([context: pid-N]) when the sideband switches process.")
+    boolean sbSwitch;
+
+    /** Where relative file names are looked up (the working directory; tests point it at a corpus case). */
+    private Path directory = Path.of("");
+
+    /** Looks relative file names up in {@code dir} instead of the working directory. */
+    public FlowCommand inDirectory(Path dir) {
+        directory = dir;
+        return this;
+    }
+
+    private String at(String spec) {
+        return directory.resolve(spec).toString();
+    }
+
     @Option(names = "--check", description = "Accepted for ptxed compatibility.")
     boolean check;
     @Option(names = "--no-inst", description = "Print addresses only (the ptxed format always does).")
@@ -84,7 +111,7 @@ public final class FlowCommand implements Callable<Integer> {
     boolean statInsn;
     @Option(names = "--stat:blocks", description = "Print the block count.")
     boolean statBlocks;
-    @Option(names = "--time", description = "Print the trace time (TSC estimate of the last event) before each instruction.")
+    @Option(names = "--time", description = "ptxed format: print the trace time (TSC estimate of the last event) before each instruction.")
     boolean time;
     @Option(names = "--event:time", description = "Print the TSC of events.")
     boolean eventTime;
@@ -163,10 +190,10 @@ public final class FlowCommand implements Callable<Integer> {
         cfg.addr0B = addr0B == null ? 0 : Numbers.parse(addr0B, "--filter:addr0_b");
 
         Image image = new Image();
-        raw.forEach(r -> image.addAll(RawSection.parse(r)));
+        raw.forEach(r -> image.addAll(RawSection.parse(at(r))));
         Symbols symbols = new Symbols();
         for (String e : elf) {
-            ElfSegments segments = ElfSegments.parse(e);
+            ElfSegments segments = ElfSegments.parse(at(e));
             image.addAll(segments);
             if (format.equals("text")) {
                 symbols.addElf(segments);
@@ -176,20 +203,32 @@ public final class FlowCommand implements Callable<Integer> {
         Errata cursorErrata = cfg.errata;
         Function<ByteBuffer, PacketInput> packetSource = packetSourceOverride != null ? packetSourceOverride
                 : b -> CursorInput.of(b, cursorErrata);
-        ByteBuffer trace = mapTrace(pt);
+        PeventSession session = null;
+        if (!sideband.files.isEmpty()) {
+            session = new PeventSession(image, sideband.sbFlags, sideband.sbWarn, sbSwitch, directory);
+            for (String k : sideband.kcore) {
+                session.kernel().addAll(ElfSegments.parse(at(k)));
+            }
+            for (SidebandOptions.File f : sideband.files) {
+                session.add(f.spec(), f.channel());
+            }
+        }
+        CodeSpace space = session != null ? session : image;
+        ByteBuffer trace = mapTrace(at(pt));
         boolean blocks = isBlockDecoder();
         if (!List.of("ptxed", "text", "jsonl").contains(format)) {
             throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
         }
         Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
             case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time);
-            case "text" -> new TextPrinter(w, image, symbols, eventIp, eventTime);
+            case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime);
             default -> new JsonlPrinter(w);
         };
         int nThreads = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
         long instructions;
         long blockCount;
-        if (nThreads > 1) {
+        if (nThreads > 1 && session == null) {
+            // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
             ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads,
                     segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20);
             try {
@@ -200,7 +239,17 @@ public final class FlowCommand implements Callable<Integer> {
             instructions = par.instructions;
             blockCount = par.blocks;
         } else {
-            FlowDecoder decoder = new FlowDecoder(image, cfg, packetSource.apply(trace), sinks.apply(out), blocks);
+            FlowSink sink = sinks.apply(out);
+            SidebandSink withSideband = null;
+            if (session != null) {
+                withSideband = new SidebandSink(sink, session, out, format.equals("jsonl"));
+                withSideband.start();
+                sink = withSideband;
+            }
+            FlowDecoder decoder = new FlowDecoder(space, cfg, packetSource.apply(trace), sink, blocks);
+            if (withSideband != null) {
+                withSideband.onCodeChange(decoder::codeChanged);
+            }
             decoder.run();
             instructions = decoder.instructions;
             blockCount = decoder.blocks;

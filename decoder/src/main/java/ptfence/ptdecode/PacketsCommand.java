@@ -63,7 +63,7 @@ public final class PacketsCommand implements Callable<Integer> {
     @Option(names = "--quiet", description = "Print nothing but errors.")
     void quiet(boolean on) {
         quiet = on;
-        sbFlags = 0;
+        sideband.sbFlags = 0;
     }
     @Option(names = "--no-pad", description = "Don't show PAD packets.")
     boolean noPad;
@@ -102,90 +102,10 @@ public final class PacketsCommand implements Callable<Integer> {
     @Option(names = "--cpuid-0x15.ebx", paramLabel = "<n>", description = "Value of cpuid[0x15].ebx.")
     String cpuid15Ebx;
 
-    // Sideband (perf_event "pevent" files), as ptdump built with libipt-sb; options apply in command-line order.
-    int sbFlags;
-    boolean sbWarn;
-    PeventDump.Config pevent = PeventDump.Config.DEFAULT;
-    final java.util.List<Object[]> peventFiles = new java.util.ArrayList<>();
-
-    @Option(names = {"--sb:compact", "--sb"}, description = "Show sideband records in compact format.")
-    void sbCompact(boolean on) {
-        sbFlags = (sbFlags & ~PeventDump.VERBOSE) | PeventDump.COMPACT;
-    }
-
-    @Option(names = "--sb:verbose", description = "Show sideband records in verbose format.")
-    void sbVerbose(boolean on) {
-        sbFlags = (sbFlags & ~PeventDump.COMPACT) | PeventDump.VERBOSE;
-    }
-
-    @Option(names = "--sb:filename", description = "Show the filename on sideband records.")
-    void sbFilename(boolean on) {
-        sbFlags |= PeventDump.FILENAME;
-    }
-
-    @Option(names = "--sb:offset", description = "Show the offset on sideband records.")
-    void sbOffset(boolean on) {
-        sbFlags |= PeventDump.FILE_OFFSET;
-    }
-
-    @Option(names = "--sb:time", description = "Show the time on sideband records.")
-    void sbTime(boolean on) {
-        sbFlags |= PeventDump.TSC;
-    }
-
-    @Option(names = "--sb:warn", description = "Show sideband warnings.")
-    void sbWarn(boolean on) {
-        sbWarn = true;
-    }
-
-    @Option(names = {"--pevent", "--pevent:primary", "--pevent:secondary"}, paramLabel = "<file>[:<from>[-<to>]]",
-            description = "Load a perf_event sideband stream from <file> (libipt pevent format).")
-    void peventFile(String file) {
-        peventFiles.add(new Object[] {file, pevent});
-    }
-
-    @Option(names = "--pevent:sample-type", paramLabel = "<val>", description = "perf_event_attr.sample_type (default: 0).")
-    void peventSampleType(String v) {
-        pevent = pevent.withSampleType(number("--pevent:sample-type", v, -1L));
-    }
-
-    @Option(names = "--pevent:sample-config", paramLabel = "<id>:<val>",
-            description = "perf_event_attr.sample_type <val> for event <id>.")
-    void peventSampleConfig(String v) {
-        int colon = v.indexOf(':');
-        if (colon < 0) {
-            throw new BadInputException("bad sample config --pevent:sample-config: invalid argument");
-        }
-        pevent = pevent.withSampleConfig(number("--pevent:sample-config", v.substring(0, colon), -1L),
-                number("--pevent:sample-config", v.substring(colon + 1), -1L));
-    }
-
-    @Option(names = "--pevent:time-zero", paramLabel = "<val>", description = "perf_event_mmap_page.time_zero (default: 0).")
-    void peventTimeZero(String v) {
-        pevent = pevent.withTimeZero(number("--pevent:time-zero", v, -1L));
-    }
-
-    @Option(names = "--pevent:time-shift", paramLabel = "<val>", description = "perf_event_mmap_page.time_shift (default: 0).")
-    void peventTimeShift(String v) {
-        pevent = pevent.withTimeShift((int) number("--pevent:time-shift", v, 0xffff));
-    }
-
-    @Option(names = "--pevent:time-mult", paramLabel = "<val>", description = "perf_event_mmap_page.time_mult (default: 1).")
-    void peventTimeMult(String v) {
-        pevent = pevent.withTimeMult(number("--pevent:time-mult", v, 0xffffffffL));
-    }
-
-    @Option(names = "--pevent:tsc-offset", paramLabel = "<val>", description = "Show perf events <val> ticks earlier.")
-    void peventTscOffset(String v) {
-        pevent = pevent.withTscOffset(number("--pevent:tsc-offset", v, -1L));
-    }
-
-    @Option(names = {"--pevent:kernel-start", "--pevent:sysroot", "--pevent:kcore", "--pevent:vdso-x64",
-            "--pevent:vdso-x32", "--pevent:vdso-ia32"}, paramLabel = "<val>",
-            description = "Accepted for ptdump compatibility; not needed to dump sideband.")
-    void peventIgnored(String v) {
-        // ptdump only uses these to build process images, which dumping does not need.
-    }
+    // Sideband (perf_event "pevent" files), as ptdump built with libipt-sb; ptdump only prints the records, so
+    // the options that build process images (kernel start, sysroot, kcore, vdso) are accepted and unused.
+    @picocli.CommandLine.Mixin
+    SidebandOptions sideband = new SidebandOptions();
 
     // Large blocks go out through System.out (so tests can capture it); TextSink does the buffering.
     OutputStream stdout = System.out;
@@ -214,17 +134,17 @@ public final class PacketsCommand implements Callable<Integer> {
                 (int) number("--cpuid-0x15.eax", cpuid15Eax, 0xffffffffL),
                 (int) number("--cpuid-0x15.ebx", cpuid15Ebx, 0xffffffffL),
                 errata.skl168());
-        PeventDump sideband = null;
-        if (!peventFiles.isEmpty()) {
-            sideband = new PeventDump(sbFlags, sbWarn);
-            for (Object[] f : peventFiles) {
-                sideband.add((String) f[0], (PeventDump.Config) f[1]);
+        PeventDump sidebandDump = null;
+        if (!sideband.files.isEmpty()) {
+            sidebandDump = new PeventDump(sideband.sbFlags, sideband.sbWarn);
+            for (SidebandOptions.File f : sideband.files) {
+                sidebandDump.add(f.spec(), f.channel().format());
             }
         }
         if (RecordingPackets.isRecording(trace)) {
             // a perf.data: its AUX buffers one by one; CPU and timing from the recording unless given here
             boolean timingGiven = mtcFreq != null || nomFreq != null || cpuid15Eax != null || cpuid15Ebx != null;
-            PeventDump sb = sideband;
+            PeventDump sb = sidebandDump;
             try {
                 return RecordingPackets.dump(trace, System.in, format == Format.jsonl, quiet,
                         cpu != null ? errata : null, timingGiven ? timing : null,
@@ -236,7 +156,7 @@ public final class PacketsCommand implements Callable<Integer> {
         try (TraceSource source = TraceSource.parse(trace)) {
             rejectPerfData(source);
             PacketCursor cursor = new PacketCursor(source, errata);
-            DecodeSummary summary = dump(cursor, out, errata, timing, sideband);
+            DecodeSummary summary = dump(cursor, out, errata, timing, sidebandDump);
             out.flush();
             String damage = summary.describe(source.name());
             if (damage != null) {
