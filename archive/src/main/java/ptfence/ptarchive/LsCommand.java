@@ -1,5 +1,6 @@
 package ptfence.ptarchive;
 
+import ptfence.cli.Json;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;

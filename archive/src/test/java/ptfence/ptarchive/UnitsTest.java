@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import ptfence.cli.BadInputException;
+import ptfence.cli.Json;
 
 class UnitsTest {
     @Test

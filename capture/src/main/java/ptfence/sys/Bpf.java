@@ -57,13 +57,19 @@ public final class Bpf {
 
     /**
      * What to load: program type, instructions (8 bytes each), license, name (at most 15 chars kept), and
-     * optionally program BTF with func_info records ({u32 insn_off, u32 type_id} each).
+     * optionally program BTF with func_info records ({u32 insn_off, u32 type_id} each) and line_info records
+     * (struct bpf_line_info {u32 insn_off, file_name_off, line_off, line_col}, 16 bytes each).
      */
     public record ProgLoad(int progType, byte[] insns, String license, String name, int expectedAttachType,
-                           int attachBtfId, BpfFd progBtf, byte[] funcInfo) {
+                           int attachBtfId, BpfFd progBtf, byte[] funcInfo, byte[] lineInfo) {
         public ProgLoad(int progType, byte[] insns, String license, String name, int expectedAttachType,
                         int attachBtfId) {
-            this(progType, insns, license, name, expectedAttachType, attachBtfId, null, new byte[0]);
+            this(progType, insns, license, name, expectedAttachType, attachBtfId, null, new byte[0], new byte[0]);
+        }
+
+        public ProgLoad(int progType, byte[] insns, String license, String name, int expectedAttachType,
+                        int attachBtfId, BpfFd progBtf, byte[] funcInfo) {
+            this(progType, insns, license, name, expectedAttachType, attachBtfId, progBtf, funcInfo, new byte[0]);
         }
 
         public ProgLoad(int progType, byte[] insns, String name) {
@@ -100,16 +106,22 @@ public final class Bpf {
         attr.putLong(32, log == null ? 0 : log.address());
         putName(attr, 48, p.name());
         attr.putInt(68, p.expectedAttachType());
-        Pointer funcInfo = null;
+        Pointer funcInfo = null, lineInfo = null;
         if (p.progBtf() != null) {
             funcInfo = bytes(p.funcInfo());
             attr.putInt(72, p.progBtf().fd());
             attr.putInt(76, 8);                        // func_info_rec_size
             attr.putLong(80, funcInfo.address());
             attr.putInt(88, p.funcInfo().length / 8);  // func_info_cnt
+            if (p.lineInfo() != null && p.lineInfo().length > 0) {
+                lineInfo = bytes(p.lineInfo());
+                attr.putInt(92, 16);                       // line_info_rec_size
+                attr.putLong(96, lineInfo.address());
+                attr.putInt(104, p.lineInfo().length / 16); // line_info_cnt
+            }
         }
         attr.putInt(108, p.attachBtfId());
-        long fd = sys(PROG_LOAD, attr, insns, license, funcInfo, log);
+        long fd = sys(PROG_LOAD, attr, insns, license, funcInfo, lineInfo, log);
         if (fd < 0) {
             int errno = runtime.getLastError();
             String text = log == null ? null : log.getString(0, logSize, StandardCharsets.UTF_8);

@@ -113,6 +113,11 @@ public final class FlowDecoder {
         this.stopIp = nextSegmentIp;
     }
 
+    /** The trace's time now (TSC, as the timing packets so far estimate it), or -1 before any TSC. */
+    public long time() {
+        return evd.time().hasTsc() ? evd.time().tsc() : -1;
+    }
+
     /** Statistics. */
     public long instructions;
     public long blocks;
@@ -1011,7 +1016,7 @@ public final class FlowDecoder {
      * BAD_QUERY if the block's last instruction needs trace, 0 if the slow path must be used.
      */
     private int walkCachedBlock(int kind, long target) {
-        if (Long.compareUnsigned(ip - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+        if (pieceStale(ip)) {
             return 0;
         }
         int off = (int) (ip - secBase);
@@ -1046,10 +1051,26 @@ public final class FlowDecoder {
         return 1;
     }
 
+    /** The time the code space is asked with: the trace's TSC for a timed space once known. */
+    private long now() {
+        return timedSpace && evd.time().hasTsc() ? evd.time().tsc() : CodeSpace.ANY_TIME;
+    }
+
+    /** True if the cached piece does not answer for {@code at} now (other address, mode, or time). */
+    private boolean pieceStale(long at) {
+        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+            return true;
+        }
+        if (!timedSpace) {
+            return false;
+        }
+        long now = now();
+        return now < pieceFrom || now >= pieceTo;
+    }
+
     private int decodeAt(long at) {
-        long now = timedSpace ? evd.time().tsc() : CodeSpace.ANY_TIME;
-        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode
-                || now < pieceFrom || now >= pieceTo) {
+        long now = now();
+        if (pieceStale(at)) {
             Image.Piece p = image.find(at, now);
             if (p == null) {
                 return PtError.NOMAP;
@@ -1063,6 +1084,11 @@ public final class FlowDecoder {
             pieceEnd = p.end;
             pieceFrom = p.validFrom();
             pieceTo = p.validTo();
+            if (timedSpace && now == CodeSpace.ANY_TIME) {
+                // chosen without knowing the time: ask again as soon as the trace tells it
+                pieceFrom = CodeSpace.ANY_TIME;
+                pieceTo = CodeSpace.ANY_TIME + 1;
+            }
         }
         int off = (int) (at - secBase);
         int len = cc.length(off, x86);
@@ -1203,7 +1229,7 @@ public final class FlowDecoder {
     private boolean tntFast() {
         boolean progress = false;
         while (status == 0 && ev.type == Event.TNT && ev.tntSize <= 8) {
-            if (Long.compareUnsigned(ip - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+            if (pieceStale(ip)) {
                 if (decodeAt(ip) < 0 || lSlow) {
                     return progress;
                 }

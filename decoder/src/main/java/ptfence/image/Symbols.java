@@ -87,12 +87,64 @@ public final class Symbols {
         return new String(all, at, end - at, StandardCharsets.UTF_8);
     }
 
-    /** "name" or "name+0xN" for the function containing {@code addr}, or null. */
-    public String describe(long addr) {
+    /** One symbol; size 0 when unknown (it then reaches to the next symbol). */
+    public Symbols add(long start, long size, String name) {
+        pending.add(new Sym(start, size, name));
+        sorted = null;
+        return this;
+    }
+
+    /** Text symbols of a /proc/kallsyms copy ("ADDR TYPE NAME [MODULE]" per line). */
+    public Symbols addKallsyms(java.nio.file.Path file) {
+        try (var lines = java.nio.file.Files.lines(file)) {
+            lines.forEach(l -> {
+                String[] f = l.trim().split("\\s+");
+                if (f.length >= 3 && (f[1].equals("t") || f[1].equals("T")) && f[0].length() <= 16) {
+                    long a = Long.parseUnsignedLong(f[0], 16);
+                    if (a != 0) {
+                        pending.add(new Sym(a, 0, f[2]));
+                    }
+                }
+            });
+        } catch (IOException e) {
+            throw new ptfence.cli.BadInputException(file + ": cannot read kallsyms: " + e.getMessage());
+        } catch (NumberFormatException e) {
+            throw new ptfence.cli.BadInputException(file + ": not a kallsyms file (" + e.getMessage() + ")");
+        }
+        sorted = null;
+        return this;
+    }
+
+    /** Every symbol with this exact name, as {start, size} (size up to the next symbol when unknown). */
+    public List<long[]> named(String name) {
+        sort();
+        List<long[]> out = new java.util.ArrayList<>();
+        for (int i = 0; i < sorted.length; i++) {
+            if (sorted[i].name().equals(name)) {
+                long size = sorted[i].size();
+                if (size == 0) {
+                    size = i + 1 < sorted.length ? sorted[i + 1].start() - sorted[i].start() : 1;
+                }
+                out.add(new long[] {sorted[i].start(), Math.max(1, size)});
+            }
+        }
+        return out;
+    }
+
+    public boolean isEmpty() {
+        return pending.isEmpty();
+    }
+
+    private void sort() {
         if (sorted == null) {
             sorted = pending.toArray(Sym[]::new);
             Arrays.sort(sorted, Comparator.comparingLong(Sym::start));
         }
+    }
+
+    /** "name" or "name+0xN" for the function containing {@code addr}, or null. */
+    public String describe(long addr) {
+        sort();
         int lo = 0;
         int hi = sorted.length - 1;
         int found = -1;

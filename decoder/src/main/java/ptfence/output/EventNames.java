@@ -3,10 +3,10 @@ package ptfence.output;
 import ptfence.flow.Event;
 
 /** Stable event names for the machine-readable formats (docs/flow.md). */
-final class EventNames {
+public final class EventNames {
     private EventNames() {}
 
-    static String of(int type) {
+    public static String of(int type) {
         return switch (type) {
             case Event.ENABLED -> "enabled";
             case Event.DISABLED -> "disabled";

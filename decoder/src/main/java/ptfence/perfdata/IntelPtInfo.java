@@ -103,4 +103,21 @@ public record IntelPtInfo(long pmuType, long timeShift, long timeMult, long time
         long rem = tsc & ((1L << timeShift) - 1);
         return timeZero + quot * timeMult + ((rem * timeMult) >>> timeShift);
     }
+
+    /** The TSC value of a perf time (ns), as perf's perf_time_to_tsc computes it; times before time zero give 0. */
+    public long perfTimeToTsc(long ns) {
+        if (ns == Long.MAX_VALUE || ns == Long.MIN_VALUE) {
+            return ns;
+        }
+        long t = ns - timeZero;
+        if (t < 0) {
+            return t < -(1L << 62) ? Long.MIN_VALUE : 0;
+        }
+        if (timeShift <= 0 || timeShift >= 64) {
+            return timeMult == 0 ? t : t / timeMult;
+        }
+        long quot = t / timeMult;
+        long rem = t % timeMult;
+        return (quot << timeShift) + (rem << timeShift) / timeMult;
+    }
 }

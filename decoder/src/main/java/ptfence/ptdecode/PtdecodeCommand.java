@@ -1,36 +1,260 @@
 package ptfence.ptdecode;
 
+import java.io.OutputStreamWriter;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import ptfence.cli.BadInputException;
 import ptfence.cli.Tool;
+import ptfence.func.FuncPrinter;
+import ptfence.func.FunctionNames;
+import ptfence.func.Invocation;
 
 @Command(name = "ptdecode", mixinStandardHelpOptions = true, version = "ptdecode 0.1.0",
-        description = "Decode Intel PT traces: packets, control flow, and recordings made by ptrec or perf.",
+        description = {"Decode Intel PT: a recording's control flow (every CPU, merged by time), the flow through one "
+                + "function (--func), or raw traces (subcommands).",
+                "Code comes from, in order: the ptfence archive (by boot, address and time), perf's BPF_PROG_INFO, "
+                        + "--kcore, --vmlinux, and the files processes mapped (under --sysroot)."},
         subcommands = {PacketsCommand.class, FlowCommand.class},
         footer = {"", "Examples:",
-                "  ptdecode perf.data             # a recording's PT packets, per AUX buffer",
-                "  ptdecode packets trace.pt      # a raw trace, as libipt's ptdump prints it",
-                "  ptdecode packets --help        # every option of a command"})
+                "  ptdecode perf.data                              # every CPU's flow, merged by time",
+                "  ptdecode --func bpf_prog_6deef7357e7b4530 perf.data   # each run of one BPF program",
+                "  ptdecode --func 6dee --summary perf.data        # (a unique tag prefix is enough) aggregate view",
+                "  ptdecode --func my_prog --format jsonl perf.data     # schema: docs/func.md",
+                "  ptdecode --packets perf.data                    # the recording's PT packets, per AUX buffer",
+                "  ptdecode packets trace.pt                       # a raw trace, as libipt's ptdump prints it",
+                "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
 public final class PtdecodeCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "RECORDING",
-            description = "A perf.data recording: prints its packets (as 'ptdecode packets RECORDING' does).")
+            description = "A perf.data recording (ptrec's, or perf record -e intel_pt//'s).")
     String recording;
 
-    /** Where the recording's dump goes (tests replace it). */
+    @Option(names = "--func", paramLabel = "NAME", description = "Show each invocation of NAME: bpf_prog_<tag> "
+            + "(a unique tag prefix is enough), bpf_prog_<tag>_<name>, a BPF program name, or a kernel/user symbol.")
+    String func;
+
+    @Option(names = "--summary", description = "With --func: the aggregate view (counts, paths, coverage).")
+    boolean summary;
+
+    @Option(names = "--source", description = "With --func: the flow as BPF source lines, where the archive has "
+            + "line info.")
+    boolean source;
+
+    @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto",
+            description = "Output format (default: ${DEFAULT-VALUE}); perfetto with --func only.")
+    String format;
+
+    @Option(names = "--archive", paramLabel = "DIR", description = "The ptfence archive (default: $PTFENCE_ARCHIVE, "
+            + "else ptarchive's default).")
+    Path archive;
+
+    @Option(names = "--recording", paramLabel = "ID", description = "The archive's recording to use when the "
+            + "perf.data moved (default: matched by path, else by its BPF programs).")
+    String recordingId;
+
+    @Option(names = "--kcore", paramLabel = "DIR", description = "A kcore copy (perf record --kcore's directory).")
+    Path kcore;
+
+    @Option(names = "--vmlinux", paramLabel = "FILE", description = "The kernel's ELF image.")
+    Path vmlinux;
+
+    @Option(names = "--kallsyms", paramLabel = "FILE", description = "A copy of /proc/kallsyms, for kernel symbols.")
+    Path kallsyms;
+
+    @Option(names = "--sysroot", paramLabel = "DIR", description = "Where the recorded processes' files are.")
+    Path sysroot;
+
+    @Option(names = "--time", paramLabel = "START,END", description = "Only this perf time range, in seconds as "
+            + "perf script prints them (either end may be empty).")
+    String time;
+
+    @Option(names = {"-C", "--cpu"}, paramLabel = "CPUS", description = "Only these CPUs (0,2-3).")
+    String cpus;
+
+    @Option(names = "--threads", paramLabel = "N", defaultValue = "0",
+            description = "Decode CPUs on N threads (default: one per core).")
+    int threads;
+
+    @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
+            + "a terminal).")
+    Boolean progress;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
+    Path output;
+
+    @Option(names = "--packets", description = "Print the recording's PT packets instead (as 'ptdecode packets').")
+    boolean packets;
+
+    /** Where output goes (tests replace it). */
     java.io.OutputStream stdout = new java.io.FileOutputStream(java.io.FileDescriptor.out);
+    PrintStream stderr = System.err;
 
     @Override
-    public Integer call() {
+    public Integer call() throws Exception {
         if (recording == null) {
             new picocli.CommandLine(this).usage(System.out);
             return Tool.EXIT_OK;
         }
-        // Until the flow decoder takes over the top level, a recording prints its packets.
-        PacketsCommand packets = new PacketsCommand();
-        packets.trace = recording;
-        packets.stdout = stdout;
-        return packets.call();
+        if (packets) {
+            PacketsCommand p = new PacketsCommand();
+            p.trace = recording;
+            p.stdout = stdout;
+            return p.call();
+        }
+        if (!List.of("text", "jsonl", "perfetto").contains(format)) {
+            throw new BadInputException("--format " + format + ": expected text, jsonl or perfetto");
+        }
+        if (func == null && (summary || source || format.equals("perfetto"))) {
+            throw new BadInputException("--summary, --source and --format perfetto need --func NAME");
+        }
+        long[] range = timeRange(time);
+        Path file = Path.of(recording);
+        Path kcoreDir = kcore;
+        if (java.nio.file.Files.isDirectory(file) && java.nio.file.Files.isRegularFile(file.resolve("data"))) {
+            // perf record --kcore writes a directory: the recording in "data", the kernel text in "kcore_dir"
+            if (kcoreDir == null && java.nio.file.Files.isDirectory(file.resolve("kcore_dir"))) {
+                kcoreDir = file.resolve("kcore_dir");
+            }
+            file = file.resolve("data");
+        }
+        RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(file, archive,
+                archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
+                range[0], range[1], cpuSet(cpus), threads,
+                progress != null ? progress : System.console() != null), stderr);
+        rd.load();
+        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
+        try {
+            if (func == null) {
+                rd.merged(out);
+                return Tool.EXIT_OK;
+            }
+            FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
+                    + (rd.recordingUsed != null ? " and the archive" : ""));
+            List<Invocation> found = rd.invocations(target);
+            if (format.equals("perfetto")) {
+                ptfence.func.PerfettoWriter.write(func, found, out);
+                return Tool.EXIT_OK;
+            }
+            boolean jsonl = format.equals("jsonl");
+            FuncPrinter p = new FuncPrinter(out, jsonl);
+            p.header(recording, target);
+            if (summary) {
+                ptfence.func.FuncSummary s = ptfence.func.FuncSummary.of(target.name(), found, codeOf(rd, target,
+                        found), 10);
+                out.append(jsonl ? s.json() + "\n" : s.text());
+                return Tool.EXIT_OK;
+            }
+            if (source) {
+                ptfence.func.SourceLines lines = rd.sourceLines(target);
+                if (lines.isEmpty()) {
+                    throw new BadInputException("--source: no line info for " + func + " in the archive or "
+                            + recording + " (BPF programs loaded with BTF have it; ptrec archives it)");
+                }
+                ptfence.func.SourceLines.Profile profile = lines.profile(found);
+                if (jsonl) {
+                    profile.jsonLines().forEach(l -> out.append(l).append('\n'));
+                } else {
+                    out.append(profile.text());
+                }
+                p.summary(found);
+                return Tool.EXIT_OK;
+            }
+            for (Invocation inv : found) {
+                long t = inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
+                        : ptfence.image.CodeSpace.ANY_TIME;
+                p.invocation(inv, rd.code.forCpu(inv.cpu(), -1), t);
+            }
+            p.summary(found);
+            return Tool.EXIT_OK;
+        } finally {
+            out.flush();
+            if (output != null) {
+                os.close();
+            }
+        }
+    }
+
+    /** The code of the function and of every program its invocations ran through, as decoded. */
+    private static List<ptfence.image.Section> codeOf(RecordingDecode rd, FunctionNames.Target target,
+            List<Invocation> found) {
+        java.util.Map<String, ptfence.image.Section> byContent = new java.util.LinkedHashMap<>();
+        for (var f : target.functions()) {
+            var s = rd.code.section(f.address(), f.from() == Long.MIN_VALUE ? f.to() - 1 : f.from());
+            if (s != null) {
+                byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
+            }
+        }
+        for (Invocation inv : found) {
+            for (String name : inv.programs()) {
+                for (var prog : rd.code.programs()) {
+                    if (prog.fullName().equals(name)) {
+                        for (var f : prog.functions()) {
+                            var s = rd.code.section(f.address(), inv.entryTime() >= 0 ? inv.entryTime() : f.from());
+                            if (s != null) {
+                                byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return List.copyOf(byContent.values());
+    }
+
+    /** "START,END" in seconds → perf time ns [from, to]. */
+    static long[] timeRange(String spec) {
+        if (spec == null) {
+            return new long[] {Long.MIN_VALUE, Long.MAX_VALUE};
+        }
+        int comma = spec.indexOf(',');
+        if (comma < 0) {
+            throw new BadInputException("--time " + spec + ": expected START,END in seconds (either may be empty)");
+        }
+        return new long[] {seconds(spec.substring(0, comma), Long.MIN_VALUE, spec),
+                seconds(spec.substring(comma + 1), Long.MAX_VALUE, spec)};
+    }
+
+    private static long seconds(String s, long empty, String spec) {
+        if (s.isBlank()) {
+            return empty;
+        }
+        try {
+            return new java.math.BigDecimal(s.trim()).movePointRight(9).longValueExact();
+        } catch (ArithmeticException | NumberFormatException e) {
+            throw new BadInputException("--time " + spec + ": '" + s + "' is not a time in seconds");
+        }
+    }
+
+    static Set<Integer> cpuSet(String spec) {
+        if (spec == null) {
+            return null;
+        }
+        Set<Integer> out = new TreeSet<>();
+        try {
+            for (String part : spec.split(",")) {
+                int dash = part.indexOf('-');
+                int a = Integer.parseInt(dash < 0 ? part.trim() : part.substring(0, dash).trim());
+                int b = dash < 0 ? a : Integer.parseInt(part.substring(dash + 1).trim());
+                if (a < 0 || b < a) {
+                    throw new NumberFormatException(part);
+                }
+                for (int c = a; c <= b; c++) {
+                    out.add(c);
+                }
+            }
+        } catch (NumberFormatException e) {
+            throw new BadInputException("-C " + spec + ": expected CPUs like 0,2-3");
+        }
+        return out;
     }
 
     public static void main(String[] args) {

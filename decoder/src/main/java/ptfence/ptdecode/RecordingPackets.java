@@ -18,6 +18,7 @@ import ptfence.packet.PacketCursor;
 import ptfence.packet.TraceSource;
 import ptfence.perfdata.AttrIds;
 import ptfence.perfdata.AuxBuffer;
+import ptfence.perfdata.AuxRuns;
 import ptfence.perfdata.IntelPtInfo;
 import ptfence.perfdata.PerfDataFile;
 import ptfence.perfdata.PerfRecord;
@@ -92,8 +93,6 @@ final class RecordingPackets {
      * another CPU/thread starts a new run.
      */
     private static final class Dumper {
-        private static final long MAX_JOINED = Integer.MAX_VALUE - 64;
-
         private final Path path;
         private final boolean jsonl;
         private final boolean quiet;
@@ -134,15 +133,9 @@ final class RecordingPackets {
             List<AuxBuffer> run = pending.get(b.idx());
             if (run != null) {
                 AuxBuffer last = run.get(run.size() - 1);
-                long overlap = last.offset() + last.size() - b.offset();
-                long joined = run.stream().mapToLong(AuxBuffer::size).sum() + b.size();
-                // perf record pads each buffer to 8 bytes with zeros and counts them in its size; the next buffer
-                // then starts up to 7 bytes before the end of the previous one
-                if (!snapshot && last.cpu() == b.cpu() && last.tid() == b.tid() && overlap >= 0 && overlap < 8
-                        && zeroTail(last, (int) overlap) && joined <= MAX_JOINED) {
-                    if (overlap > 0) {
-                        run.set(run.size() - 1, trimmed(last, (int) overlap));
-                    }
+                long total = run.stream().mapToLong(AuxBuffer::size).sum();
+                if (AuxRuns.continues(last, b, snapshot, total)) {
+                    run.set(run.size() - 1, AuxRuns.trimFor(last, b));
                     run.add(b);
                     return;
                 }
@@ -151,23 +144,6 @@ final class RecordingPackets {
             List<AuxBuffer> fresh = new ArrayList<>();
             fresh.add(b);
             pending.put(b.idx(), fresh);
-        }
-
-        private static boolean zeroTail(AuxBuffer b, int n) {
-            java.nio.ByteBuffer d = b.data();
-            for (int i = d.limit() - n; i < d.limit(); i++) {
-                if (i < 0 || d.get(i) != 0) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        private static AuxBuffer trimmed(AuxBuffer b, int n) {
-            java.nio.ByteBuffer d = b.data();
-            d.limit(d.limit() - n);
-            return new AuxBuffer(b.fileOffset(), b.size() - n, b.offset(), b.reference(), b.idx(), b.tid(), b.cpu(),
-                    d.slice());
         }
 
         void finish() {
@@ -184,17 +160,7 @@ final class RecordingPackets {
             if (!quiet) {
                 header(run, jsonl, out);
             }
-            java.nio.ByteBuffer data;
-            if (run.size() == 1) {
-                data = first.data();
-            } else {
-                long total = run.stream().mapToLong(AuxBuffer::size).sum();
-                data = java.nio.ByteBuffer.allocate((int) total);
-                for (AuxBuffer b : run) {
-                    data.put(b.data());
-                }
-                data.flip();
-            }
+            java.nio.ByteBuffer data = AuxRuns.bytes(run);
             TimingConfig timing = given != null ? given : timingOf(file, info, errata);
             DecodeSummary s = printer.dump(new PacketCursor(TraceSource.of(data), errata), out, errata, timing);
             String damage = s.describe(path + " AUX buffer idx " + first.idx() + " at file offset 0x"

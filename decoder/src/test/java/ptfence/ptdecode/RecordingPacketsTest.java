@@ -92,13 +92,13 @@ class RecordingPacketsTest {
     }
 
     @Test
-    void theTopLevelPositionalDumpsARecordingLikePackets() {
+    void thePacketsFlagDumpsARecordingLikeTheSubcommand() {
         Path d = hase("loopy-20180514T145114");
         String rec = d.resolve("perf.data.1").toString();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         PtdecodeCommand top = new PtdecodeCommand();
         top.stdout = out;
-        assertEquals(0, Tool.run("ptdecode", top, rec));
+        assertEquals(0, Tool.run("ptdecode", top, "--packets", rec));
         assertEquals(packets(rec).out(), out.toString(StandardCharsets.UTF_8));
     }
 

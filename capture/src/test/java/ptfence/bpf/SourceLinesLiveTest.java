@@ -1,0 +1,118 @@
+package ptfence.bpf;
+
+import static org.junit.jupiter.api.Assertions.*;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import static ptfence.bpf.BpfAssembler.Reg.*;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import ptfence.func.SourceLines;
+import ptfence.region.BpfMetadata;
+import ptfence.sys.Bpf;
+import ptfence.sys.BpfFd;
+
+/**
+ * SourceLines against the kernel: a program loaded with its own BTF, func_info and one line_info record per
+ * instruction (a distinct line, column and text each); the kernel JITs it and reports where each record's code
+ * starts (jited_line_info). Every JIT address of every range must map back to the line attached to the
+ * instruction the kernel placed there.
+ */
+class SourceLinesLiveTest {
+    private static final String FILE = "live/srclines.bpf.c";
+
+    @Test
+    void everyJitAddressMapsToTheLineAttachedToItsInstruction() throws Exception {
+        assumeTrue("root".equals(System.getProperty("user.name")), "needs root to load BPF programs with BTF");
+        BpfAssembler a = new BpfAssembler();
+        a.load(BpfAssembler.Size.W, R6, R1, 0)            // skb->len: unknown to the verifier, so no branch is dead
+                .mov(R1, R6).callLocal("f0").mov(R7, R0)
+                .mov(R1, R6).callLocal("f1").add(R0, R7).exit();
+        int[] starts = {0, a.size(), 0};
+        for (int i = 0; i < 2; i++) {
+            if (i == 1) starts[2] = a.size();
+            a.label("f" + i).mov(R0, R1).alu(BpfAssembler.Alu.MUL, R0, 9 + i)
+                    .jumpIf(BpfAssembler.Cond.GT, R0, 1000, "big" + i).add(R0, i + 1).label("big" + i).exit();
+        }
+        int n = a.size();
+
+        BtfTest.BtfWriter w = new BtfTest.BtfWriter();
+        int intType = w.type("int", Btf.KIND_INT, 0, false, 4);
+        w.types.putInt(0x01000020);
+        int proto = w.type("", Btf.KIND_FUNC_PROTO, 1, false, intType);
+        w.types.putInt(w.str("x")).putInt(intType);
+        int[] funcs = {w.type("srcmain", Btf.KIND_FUNC, 0, false, proto),
+                w.type("srcsub0", Btf.KIND_FUNC, 0, false, proto), w.type("srcsub1", Btf.KIND_FUNC, 0, false, proto)};
+        ByteBuffer fi = ByteBuffer.allocate(8 * 3).order(ByteOrder.LITTLE_ENDIAN);
+        for (int f = 0; f < 3; f++) fi.putInt(starts[f]).putInt(funcs[f]);
+        int file = w.str(FILE);
+        ByteBuffer li = ByteBuffer.allocate(16 * n).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < n; i++) {
+            li.putInt(i).putInt(file).putInt(w.str(text(i))).putInt(line(i) << 10 | column(i));
+        }
+
+        ProgramMetadata pm;
+        try (BpfFd btf = Bpf.get().btfLoad(w.bytes());
+             BpfFd prog = Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, a.assemble(), "GPL",
+                     "srclines", 0, 0, btf, fi.array(), li.array()))) {
+            pm = ProgramMetadata.fetch(prog);
+        }
+        BpfMetadata m = pm.toArchive();
+        long[] ksyms = m.jitedKsyms();
+        int[] lens = m.jitedFuncLens();
+        assertEquals(3, ksyms.length, "main and two subprograms JITed separately");
+        ByteBuffer kernelLines = ByteBuffer.wrap(m.lineInfo()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer kernelAddrs = ByteBuffer.wrap(m.jitedLineInfo()).order(ByteOrder.LITTLE_ENDIAN);
+        int records = m.lineInfo().length / m.lineInfoRecSize();
+        assertEquals(n, records, "the kernel kept one record per instruction (nothing was dead or removed)");
+        assertEquals(records, m.jitedLineInfo().length / 8);
+
+        // The kernel's answer: record r (ours, in order) starts at jited_line_info[r]; its code runs to the next
+        // distinct address in the same function, or to the function's end.
+        long[] addr = new long[records];
+        int[] lineOf = new int[records];
+        for (int r = 0; r < records; r++) {
+            addr[r] = kernelAddrs.getLong(8 * r);
+            lineOf[r] = kernelLines.getInt(r * m.lineInfoRecSize() + 12) >>> 10;
+            assertEquals(line(r), lineOf[r], "kernel kept our record " + r + " in order");
+        }
+        SourceLines s = SourceLines.of(m);
+        int checkedBytes = 0;
+        for (int f = 0; f < 3; f++) {
+            long start = ksyms[f], end = start + lens[f];
+            List<Integer> inF = new ArrayList<>();
+            for (int r = 0; r < records; r++) if (addr[r] >= start && addr[r] < end) inF.add(r);
+            assertFalse(inF.isEmpty(), "function " + f + " has line records");
+            assertEquals(start, addr[inF.get(0)], "the first record of function " + f + " is at its start");
+            for (int k = 0; k < inF.size(); k++) {
+                int r = inF.get(k);
+                long to = k + 1 < inF.size() ? addr[inF.get(k + 1)] : end;
+                for (long x = addr[r]; x < to; x++) {
+                    SourceLines.Line got = s.at(x).orElseThrow(() -> new AssertionError("no line"));
+                    assertEquals(line(r), got.line(), "line at 0x" + Long.toHexString(x));
+                    assertEquals(column(r), got.column());
+                    assertEquals(text(r), got.text());
+                    assertEquals(FILE, got.file());
+                    assertEquals(f, got.function());
+                    assertEquals(r, got.insn(), "translated insn of record " + r + " (no patching here)");
+                    checkedBytes++;
+                }
+            }
+            assertTrue(s.at(end).isEmpty() || s.at(end).orElseThrow().function() != f, "nothing past function " + f);
+        }
+        assertEquals(lens[0] + lens[1] + lens[2], checkedBytes, "every JITed byte checked");
+        assertTrue(s.at(ksyms[0] - 1).isEmpty());
+
+        // The same program as perf records it (HEADER_BPF_PROG_INFO + HEADER_BPF_BTF) gives the same lines.
+        SourceLines fromPerf = SourceLines.ofPerf(List.of(pm.toPerfBpil()), List.of(pm.toPerfBtf().orElseThrow()));
+        assertEquals(s.lines(), fromPerf.lines());
+    }
+
+    private static int line(int insn) { return 100 + 3 * insn; }
+
+    private static int column(int insn) { return 1 + insn % 7; }
+
+    private static String text(int insn) { return "\tstatement_" + insn + "();"; }
+}

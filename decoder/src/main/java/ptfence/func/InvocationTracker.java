@@ -1,0 +1,379 @@
+package ptfence.func;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.LongSupplier;
+import ptfence.flow.Event;
+import ptfence.flow.FlowSink;
+import ptfence.insn.CodeCache;
+import ptfence.insn.InsnClass;
+import ptfence.sideband.CodeMap;
+import ptfence.sideband.Sideband;
+
+/**
+ * Finds the invocations of one function in one CPU's instruction flow (docs/func.md gives the rules): entry from
+ * outside, calls out summarized, bpf-to-bpf calls and tail calls followed, exit by return, by a jump that is not a
+ * tail call, by tracing stopping, or at the end of the trace.
+ */
+public final class InvocationTracker implements FlowSink {
+    /** At most this many instructions between leaving by a jump and entering another program make a tail call. */
+    private static final int TAIL_CALL_WINDOW = 64;
+
+    private enum State { OUTSIDE, INSIDE, CALLED_OUT, LEFT_BY_JUMP }
+
+    private final int cpu;
+    private final List<CodeMap.Function> target;
+    private final CodeMap code;
+    private final Sideband sideband;
+    private final List<Invocation> done;
+    private LongSupplier clock = () -> -1;
+
+    private State state = State.OUTSIDE;
+    // the invocation being built
+    private long[] path = new long[256];
+    private byte[] steps = new byte[256];
+    private int n;
+    private final List<Invocation.Call> calls = new ArrayList<>();
+    private final List<String> programs = new ArrayList<>();
+    private final List<long[]> outFrames = new ArrayList<>(); // {return address, call index in calls}
+    private String function;
+    private long entryTime;
+    private long lastTime;
+    private int pid;
+    private int tid;
+    // the previous instruction seen (inside or not)
+    private long prevIp;
+    private int prevSize;
+    private int prevCls;
+    private boolean havePrev;
+    private long prevInsideIp;
+    private int prevInsideCls;
+    private int prevInsideSize;
+    private long expectReturn = -1;
+    private long outsideCount;
+    private long exitTime;
+
+    /**
+     * @param target the function's code over time (perf time); {@code code} tells which BPF program holds an address
+     */
+    public InvocationTracker(int cpu, List<CodeMap.Function> target, CodeMap code, Sideband sideband,
+            List<Invocation> done) {
+        this.cpu = cpu;
+        this.target = target;
+        this.code = code;
+        this.sideband = sideband;
+        this.done = done;
+    }
+
+    /** The perf time of the instruction being reported (the decoder's TSC, converted); -1 without timing. */
+    public void clock(LongSupplier perfTime) {
+        this.clock = perfTime;
+    }
+
+    private boolean inTarget(long ip, long t) {
+        for (CodeMap.Function f : target) {
+            if (f.covers(ip, t == -1 ? f.from() : t)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** True if {@code ip} is code this invocation follows: the function, or a program it tail-called into. */
+    private boolean followed(long ip, long t) {
+        if (inTarget(ip, t)) {
+            return true;
+        }
+        if (programs.size() <= 1) {
+            return false;
+        }
+        CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
+        return p != null && programs.contains(p.fullName());
+    }
+
+    @Override
+    public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        long t = clock.getAsLong();
+        switch (state) {
+            case OUTSIDE -> {
+                if (inTarget(ip, t)) {
+                    boolean viaCall = havePrev && (prevCls == InsnClass.CALL || prevCls == InsnClass.CALL_INDIRECT)
+                            && !inTarget(prevIp, t);
+                    expectReturn = viaCall ? prevIp + prevSize : -1;
+                    begin(ip, t);
+                    append(ip, size, cls, t);
+                }
+            }
+            case INSIDE -> {
+                if (followed(ip, t)) {
+                    stepInside(ip, t);
+                    append(ip, size, cls, t);
+                } else {
+                    leave(ip, t);
+                }
+            }
+            case CALLED_OUT -> {
+                long[] top = outFrames.get(outFrames.size() - 1);
+                if (ip == top[0] && followed(ip, t)) {
+                    finishCall(top, t);
+                    outFrames.remove(outFrames.size() - 1);
+                    state = State.INSIDE;
+                    append(ip, size, cls, t);
+                } else if (followed(ip, t)) {
+                    state = State.INSIDE; // a callback of the callee (bpf_loop, for_each_map_elem)
+                    append(ip, size, cls, t);
+                } else {
+                    countCallee();
+                }
+            }
+            case LEFT_BY_JUMP -> {
+                CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
+                boolean entry = p != null && p.functions().get(0).address() == ip;
+                if (p != null && !entry && ip != expectReturn) {
+                    steps[n - 1] = Invocation.STEP_TAIL_CALL;
+                    if (!programs.contains(p.fullName())) {
+                        programs.add(p.fullName());
+                    }
+                    state = State.INSIDE;
+                    append(ip, size, cls, t);
+                } else if (++outsideCount > TAIL_CALL_WINDOW || p != null || inTarget(ip, t)) {
+                    finish(Invocation.End.RETURN, exitTime);
+                    state = State.OUTSIDE;
+                    insn(ip, size, cls, mode, speculative);
+                    return;
+                }
+            }
+        }
+        prevIp = ip;
+        prevSize = size;
+        prevCls = cls;
+        havePrev = true;
+    }
+
+    private void begin(long ip, long t) {
+        n = 0;
+        calls.clear();
+        programs.clear();
+        outFrames.clear();
+        CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
+        function = p != null ? p.fullName() : nameOf(ip, t);
+        programs.add(function);
+        entryTime = t;
+        Sideband.Task task = t == -1 ? null : sideband.taskAt(cpu, t);
+        pid = task == null ? -1 : task.pid();
+        tid = task == null ? -1 : task.tid();
+        state = State.INSIDE;
+    }
+
+    private String nameOf(long ip, long t) {
+        for (CodeMap.Function f : target) {
+            if (f.covers(ip, t == -1 ? f.from() : t)) {
+                return f.name();
+            }
+        }
+        return "0x" + Long.toHexString(ip);
+    }
+
+    private void append(long ip, int size, int cls, long t) {
+        if (n == path.length) {
+            path = Arrays.copyOf(path, n * 2);
+            steps = Arrays.copyOf(steps, n * 2);
+        }
+        path[n] = ip;
+        steps[n] = Invocation.STEP_PLAIN;
+        n++;
+        prevInsideIp = ip;
+        prevInsideSize = size;
+        prevInsideCls = cls;
+        lastTime = t;
+    }
+
+    /** The previous instruction inside led to {@code ip}, also inside: record how. */
+    private void stepInside(long ip, long t) {
+        boolean fallThrough = ip == prevInsideIp + prevInsideSize;
+        byte step = switch (prevInsideCls) {
+            case InsnClass.COND_JUMP -> fallThrough ? Invocation.STEP_NOT_TAKEN : Invocation.STEP_TAKEN;
+            case InsnClass.CALL, InsnClass.CALL_INDIRECT -> Invocation.STEP_CALL;
+            case InsnClass.RETURN, InsnClass.FAR_RETURN -> Invocation.STEP_RETURN;
+            case InsnClass.JUMP, InsnClass.JUMP_INDIRECT, InsnClass.FAR_JUMP -> jumpStep(ip, t);
+            default -> Invocation.STEP_PLAIN;
+        };
+        steps[n - 1] = step;
+    }
+
+    private byte jumpStep(long ip, long t) {
+        long tt = t == -1 ? Long.MIN_VALUE + 1 : t;
+        CodeMap.Program from = code.programAt(prevInsideIp, tt);
+        CodeMap.Program to = code.programAt(ip, tt);
+        if (to != null && from != to && (from == null || !from.fullName().equals(to.fullName()))) {
+            if (!programs.contains(to.fullName())) {
+                programs.add(to.fullName());
+            }
+            return Invocation.STEP_TAIL_CALL;
+        }
+        return Invocation.STEP_JUMP;
+    }
+
+    /** The flow left the followed code at {@code ip}. */
+    private void leave(long ip, long t) {
+        switch (prevInsideCls) {
+            case InsnClass.CALL, InsnClass.CALL_INDIRECT -> {
+                steps[n - 1] = Invocation.STEP_CALL_OUT;
+                callOut(prevInsideIp, ip, prevInsideIp + prevInsideSize, t);
+                countCallee();
+            }
+            case InsnClass.RETURN, InsnClass.FAR_RETURN -> {
+                steps[n - 1] = Invocation.STEP_RETURN;
+                if (outFrames.isEmpty()) {
+                    finish(Invocation.End.RETURN, lastTime);
+                    state = State.OUTSIDE;
+                } else {
+                    state = State.CALLED_OUT; // a callback returned into the helper that called it
+                    countCallee();
+                }
+            }
+            default -> {
+                steps[n - 1] = prevInsideCls == InsnClass.COND_JUMP ? (ip == prevInsideIp + prevInsideSize
+                        ? Invocation.STEP_NOT_TAKEN : Invocation.STEP_TAKEN) : Invocation.STEP_JUMP;
+                leftByJump(ip, t);
+            }
+        }
+    }
+
+    private void leftByJump(long ip, long t) {
+        state = State.LEFT_BY_JUMP;
+        exitTime = lastTime;
+        outsideCount = 0;
+        if (ip != -1) {
+            // the jump's target decides at once when it is a program
+            CodeMap.Program p = code.programAt(ip, t == -1 ? Long.MIN_VALUE + 1 : t);
+            if (p != null && p.functions().get(0).address() != ip && ip != expectReturn) {
+                steps[n - 1] = Invocation.STEP_TAIL_CALL;
+                if (!programs.contains(p.fullName())) {
+                    programs.add(p.fullName());
+                }
+                state = State.INSIDE;
+                append(ip, 0, InsnClass.OTHER, t);
+            } else {
+                outsideCount = 1;
+            }
+        }
+    }
+
+    private void callOut(long from, long targetIp, long ret, long t) {
+        String name = code.describe(targetIp, t);
+        if (name == null) {
+            name = "0x" + Long.toHexString(targetIp);
+        }
+        calls.add(new Invocation.Call(n - 1, from, targetIp, name, t, -1, 0));
+        outFrames.add(new long[] {ret, calls.size() - 1});
+        state = State.CALLED_OUT;
+    }
+
+    private void countCallee() {
+        if (!outFrames.isEmpty()) {
+            int i = (int) outFrames.get(outFrames.size() - 1)[1];
+            Invocation.Call c = calls.get(i);
+            calls.set(i, new Invocation.Call(c.index(), c.from(), c.target(), c.name(), c.enter(), c.exit(),
+                    c.insns() + 1));
+        }
+    }
+
+    private void finishCall(long[] frame, long t) {
+        int i = (int) frame[1];
+        Invocation.Call c = calls.get(i);
+        // the callee's first instruction was counted when the flow left; it ran outside, so it is the callee's
+        calls.set(i, new Invocation.Call(c.index(), c.from(), c.target(), c.name(), c.enter(), t, c.insns()));
+    }
+
+    private void finish(Invocation.End end, long exit) {
+        done.add(new Invocation(cpu, pid, tid, function, entryTime, exit, end, Arrays.copyOf(path, n),
+                Arrays.copyOf(steps, n), List.copyOf(calls), List.copyOf(programs)));
+        n = 0;
+    }
+
+    @Override
+    public void block(long ip, int count, CodeCache cc, int off, int mode, boolean speculative) {
+        throw new UnsupportedOperationException("--func follows single instructions (the instruction decoder)");
+    }
+
+    @Override
+    public void event(Event ev) {
+        long t = clock.getAsLong();
+        switch (ev.type) {
+            case Event.DISABLED, Event.ASYNC_DISABLED -> {
+                if (state == State.INSIDE) {
+                    // tracing stopped without a transfer out (filter edge by a jump, context switch)
+                    if (ev.type == Event.DISABLED && isJump(prevInsideCls)) {
+                        steps[n - 1] = Invocation.STEP_JUMP;
+                        leftByJump(-1, t);
+                        outsideCount = 1;
+                    } else if (isCall(prevInsideCls) && ev.type == Event.DISABLED) {
+                        steps[n - 1] = Invocation.STEP_CALL_OUT;
+                        callOut(prevInsideIp, ev.ip, prevInsideIp + prevInsideSize, t);
+                    } else if (isReturn(prevInsideCls) && ev.type == Event.DISABLED && outFrames.isEmpty()) {
+                        steps[n - 1] = Invocation.STEP_RETURN;
+                        finish(Invocation.End.RETURN, lastTime);
+                        state = State.OUTSIDE;
+                    } else {
+                        finish(Invocation.End.DISABLED, t);
+                        state = State.OUTSIDE;
+                    }
+                }
+                havePrev = false;
+            }
+            case Event.ASYNC_BRANCH -> {
+                if (state == State.INSIDE && followed(ev.from, t)) {
+                    calls.add(new Invocation.Call(n - 1, ev.from, ev.ip, "interrupt", t, -1, 0));
+                    outFrames.add(new long[] {ev.from, calls.size() - 1});
+                    state = State.CALLED_OUT;
+                }
+                havePrev = false;
+            }
+            case Event.OVERFLOW -> {
+                endWith(Invocation.End.ERROR, t);
+                havePrev = false;
+            }
+            default -> {
+            }
+        }
+    }
+
+    private static boolean isJump(int cls) {
+        return cls == InsnClass.JUMP || cls == InsnClass.JUMP_INDIRECT || cls == InsnClass.FAR_JUMP;
+    }
+
+    private static boolean isCall(int cls) {
+        return cls == InsnClass.CALL || cls == InsnClass.CALL_INDIRECT;
+    }
+
+    private static boolean isReturn(int cls) {
+        return cls == InsnClass.RETURN || cls == InsnClass.FAR_RETURN;
+    }
+
+    private void endWith(Invocation.End end, long t) {
+        if (state == State.LEFT_BY_JUMP) {
+            finish(Invocation.End.RETURN, exitTime);
+        } else if (state != State.OUTSIDE) {
+            finish(end, t);
+        }
+        state = State.OUTSIDE;
+    }
+
+    @Override
+    public void error(String kind, int code, long offset, long ip) {
+        endWith(Invocation.End.ERROR, clock.getAsLong());
+        havePrev = false;
+    }
+
+    @Override
+    public void endOfTrace() {
+        endWith(Invocation.End.TRACE_END, clock.getAsLong());
+    }
+
+    /** Call when this CPU's trace is done (also after errors ended the decode). */
+    public void close() {
+        endWith(Invocation.End.TRACE_END, lastTime);
+    }
+}

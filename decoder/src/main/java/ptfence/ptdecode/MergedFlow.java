@@ -1,0 +1,263 @@
+package ptfence.ptdecode;
+
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import ptfence.flow.Event;
+import ptfence.flow.FlowDecoder;
+import ptfence.flow.FlowSink;
+import ptfence.flow.PtError;
+import ptfence.image.CodeSpace;
+import ptfence.insn.CodeCache;
+import ptfence.insn.X86Decoder;
+import ptfence.output.EventNames;
+import ptfence.sideband.CodeMap;
+
+/**
+ * Every CPU's flow, merged by time: each CPU decodes on its own thread into small batches of timed lines, and the
+ * printer always takes the earliest line of any CPU, so memory stays bounded however long the recording.
+ */
+final class MergedFlow {
+    private static final int BATCH = 2048;
+
+    /** A batch of one CPU's lines; an empty batch ends the CPU. */
+    private record Batch(long[] times, String[] lines, int count) {
+    }
+
+    private MergedFlow() {
+    }
+
+    static void print(RecordingDecode rd, PrintWriter out, RecordingDecode.Request req) throws Exception {
+        List<RecordingDecode.CpuTrace> traces = rd.traces;
+        List<BlockingQueue<Batch>> queues = new ArrayList<>();
+        java.util.Map<RecordingDecode.CpuTrace, LineSink> sinks =
+                java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+        for (int i = 0; i < traces.size(); i++) {
+            queues.add(new ArrayBlockingQueue<>(8));
+        }
+        boolean jsonl = req.format().equals("jsonl");
+        Thread producer = new Thread(() -> {
+            try {
+                rd.decodeCpus(t -> {
+                    LineSink s = new LineSink(t.cpu(), queues.get(traces.indexOf(t)), rd.code, jsonl,
+                            rd.code.forCpu(t.cpu(), -1), req);
+                    sinks.put(t, s);
+                    return s;
+                }, (t, d) -> sinks.get(t).decoder = d);
+                for (LineSink s : sinks.values()) {
+                    s.flush();
+                }
+            } catch (Exception e) {
+                failure = e;
+            } finally {
+                for (BlockingQueue<Batch> q : queues) {
+                    try {
+                        q.put(new Batch(null, null, 0));
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+        }, "ptdecode-decode");
+        producer.setDaemon(true);
+        producer.start();
+        Batch[] head = new Batch[queues.size()];
+        int[] pos = new int[queues.size()];
+        boolean[] ended = new boolean[queues.size()];
+        while (true) {
+            int best = -1;
+            for (int i = 0; i < head.length; i++) {
+                if (ended[i]) {
+                    continue;
+                }
+                if (head[i] == null || pos[i] == head[i].count()) {
+                    Batch b = queues.get(i).take();
+                    if (b.count() == 0 && b.lines() == null) {
+                        ended[i] = true;
+                        continue;
+                    }
+                    head[i] = b;
+                    pos[i] = 0;
+                }
+                if (best < 0 || head[i].times()[pos[i]] < head[best].times()[pos[best]]) {
+                    best = i;
+                }
+            }
+            if (best < 0) {
+                break;
+            }
+            out.append(head[best].lines()[pos[best]]).append('\n');
+            pos[best]++;
+        }
+        producer.join();
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private static volatile Exception failure;
+
+    /** One CPU's lines: instructions with time, symbol and disassembly; events and errors in brackets. */
+    private static final class LineSink implements FlowSink {
+        private final int cpu;
+        private final BlockingQueue<Batch> queue;
+        private final CodeMap code;
+        private final boolean jsonl;
+        private final CodeSpace space;
+        private final RecordingDecode.Request req;
+        private final X86Decoder dec = new X86Decoder();
+        private final byte[] buf = new byte[15];
+        FlowDecoder decoder;
+        private long[] times = new long[BATCH];
+        private String[] lines = new String[BATCH];
+        private int n;
+        private final StringBuilder sb = new StringBuilder(128);
+
+        LineSink(int cpu, BlockingQueue<Batch> queue, CodeMap code, boolean jsonl, CodeSpace space,
+                RecordingDecode.Request req) {
+            this.cpu = cpu;
+            this.queue = queue;
+            this.code = code;
+            this.jsonl = jsonl;
+            this.space = space;
+            this.req = req;
+        }
+
+        private long tsc() {
+            return decoder == null ? -1 : decoder.time();
+        }
+
+        private long perfTime() {
+            long tsc = tsc();
+            return tsc >= 0 ? code.clock().toPerf(tsc) : -1;
+        }
+
+        private void emit(long time, String line) {
+            if (time >= 0 && (time < req.timeFrom() || time > req.timeTo())) {
+                return;
+            }
+            times[n] = time;
+            lines[n] = line;
+            if (++n == BATCH) {
+                flush();
+            }
+        }
+
+        void flush() {
+            if (n == 0) {
+                return;
+            }
+            try {
+                queue.put(new Batch(times, lines, n));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted");
+            }
+            times = new long[BATCH];
+            lines = new String[BATCH];
+            n = 0;
+        }
+
+        private void prefix(long t) {
+            sb.setLength(0);
+            if (jsonl) {
+                sb.append("{\"cpu\":").append(cpu).append(",\"time\":").append(t);
+            } else {
+                sb.append(String.format("%3d ", cpu));
+                sb.append(t < 0 ? "             -" : String.format("%d.%09d", t / 1_000_000_000L, t % 1_000_000_000L));
+                sb.append("  ");
+            }
+        }
+
+        @Override
+        public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+            long t = perfTime();
+            long tsc = tsc() >= 0 ? tsc() : CodeSpace.ANY_TIME;
+            int len = space.read(ip, tsc, buf, 0, buf.length);
+            String text = dec.text(buf, 0, len, mode, ip);
+            String sym = code.symbols().describe(ip);
+            if (sym == null) {
+                var p = code.programAt(ip, t >= 0 ? t : CodeSpace.ANY_TIME);
+                if (p != null) {
+                    for (var f : p.functions()) {
+                        if (f.covers(ip, t >= 0 ? t : f.from())) {
+                            sym = ip == f.address() ? f.name() : f.name() + "+0x" + Long.toHexString(ip - f.address());
+                        }
+                    }
+                }
+            }
+            prefix(t);
+            if (jsonl) {
+                sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":")
+                        .append(ptfence.cli.Json.quote(text == null ? "(bad)" : text));
+                if (sym != null) {
+                    sb.append(",\"sym\":").append(ptfence.cli.Json.quote(sym));
+                }
+                if (speculative) {
+                    sb.append(",\"speculative\":true");
+                }
+                sb.append('}');
+            } else {
+                sb.append(speculative ? "? " : "").append(String.format("%016x  %-36s", ip, text == null ? "(bad)"
+                        : text));
+                if (sym != null) {
+                    sb.append("  <").append(sym).append('>');
+                }
+            }
+            emit(t, sb.toString());
+        }
+
+        @Override
+        public void block(long ip, int count, CodeCache cc, int off, int mode, boolean speculative) {
+            throw new UnsupportedOperationException("merged flow uses the instruction decoder");
+        }
+
+        @Override
+        public void event(Event ev) {
+            if (ev.type == Event.TIP || ev.type == Event.TNT || ev.type == Event.IGNORE) {
+                return;
+            }
+            long t = perfTime();
+            String name = EventNames.of(ev.type);
+            if (ev.type == Event.EXEC_MODE || ev.type == Event.TICK || ev.type == Event.CBR || ev.type == Event.MNT) {
+                return; // state, not flow
+            }
+            prefix(t);
+            if (jsonl) {
+                sb.append(",\"event\":\"").append(name).append('"');
+                if (!ev.ipSuppressed && ev.ip != 0) {
+                    sb.append(",\"ip\":\"0x").append(Long.toHexString(ev.ip)).append('"');
+                }
+                sb.append('}');
+            } else {
+                sb.append('[').append(name);
+                if (!ev.ipSuppressed && ev.ip != 0) {
+                    sb.append(", ip: ").append(Long.toHexString(ev.ip));
+                }
+                sb.append(']');
+            }
+            emit(t, sb.toString());
+        }
+
+        @Override
+        public void error(String kind, int codeNo, long offset, long ip) {
+            long t = perfTime();
+            prefix(t);
+            if (jsonl) {
+                sb.append(",\"error\":\"").append(PtError.message(codeNo)).append("\",\"kind\":\"").append(kind)
+                        .append("\",\"offset\":").append(offset).append(",\"ip\":\"0x").append(Long.toHexString(ip))
+                        .append("\"}");
+            } else {
+                sb.append('[').append(Long.toHexString(offset)).append(", ").append(Long.toHexString(ip)).append(": ")
+                        .append(kind).append(": ").append(PtError.message(codeNo)).append(']');
+            }
+            emit(t, sb.toString());
+        }
+
+        @Override
+        public void endOfTrace() {
+        }
+    }
+}

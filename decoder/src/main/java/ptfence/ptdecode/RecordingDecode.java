@@ -1,0 +1,503 @@
+package ptfence.ptdecode;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import ptfence.cli.BadInputException;
+import ptfence.flow.CursorInput;
+import ptfence.flow.FlowConfig;
+import ptfence.flow.FlowDecoder;
+import ptfence.flow.FlowSink;
+import ptfence.flow.PtError;
+import ptfence.func.FunctionNames;
+import ptfence.func.Invocation;
+import ptfence.func.InvocationTracker;
+import ptfence.image.CodeSpace;
+import ptfence.perfdata.AttrIds;
+import ptfence.perfdata.AuxBuffer;
+import ptfence.perfdata.AuxRuns;
+import ptfence.perfdata.IntelPtInfo;
+import ptfence.perfdata.PerfDataFile;
+import ptfence.perfdata.PerfRecord;
+import ptfence.recording.Recording;
+import ptfence.recording.Recordings;
+import ptfence.region.Region;
+import ptfence.region.RegionIndex;
+import ptfence.sideband.CodeMap;
+import ptfence.sideband.Sideband;
+import ptfence.store.Archive;
+import ptfence.store.ArchiveLocation;
+import ptfence.timing.TimingConfig;
+
+/**
+ * Decodes a whole recording: the sideband and every source of code make a {@link CodeMap}, each CPU's PT stream is
+ * decoded against it (CPUs in parallel), and the result is either every CPU's flow merged by time or, with a
+ * function name, that function's invocations.
+ */
+final class RecordingDecode {
+    /** What the command line asked for. */
+    record Request(Path recording, Path archive, boolean archiveGiven, String recordingId, Path kcore, Path vmlinux,
+            Path kallsyms, Path sysroot, String func, String format, boolean summary, boolean source, long timeFrom,
+            long timeTo, Set<Integer> cpus, int threads, boolean progress) {
+    }
+
+    /** One CPU's PT: its runs of AUX buffers in order. */
+    record CpuTrace(int cpu, int tid, List<List<AuxBuffer>> runs) {
+    }
+
+    private final Request req;
+    private final PrintStream err;
+    private final Set<String> reportedMissing = java.util.Collections.synchronizedSet(new HashSet<>());
+
+    Sideband sideband = new Sideband();
+    CodeMap code;
+    IntelPtInfo pt;
+    FlowConfig config;
+    List<CpuTrace> traces = new ArrayList<>();
+    String recordingUsed;
+
+    RecordingDecode(Request req, PrintStream err) {
+        this.req = req;
+        this.err = err;
+    }
+
+    /** Reads the recording and gathers the code. */
+    void load() throws IOException {
+        if (!Files.isRegularFile(req.recording())) {
+            throw new BadInputException(req.recording() + ": no such file");
+        }
+        List<AuxBuffer> buffers = new ArrayList<>();
+        PerfRecord.AuxtraceInfo info = null;
+        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+            PerfDataFile.RecordReader r = f.records();
+            BadInputException damage = null;
+            try {
+                while (r.hasNext()) {
+                    PerfRecord rec = r.next();
+                    if (rec instanceof PerfRecord.Auxtrace a) {
+                        buffers.add(new AuxBuffer(r.payloadOffset(), a.size(), a.offset(), a.reference(), a.idx(),
+                                a.tid(), a.cpu(), copy(a.data())));
+                    } else if (rec instanceof PerfRecord.AuxtraceInfo a) {
+                        info = info == null ? a : info;
+                    } else {
+                        sideband.add(rec);
+                    }
+                }
+            } catch (BadInputException e) {
+                damage = e; // decode what came before, then report
+            }
+            if (info == null || info.auxType() != PerfRecord.AuxtraceInfo.TYPE_INTEL_PT) {
+                throw new BadInputException(req.recording() + ": no Intel PT data (no intel_pt AUXTRACE_INFO); record "
+                        + "with 'ptrec' or 'perf record -e intel_pt//'");
+            }
+            if (buffers.isEmpty()) {
+                throw new BadInputException(req.recording() + ": no Intel PT data (no AUXTRACE records)");
+            }
+            if (damage != null) {
+                err.println("ptdecode: " + damage.getMessage() + " (decoding the records before it)");
+            }
+            pt = IntelPtInfo.of(info);
+            long ptConfig = 0;
+            for (AttrIds a : f.attrs()) {
+                if (a.attr().type() == pt.pmuType()) {
+                    ptConfig = a.attr().config();
+                }
+            }
+            // the decoder asks by time once the trace has told it the time (TSC packets), else by address only
+            boolean timed = true;
+            IntelPtInfo conv = pt;
+            CodeMap.Clock clock = new CodeMap.Clock() {
+                public long toDecoder(long perf) {
+                    return conv.perfTimeToTsc(perf);
+                }
+
+                public long toPerf(long tsc) {
+                    return tsc == Long.MIN_VALUE || tsc == Long.MAX_VALUE ? tsc : conv.tscToPerfTime(tsc);
+                }
+            };
+            code = new CodeMap(sideband, clock, timed, req.sysroot());
+            config = new FlowConfig();
+            String cpuSpec = cpuSpec(f);
+            if (cpuSpec != null) {
+                config.setCpu(cpuSpec);
+            }
+            TimingConfig t = RecordingPackets.timingOf(f, info, config.errata);
+            config.mtcFreq = t.mtcFreq();
+            config.nomFreq = t.nomFreq();
+            config.cpuid15Eax = t.cpuid15Eax();
+            config.cpuid15Ebx = t.cpuid15Ebx();
+            config.noRetComp = pt.noretcompBit() != 0 && (ptConfig & pt.noretcompBit()) != 0;
+            addArchive();
+            try {
+                code.addBpfProgInfo(f.features().bpfProgInfo());
+            } catch (BadInputException e) {
+                err.println("ptdecode: " + e.getMessage() + " (BPF_PROG_INFO not used)");
+            }
+            addKernelFiles();
+            Path dir = req.recording().toAbsolutePath().getParent();
+            if (dir != null) {
+                code.searchIn(dir);
+            }
+            code.addMappedFiles();
+            code.addSidebandSymbols();
+            code.applyPokes();
+            code.symbols().describe(0); // sort once, before decoder threads share it
+            boolean snapshot = pt.snapshotMode();
+            Map<Integer, List<List<AuxBuffer>>> byCpu = new TreeMap<>();
+            Map<Integer, Integer> tids = new TreeMap<>();
+            for (List<AuxBuffer> run : AuxRuns.of(buffers, snapshot)) {
+                AuxBuffer b = run.get(0);
+                int key = b.cpu() >= 0 && b.cpu() != -1 ? b.cpu() : -2 - b.idx();
+                byCpu.computeIfAbsent(key, k -> new ArrayList<>()).add(run);
+                tids.put(key, b.cpu() == -1 ? b.tid() : -1);
+            }
+            for (Map.Entry<Integer, List<List<AuxBuffer>>> e : byCpu.entrySet()) {
+                int cpu = e.getKey() >= 0 ? e.getKey() : -1;
+                if (req.cpus() != null && !req.cpus().contains(cpu)) {
+                    continue;
+                }
+                traces.add(new CpuTrace(cpu, tids.get(e.getKey()), e.getValue()));
+            }
+        }
+    }
+
+    private static ByteBuffer copy(ByteBuffer b) {
+        return b; // the file stays mapped by the reader's buffers; slices are independent
+    }
+
+    private static String cpuSpec(PerfDataFile f) {
+        try {
+            Optional<String> id = f.features().cpuId();
+            if (id.isEmpty()) {
+                return null;
+            }
+            String[] p = id.get().split(",");
+            return p.length >= 4 && p[0].equals("GenuineIntel") ? p[1] + "/" + p[2] + "/" + p[3] : null;
+        } catch (BadInputException e) {
+            return null;
+        }
+    }
+
+    private void addArchive() {
+        Path dir = ArchiveLocation.resolve(req.archive());
+        if (!Files.isDirectory(dir) || !Files.exists(dir.resolve("data.mdb"))) {
+            if (req.archiveGiven() || req.recordingId() != null) {
+                throw new BadInputException(dir + ": no ptfence archive there (--archive)");
+            }
+            return; // no archive: perf's own data only
+        }
+        try (Archive archive = Archive.open(dir)) {
+            archive.read(s -> {
+                List<Recording> all = Recordings.all(s);
+                Recording chosen = chooseRecording(all, s);
+                String boot;
+                if (chosen != null) {
+                    boot = chosen.bootId();
+                    recordingUsed = chosen.id();
+                } else if (req.archiveGiven() || System.getenv(ArchiveLocation.ENV) != null) {
+                    // no capture of ours registered this perf.data: code this boot archived may still be what ran
+                    // (perf record next to a ptrec --sideband-only fence); only when the user points at the archive
+                    boot = currentBoot();
+                } else {
+                    boot = null;
+                }
+                if (boot == null) {
+                    return null;
+                }
+                long from = sideband.firstTime() == Long.MAX_VALUE ? Long.MIN_VALUE : sideband.firstTime();
+                List<Region> regions = RegionIndex.all(s, r -> r.bootId().equals(boot)
+                        && (r.validTo() == Region.OPEN || r.validTo() >= from));
+                code.addArchiveRegions(regions, r -> s.image(r.key()).orElse(null));
+                return null;
+            });
+        }
+    }
+
+    /**
+     * The archive's recording for this perf.data: the one named by --recording, the one written to this path, or
+     * the one whose BPF regions the sideband's KSYMBOLs match best.
+     */
+    private Recording chooseRecording(List<Recording> all, ptfence.store.Snapshot s) {
+        if (req.recordingId() != null) {
+            return all.stream().filter(r -> r.id().equals(req.recordingId()) || r.id().startsWith(req.recordingId()))
+                    .findFirst().orElseThrow(() -> new BadInputException("--recording " + req.recordingId()
+                            + ": no such recording in the archive (ptarchive ls --recordings lists them)"));
+        }
+        String path = req.recording().toAbsolutePath().normalize().toString();
+        for (Recording r : all) {
+            if (r.perfDataPath().equals(path)) {
+                return r;
+            }
+        }
+        Recording best = null;
+        int bestScore = 0;
+        for (Recording r : all) {
+            int score = 0;
+            for (Region g : Recordings.regions(s, r.id())) {
+                for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+                    if (k.address() == g.address() && k.name().equals(g.name())) {
+                        score++;
+                    }
+                }
+            }
+            if (score > bestScore) {
+                best = r;
+                bestScore = score;
+            }
+        }
+        return best;
+    }
+
+    private static String currentBoot() {
+        try {
+            return Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    private void addKernelFiles() {
+        if (req.kcore() != null) {
+            Path k = Files.isDirectory(req.kcore()) ? req.kcore().resolve("kcore") : req.kcore();
+            if (!Files.isRegularFile(k)) {
+                throw new BadInputException(req.kcore() + ": no kcore file there (--kcore takes perf record --kcore's "
+                        + "directory)");
+            }
+            code.addKernelElf(k);
+            Path ks = k.resolveSibling("kallsyms");
+            if (Files.isRegularFile(ks)) {
+                code.addKallsyms(ks);
+            }
+        }
+        if (req.vmlinux() != null) {
+            if (!Files.isRegularFile(req.vmlinux())) {
+                throw new BadInputException(req.vmlinux() + ": no such file (--vmlinux)");
+            }
+            code.addKernelElf(req.vmlinux());
+        }
+        if (req.kallsyms() != null) {
+            code.addKallsyms(req.kallsyms());
+        }
+    }
+
+    /** Decodes each CPU with a sink from {@code sinks} (one per CPU), CPUs in parallel. */
+    void decodeCpus(java.util.function.Function<CpuTrace, FlowSink> sinks,
+            java.util.function.BiConsumer<CpuTrace, FlowDecoder> started) throws Exception {
+        int threads = Math.max(1, Math.min(traces.size(), req.threads() > 0 ? req.threads()
+                : Runtime.getRuntime().availableProcessors()));
+        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "ptdecode-cpu");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (CpuTrace t : traces) {
+                futures.add(pool.submit(() -> {
+                    FlowSink sink = missingReporter(t, sinks.apply(t));
+                    CodeSpace space = code.forCpu(t.cpu(), t.tid() >= 0 ? pidOf(t.tid()) : -1);
+                    for (List<AuxBuffer> run : t.runs()) {
+                        CursorInput in = CursorInput.of(AuxRuns.bytes(run), config.errata);
+                        FlowDecoder d = new FlowDecoder(space, config, in, sink, false);
+                        started.accept(t, d);
+                        active.add(in);
+                        d.run();
+                        active.remove(in);
+                        decodedBytes.addAndGet(in.size());
+                    }
+                    return null;
+                }));
+            }
+            Thread progress = req.progress() ? startProgress() : null;
+            for (Future<?> f : futures) {
+                try {
+                    f.get();
+                } catch (java.util.concurrent.ExecutionException e) {
+                    if (e.getCause() instanceof RuntimeException re) {
+                        throw re;
+                    }
+                    throw e;
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+            stopProgress();
+        }
+    }
+
+    private final Set<CursorInput> active = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.atomic.AtomicLong decodedBytes = new java.util.concurrent.atomic.AtomicLong();
+    private volatile boolean progressDone;
+    private volatile boolean progressShown;
+    private Thread progressThread;
+
+    /** Prints how much of the trace is decoded, once a second, on one stderr line. */
+    private Thread startProgress() {
+        long total = 0;
+        for (CpuTrace t : traces) {
+            for (List<AuxBuffer> run : t.runs()) {
+                for (AuxBuffer b : run) {
+                    total += b.size();
+                }
+            }
+        }
+        long all = Math.max(1, total);
+        progressThread = new Thread(() -> {
+            while (!progressDone) {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                long done = decodedBytes.get();
+                for (CursorInput in : active) {
+                    done += in.position();
+                }
+                err.printf("\rptdecode: %3d%% of %.1f MB of trace", Math.min(100, done * 100 / all), all / 1e6);
+                progressShown = true;
+                err.flush();
+            }
+        }, "ptdecode-progress");
+        progressThread.setDaemon(true);
+        progressThread.start();
+        return progressThread;
+    }
+
+    private void stopProgress() {
+        if (progressThread != null) {
+            progressDone = true;
+            progressThread.interrupt();
+            if (progressShown) {
+                err.print("\r\033[K");
+                err.flush();
+            }
+        }
+    }
+
+    private int pidOf(int tid) {
+        return tid; // per-thread recordings: the traced thread's own mappings (perf keys them by pid = tgid)
+    }
+
+    /** Reports each region whose code is nowhere once, with what would fix it; then passes the error on. */
+    private FlowSink missingReporter(CpuTrace t, FlowSink inner) {
+        return new FlowSink() {
+            public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+                inner.insn(ip, size, cls, mode, speculative);
+            }
+
+            public void block(long ip, int count, ptfence.insn.CodeCache c, int off, int mode, boolean spec) {
+                inner.block(ip, count, c, off, mode, spec);
+            }
+
+            public void event(ptfence.flow.Event ev) {
+                inner.event(ev);
+            }
+
+            public void error(String kind, int codeNo, long offset, long ip) {
+                if (codeNo == PtError.NOMAP) {
+                    reportMissing(ip);
+                }
+                inner.error(kind, codeNo, offset, ip);
+            }
+
+            public void endOfTrace() {
+                inner.endOfTrace();
+            }
+
+            public void disabledAfterResync() {
+                inner.disabledAfterResync();
+            }
+        };
+    }
+
+    private void reportMissing(long ip) {
+        Sideband.KernelSymbol k = code.symbolAt(ip, Long.MAX_VALUE - 1);
+        String key = k != null ? k.name() + "@" + k.from() : "0x" + Long.toHexString(ip >>> 12);
+        if (!reportedMissing.add(key)) {
+            return;
+        }
+        String msg;
+        if (k != null && k.bpf()) {
+            msg = k.name() + ": no image in the archive for 0x" + Long.toHexString(ip) + " at t=" + k.from()
+                    + "; was this recorded with ptrec (its text fence archives BPF code)?";
+        } else if (k != null) {
+            msg = k.name() + ": no code for 0x" + Long.toHexString(ip) + " at t=" + k.from()
+                    + "; record with ptrec, or give --kcore";
+        } else if (ip < 0) {
+            msg = "no kernel code for 0x" + Long.toHexString(ip) + "; give --kcore DIR (perf record --kcore) or "
+                    + "--vmlinux FILE";
+        } else {
+            msg = "no code mapped at 0x" + Long.toHexString(ip) + "; is the mapped file under --sysroot?";
+        }
+        err.println("ptdecode: " + msg);
+    }
+
+    /** The invocations of the requested function, every CPU, sorted by entry time. */
+    List<Invocation> invocations(FunctionNames.Target target) throws Exception {
+        List<Invocation> all = java.util.Collections.synchronizedList(new ArrayList<>());
+        Map<CpuTrace, InvocationTracker> trackers = java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+        decodeCpus(t -> {
+            InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, all);
+            trackers.put(t, tr);
+            return tr;
+        }, (t, d) -> {
+            InvocationTracker tr = trackers.get(t);
+            CodeMap.Clock c = code.clock();
+            boolean timed = code.timed();
+            tr.clock(() -> {
+                long tsc = d.time();
+                return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
+            });
+        });
+        trackers.values().forEach(InvocationTracker::close);
+        List<Invocation> out = new ArrayList<>(all);
+        out.removeIf(i -> i.entryTime() >= 0 && (i.entryTime() < req.timeFrom() || i.entryTime() > req.timeTo()));
+        out.sort(Comparator.comparingLong(Invocation::entryTime).thenComparingInt(Invocation::cpu));
+        return out;
+    }
+
+    /** Line info for the target's BPF programs: from the archive's metadata, else perf's BPF_PROG_INFO and BTF. */
+    ptfence.func.SourceLines sourceLines(FunctionNames.Target target) throws IOException {
+        List<ptfence.region.BpfMetadata> meta = new ArrayList<>();
+        for (CodeMap.Program p : target.programs()) {
+            if (p.metadata() != null) {
+                meta.add(p.metadata());
+            }
+        }
+        if (!meta.isEmpty()) {
+            ptfence.func.SourceLines s = ptfence.func.SourceLines.of(meta);
+            if (!s.isEmpty()) {
+                return s;
+            }
+        }
+        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+            Set<Integer> ids = new HashSet<>();
+            target.programs().forEach(p -> ids.add(p.progId()));
+            List<ptfence.perfdata.Feature.BpfProgInfo> infos = new ArrayList<>();
+            for (var i : f.features().bpfProgInfo()) {
+                if (ids.contains(i.progId())) {
+                    infos.add(i);
+                }
+            }
+            return ptfence.func.SourceLines.ofPerf(infos, f.features().bpfBtf());
+        }
+    }
+
+    void merged(PrintWriter out) throws Exception {
+        MergedFlow.print(this, out, req);
+    }
+}

@@ -1,0 +1,429 @@
+package ptfence.sideband;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import ptfence.image.CodeSpace;
+import ptfence.image.ElfSegments;
+import ptfence.image.Image;
+import ptfence.image.Section;
+import ptfence.image.Symbols;
+import ptfence.image.TimedSections;
+import ptfence.perfdata.Feature;
+import ptfence.region.BpfMetadata;
+import ptfence.region.Region;
+import ptfence.region.RegionKind;
+
+/**
+ * A recording's code over address and time: every place the bytes that ran can come from, in the order the issue
+ * of trust gives them: the archive (exact bytes captured by the fence, by boot, address and time), perf's own
+ * BPF_PROG_INFO, a {@code --kcore} copy, {@code --vmlinux}, and the files processes mapped (MMAP2, under
+ * {@code --sysroot}). TEXT_POKE records become new versions of the code they change. Times inside are TSC values
+ * when the trace is timed (the decoder asks with its TSC), else perf time and every lookup takes the newest.
+ */
+public final class CodeMap {
+    /** One JITed function (or symbol) of a program, valid during [from, to) in perf time. */
+    public record Function(long address, long length, String name, long from, long to) {
+        public boolean covers(long addr, long time) {
+            return Long.compareUnsigned(addr - address, length) < 0 && time >= from && time < to;
+        }
+    }
+
+    /**
+     * A BPF program instance (or a plain symbol): its name as the kernel shows it, tag, program name and functions.
+     */
+    public record Program(String fullName, String tag, String progName, int progId, boolean bpf,
+            List<Function> functions, BpfMetadata metadata) {
+        public Program(String fullName, String tag, String progName, int progId, boolean bpf,
+                List<Function> functions) {
+            this(fullName, tag, progName, progId, bpf, functions, null);
+        }
+    }
+
+    /** Converts between perf time and the decoder's clock. */
+    public interface Clock {
+        long toDecoder(long perfTime);
+
+        long toPerf(long decoderTime);
+
+        Clock IDENTITY = new Clock() {
+            public long toDecoder(long t) {
+                return t;
+            }
+
+            public long toPerf(long t) {
+                return t;
+            }
+        };
+    }
+
+    private final Sideband sideband;
+    private final Clock clock;
+    private final boolean timed;
+    private final TimedSections kernel = new TimedSections();
+    private final Map<Integer, TimedSections> user = new HashMap<>();
+    private final TimedSections global = new TimedSections();
+    private final List<Program> programs = new ArrayList<>();
+    private final Symbols symbols = new Symbols();
+    private final Path sysroot;
+    private final List<Path> searchDirs = new ArrayList<>();
+    private final List<String> notes = new ArrayList<>();
+
+    public CodeMap(Sideband sideband, Clock clock, boolean timed, Path sysroot) {
+        this.sideband = sideband;
+        this.clock = clock;
+        this.timed = timed;
+        this.sysroot = sysroot;
+    }
+
+    private Section timedSection(String name, long address, byte[] bytes, long from, long to) {
+        return Section.of(name, address, bytes).during(clock.toDecoder(from), clock.toDecoder(to));
+    }
+
+    /** Archive regions of one boot: exact bytes, each valid while it was loaded. */
+    public void addArchiveRegions(List<Region> regions, java.util.function.Function<Region, byte[]> bytes) {
+        Map<String, List<Function>> byProgram = new HashMap<>();
+        Map<String, Program> heads = new HashMap<>();
+        for (Region r : regions) {
+            byte[] b = bytes.apply(r);
+            if (b == null) {
+                continue;
+            }
+            Section s = timedSection(r.name(), r.address(), b, r.validFrom(), r.validTo());
+            (r.kind() == RegionKind.USER_FILE ? global : kernel).add(s);
+            Function f = new Function(r.address(), r.length(), r.name(), r.validFrom(), r.validTo());
+            if (r.kind() == RegionKind.BPF_PROG || r.kind() == RegionKind.BPF_SUBPROG) {
+                String key;
+                String tag = r.tag();
+                String progName = nameAfterTag(r.name());
+                int id = 0;
+                if (r.metadata() instanceof BpfMetadata m) {
+                    long[] ks = m.jitedKsyms();
+                    key = "bpf:" + m.progId() + "@" + (ks.length > 0 ? ks[0] : r.address()) + "@" + m.loadTime() + "@"
+                            + r.validFrom();
+                    tag = m.tag().isEmpty() ? tag : m.tag();
+                    progName = m.name().isEmpty() ? progName : m.name();
+                    id = m.progId();
+                    if (ks.length > 0 && ks[0] != r.address()) {
+                        byProgram.computeIfAbsent(key, k -> new ArrayList<>()).add(f);
+                        continue;
+                    }
+                } else {
+                    key = "region:" + r.idHex();
+                }
+                byProgram.computeIfAbsent(key, k -> new ArrayList<>()).add(0, f);
+                heads.put(key, new Program(r.name(), tag, progName, id, true, List.of(),
+                        r.metadata() instanceof BpfMetadata m ? m : null));
+            } else if (r.kind() != RegionKind.KERNEL_TEXT && r.kind() != RegionKind.USER_FILE) {
+                programs.add(new Program(r.name(), "", r.name(), 0, false, List.of(f)));
+            }
+        }
+        for (Map.Entry<String, Program> e : heads.entrySet()) {
+            Program p = e.getValue();
+            programs.add(new Program(p.fullName(), p.tag(), p.progName(), p.progId(), true,
+                    List.copyOf(byProgram.get(e.getKey())), p.metadata()));
+        }
+    }
+
+    /**
+     * perf's BPF_PROG_INFO: each program's JITed code and function addresses; valid while its KSYMBOLs were
+     * registered (from the start of the recording for programs loaded before it).
+     */
+    public void addBpfProgInfo(List<Feature.BpfProgInfo> infos) {
+        for (Feature.BpfProgInfo info : infos) {
+            long[] ksyms = info.jitedKsyms();
+            int[] lens = info.jitedFuncLens();
+            ByteBuffer code = info.jitedInsns();
+            byte[] all = new byte[code.remaining()];
+            code.duplicate().get(all);
+            String tag = java.util.HexFormat.of().formatHex(info.tag());
+            List<Function> fns = new ArrayList<>();
+            int off = 0;
+            for (int i = 0; i < ksyms.length && i < lens.length; i++) {
+                if (off + lens[i] > all.length) {
+                    break;
+                }
+                byte[] fn = Arrays.copyOfRange(all, off, off + lens[i]);
+                off += lens[i];
+                long from = Long.MIN_VALUE;
+                long to = Long.MAX_VALUE;
+                String name = "bpf_prog_" + tag + "_" + info.name();
+                for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+                    if (k.address() == ksyms[i] && k.bpf()) {
+                        from = k.from();
+                        to = k.to();
+                        name = k.name();
+                    }
+                }
+                if (kernel.section(ksyms[i], clock.toDecoder(from == Long.MIN_VALUE ? sideband.firstTime() : from))
+                        != null) {
+                    continue; // the archive has it: its bytes are the ones that ran
+                }
+                kernel.add(timedSection(name + " (perf BPF_PROG_INFO)", ksyms[i], fn, from, to));
+                fns.add(new Function(ksyms[i], lens[i], name, from, to));
+            }
+            if (!fns.isEmpty()) {
+                programs.add(new Program(fns.get(0).name(), tag, info.name(), info.progId(), true, List.copyOf(fns)));
+            }
+        }
+    }
+
+    /**
+     * BPF and out-of-line KSYMBOLs the sources so far do not cover: programs known by name only (their bytes are
+     * missing; {@link #missingAt} explains), so --func can still name them.
+     */
+    public void addSidebandSymbols() {
+        Set<Long> known = new HashSet<>();
+        for (Program p : programs) {
+            for (Function f : p.functions()) {
+                known.add(f.address());
+            }
+        }
+        for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+            if (known.contains(k.address())) {
+                continue;
+            }
+            Function f = new Function(k.address(), k.length(), k.name(), k.from(), k.to());
+            programs.add(new Program(k.name(), k.bpf() ? tagOf(k.name()) : "", k.bpf() ? nameAfterTag(k.name())
+                    : k.name(), 0, k.bpf(), List.of(f)));
+        }
+    }
+
+    /** TEXT_POKE records: a new version of the section they change, from the poke on. */
+    public void applyPokes() {
+        for (Sideband.Poke p : sideband.pokes()) {
+            long t = clock.toDecoder(p.time());
+            Section s = kernel.section(p.address(), t == Long.MIN_VALUE ? t : t - 1);
+            if (s == null || Long.compareUnsigned(p.address() + p.newBytes().length, s.end()) > 0
+                    || s.validFrom() == t) {
+                continue; // nothing to patch, or the archive already has this version
+            }
+            byte[] b = s.bytes().clone();
+            System.arraycopy(p.newBytes(), 0, b, (int) (p.address() - s.address()), p.newBytes().length);
+            kernel.add(Section.of(s.name() + " (text_poke)", s.address(), b).during(t, s.validTo()));
+        }
+    }
+
+    /** An ELF (vmlinux, a module) or a kcore copy's loadable segments, valid for the whole recording. */
+    public void addKernelElf(Path file) {
+        ElfSegments elf = new ElfSegments(file, 0);
+        for (Section s : elf.sections()) {
+            kernel.add(s.during(Long.MIN_VALUE, Long.MAX_VALUE));
+        }
+        symbols.addElf(elf);
+    }
+
+    public void addKallsyms(Path file) {
+        symbols.addKallsyms(file);
+    }
+
+    /** Executable files processes mapped (MMAP2), read from the sysroot when they exist there. */
+    public void addMappedFiles() {
+        Map<String, byte[]> files = new HashMap<>();
+        for (Sideband.Mapping m : sideband.mappings()) {
+            if (m.file().startsWith("[") || m.file().startsWith("//")) {
+                continue; // [vdso], [kernel.kallsyms]_text, //anon: nothing to read
+            }
+            byte[] all = files.computeIfAbsent(m.file(), f -> read(locate(f)));
+            if (all == null || m.pgoff() >= all.length) {
+                continue;
+            }
+            byte[] b = Arrays.copyOfRange(all, (int) m.pgoff(), (int) Math.min(all.length, m.pgoff() + m.length()));
+            Section s = timedSection(m.file(), m.address(), b, m.time(), Long.MAX_VALUE);
+            if (m.kernel()) {
+                kernel.add(s);
+            } else {
+                user.computeIfAbsent(m.pid(), x -> new TimedSections()).add(s);
+            }
+        }
+    }
+
+    /**
+     * Where a mapped file is here: under --sysroot, at its own path, else a file of the same name in one of the
+     * search directories (the recording's, so a recording travels with its binaries).
+     */
+    private Path locate(String file) {
+        Path own = sysroot == null ? Path.of(file) : sysroot.resolve(file.replaceFirst("^/+", ""));
+        if (Files.isRegularFile(own)) {
+            return own;
+        }
+        Path name = Path.of(file).getFileName();
+        for (Path dir : searchDirs) {
+            Path p = name == null ? null : dir.resolve(name);
+            if (p != null && Files.isRegularFile(p)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** Directories searched for a mapped file by its name when it is not at its path (or under --sysroot). */
+    public void searchIn(Path dir) {
+        searchDirs.add(dir);
+    }
+
+    private byte[] read(Path p) {
+        if (p == null) {
+            return null;
+        }
+        try {
+            return Files.isRegularFile(p) ? Files.readAllBytes(p) : null;
+        } catch (IOException e) {
+            notes.add(p + ": " + e.getMessage());
+            return null;
+        }
+    }
+
+    /** The code one CPU's trace runs against. */
+    public CodeSpace forCpu(int cpu, int fixedPid) {
+        return new CodeSpace() {
+            @Override
+            public Image.Piece find(long addr, long time) {
+                Section s = kernel.section(addr, time);
+                if (s == null && addr >= 0) {
+                    int pid = fixedPid;
+                    long from = Long.MIN_VALUE;
+                    long to = Long.MAX_VALUE;
+                    if (pid < 0) {
+                        Sideband.Task t = sideband.taskAt(cpu, clock.toPerf(time));
+                        pid = t == null ? -1 : t.pid();
+                    }
+                    TimedSections u = user.get(pid);
+                    s = u == null ? null : u.section(addr, time);
+                    if (s != null) {
+                        // another task may run this address with other code: ask again after the next switch
+                        Sideband.Task next = sideband.taskAfter(cpu, clock.toPerf(time));
+                        to = next == null ? to : clock.toDecoder(next.time());
+                        Sideband.Task cur = sideband.taskAt(cpu, clock.toPerf(time));
+                        from = cur == null ? from : clock.toDecoder(cur.time());
+                        return Image.Piece.of(s, s.address(), s.end(), Math.max(from, s.validFrom()),
+                                Math.min(to, s.validTo()));
+                    }
+                }
+                if (s == null) {
+                    s = global.section(addr, time);
+                }
+                if (s == null) {
+                    return null;
+                }
+                return time == ANY_TIME ? Image.Piece.of(s, s.address(), s.end(), Long.MIN_VALUE, Long.MAX_VALUE)
+                        : Image.Piece.of(s, s.address(), s.end(), s.validFrom(), s.validTo());
+            }
+
+            @Override
+            public boolean timed() {
+                return timed;
+            }
+        };
+    }
+
+    public List<Program> programs() {
+        return List.copyOf(programs);
+    }
+
+    public Symbols symbols() {
+        return symbols;
+    }
+
+    public Clock clock() {
+        return clock;
+    }
+
+    public boolean timed() {
+        return timed;
+    }
+
+    public List<String> notes() {
+        return List.copyOf(notes);
+    }
+
+    /** The code of the section holding {@code addr} at perf time {@code time} (kernel or archived user code). */
+    public Section section(long addr, long time) {
+        long t = time == Long.MIN_VALUE || time == Long.MAX_VALUE ? CodeSpace.ANY_TIME : clock.toDecoder(time);
+        Section s = kernel.section(addr, t);
+        return s != null ? s : global.section(addr, t);
+    }
+
+    /** The BPF program (any instance) holding {@code addr} at perf time {@code time}, or null. */
+    public Program programAt(long addr, long time) {
+        for (Program p : programs) {
+            if (!p.bpf()) {
+                continue;
+            }
+            for (Function f : p.functions()) {
+                if (f.covers(addr, time == CodeSpace.ANY_TIME ? f.from() : time)) {
+                    return p;
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A name for {@code addr} at perf time {@code time}: a symbol ("name+0x10"), else the program, KSYMBOL or code
+     * region holding it, else null.
+     */
+    public String describe(long addr, long time) {
+        String s = symbols.describe(addr);
+        if (s != null) {
+            return s;
+        }
+        long t = time < 0 ? CodeSpace.ANY_TIME : time;
+        Program p = programAt(addr, t);
+        if (p != null) {
+            for (Function f : p.functions()) {
+                if (f.covers(addr, t == CodeSpace.ANY_TIME ? f.from() : t)) {
+                    return offset(f.name(), addr - f.address());
+                }
+            }
+        }
+        Sideband.KernelSymbol k = symbolAt(addr, time < 0 ? Long.MAX_VALUE - 1 : time);
+        if (k != null) {
+            return offset(k.name(), addr - k.address());
+        }
+        Section sec = section(addr, time < 0 ? Long.MIN_VALUE : time);
+        return sec == null ? null : offset(sec.name(), addr - sec.address());
+    }
+
+    private static String offset(String name, long off) {
+        return off == 0 ? name : name + "+0x" + Long.toHexString(off);
+    }
+
+    /** The KSYMBOL that would have held {@code addr} at perf time {@code time}, if the sideband names one. */
+    public Sideband.KernelSymbol symbolAt(long addr, long time) {
+        Sideband.KernelSymbol best = null;
+        for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+            if (k.covers(addr) && (time < k.to() || time == Long.MIN_VALUE) && (best == null || k.from() > best.from())
+                    && (k.from() <= time || best == null)) {
+                best = k;
+            }
+        }
+        return best;
+    }
+
+    /** "bpf_prog_TAG_NAME" → TAG ("" if not that shape). */
+    public static String tagOf(String name) {
+        if (!name.startsWith("bpf_prog_") || name.length() < 25) {
+            return "";
+        }
+        String t = name.substring(9, 25);
+        return t.chars().allMatch(c -> Character.digit(c, 16) >= 0) ? t.toLowerCase(java.util.Locale.ROOT) : "";
+    }
+
+    /** "bpf_prog_TAG_NAME" → NAME; other names unchanged. */
+    public static String nameAfterTag(String name) {
+        if (tagOf(name).isEmpty()) {
+            return name;
+        }
+        return name.length() > 26 ? name.substring(26) : "";
+    }
+}
