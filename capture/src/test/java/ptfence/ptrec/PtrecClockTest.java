@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -47,10 +46,7 @@ class PtrecClockTest {
 
     @BeforeAll
     static void requirements() {
-        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
-                "needs root: perf_event_open system-wide and BPF program loads");
-        Assumptions.assumeTrue(PtrecLiveTest.run(List.of("perf", "--version")).exit() == 0,
-                "needs perf (Debian linux-perf) to read the records' times");
+        PtrecLiveTest.requirements(); // root, and perf to read the records' times
     }
 
     @ParameterizedTest
