@@ -445,9 +445,9 @@ public final class Recorder implements AutoCloseable {
             size = fixed;
             rec.putShort(6, (short) size);
         }
+        if (type == RecordTypes.COMM && rec.getInt(12) == clockProbe.tid()) return; // our own clock reading
         ByteBuffer body = ByteBuffer.allocate(size - 8).order(ByteOrder.LITTLE_ENDIAN);
         body.put(0, rec, 8, size - 8);
-        if (type == RecordTypes.COMM && rec.getInt(12) == clockProbe.tid()) return; // our own clock reading
         writer.write(new PerfRecord.Unknown(type, misc, body));
         stats.count(type);
         long time = size >= 8 + TRAILER ? rec.getLong(size - 24) : 0;
