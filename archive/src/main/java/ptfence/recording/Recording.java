@@ -9,7 +9,7 @@ import java.util.Objects;
  * @param perfDataPath  absolute path of its perf.data ("" if none to check); gc drops a recording whose
  *                      perf.data is gone, unless it is pinned (a relative path is never checked)
  * @param bootId        boot id of the recording host
- * @param startTime     first perf timestamp (CLOCK_MONOTONIC ns)
+ * @param startTime     first perf timestamp (ns, in the clock of the recording's records)
  * @param endTime       last perf timestamp, or {@link #RUNNING} while the capture runs
  * @param createdMillis wall-clock creation time (ms since epoch); {@code gc --keep} ages recordings by it
  */

@@ -12,7 +12,8 @@ import ptfence.store.ContentKey;
  * @param bootId    the host's boot id (/proc/sys/kernel/random/boot_id); kernel addresses mean nothing across boots
  * @param address   first byte's address
  * @param length    number of bytes (the image's length)
- * @param validFrom first instant the bytes were there, kernel CLOCK_MONOTONIC ns (perf time)
+ * @param validFrom first instant the bytes were there, in the recording's perf time (ns; CLOCK_MONOTONIC for a
+ *                  sideband-only ptrec recording, perf's own clock with PT)
  * @param validTo   first instant they were no longer there (exclusive), or {@link #OPEN} while loaded
  * @param kind      what kind of code
  * @param name      symbol-like name (bpf_prog_6deef7357e7b4530_foo, module name, file path...)

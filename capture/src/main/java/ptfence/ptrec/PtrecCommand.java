@@ -154,6 +154,17 @@ public final class PtrecCommand implements Callable<Integer> {
         int[] cpus = cpuList != null ? CpuList.requireOnline(CpuList.parse(cpuList)) : CpuList.online();
         if (pid != null && !ProcessHandle.of(pid).isPresent()) throw new BadInputException("-p " + pid + ": no such process");
         if (flushMs < 10) throw new BadInputException("--flush-interval " + flushMs + ": at least 10 ms");
+        boolean perfClock = !sidebandOnly;
+        if (clock != null) {
+            switch (clock) {
+                case "perf" -> perfClock = true;
+                case "monotonic" -> {
+                    if (!sidebandOnly) throw new BadInputException("--clock monotonic: intel_pt needs perf's clock; "
+                            + "drop --clock or add --sideband-only");
+                }
+                default -> throw new BadInputException("--clock " + clock + ": give perf or monotonic");
+            }
+        }
         IntelPtPmu pmu = null;
         long config = 0;
         String kernelFilter = "";
@@ -182,17 +193,6 @@ public final class PtrecCommand implements Callable<Integer> {
                     + Long.toHexString(config) + " (" + c.describe() + ")");
         } else if (filter != null || snapshot) {
             throw new BadInputException((filter != null ? "--filter" : "-S") + " needs the PT stream; drop --sideband-only");
-        }
-        boolean perfClock = !sidebandOnly;
-        if (clock != null) {
-            switch (clock) {
-                case "perf" -> perfClock = true;
-                case "monotonic" -> {
-                    if (!sidebandOnly) throw new BadInputException("--clock monotonic: intel_pt needs perf's clock; "
-                            + "drop --clock or add --sideband-only");
-                }
-                default -> throw new BadInputException("--clock " + clock + ": give perf or monotonic");
-            }
         }
         Path archiveDir = noFence ? null : ArchiveLocation.resolve(archive);
         return new RecordingPlan(output, archiveDir, cpus, systemWide, pid == null ? -1 : pid, command, pmu, config, kernelFilter,

@@ -53,7 +53,10 @@ public final class ClockMap implements LongUnaryOperator {
         half = new long[capacity];
     }
 
-    /** A map holding the last 4096 pairs (over an hour at one pair per second, the recorder's pace). */
+    /**
+     * A map holding the last 4096 pairs: almost 7 minutes at the recorder's pace of one per 100 ms, where the fence's
+     * times are converted within seconds of their event.
+     */
     public ClockMap() {
         this(4096);
     }

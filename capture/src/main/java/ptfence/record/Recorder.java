@@ -155,6 +155,22 @@ public final class Recorder implements AutoCloseable {
         return p.perf();
     }
 
+    private long clockSampleFailures;
+
+    /**
+     * A sample once recording: a failure must not end the recording; the map holds the offset from the last pair
+     * (the clocks drift apart by well under a µs per second), and the summary counts it.
+     */
+    private void sampleClockOrCount() {
+        try {
+            sampleClock();
+        } catch (IOException | RuntimeException e) {
+            clockSampleFailures++;
+            lastClockSample = System.nanoTime();
+            if (verbose) log.println("ptrec: reading perf's clock: " + e.getMessage());
+        }
+    }
+
     private void openArchive(long startTime) {
         if (plan.archive() == null) return;
         archive = Archive.open(plan.archive());
@@ -368,7 +384,7 @@ public final class Recorder implements AutoCloseable {
                 if (bulk) lastBulkDrain = now0;
                 if (snapshotWanted.getAndSet(false)) snapshot();
                 long now = System.nanoTime();
-                if (now - lastClockSample >= CLOCK_SAMPLE_MS * 1_000_000) sampleClock();
+                if (now - lastClockSample >= CLOCK_SAMPLE_MS * 1_000_000) sampleClockOrCount();
                 if (now - lastFlush >= plan.flushInterval().toNanos()) {
                     writeFeatures();
                     writer.flush();
@@ -445,9 +461,9 @@ public final class Recorder implements AutoCloseable {
             size = fixed;
             rec.putShort(6, (short) size);
         }
+        if (type == RecordTypes.COMM && rec.getInt(12) == clockProbe.tid()) return; // our own clock reading
         ByteBuffer body = ByteBuffer.allocate(size - 8).order(ByteOrder.LITTLE_ENDIAN);
         body.put(0, rec, 8, size - 8);
-        if (type == RecordTypes.COMM && rec.getInt(12) == clockProbe.tid()) return; // our own clock reading
         writer.write(new PerfRecord.Unknown(type, misc, body));
         stats.count(type);
         long time = size >= 8 + TRAILER ? rec.getLong(size - 24) : 0;
@@ -608,7 +624,7 @@ public final class Recorder implements AutoCloseable {
             }
         }
         drainAll();
-        sampleClock(); // brackets the fence's last images from after, rather than extrapolating to them
+        sampleClockOrCount(); // brackets the fence's last images from after, rather than extrapolating to them
         if (child != null) {
             try {
                 child.waitFor();
@@ -629,7 +645,8 @@ public final class Recorder implements AutoCloseable {
         early.clear();
         writeFeatures();
         writer.close();
-        long end = sampleClock();
+        sampleClockOrCount();
+        long end = monotonicClock ? System.nanoTime() : clockMap.toPerf(System.nanoTime());
         if (verbose && !monotonicClock) log.println("ptrec: " + clockMap);
         if (archive != null) {
             archive.write(b -> Recordings.finish(b, recordingId, end));
@@ -647,8 +664,9 @@ public final class Recorder implements AutoCloseable {
         if (monotonicClock || tracker == null) return "";
         long now = System.nanoTime();
         return String.format("clock: perf's; fence times converted from CLOCK_MONOTONIC by %d ns (±%d ns, %d pairs, "
-                + "offset moved %d ns over the run)", clockMap.offsetAt(now), clockMap.widestHalfWidth(),
-                clockMap.pairsAdded(), clockMap.offsetSpread());
+                + "offset moved %d ns over the run%s)", clockMap.offsetAt(now), clockMap.widestHalfWidth(),
+                clockMap.pairsAdded(), clockMap.offsetSpread(),
+                clockSampleFailures > 0 ? "; " + clockSampleFailures + " readings failed" : "");
     }
 
     @Override

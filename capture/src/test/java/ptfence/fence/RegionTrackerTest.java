@@ -92,6 +92,48 @@ class RegionTrackerTest {
     }
 
     @Test
+    void fenceTimesAreConvertedRecordTimesAreNot() throws Exception {
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w, mono -> mono * 10 + 5); // a stand-in perf clock
+        t.accept(img(Hook.LOAD, 0x7000, "bpf_prog_c", 10, (byte) 1, (byte) 2));
+        assertEquals(105, w.opened.get(0).validFrom());
+        assertTrue(t.textPoke(0x7001, new byte[] {3}, 150));              // TEXT_POKE: perf time already
+        assertEquals(150, w.closed.get(0).validTo());
+        assertEquals(150, w.opened.get(1).validFrom());
+        t.accept(img(Hook.FREE, 0x7000, "bpf_prog_c", 20, (byte) 1, (byte) 3));
+        assertEquals(205, w.closed.get(1).validTo());
+        t.accept(img(Hook.LOAD, 0x8000, "bpf_prog_d", 21, (byte) 4));
+        assertTrue(t.ksymbolUnregistered(0x8000, "bpf_prog_d", 250));   // no FREE hook: the unregister ends it
+        assertEquals(250, w.closed.get(2).validTo());
+        t.accept(img(Hook.LOAD, 0x9000, "bpf_prog_e", 40, (byte) 5));
+        assertTrue(t.ksymbolUnregistered(0x9000, "bpf_prog_e", 300));   // a clock slightly off must not invert it
+        assertEquals(405, w.closed.get(3).validTo());
+    }
+
+    @Test
+    void withTheFreeHookAProgramEndsAtItsFreeNotItsUnregister() throws Exception {
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w);
+        t.freeHookActive(true);
+        t.accept(img(Hook.LOAD, 0xa000, "bpf_prog_f", 10, (byte) 1));
+        t.accept(img(Hook.LOAD, 0xb000, "bpf_prog_g", 11, (byte) 2));
+        t.accept(img(Hook.KERNEL_READ, 0xc000, "bpf_trampoline_1", 12, (byte) 3));
+        assertTrue(t.ksymbolUnregistered(0xa000, "bpf_prog_f", 20));
+        assertTrue(t.ksymbolUnregistered(0xb000, "bpf_prog_g", 21));
+        assertTrue(t.ksymbolUnregistered(0xc000, "bpf_trampoline_1", 22)); // no FREE image comes for it
+        assertEquals(1, w.closed.size());
+        assertEquals(22, w.closed.get(0).validTo());
+        // the code can still run until the grace period ends: the FREE, not the unregister, ends it
+        t.accept(img(Hook.FREE, 0xa000, "bpf_prog_f", 30, (byte) 1));
+        assertEquals(30, w.closed.get(1).validTo());
+        assertEquals(1, w.opened.stream().filter(r -> r.name().equals("bpf_prog_f")).count(), "no second region");
+        // the recording ended before g's FREE: its unregister is the best end known
+        assertEquals(1, t.closeUnfreed());
+        assertEquals(21, w.closed.get(2).validTo());
+        assertEquals(0, t.liveRegions());
+    }
+
+    @Test
     void textPokeStartsANewVersion() throws Exception {
         Recorder w = new Recorder();
         RegionTracker t = new RegionTracker("b", w);

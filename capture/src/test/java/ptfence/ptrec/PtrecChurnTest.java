@@ -1,6 +1,7 @@
 package ptfence.ptrec;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -87,6 +88,9 @@ class PtrecChurnTest {
             Map<String, Region> byName = new HashMap<>();
             for (Region r : ours) byName.putIfAbsent(r.name(), r);
             assertEquals(N, byName.size(), "distinct programs archived");
+            // its FREE ends a program's region, not a second one (the KSYMBOL unregister comes first)
+            assertEquals(N, ours.size(), "regions of the " + N + " programs");
+            for (Region r : ours) assertFalse(r.isOpen() || r.validFrom() == 0, r.toString());
             for (Map.Entry<String, ProgInfo> e : expected.entrySet()) {
                 Region r = byName.get(e.getKey());
                 assertTrue(r != null, "no region named " + e.getKey());

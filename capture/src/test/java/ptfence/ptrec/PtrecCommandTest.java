@@ -49,6 +49,20 @@ class PtrecCommandTest {
     }
 
     @Test
+    void clockIsPerfOrMonotonicAndPtNeedsPerfs() {
+        PtrecLiveTest.Result r = ptrec("--sideband-only", "-a", "--clock", "tai");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: --clock tai: give perf or monotonic\n", r.err());
+        r = ptrec("-a", "--clock", "monotonic");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: --clock monotonic: intel_pt needs perf's clock; drop --clock or add --sideband-only\n",
+                r.err());
+        String help = ptrec("--help").out();
+        assertTrue(help.contains("--sideband-only"), help);
+        assertFalse(help.contains("--clock"), "an expert switch: not on the help page");
+    }
+
+    @Test
     void auxSizeInPerfForms() {
         assertEquals(1024, PtrecCommand.auxPages("4M", false));
         assertEquals(1024, PtrecCommand.auxPages(",4M", false));
