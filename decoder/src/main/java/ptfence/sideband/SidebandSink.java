@@ -2,6 +2,7 @@ package ptfence.sideband;
 
 import java.io.OutputStream;
 import java.io.PrintWriter;
+import ptfence.cli.Json;
 import ptfence.flow.Event;
 import ptfence.flow.FlowSink;
 import ptfence.insn.CodeCache;
@@ -47,18 +48,7 @@ public final class SidebandSink implements FlowSink {
                 return;
             }
             if (json) {
-                out.append("{\"type\":\"sideband\",\"text\":\"");
-                for (int i = 0; i < line.length(); i++) {
-                    char x = line.charAt(i);
-                    if (x == '"' || x == '\\') {
-                        out.append('\\').append(x);
-                    } else if (x < 0x20 || x > 0x7e) {
-                        out.append(String.format("\\u%04x", (int) x));
-                    } else {
-                        out.append(x);
-                    }
-                }
-                out.append("\"}\n");
+                out.append("{\"type\":\"sideband\",\"text\":").append(Json.quote(line.toString())).append("}\n");
             } else {
                 out.append(line).append('\n');
             }
