@@ -46,14 +46,10 @@ class BtfNamedProgramTest {
      * function's first instruction (main is 3 + 3n instructions, each subprogram 5). The program holds the BTF.
      */
     static BpfFd loadNamedAlive(String progName, int subprogs) throws Exception {
-        BtfTest.BtfWriter w = new BtfTest.BtfWriter();
-        int intType = w.type("int", Btf.KIND_INT, 0, false, 4);
-        w.types.putInt(0x01000020);
-        int proto = w.type("", Btf.KIND_FUNC_PROTO, 1, false, intType);
-        w.types.putInt(w.str("x")).putInt(intType);
-        List<Integer> funcs = new ArrayList<>();
-        funcs.add(w.type("btfmain", Btf.KIND_FUNC, 0, false, proto));
-        for (int i = 0; i < subprogs; i++) funcs.add(w.type("btfsub" + i, Btf.KIND_FUNC, 0, false, proto));
+        BtfWriter w = new BtfWriter();
+        List<String> names = new ArrayList<>(List.of("btfmain"));
+        for (int i = 0; i < subprogs; i++) names.add("btfsub" + i);
+        List<Integer> funcs = java.util.Arrays.stream(w.intFunctions(names.toArray(String[]::new))).boxed().toList();
         ByteBuffer fi = ByteBuffer.allocate(8 * funcs.size()).order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < funcs.size(); i++) fi.putInt(i == 0 ? 0 : 3 + 3 * subprogs + 5 * (i - 1)).putInt(funcs.get(i));
         Bpf.ProgLoad plain = TestPrograms.withSubprograms(progName, subprogs, 9);

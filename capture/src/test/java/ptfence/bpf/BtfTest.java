@@ -4,10 +4,6 @@ import org.junit.jupiter.api.Test;
 import ptfence.cli.BadInputException;
 import ptfence.fence.KernelLayout;
 
-import java.io.ByteArrayOutputStream;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -15,48 +11,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class BtfTest {
 
-    /** A hand-built BTF blob: the writer here follows the format spec, independently of the reader. */
-    static final class BtfWriter {
-        final ByteArrayOutputStream strings = new ByteArrayOutputStream();
-        final ByteBuffer types = ByteBuffer.allocate(4096).order(ByteOrder.LITTLE_ENDIAN);
-        int nextId = 1;
-
-        BtfWriter() { strings.write(0); }
-
-        int str(String s) {
-            int off = strings.size();
-            strings.writeBytes(s.getBytes(StandardCharsets.US_ASCII));
-            strings.write(0);
-            return off;
-        }
-
-        int type(String name, int kind, int vlen, boolean kindFlag, int sizeOrType) {
-            types.putInt(name.isEmpty() ? 0 : str(name));
-            types.putInt((kindFlag ? 1 << 31 : 0) | (kind << 24) | vlen);
-            types.putInt(sizeOrType);
-            return nextId++;
-        }
-
-        void member(String name, int type, int offset) {
-            types.putInt(name.isEmpty() ? 0 : str(name)).putInt(type).putInt(offset);
-        }
-
-        byte[] bytes() {
-            byte[] s = strings.toByteArray();
-            int typeLen = types.position();
-            ByteBuffer b = ByteBuffer.allocate(24 + typeLen + s.length).order(ByteOrder.LITTLE_ENDIAN);
-            b.putShort((short) 0xEB9F).put((byte) 1).put((byte) 0).putInt(24)
-                    .putInt(0).putInt(typeLen).putInt(typeLen).putInt(s.length);
-            b.put(types.array(), 0, typeLen).put(s);
-            return b.array();
-        }
-    }
-
     @Test
     void offsetsThroughAnonymousMembersTypedefsAndBitfieldStructs() {
         BtfWriter w = new BtfWriter();
         int u64 = w.type("u64", Btf.KIND_INT, 0, false, 8);
-        w.types.putInt(64); // INT encoding: 64 bits
+        w.u32(64); // INT encoding: 64 bits
         int typedef = w.type("u64_t", Btf.KIND_TYPEDEF, 0, false, u64);
         int cnst = w.type("", Btf.KIND_CONST, 0, false, typedef);
         int inner = w.type("", Btf.KIND_STRUCT, 2, false, 16);   // anonymous struct
@@ -69,7 +28,7 @@ class BtfTest {
         w.member("flags", u64, (3 << 24) | 0);
         w.member("name", u64, 128);
         int proto = w.type("", Btf.KIND_FUNC_PROTO, 1, false, 0);
-        w.types.putInt(0).putInt(u64);
+        w.u32(0).u32(u64);
         int outer = w.type("aux", Btf.KIND_STRUCT, 4, false, 96);
         w.member("x", cnst, 0);
         w.member("", union, 128);

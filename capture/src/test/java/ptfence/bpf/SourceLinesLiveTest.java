@@ -38,13 +38,8 @@ class SourceLinesLiveTest {
         }
         int n = a.size();
 
-        BtfTest.BtfWriter w = new BtfTest.BtfWriter();
-        int intType = w.type("int", Btf.KIND_INT, 0, false, 4);
-        w.types.putInt(0x01000020);
-        int proto = w.type("", Btf.KIND_FUNC_PROTO, 1, false, intType);
-        w.types.putInt(w.str("x")).putInt(intType);
-        int[] funcs = {w.type("srcmain", Btf.KIND_FUNC, 0, false, proto),
-                w.type("srcsub0", Btf.KIND_FUNC, 0, false, proto), w.type("srcsub1", Btf.KIND_FUNC, 0, false, proto)};
+        BtfWriter w = new BtfWriter();
+        int[] funcs = w.intFunctions("srcmain", "srcsub0", "srcsub1");
         ByteBuffer fi = ByteBuffer.allocate(8 * 3).order(ByteOrder.LITTLE_ENDIAN);
         for (int f = 0; f < 3; f++) fi.putInt(starts[f]).putInt(funcs[f]);
         int file = w.str(FILE);
