@@ -167,6 +167,16 @@ public final class BpfAssembler {
         return out;
     }
 
+    /**
+     * Where each function starts (instruction indexes, ascending): the main program at 0 and every bpf-to-bpf call
+     * target; what func_info must list.
+     */
+    public int[] functionStarts() {
+        java.util.TreeSet<Integer> starts = new java.util.TreeSet<>(List.of(0));
+        callFixups.values().forEach(label -> starts.add(target(label)));
+        return starts.stream().mapToInt(Integer::intValue).toArray();
+    }
+
     public byte[] assemble() {
         List<Insn> resolved = instructions();
         ByteBuffer b = ByteBuffer.allocate(resolved.size() * 8).order(ByteOrder.LITTLE_ENDIAN);
