@@ -115,6 +115,14 @@ public final class PtdecodeCommand implements Callable<Integer> {
         if (func == null && (summary || source || format.equals("perfetto"))) {
             throw new BadInputException("--summary, --source and --format perfetto need --func NAME");
         }
+        // Each is one view of the invocations; silently printing one of two asked for would hide the other.
+        if (summary && source) {
+            throw new BadInputException("--summary and --source are two views of --func: give one");
+        }
+        if (format.equals("perfetto") && (summary || source)) {
+            throw new BadInputException((summary ? "--summary" : "--source") + " has no perfetto form (--format "
+                    + "perfetto draws the invocations themselves): use --format text or jsonl");
+        }
         long[] range = timeRange(time);
         Path file = Path.of(recording);
         Path kcoreDir = kcore;
