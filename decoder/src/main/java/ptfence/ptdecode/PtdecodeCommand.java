@@ -158,12 +158,12 @@ public final class PtdecodeCommand implements Callable<Integer> {
             if (summary) {
                 ptfence.func.FuncSummary s = ptfence.func.FuncSummary.of(target.name(), found, codeOf(rd, target,
                         found), 10);
-                ptfence.func.SourceLines lines = jsonl ? null : rd.sourceLines(target);
+                ptfence.func.SourceLines lines = jsonl ? null : rd.sourceLines(target, found);
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
                 return Tool.EXIT_OK;
             }
             if (source) {
-                ptfence.func.SourceLines lines = rd.sourceLines(target);
+                ptfence.func.SourceLines lines = rd.sourceLines(target, found);
                 if (lines.isEmpty()) {
                     throw new BadInputException("--source: no line info for " + func + " in the archive or "
                             + recording + " (BPF programs loaded with BTF have it; ptrec archives it)");

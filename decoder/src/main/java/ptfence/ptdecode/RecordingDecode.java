@@ -476,10 +476,21 @@ final class RecordingDecode {
         return out;
     }
 
-    /** Line info for the target's BPF programs: from the archive's metadata, else perf's BPF_PROG_INFO and BTF. */
-    ptfence.func.SourceLines sourceLines(FunctionNames.Target target) throws IOException {
+    /**
+     * Line info for the target's BPF programs and for every program its invocations ran on in (tail calls): from
+     * the archive's metadata, else perf's BPF_PROG_INFO and BTF.
+     */
+    ptfence.func.SourceLines sourceLines(FunctionNames.Target target, List<Invocation> found) throws IOException {
+        Set<String> ran = new HashSet<>();
+        found.forEach(i -> ran.addAll(i.programs()));
+        List<CodeMap.Program> programs = new ArrayList<>(target.programs());
+        for (CodeMap.Program p : code.programs()) {
+            if (ran.contains(p.fullName()) && !programs.contains(p)) {
+                programs.add(p);
+            }
+        }
         List<ptfence.region.BpfMetadata> meta = new ArrayList<>();
-        for (CodeMap.Program p : target.programs()) {
+        for (CodeMap.Program p : programs) {
             if (p.metadata() != null) {
                 meta.add(p.metadata());
             }
@@ -492,7 +503,7 @@ final class RecordingDecode {
         }
         try (PerfDataFile f = PerfDataFile.open(req.recording())) {
             Set<Integer> ids = new HashSet<>();
-            target.programs().forEach(p -> ids.add(p.progId()));
+            programs.forEach(p -> ids.add(p.progId()));
             List<ptfence.perfdata.Feature.BpfProgInfo> infos = new ArrayList<>();
             for (var i : f.features().bpfProgInfo()) {
                 if (ids.contains(i.progId())) {
