@@ -113,10 +113,25 @@ public final class FlowDecoder {
         this.stopIp = nextSegmentIp;
     }
 
-    /** The trace's time now (TSC, as the timing packets so far estimate it), or -1 before any TSC. */
+    /**
+     * The trace's time now (TSC, as the timing packets so far estimate it), or -1 before any TSC. An estimate that
+     * ran ahead (CYC/MTC extrapolation) is held rather than stepped back when the next timing packet lands a
+     * little earlier, as perf does (up to {@link #TSC_SLIP} ticks); a bigger step back is the trace's own and stays.
+     */
     public long time() {
-        return evd.time().hasTsc() ? evd.time().tsc() : -1;
+        if (!evd.time().hasTsc()) {
+            return -1;
+        }
+        long t = evd.time().tsc();
+        if (t < reportedTime && reportedTime - t < TSC_SLIP) {
+            return reportedTime;
+        }
+        reportedTime = t;
+        return t;
     }
+
+    static final long TSC_SLIP = 0x10000;
+    private long reportedTime = Long.MIN_VALUE;
 
     /** Statistics. */
     public long instructions;
