@@ -131,18 +131,20 @@ public final class FuncPrinter {
     }
 
     public void summary(List<Invocation> all) {
-        int[] counts = all.stream().mapToInt(Invocation::instructions).sorted().toArray();
-        int min = counts.length == 0 ? 0 : counts[0];
-        int max = counts.length == 0 ? 0 : counts[counts.length - 1];
-        int median = counts.length == 0 ? 0 : counts[counts.length / 2];
+        InsnCounts counts = new InsnCounts();
+        all.forEach(i -> counts.add(i.instructions()));
+        summary(counts);
+    }
+
+    public void summary(InsnCounts counts) {
         if (jsonl) {
-            out.append("{\"type\":\"summary\",\"invocations\":").append(Integer.toString(all.size()))
-                    .append(",\"insns_min\":").append(Integer.toString(min)).append(",\"insns_median\":")
-                    .append(Integer.toString(median)).append(",\"insns_max\":").append(Integer.toString(max))
-                    .append("}\n");
+            out.append("{\"type\":\"summary\",\"invocations\":").append(Integer.toString(counts.count()))
+                    .append(",\"insns_min\":").append(Integer.toString(counts.min())).append(",\"insns_median\":")
+                    .append(Integer.toString(counts.median())).append(",\"insns_max\":")
+                    .append(Integer.toString(counts.max())).append("}\n");
         } else {
             out.append(String.format("# %d invocations; instructions per invocation min %d, median %d, max %d%n",
-                    all.size(), min, median, max));
+                    counts.count(), counts.min(), counts.median(), counts.max()));
         }
     }
 

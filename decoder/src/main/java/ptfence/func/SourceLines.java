@@ -196,12 +196,28 @@ public final class SourceLines {
 
     /** Counts, per line, the instructions of every path and the invocations that reached it. */
     public Profile profile(Collection<Invocation> invocations) {
-        long[] insns = new long[lines.length], runs = new long[lines.length];
-        int[] lastSeen = new int[lines.length];
-        Arrays.fill(lastSeen, -1);
-        long unmapped = 0;
-        int k = 0;
-        for (Invocation inv : invocations) {
+        Profiler p = profiler();
+        invocations.forEach(p::add);
+        return p.profile();
+    }
+
+    /** A profile gathered one invocation at a time. */
+    public Profiler profiler() {
+        return new Profiler();
+    }
+
+    /** Counts instructions and invocations per line as invocations come. */
+    public final class Profiler {
+        private final long[] insns = new long[lines.length], runs = new long[lines.length];
+        private final int[] lastSeen = new int[lines.length];
+        private long unmapped;
+        private int k;
+
+        private Profiler() {
+            Arrays.fill(lastSeen, -1);
+        }
+
+        public void add(Invocation inv) {
             for (long address : inv.path()) {
                 int i = indexAt(address);
                 if (i < 0) {
@@ -216,7 +232,10 @@ public final class SourceLines {
             }
             k++;
         }
-        return new Profile(List.of(lines), insns, runs, unmapped);
+
+        public Profile profile() {
+            return new Profile(List.of(lines), insns.clone(), runs.clone(), unmapped);
+        }
     }
 
     /**

@@ -15,6 +15,7 @@ import picocli.CommandLine.Parameters;
 import ptfence.cli.BadInputException;
 import ptfence.cli.Tool;
 import ptfence.func.FuncPrinter;
+import ptfence.func.InsnCounts;
 import ptfence.func.FunctionNames;
 import ptfence.func.Invocation;
 
@@ -139,17 +140,30 @@ public final class PtdecodeCommand implements Callable<Integer> {
             }
             FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
-            List<Invocation> found = rd.invocations(target);
             if (format.equals("perfetto")) {
-                ptfence.func.PerfettoWriter.write(func, found, out);
+                ptfence.func.PerfettoWriter.Stream w = new ptfence.func.PerfettoWriter.Stream(func, out);
+                rd.invocations(target, inv -> {
+                    try {
+                        w.add(inv);
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                w.end();
                 return Tool.EXIT_OK;
             }
             boolean jsonl = format.equals("jsonl");
             FuncPrinter p = new FuncPrinter(out, jsonl);
             p.header(recording, target);
+            InsnCounts counts = new InsnCounts();
+            java.util.Set<String> programsRun = new java.util.LinkedHashSet<>();
             if (summary) {
-                ptfence.func.FuncSummary s = ptfence.func.FuncSummary.of(target.name(), found, codeOf(rd, target,
-                        found), 10);
+                ptfence.func.FuncSummary.Builder b = new ptfence.func.FuncSummary.Builder(target.name());
+                rd.invocations(target, inv -> {
+                    b.add(inv);
+                    programsRun.addAll(inv.programs());
+                });
+                ptfence.func.FuncSummary s = b.build(codeOf(rd, target, programsRun), 10);
                 ptfence.func.SourceLines lines = jsonl ? null : rd.sourceLines(target);
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
                 return Tool.EXIT_OK;
@@ -160,16 +174,21 @@ public final class PtdecodeCommand implements Callable<Integer> {
                     throw new BadInputException("--source: no line info for " + func + " in the archive or "
                             + recording + " (BPF programs loaded with BTF have it; ptrec archives it)");
                 }
-                ptfence.func.SourceLines.Profile profile = lines.profile(found);
+                ptfence.func.SourceLines.Profiler profiler = lines.profiler();
+                rd.invocations(target, inv -> {
+                    profiler.add(inv);
+                    counts.add(inv.instructions());
+                });
+                ptfence.func.SourceLines.Profile profile = profiler.profile();
                 if (jsonl) {
                     profile.jsonLines().forEach(l -> out.append(l).append('\n'));
                 } else {
                     out.append(profile.text());
                 }
-                p.summary(found);
+                p.summary(counts);
                 return Tool.EXIT_OK;
             }
-            for (Invocation inv : found) {
+            rd.invocations(target, inv -> {
                 p.names(a -> {
                     for (var f : target.functions()) {
                         if (f.covers(a, inv.entryTime() >= 0 ? inv.entryTime() : f.from())) {
@@ -181,8 +200,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 long t = inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
                         : ptfence.image.CodeSpace.ANY_TIME;
                 p.invocation(inv, rd.code.forCpu(inv.cpu(), -1), t);
-            }
-            p.summary(found);
+                counts.add(inv.instructions());
+            });
+            p.summary(counts);
             return Tool.EXIT_OK;
         } finally {
             out.flush();
@@ -194,7 +214,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
 
     /** The code of the function and of every program its invocations ran through, as decoded. */
     private static List<ptfence.image.Section> codeOf(RecordingDecode rd, FunctionNames.Target target,
-            List<Invocation> found) {
+            java.util.Set<String> programsRun) {
         java.util.Map<String, ptfence.image.Section> byContent = new java.util.LinkedHashMap<>();
         for (var f : target.functions()) {
             var s = rd.code.section(f.address(), f.from() == Long.MIN_VALUE ? f.to() - 1 : f.from());
@@ -202,16 +222,12 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
             }
         }
-        for (Invocation inv : found) {
-            for (String name : inv.programs()) {
-                for (var prog : rd.code.programs()) {
-                    if (prog.fullName().equals(name)) {
-                        for (var f : prog.functions()) {
-                            var s = rd.code.section(f.address(), inv.entryTime() >= 0 ? inv.entryTime() : f.from());
-                            if (s != null) {
-                                byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
-                            }
-                        }
+        for (var prog : rd.code.programs()) {
+            if (programsRun.contains(prog.fullName())) {
+                for (var f : prog.functions()) {
+                    var s = rd.code.section(f.address(), f.from() == Long.MIN_VALUE ? f.to() - 1 : f.from());
+                    if (s != null) {
+                        byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
                     }
                 }
             }
