@@ -147,8 +147,10 @@ public final class FlowCommand implements Callable<Integer> {
     String addr0A;
     @Option(names = "--filter:addr0_b", paramLabel = "ADDR", description = "Address filter 0 end.")
     String addr0B;
-    @Option(names = "--threads", paramLabel = "N", defaultValue = "1",
-            description = "Decode PSB segments on N threads and stitch them in order (0: one per core; default: ${DEFAULT-VALUE}).")
+    @Option(names = "--threads", paramLabel = "N", defaultValue = "-1",
+            description = "Decode PSB segments on N threads and stitch them in order (0: one per core). Default: one "
+                    + "per core, but one when times are printed (a segment's decoder starts without the time "
+                    + "calibration the trace before it gave) or with --pevent.")
     int threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
             description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
@@ -224,13 +226,14 @@ public final class FlowCommand implements Callable<Integer> {
             case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime);
             default -> new JsonlPrinter(w);
         };
-        int nThreads = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
+        int cores = Runtime.getRuntime().availableProcessors();
+        int nThreads = threads > 0 ? threads : threads == 0 || !(time || eventTime) ? cores : 1;
+        long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20;
         long instructions;
         long blockCount;
-        if (nThreads > 1 && session == null) {
-            // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
-            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads,
-                    segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20);
+        // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
+        if (nThreads > 1 && session == null && (threads > 0 || trace.remaining() > 2 * segment)) {
+            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment);
             try {
                 par.run(trace, out, sinks);
             } catch (Exception e) {
