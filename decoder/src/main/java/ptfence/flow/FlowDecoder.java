@@ -155,6 +155,7 @@ public final class FlowDecoder {
      */
     public void codeChanged() {
         cc = null;
+        pieceMode = -1;
         pieceStart = 0;
         pieceEnd = 0;
     }
@@ -1081,9 +1082,12 @@ public final class FlowDecoder {
         return timedSpace && evd.time().hasTsc() ? evd.time().tsc() : CodeSpace.ANY_TIME;
     }
 
+    /** The execution mode {@link #cc} decodes in; -1 without a piece. */
+    private int pieceMode = -1;
+
     /** True if the cached piece does not answer for {@code at} now (other address, mode, or time). */
     private boolean pieceStale(long at) {
-        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || pieceMode != mode) {
             return true;
         }
         if (!timedSpace) {
@@ -1104,6 +1108,7 @@ public final class FlowDecoder {
                 return PtError.BAD_INSN;
             }
             cc = CodeCache.of(p.section.contentId(), p.section.bytes(), mode);
+            pieceMode = mode;
             secBase = p.section.address();
             pieceStart = p.start;
             pieceEnd = p.end;
