@@ -24,6 +24,11 @@ public final class PtxedPrinter implements FlowSink {
     /** The time of the last event (ptxed's instruction time: events carry the trace's TSC estimate). */
     private long time;
 
+    /** The time of the last event, as --time prints it before an instruction. */
+    long time() {
+        return time;
+    }
+
     /** ptxed --time: print the last event's TSC estimate before each instruction. */
     public PtxedPrinter timeColumn(boolean on) {
         timeColumn = on;
@@ -49,7 +54,8 @@ public final class PtxedPrinter implements FlowSink {
         this.eventTime = eventTime;
     }
 
-    private static void hex16(StringBuilder sb, long v) {
+    /** Sixteen hex digits, as ptxed prints addresses and times. */
+    static void hex16(StringBuilder sb, long v) {
         String h = Long.toHexString(v);
         for (int i = h.length(); i < 16; i++) {
             sb.append('0');

@@ -111,7 +111,8 @@ public final class FlowCommand implements Callable<Integer> {
     boolean statInsn;
     @Option(names = "--stat:blocks", description = "Print the block count.")
     boolean statBlocks;
-    @Option(names = "--time", description = "ptxed format: print the trace time (TSC estimate of the last event) before each instruction.")
+    @Option(names = "--time", description = "Print the trace time (TSC estimate of the last event) with each instruction "
+            + "(text and ptxed: a column before it; jsonl: \"tsc\").")
     boolean time;
     @Option(names = "--event:time", description = "Print the TSC of events.")
     boolean eventTime;
@@ -159,13 +160,20 @@ public final class FlowCommand implements Callable<Integer> {
             description = "Output: ptxed (addresses and bracketed events), text, jsonl.")
     String format;
 
+    @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
+    java.nio.file.Path output;
+
     @Override
-    public Integer call() {
-        PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), false);
+    public Integer call() throws java.io.IOException {
+        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : System.out;
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
             decode(out);
         } finally {
             out.flush();
+            if (output != null) {
+                os.close();
+            }
         }
         return 0;
     }
@@ -223,8 +231,8 @@ public final class FlowCommand implements Callable<Integer> {
         }
         Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
             case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time);
-            case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime);
-            default -> new JsonlPrinter(w);
+            case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime).timeColumn(time);
+            default -> new JsonlPrinter(w).time(time);
         };
         int cores = Runtime.getRuntime().availableProcessors();
         int nThreads = threads > 0 ? threads : threads == 0 || !(time || eventTime) ? cores : 1;
