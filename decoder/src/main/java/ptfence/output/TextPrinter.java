@@ -39,14 +39,20 @@ public final class TextPrinter implements FlowSink {
         String text = dec.text(buf, 0, n, mode, ip);
         if (timeColumn) {
             line.setLength(0);
-            PtxedPrinter.hex16(line, events.time());
+            Columns.hex16(line, events.time());
             out.append(line).append("  ");
         }
         if (speculative) {
             out.append("? ");
         }
         String sym = symbols == null ? null : symbols.describe(ip);
-        out.append(String.format("%016x  %-40s%s%n", ip, text == null ? "(bad)" : text, sym == null ? "" : "  <" + sym + ">"));
+        line.setLength(0);
+        Columns.hex16(line, ip).append("  ");
+        Columns.left(line, text == null ? "(bad)" : text, 40);
+        if (sym != null) {
+            line.append("  <").append(sym).append('>');
+        }
+        out.append(line).append('\n');
     }
 
     @Override

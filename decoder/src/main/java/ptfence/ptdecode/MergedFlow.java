@@ -12,6 +12,7 @@ import ptfence.flow.PtError;
 import ptfence.image.CodeSpace;
 import ptfence.insn.CodeCache;
 import ptfence.insn.X86Decoder;
+import ptfence.output.Columns;
 import ptfence.output.EventNames;
 import ptfence.sideband.CodeMap;
 
@@ -98,8 +99,12 @@ final class MergedFlow {
             if (jsonl) {
                 sb.append("{\"cpu\":").append(cpu).append(",\"time\":").append(t);
             } else {
-                sb.append(String.format("%3d ", cpu));
-                sb.append(t < 0 ? "             -" : String.format("%d.%09d", t / 1_000_000_000L, t % 1_000_000_000L));
+                Columns.right(sb, Integer.toString(cpu), 3, ' ').append(' ');
+                if (t < 0) {
+                    sb.append("             -");
+                } else {
+                    Columns.seconds(sb, t);
+                }
                 sb.append("  ");
             }
         }
@@ -133,8 +138,9 @@ final class MergedFlow {
                 }
                 sb.append('}');
             } else {
-                sb.append(speculative ? "? " : "").append(String.format("%016x  %-36s", ip, text == null ? "(bad)"
-                        : text));
+                sb.append(speculative ? "? " : "");
+                Columns.hex16(sb, ip).append("  ");
+                Columns.left(sb, text == null ? "(bad)" : text, 36);
                 if (sym != null) {
                     sb.append("  <").append(sym).append('>');
                 }
