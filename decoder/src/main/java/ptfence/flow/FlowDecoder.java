@@ -113,10 +113,25 @@ public final class FlowDecoder {
         this.stopIp = nextSegmentIp;
     }
 
-    /** The trace's time now (TSC, as the timing packets so far estimate it), or -1 before any TSC. */
+    /**
+     * The trace's time now (TSC, as the timing packets so far estimate it), or -1 before any TSC. An estimate that
+     * ran ahead (CYC/MTC extrapolation) is held rather than stepped back when the next timing packet lands a
+     * little earlier, as perf does (up to {@link #TSC_SLIP} ticks); a bigger step back is the trace's own and stays.
+     */
     public long time() {
-        return evd.time().hasTsc() ? evd.time().tsc() : -1;
+        if (!evd.time().hasTsc()) {
+            return -1;
+        }
+        long t = evd.time().tsc();
+        if (t < reportedTime && reportedTime - t < TSC_SLIP) {
+            return reportedTime;
+        }
+        reportedTime = t;
+        return t;
     }
+
+    static final long TSC_SLIP = 0x10000;
+    private long reportedTime = Long.MIN_VALUE;
 
     /** Statistics. */
     public long instructions;
@@ -140,6 +155,7 @@ public final class FlowDecoder {
      */
     public void codeChanged() {
         cc = null;
+        pieceMode = -1;
         pieceStart = 0;
         pieceEnd = 0;
     }
@@ -1066,9 +1082,12 @@ public final class FlowDecoder {
         return timedSpace && evd.time().hasTsc() ? evd.time().tsc() : CodeSpace.ANY_TIME;
     }
 
+    /** The execution mode {@link #cc} decodes in; -1 without a piece. */
+    private int pieceMode = -1;
+
     /** True if the cached piece does not answer for {@code at} now (other address, mode, or time). */
     private boolean pieceStale(long at) {
-        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || cc == null || cc.mode() != mode) {
+        if (Long.compareUnsigned(at - pieceStart, pieceEnd - pieceStart) >= 0 || pieceMode != mode) {
             return true;
         }
         if (!timedSpace) {
@@ -1089,6 +1108,7 @@ public final class FlowDecoder {
                 return PtError.BAD_INSN;
             }
             cc = CodeCache.of(p.section.contentId(), p.section.bytes(), mode);
+            pieceMode = mode;
             secBase = p.section.address();
             pieceStart = p.start;
             pieceEnd = p.end;

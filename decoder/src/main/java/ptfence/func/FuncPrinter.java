@@ -4,12 +4,14 @@ import java.io.PrintWriter;
 import java.util.List;
 import ptfence.image.CodeSpace;
 import ptfence.insn.X86Decoder;
+import ptfence.output.Columns;
 import ptfence.sideband.CodeMap;
 
 /** Prints invocations as text (for people) or JSON Lines (schema ptfence.func/1, docs/func.md). */
 public final class FuncPrinter {
     private final PrintWriter out;
     private final boolean jsonl;
+    private final StringBuilder line = new StringBuilder(96);
     private final X86Decoder dec = new X86Decoder();
     private final byte[] buf = new byte[15];
 
@@ -125,24 +127,28 @@ public final class FuncPrinter {
                         ? "" : c.name() + " ") + "returned after " + duration(c.duration())
                         + (c.insns() > 0 ? ", " + c.insns() + " insns traced" : "");
             }
-            out.append(String.format("  %016x  %-40s %s%n", p[i], text == null ? "(bad)" : text, note).stripTrailing())
-                    .append('\n');
+            line.setLength(0);
+            Columns.hex16(line.append("  "), p[i]).append("  ");
+            Columns.left(line, text == null ? "(bad)" : text, 40).append(' ').append(note);
+            out.append(line.toString().stripTrailing()).append('\n');
         }
     }
 
     public void summary(List<Invocation> all) {
-        int[] counts = all.stream().mapToInt(Invocation::instructions).sorted().toArray();
-        int min = counts.length == 0 ? 0 : counts[0];
-        int max = counts.length == 0 ? 0 : counts[counts.length - 1];
-        int median = counts.length == 0 ? 0 : counts[counts.length / 2];
+        InsnCounts counts = new InsnCounts();
+        all.forEach(i -> counts.add(i.instructions()));
+        summary(counts);
+    }
+
+    public void summary(InsnCounts counts) {
         if (jsonl) {
-            out.append("{\"type\":\"summary\",\"invocations\":").append(Integer.toString(all.size()))
-                    .append(",\"insns_min\":").append(Integer.toString(min)).append(",\"insns_median\":")
-                    .append(Integer.toString(median)).append(",\"insns_max\":").append(Integer.toString(max))
-                    .append("}\n");
+            out.append("{\"type\":\"summary\",\"invocations\":").append(Integer.toString(counts.count()))
+                    .append(",\"insns_min\":").append(Integer.toString(counts.min())).append(",\"insns_median\":")
+                    .append(Integer.toString(counts.median())).append(",\"insns_max\":")
+                    .append(Integer.toString(counts.max())).append("}\n");
         } else {
             out.append(String.format("# %d invocations; instructions per invocation min %d, median %d, max %d%n",
-                    all.size(), min, median, max));
+                    counts.count(), counts.min(), counts.median(), counts.max()));
         }
     }
 
@@ -160,7 +166,7 @@ public final class FuncPrinter {
     }
 
     private static String seconds(long t) {
-        return t < 0 ? "-" : String.format("%d.%09d", t / 1_000_000_000L, t % 1_000_000_000L);
+        return t < 0 ? "-" : Columns.seconds(new StringBuilder(24), t).toString();
     }
 
     private static String duration(long ns) {

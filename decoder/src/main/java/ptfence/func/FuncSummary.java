@@ -96,86 +96,113 @@ public final class FuncSummary {
      */
     public static FuncSummary of(String function, List<Invocation> invocations, Collection<Section> code,
             int topPaths) {
-        int[] lengths = invocations.stream().mapToInt(Invocation::instructions).sorted().toArray();
-        int[] insns = lengths.length == 0 ? new int[3]
-                : new int[] {lengths[0], lengths[lengths.length / 2], lengths[lengths.length - 1]};
+        Builder b = new Builder(function);
+        invocations.forEach(b::add);
+        return b.build(code, topPaths);
+    }
 
-        CodeLayout map = CodeLayout.of(code);
+    /**
+     * Gathers invocations one at a time, keeping one copy of each distinct path (with its steps) and counts, not
+     * the invocations: memory follows how varied the function's runs are, not how many there were.
+     */
+    public static final class Builder {
+        private final String function;
+        private final InsnCounts insns = new InsnCounts();
+        /** (path, steps) → {count, index of the first invocation that ran it}. */
+        private final Map<PathKey, long[]> runs = new LinkedHashMap<>();
+        private final Map<String, long[]> calls = new HashMap<>(); // name -> {count, timed, total, insns}
+        private int added;
 
-        // Conditional branches: every one the code has (counted in arrays: this loop sees every instruction of
-        // every path), then any the paths saw that the code did not explain.
-        long[] taken = new long[map.condAddress.length], notTaken = new long[map.condAddress.length];
-        Map<Long, long[]> unexplained = new HashMap<>();
-        long[] hitBy = new long[map.blockStarts.length];
-        int[] lastHit = new int[map.blockStarts.length];
-        Arrays.fill(lastHit, -1);
-        long outside = 0;
-        for (int k = 0; k < invocations.size(); k++) {
-            Invocation inv = invocations.get(k);
-            long[] path = inv.path();
-            byte[] steps = inv.steps();
-            for (int i = 0; i < path.length; i++) {
-                byte step = i < steps.length ? steps[i] : Invocation.STEP_PLAIN;
-                if (step == Invocation.STEP_TAKEN || step == Invocation.STEP_NOT_TAKEN) {
-                    int c = map.conditionalAt(path[i]);
-                    int way = step == Invocation.STEP_TAKEN ? 0 : 1;
-                    if (c >= 0) (way == 0 ? taken : notTaken)[c]++;
-                    else unexplained.computeIfAbsent(path[i], a -> new long[2])[way]++;
-                }
-                int b = map.blockAt(path[i]);
-                if (b < 0) {
-                    outside++;
-                } else if (lastHit[b] != k) {
-                    lastHit[b] = k;
-                    hitBy[b]++;
-                }
-            }
-        }
-        List<Branch> branches = new ArrayList<>(taken.length + unexplained.size());
-        for (int c = 0; c < taken.length; c++) {
-            branches.add(new Branch(map.condAddress[c], map.condTarget[c], taken[c], notTaken[c]));
-        }
-        unexplained.forEach((a, c) -> branches.add(new Branch(a, -1, c[0], c[1])));
-        branches.sort((x, y) -> Long.compareUnsigned(x.address(), y.address()));
-        List<Block> blocks = new ArrayList<>(map.blockStarts.length);
-        for (int b = 0; b < map.blockStarts.length; b++) {
-            blocks.add(new Block(map.blockStarts[b], map.blockEnds[b], hitBy[b]));
+        public Builder(String function) {
+            this.function = function;
         }
 
-        // Distinct paths.
-        Map<PathKey, long[]> paths = new LinkedHashMap<>(); // key -> {count, first index}
-        for (int k = 0; k < invocations.size(); k++) {
-            long[] c = paths.computeIfAbsent(new PathKey(invocations.get(k).path()), p -> new long[2]);
-            if (c[0]++ == 0) c[1] = k;
-        }
-        List<PathCount> hottest = new ArrayList<>();
-        paths.forEach((p, c) -> {
-            Invocation ex = invocations.get((int) c[1]);
-            hottest.add(new PathCount(signature(p.path), p.path.length, decisions(ex.steps()), c[0], (int) c[1]));
-        });
-        hottest.sort(Comparator.comparingLong(PathCount::count).reversed().thenComparingInt(PathCount::example));
-        int distinct = hottest.size();
-        List<PathCount> top = hottest.subList(0, Math.min(Math.max(0, topPaths), distinct));
-
-        // Calls out by name.
-        Map<String, long[]> byName = new HashMap<>(); // name -> {count, timed, total, insns}
-        for (Invocation inv : invocations) {
-            for (Invocation.Call c : inv.calls()) {
-                long[] s = byName.computeIfAbsent(c.name(), n -> new long[4]);
+        public void add(Invocation inv) {
+            insns.add(inv.instructions());
+            long[] c = runs.computeIfAbsent(new PathKey(inv.path(), inv.steps()), k -> new long[2]);
+            if (c[0]++ == 0) c[1] = added;
+            for (Invocation.Call call : inv.calls()) {
+                long[] s = calls.computeIfAbsent(call.name(), n -> new long[4]);
                 s[0]++;
-                if (c.duration() >= 0) {
+                if (call.duration() >= 0) {
                     s[1]++;
-                    s[2] += c.duration();
+                    s[2] += call.duration();
                 }
-                s[3] += c.insns();
+                s[3] += call.insns();
             }
+            added++;
         }
-        List<CallStats> calls = new ArrayList<>();
-        byName.forEach((n, s) -> calls.add(new CallStats(n, s[0], s[1], s[2], s[3])));
-        calls.sort(Comparator.comparingLong(CallStats::count).reversed().thenComparing(CallStats::name));
 
-        return new FuncSummary(function, invocations.size(), insns, branches, blocks, outside, distinct,
-                new ArrayList<>(top), calls);
+        /**
+         * @param code      the function's code regions (and of any program it tail-calls), as decoded
+         * @param topPaths  how many of the hottest distinct paths to keep
+         */
+        public FuncSummary build(Collection<Section> code, int topPaths) {
+            CodeLayout map = CodeLayout.of(code);
+
+            // Conditional branches: every one the code has (counted in arrays: this loop sees every instruction of
+            // every distinct run), then any the paths saw that the code did not explain.
+            long[] taken = new long[map.condAddress.length], notTaken = new long[map.condAddress.length];
+            Map<Long, long[]> unexplained = new HashMap<>();
+            long[] hitBy = new long[map.blockStarts.length];
+            int[] lastHit = new int[map.blockStarts.length];
+            Arrays.fill(lastHit, -1);
+            long outside = 0;
+            int k = 0;
+            for (Map.Entry<PathKey, long[]> e : runs.entrySet()) {
+                long[] path = e.getKey().path;
+                byte[] steps = e.getKey().steps;
+                long count = e.getValue()[0];
+                for (int i = 0; i < path.length; i++) {
+                    byte step = i < steps.length ? steps[i] : Invocation.STEP_PLAIN;
+                    if (step == Invocation.STEP_TAKEN || step == Invocation.STEP_NOT_TAKEN) {
+                        int c = map.conditionalAt(path[i]);
+                        int way = step == Invocation.STEP_TAKEN ? 0 : 1;
+                        if (c >= 0) (way == 0 ? taken : notTaken)[c] += count;
+                        else unexplained.computeIfAbsent(path[i], a -> new long[2])[way] += count;
+                    }
+                    int b = map.blockAt(path[i]);
+                    if (b < 0) {
+                        outside += count;
+                    } else if (lastHit[b] != k) {
+                        lastHit[b] = k;
+                        hitBy[b] += count;
+                    }
+                }
+                k++;
+            }
+            List<Branch> branches = new ArrayList<>(taken.length + unexplained.size());
+            for (int c = 0; c < taken.length; c++) {
+                branches.add(new Branch(map.condAddress[c], map.condTarget[c], taken[c], notTaken[c]));
+            }
+            unexplained.forEach((a, c) -> branches.add(new Branch(a, -1, c[0], c[1])));
+            branches.sort((x, y) -> Long.compareUnsigned(x.address(), y.address()));
+            List<Block> blocks = new ArrayList<>(map.blockStarts.length);
+            for (int b = 0; b < map.blockStarts.length; b++) {
+                blocks.add(new Block(map.blockStarts[b], map.blockEnds[b], hitBy[b]));
+            }
+
+            // Distinct paths (address sequences; runs that differ only in a step's recorded direction join).
+            Map<PathKey, PathCount> byPath = new LinkedHashMap<>();
+            runs.forEach((run, c) -> byPath.merge(new PathKey(run.path, null),
+                    new PathCount(signature(run.path), run.path.length, decisions(run.steps), c[0], (int) c[1]),
+                    (a, b) -> {
+                        PathCount first = a.example() <= b.example() ? a : b;
+                        return new PathCount(first.signature(), first.insns(), first.decisions(),
+                                a.count() + b.count(), first.example());
+                    }));
+            List<PathCount> hottest = new ArrayList<>(byPath.values());
+            hottest.sort(Comparator.comparingLong(PathCount::count).reversed().thenComparingInt(PathCount::example));
+            int distinct = hottest.size();
+            List<PathCount> top = hottest.subList(0, Math.min(Math.max(0, topPaths), distinct));
+
+            List<CallStats> callStats = new ArrayList<>();
+            calls.forEach((n, s) -> callStats.add(new CallStats(n, s[0], s[1], s[2], s[3])));
+            callStats.sort(Comparator.comparingLong(CallStats::count).reversed().thenComparing(CallStats::name));
+
+            return new FuncSummary(function, added, new int[] {insns.min(), insns.median(), insns.max()}, branches,
+                    blocks, outside, distinct, new ArrayList<>(top), callStats);
+        }
     }
 
     public String function() { return function; }
@@ -324,15 +351,16 @@ public final class FuncSummary {
         return FuncPrinter.steps(steps).replace(".", "");
     }
 
-    private record PathKey(long[] path) {
+    /** A path, with or without its steps, compared by content. */
+    private record PathKey(long[] path, byte[] steps) {
         @Override
         public boolean equals(Object o) {
-            return o instanceof PathKey k && Arrays.equals(path, k.path);
+            return o instanceof PathKey k && Arrays.equals(path, k.path) && Arrays.equals(steps, k.steps);
         }
 
         @Override
         public int hashCode() {
-            return Arrays.hashCode(path);
+            return Arrays.hashCode(path) * 31 + Arrays.hashCode(steps);
         }
     }
 

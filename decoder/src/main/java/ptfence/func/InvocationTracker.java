@@ -26,7 +26,7 @@ public final class InvocationTracker implements FlowSink {
     private final List<CodeMap.Function> target;
     private final CodeMap code;
     private final Sideband sideband;
-    private final List<Invocation> done;
+    private final java.util.function.Consumer<Invocation> done;
     private LongSupplier clock = () -> -1;
 
     private State state = State.OUTSIDE;
@@ -62,7 +62,7 @@ public final class InvocationTracker implements FlowSink {
      * @param target the function's code over time (perf time); {@code code} tells which BPF program holds an address
      */
     public InvocationTracker(int cpu, List<CodeMap.Function> target, CodeMap code, Sideband sideband,
-            List<Invocation> done) {
+            java.util.function.Consumer<Invocation> done) {
         this.cpu = cpu;
         this.target = target;
         this.code = code;
@@ -337,7 +337,7 @@ public final class InvocationTracker implements FlowSink {
     }
 
     private void finish(Invocation.End end, long exit) {
-        done.add(new Invocation(cpu, pid, tid, function, entryTime, exit, end, Arrays.copyOf(path, n),
+        done.accept(new Invocation(cpu, pid, tid, function, entryTime, exit, end, Arrays.copyOf(path, n),
                 Arrays.copyOf(steps, n), List.copyOf(calls), List.copyOf(programs)));
         n = 0;
     }

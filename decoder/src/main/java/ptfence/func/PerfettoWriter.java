@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Set;
 import java.util.TreeSet;
 import ptfence.cli.Json;
 
@@ -48,44 +49,89 @@ public final class PerfettoWriter {
      * @param invocations  in any order; each CPU's are placed by entry time (or trace order without timing)
      */
     public static void write(String title, List<Invocation> invocations, Appendable out) throws IOException {
-        boolean timed = invocations.stream().anyMatch(PerfettoWriter::hasTimes);
         List<Invocation> order = new ArrayList<>(invocations);
-        // In a timed trace an invocation without times (cut before the first timing packet) has no place.
-        if (timed) order.removeIf(i -> !hasTimes(i));
-        int untimed = invocations.size() - order.size();
         // Stable: without timing, trace order stands within a CPU.
-        order.sort(timed ? Comparator.comparingInt(Invocation::cpu).thenComparingLong(Invocation::entryTime)
-                : Comparator.comparingInt(Invocation::cpu));
-        TreeSet<Integer> cpus = new TreeSet<>();
-        for (Invocation i : order) cpus.add(i.cpu());
-
-        out.append("{\"traceEvents\":[\n");
-        out.append(new Json().field("name", "process_name").field("ph", "M").field("pid", PID)
-                .raw("args", new Json().field("name", title).toString()).toString());
-        for (int cpu : cpus) {
-            out.append(",\n").append(new Json().field("name", "thread_name").field("ph", "M").field("pid", PID)
-                    .field("tid", trackOf(cpu)).raw("args", new Json().field("name", "CPU " + cpu).toString())
-                    .toString());
-            out.append(",\n").append(new Json().field("name", "thread_sort_index").field("ph", "M")
-                    .field("pid", PID).field("tid", trackOf(cpu))
-                    .raw("args", new Json().field("sort_index", cpu).toString()).toString());
+        order.sort(Comparator.comparingInt(Invocation::cpu).thenComparingLong(Invocation::entryTime));
+        if (order.stream().noneMatch(PerfettoWriter::hasTimes)) {
+            order = new ArrayList<>(invocations);
+            order.sort(Comparator.comparingInt(Invocation::cpu));
         }
-        int lastCpu = Integer.MIN_VALUE;
-        long clock = 0; // instruction clock of the current CPU
-        for (Invocation inv : order) {
-            if (inv.cpu() != lastCpu) {
-                lastCpu = inv.cpu();
-                clock = 0;
+        Stream s = new Stream(title, out);
+        for (Invocation i : order) {
+            s.add(i);
+        }
+        s.end();
+    }
+
+    /**
+     * The trace written as invocations come (each CPU's in entry order, or in trace order without timing). The
+     * trace is timed when any invocation has times; until the first one does, invocations are held back, and in a
+     * timed trace those without times (cut before the first timing packet) have no place and are only counted.
+     */
+    public static final class Stream {
+        private final Appendable out;
+        private final Set<Integer> cpus = new TreeSet<>();
+        private final List<Invocation> heldBack = new ArrayList<>();
+        private final java.util.Map<Integer, long[]> clocks = new java.util.HashMap<>(); // instruction clock per CPU
+        private boolean timed;
+        private long written, untimed;
+
+        public Stream(String title, Appendable out) throws IOException {
+            this.out = out;
+            out.append("{\"traceEvents\":[\n");
+            out.append(new Json().field("name", "process_name").field("ph", "M").field("pid", PID)
+                    .raw("args", new Json().field("name", title).toString()).toString());
+        }
+
+        public void add(Invocation inv) throws IOException {
+            if (!timed && hasTimes(inv)) {
+                timed = true;
+                untimed += heldBack.size();
+                heldBack.clear();
+            }
+            if (timed) {
+                if (hasTimes(inv)) {
+                    place(inv);
+                } else {
+                    untimed++;
+                }
+            } else {
+                heldBack.add(inv);
+            }
+        }
+
+        public void end() throws IOException {
+            for (Invocation inv : heldBack) {
+                place(inv);
+            }
+            out.append("\n],\"displayTimeUnit\":\"ns\",\"otherData\":")
+                    .append(new Json().field("clock", timed ? "perf-time" : "instructions")
+                            .field("invocations", written + untimed).field("untimed_invocations", untimed)
+                            .toString())
+                    .append("}\n");
+        }
+
+        private void place(Invocation inv) throws IOException {
+            written++;
+            if (cpus.add(inv.cpu())) {
+                int cpu = inv.cpu();
+                out.append(",\n").append(new Json().field("name", "thread_name").field("ph", "M").field("pid", PID)
+                        .field("tid", trackOf(cpu)).raw("args", new Json().field("name", "CPU " + cpu).toString())
+                        .toString());
+                out.append(",\n").append(new Json().field("name", "thread_sort_index").field("ph", "M")
+                        .field("pid", PID).field("tid", trackOf(cpu))
+                        .raw("args", new Json().field("sort_index", cpu).toString()).toString());
             }
             long start, length;
             if (timed) {
                 start = inv.entryTime();
                 length = inv.exitTime() - inv.entryTime();
             } else {
-                start = clock;
+                long[] clock = clocks.computeIfAbsent(inv.cpu(), c -> new long[1]);
+                start = clock[0];
                 length = inv.instructions();
                 for (Invocation.Call c : inv.calls()) length += c.insns();
-                clock += length;
+                clock[0] += length;
             }
             int untimedCalls = 0;
             List<String> children = new ArrayList<>(inv.calls().size());
@@ -115,10 +161,6 @@ public final class PerfettoWriter {
             out.append(",\n").append(event(inv.function(), inv.cpu(), start, length, timed, args));
             for (String child : children) out.append(",\n").append(child);
         }
-        out.append("\n],\"displayTimeUnit\":\"ns\",\"otherData\":")
-                .append(new Json().field("clock", timed ? "perf-time" : "instructions")
-                        .field("invocations", invocations.size()).field("untimed_invocations", untimed).toString())
-                .append("}\n");
     }
 
     private static boolean hasTimes(Invocation i) {

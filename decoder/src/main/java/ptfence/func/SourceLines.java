@@ -158,6 +158,21 @@ public final class SourceLines {
      */
     public record Profile(List<Line> lines, long[] insns, long[] invocations, long unmapped) {
 
+        /** The rows whose code starts at an address {@code shown} accepts ({@code unmapped} unchanged). */
+        public Profile where(java.util.function.LongPredicate shown) {
+            List<Line> kept = new ArrayList<>();
+            long[] i = new long[lines.size()], r = new long[lines.size()];
+            for (int k = 0; k < lines.size(); k++) {
+                if (shown.test(lines.get(k).address())) {
+                    i[kept.size()] = insns[k];
+                    r[kept.size()] = invocations[k];
+                    kept.add(lines.get(k));
+                }
+            }
+            return new Profile(List.copyOf(kept), Arrays.copyOf(i, kept.size()), Arrays.copyOf(r, kept.size()),
+                    unmapped);
+        }
+
         /** One row per line: instructions, invocations, location, source text (perf annotate's layout). */
         public String text() {
             StringBuilder sb = new StringBuilder();
@@ -196,12 +211,28 @@ public final class SourceLines {
 
     /** Counts, per line, the instructions of every path and the invocations that reached it. */
     public Profile profile(Collection<Invocation> invocations) {
-        long[] insns = new long[lines.length], runs = new long[lines.length];
-        int[] lastSeen = new int[lines.length];
-        Arrays.fill(lastSeen, -1);
-        long unmapped = 0;
-        int k = 0;
-        for (Invocation inv : invocations) {
+        Profiler p = profiler();
+        invocations.forEach(p::add);
+        return p.profile();
+    }
+
+    /** A profile gathered one invocation at a time. */
+    public Profiler profiler() {
+        return new Profiler();
+    }
+
+    /** Counts instructions and invocations per line as invocations come. */
+    public final class Profiler {
+        private final long[] insns = new long[lines.length], runs = new long[lines.length];
+        private final int[] lastSeen = new int[lines.length];
+        private long unmapped;
+        private int k;
+
+        private Profiler() {
+            Arrays.fill(lastSeen, -1);
+        }
+
+        public void add(Invocation inv) {
             for (long address : inv.path()) {
                 int i = indexAt(address);
                 if (i < 0) {
@@ -216,7 +247,10 @@ public final class SourceLines {
             }
             k++;
         }
-        return new Profile(List.of(lines), insns, runs, unmapped);
+
+        public Profile profile() {
+            return new Profile(List.of(lines), insns.clone(), runs.clone(), unmapped);
+        }
     }
 
     /**

@@ -178,14 +178,36 @@ public final class X86Decoder {
         if (n <= 0) {
             return null;
         }
+        int slot = (int) ((ip ^ ip >>> 17) * 0x9E3779B1L >>> 20) & (TEXT_SLOTS - 1);
+        byte[] known = textBytes[slot];
+        if (known != null && textIps[slot] == ip && textModes[slot] == mode && known.length <= n
+                && java.util.Arrays.equals(known, 0, known.length, code, off, off + known.length)) {
+            return texts[slot];
+        }
         byte[] window = new byte[n];
         System.arraycopy(code, off, window, 0, n);
         Capstone.CsInsn[] insns = engine(mode).disasm(window, ip, 1);
         if (insns == null || insns.length == 0) {
             return null;
         }
-        return insns[0].opStr.isEmpty() ? insns[0].mnemonic : insns[0].mnemonic + " " + insns[0].opStr;
+        String text = insns[0].opStr.isEmpty() ? insns[0].mnemonic : insns[0].mnemonic + " " + insns[0].opStr;
+        textIps[slot] = ip;
+        textModes[slot] = (byte) mode;
+        textBytes[slot] = java.util.Arrays.copyOf(window, Math.min(n, insns[0].size));
+        texts[slot] = text;
+        return text;
     }
+
+    /*
+     * The text of recently printed instructions: a flow revisits the same code over and over and capstone costs
+     * microseconds per call. An entry is keyed by address, mode and its own bytes, since other code can sit at the
+     * same address later (and the text of relative operands depends on the address).
+     */
+    private static final int TEXT_SLOTS = 1 << 14;
+    private final long[] textIps = new long[TEXT_SLOTS];
+    private final byte[] textModes = new byte[TEXT_SLOTS];
+    private final byte[][] textBytes = new byte[TEXT_SLOTS][];
+    private final String[] texts = new String[TEXT_SLOTS];
 
     /**
      * JMPABS (APX: REX2 with M0=0, W=0, then A1 and a 64-bit absolute target), unknown to capstone 4. It

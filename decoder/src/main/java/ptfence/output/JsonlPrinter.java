@@ -15,8 +15,19 @@ public final class JsonlPrinter implements FlowSink {
     private final X86Decoder dec = new X86Decoder();
     private final StringBuilder sb = new StringBuilder(128);
 
+    private boolean time;
+    /** The time of the last event: events carry the trace's TSC estimate (ptxed's instruction time). */
+    private long lastTsc;
+    private boolean haveTsc;
+
     public JsonlPrinter(PrintWriter out) {
         this.out = out;
+    }
+
+    /** --time: give each instruction the last event's TSC estimate ({@code "tsc"}), as ptxed --time does. */
+    public JsonlPrinter time(boolean on) {
+        time = on;
+        return this;
     }
 
     private static String hex(long v) {
@@ -40,6 +51,9 @@ public final class JsonlPrinter implements FlowSink {
         if (speculative) {
             sb.append(",\"speculative\":true");
         }
+        if (time && haveTsc) {
+            sb.append(",\"tsc\":").append(lastTsc);
+        }
         out.append(sb).append("}\n");
     }
 
@@ -57,6 +71,8 @@ public final class JsonlPrinter implements FlowSink {
 
     @Override
     public void event(Event ev) {
+        lastTsc = ev.tsc;
+        haveTsc = ev.hasTsc;
         sb.setLength(0);
         sb.append("{\"type\":\"event\",\"event\":\"").append(EventNames.of(ev.type)).append('"');
         if (ev.statusUpdate) {

@@ -24,6 +24,11 @@ public final class PtxedPrinter implements FlowSink {
     /** The time of the last event (ptxed's instruction time: events carry the trace's TSC estimate). */
     private long time;
 
+    /** The time of the last event, as --time prints it before an instruction. */
+    long time() {
+        return time;
+    }
+
     /** ptxed --time: print the last event's TSC estimate before each instruction. */
     public PtxedPrinter timeColumn(boolean on) {
         timeColumn = on;
@@ -49,24 +54,16 @@ public final class PtxedPrinter implements FlowSink {
         this.eventTime = eventTime;
     }
 
-    private static void hex16(StringBuilder sb, long v) {
-        String h = Long.toHexString(v);
-        for (int i = h.length(); i < 16; i++) {
-            sb.append('0');
-        }
-        sb.append(h);
-    }
-
     private void printIp(long ip, boolean speculative) {
         line.setLength(0);
         if (timeColumn) {
-            hex16(line, time);
+            Columns.hex16(line, time);
             line.append("  ");
         }
         if (speculative) {
             line.append("? ");
         }
-        hex16(line, ip);
+        Columns.hex16(line, ip);
         out.append(line).append('\n');
     }
 
@@ -114,7 +111,7 @@ public final class PtxedPrinter implements FlowSink {
         line.setLength(0);
         line.append('[');
         if (eventTime && ev.hasTsc) {
-            hex16(line, ev.tsc);
+            Columns.hex16(line, ev.tsc);
             line.append("  ");
         }
         boolean ipPart = eventIp && !ev.ipSuppressed;
@@ -135,7 +132,7 @@ public final class PtxedPrinter implements FlowSink {
                 line.append("disabled");
                 if (eventIp) {
                     line.append(", at: ");
-                    hex16(line, ev.from);
+                    Columns.hex16(line, ev.from);
                     if (!ev.ipSuppressed) {
                         ipSuffix(ev.ip);
                     }
@@ -145,16 +142,16 @@ public final class PtxedPrinter implements FlowSink {
                 line.append("interrupt");
                 if (eventIp) {
                     line.append(", from: ");
-                    hex16(line, ev.from);
+                    Columns.hex16(line, ev.from);
                     if (!ev.ipSuppressed) {
                         line.append(", to: ");
-                        hex16(line, ev.ip);
+                        Columns.hex16(line, ev.ip);
                     }
                 }
             }
             case Event.PAGING, Event.ASYNC_PAGING -> {
                 line.append("paging, cr3: ");
-                hex16(line, ev.cr3);
+                Columns.hex16(line, ev.cr3);
                 if (ev.nonRoot) {
                     line.append(", nr");
                 }
@@ -183,7 +180,7 @@ public final class PtxedPrinter implements FlowSink {
             case Event.STOP -> line.append("stopped");
             case Event.VMCS, Event.ASYNC_VMCS -> {
                 line.append("vmcs, base: ");
-                hex16(line, ev.base);
+                Columns.hex16(line, ev.base);
                 if (ev.type == Event.ASYNC_VMCS && eventIp) {
                     ipSuffix(ev.ip);
                 }
@@ -242,7 +239,7 @@ public final class PtxedPrinter implements FlowSink {
                 line.append("interrupt ").append(ev.vector);
                 if (ev.hasCr2) {
                     line.append(", cr2: ");
-                    hex16(line, ev.cr2);
+                    Columns.hex16(line, ev.cr2);
                 }
                 if (ipPart) {
                     ipSuffix(ev.ip);
@@ -288,11 +285,11 @@ public final class PtxedPrinter implements FlowSink {
                 }
                 if (ev.hasVmxr) {
                     line.append(", vmxr: ");
-                    hex16(line, ev.vmxr);
+                    Columns.hex16(line, ev.vmxr);
                 }
                 if (ev.hasVmxq) {
                     line.append(", vmxq: ");
-                    hex16(line, ev.vmxq);
+                    Columns.hex16(line, ev.vmxq);
                 }
                 if (ipPart) {
                     ipSuffix(ev.ip);
@@ -315,6 +312,6 @@ public final class PtxedPrinter implements FlowSink {
 
     private void ipSuffix(long ip) {
         line.append(", ip: ");
-        hex16(line, ip);
+        Columns.hex16(line, ip);
     }
 }

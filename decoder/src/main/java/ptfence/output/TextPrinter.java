@@ -17,6 +17,14 @@ public final class TextPrinter implements FlowSink {
     private final byte[] buf = new byte[15];
 
     private final Symbols symbols;
+    private boolean timeColumn;
+    private final StringBuilder line = new StringBuilder(32);
+
+    /** --time: the last event's TSC estimate before each instruction, as ptxed prints it. */
+    public TextPrinter timeColumn(boolean on) {
+        timeColumn = on;
+        return this;
+    }
 
     public TextPrinter(PrintWriter out, CodeSpace image, Symbols symbols, boolean eventIp, boolean eventTime) {
         this.out = out;
@@ -29,11 +37,22 @@ public final class TextPrinter implements FlowSink {
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         int n = image.read(ip, CodeSpace.ANY_TIME, buf, 0, buf.length);
         String text = dec.text(buf, 0, n, mode, ip);
+        if (timeColumn) {
+            line.setLength(0);
+            Columns.hex16(line, events.time());
+            out.append(line).append("  ");
+        }
         if (speculative) {
             out.append("? ");
         }
         String sym = symbols == null ? null : symbols.describe(ip);
-        out.append(String.format("%016x  %-40s%s%n", ip, text == null ? "(bad)" : text, sym == null ? "" : "  <" + sym + ">"));
+        line.setLength(0);
+        Columns.hex16(line, ip).append("  ");
+        Columns.left(line, text == null ? "(bad)" : text, 40);
+        if (sym != null) {
+            line.append("  <").append(sym).append('>');
+        }
+        out.append(line).append('\n');
     }
 
     @Override

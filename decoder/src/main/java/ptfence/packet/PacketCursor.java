@@ -326,7 +326,7 @@ public final class PacketCursor {
                 // TNT-8, TIP/TIP.PGE/TIP.PGD/FUP and PAD: one-byte opcodes whose size and fields come straight
                 // from tables, without branching on the packet type (mixed streams would mispredict). Reading
                 // 8 bytes is safe here (MAX_PACKET bytes remain); the mask keeps the IP payload bytes only.
-                payload = (buf.getLong(i + 1) & FAST_MASK[opc]) | TNT8_BITS[opc];
+                payload = (buf.getLong(i + 1) & FAST_MASK[opc]) | FAST_BITS[opc];
                 count = FAST_COUNT[opc];
                 int sz = FAST_SIZE[opc];
                 offset = p;
@@ -515,6 +515,8 @@ public final class PacketCursor {
     private static final int[] FAST_SIZE = new int[256];
     private static final int[] FAST_COUNT = new int[256];
     private static final long[] FAST_MASK = new long[256];
+    /** Payload bits the opcode byte itself carries (TNT-8 bits, a one-byte CYC's count). */
+    private static final long[] FAST_BITS = new long[256];
     /** For the first two bytes of a packet: (packets << 8) | bytes of the one or two fast packets there. */
     private static final short[] FAST_PAIR = new short[65536];
 
@@ -557,6 +559,16 @@ public final class PacketCursor {
                 FAST_TYPE[opc] = TNT_8;
                 FAST_SIZE[opc] = 1;
                 FAST_COUNT[opc] = TNT8_COUNT[opc];
+                FAST_BITS[opc] = TNT8_BITS[opc];
+            } else if (KIND[opc] == K_MTC) {
+                // timing-heavy traces are mostly MTC and CYC: keep them off the general parser
+                FAST_TYPE[opc] = MTC;
+                FAST_SIZE[opc] = 2;
+                FAST_MASK[opc] = 0xff;
+            } else if (KIND[opc] == K_CYC && (opc & 4) == 0) {
+                FAST_TYPE[opc] = CYC; // one byte: no continuation (and never SKD007's look-alike, which has two)
+                FAST_SIZE[opc] = 1;
+                FAST_BITS[opc] = opc >>> 3;
             } else if (KIND[opc] == K_PAD) {
                 FAST_TYPE[opc] = PAD;
                 FAST_SIZE[opc] = 1;

@@ -111,7 +111,8 @@ public final class FlowCommand implements Callable<Integer> {
     boolean statInsn;
     @Option(names = "--stat:blocks", description = "Print the block count.")
     boolean statBlocks;
-    @Option(names = "--time", description = "ptxed format: print the trace time (TSC estimate of the last event) before each instruction.")
+    @Option(names = "--time", description = "Print the trace time (TSC estimate of the last event) with each instruction "
+            + "(text and ptxed: a column before it; jsonl: \"tsc\").")
     boolean time;
     @Option(names = "--event:time", description = "Print the TSC of events.")
     boolean eventTime;
@@ -147,8 +148,10 @@ public final class FlowCommand implements Callable<Integer> {
     String addr0A;
     @Option(names = "--filter:addr0_b", paramLabel = "ADDR", description = "Address filter 0 end.")
     String addr0B;
-    @Option(names = "--threads", paramLabel = "N", defaultValue = "1",
-            description = "Decode PSB segments on N threads and stitch them in order (0: one per core; default: ${DEFAULT-VALUE}).")
+    @Option(names = "--threads", paramLabel = "N", defaultValue = "-1",
+            description = "Decode PSB segments on N threads and stitch them in order (0: one per core). Default: one "
+                    + "per core, but one when times are printed (a segment's decoder starts without the time "
+                    + "calibration the trace before it gave) or with --pevent.")
     int threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
             description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
@@ -157,13 +160,20 @@ public final class FlowCommand implements Callable<Integer> {
             description = "Output: ptxed (addresses and bracketed events), text, jsonl.")
     String format;
 
+    @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
+    java.nio.file.Path output;
+
     @Override
-    public Integer call() {
-        PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), false);
+    public Integer call() throws java.io.IOException {
+        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : System.out;
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
             decode(out);
         } finally {
             out.flush();
+            if (output != null) {
+                os.close();
+            }
         }
         return 0;
     }
@@ -221,16 +231,17 @@ public final class FlowCommand implements Callable<Integer> {
         }
         Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
             case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time);
-            case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime);
-            default -> new JsonlPrinter(w);
+            case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime).timeColumn(time);
+            default -> new JsonlPrinter(w).time(time);
         };
-        int nThreads = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
+        int cores = Runtime.getRuntime().availableProcessors();
+        int nThreads = threads > 0 ? threads : threads == 0 || !(time || eventTime) ? cores : 1;
+        long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20;
         long instructions;
         long blockCount;
-        if (nThreads > 1 && session == null) {
-            // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
-            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads,
-                    segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20);
+        // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
+        if (nThreads > 1 && session == null && (threads > 0 || trace.remaining() > 2 * segment)) {
+            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment);
             try {
                 par.run(trace, out, sinks);
             } catch (Exception e) {

@@ -1,10 +1,10 @@
 package ptfence.ptdecode;
 
 import java.io.PrintWriter;
-import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
+import java.util.Map;
 import ptfence.flow.Event;
 import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
@@ -12,6 +12,7 @@ import ptfence.flow.PtError;
 import ptfence.image.CodeSpace;
 import ptfence.insn.CodeCache;
 import ptfence.insn.X86Decoder;
+import ptfence.output.Columns;
 import ptfence.output.EventNames;
 import ptfence.sideband.CodeMap;
 
@@ -20,89 +21,44 @@ import ptfence.sideband.CodeMap;
  * printer always takes the earliest line of any CPU, so memory stays bounded however long the recording.
  */
 final class MergedFlow {
-    private static final int BATCH = 2048;
-
-    /** A batch of one CPU's lines; an empty batch ends the CPU. */
-    private record Batch(long[] times, String[] lines, int count) {
-    }
-
     private MergedFlow() {
     }
 
     static void print(RecordingDecode rd, PrintWriter out, RecordingDecode.Request req) throws Exception {
         List<RecordingDecode.CpuTrace> traces = rd.traces;
-        List<BlockingQueue<Batch>> queues = new ArrayList<>();
-        java.util.Map<RecordingDecode.CpuTrace, LineSink> sinks =
-                java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+        TimeMerge<String> merge = new TimeMerge<>(traces.size(), rd.turns);
+        Map<RecordingDecode.CpuTrace, LineSink> sinks = Collections.synchronizedMap(new IdentityHashMap<>());
+        Map<RecordingDecode.CpuTrace, TimeMerge<String>.Producer> producers = new IdentityHashMap<>();
         for (int i = 0; i < traces.size(); i++) {
-            queues.add(new ArrayBlockingQueue<>(8));
+            producers.put(traces.get(i), merge.producer(i));
         }
         boolean jsonl = req.format().equals("jsonl");
-        Thread producer = new Thread(() -> {
+        Exception[] failure = new Exception[1];
+        Thread decode = new Thread(() -> {
             try {
                 rd.decodeCpus(t -> {
-                    LineSink s = new LineSink(t.cpu(), queues.get(traces.indexOf(t)), rd.code, jsonl,
-                            rd.code.forCpu(t.cpu(), -1), req);
+                    LineSink s = new LineSink(t.cpu(), producers.get(t), rd.code, jsonl, rd.code.forCpu(t.cpu(), -1),
+                            req);
                     sinks.put(t, s);
                     return s;
-                }, (t, d) -> sinks.get(t).decoder = d);
-                for (LineSink s : sinks.values()) {
-                    s.flush();
-                }
+                }, (t, d) -> sinks.get(t).decoder = d, t -> producers.get(t).end());
             } catch (Exception e) {
-                failure = e;
-            } finally {
-                for (BlockingQueue<Batch> q : queues) {
-                    try {
-                        q.put(new Batch(null, null, 0));
-                    } catch (InterruptedException ie) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
+                failure[0] = e;
             }
         }, "ptdecode-decode");
-        producer.setDaemon(true);
-        producer.start();
-        Batch[] head = new Batch[queues.size()];
-        int[] pos = new int[queues.size()];
-        boolean[] ended = new boolean[queues.size()];
-        while (true) {
-            int best = -1;
-            for (int i = 0; i < head.length; i++) {
-                if (ended[i]) {
-                    continue;
-                }
-                if (head[i] == null || pos[i] == head[i].count()) {
-                    Batch b = queues.get(i).take();
-                    if (b.count() == 0 && b.lines() == null) {
-                        ended[i] = true;
-                        continue;
-                    }
-                    head[i] = b;
-                    pos[i] = 0;
-                }
-                if (best < 0 || head[i].times()[pos[i]] < head[best].times()[pos[best]]) {
-                    best = i;
-                }
-            }
-            if (best < 0) {
-                break;
-            }
-            out.append(head[best].lines()[pos[best]]).append('\n');
-            pos[best]++;
-        }
-        producer.join();
-        if (failure != null) {
-            throw failure;
+        decode.setDaemon(true);
+        decode.start();
+        merge.drain(line -> out.append(line).append('\n'));
+        decode.join();
+        if (failure[0] != null) {
+            throw failure[0];
         }
     }
-
-    private static volatile Exception failure;
 
     /** One CPU's lines: instructions with time, symbol and disassembly; events and errors in brackets. */
     private static final class LineSink implements FlowSink {
         private final int cpu;
-        private final BlockingQueue<Batch> queue;
+        private final TimeMerge<String>.Producer queue;
         private final CodeMap code;
         private final boolean jsonl;
         private final CodeSpace space;
@@ -110,12 +66,9 @@ final class MergedFlow {
         private final X86Decoder dec = new X86Decoder();
         private final byte[] buf = new byte[15];
         FlowDecoder decoder;
-        private long[] times = new long[BATCH];
-        private String[] lines = new String[BATCH];
-        private int n;
         private final StringBuilder sb = new StringBuilder(128);
 
-        LineSink(int cpu, BlockingQueue<Batch> queue, CodeMap code, boolean jsonl, CodeSpace space,
+        LineSink(int cpu, TimeMerge<String>.Producer queue, CodeMap code, boolean jsonl, CodeSpace space,
                 RecordingDecode.Request req) {
             this.cpu = cpu;
             this.queue = queue;
@@ -138,26 +91,7 @@ final class MergedFlow {
             if (time >= 0 && (time < req.timeFrom() || time > req.timeTo())) {
                 return;
             }
-            times[n] = time;
-            lines[n] = line;
-            if (++n == BATCH) {
-                flush();
-            }
-        }
-
-        void flush() {
-            if (n == 0) {
-                return;
-            }
-            try {
-                queue.put(new Batch(times, lines, n));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted");
-            }
-            times = new long[BATCH];
-            lines = new String[BATCH];
-            n = 0;
+            queue.add(time, line);
         }
 
         private void prefix(long t) {
@@ -165,8 +99,12 @@ final class MergedFlow {
             if (jsonl) {
                 sb.append("{\"cpu\":").append(cpu).append(",\"time\":").append(t);
             } else {
-                sb.append(String.format("%3d ", cpu));
-                sb.append(t < 0 ? "             -" : String.format("%d.%09d", t / 1_000_000_000L, t % 1_000_000_000L));
+                Columns.right(sb, Integer.toString(cpu), 3, ' ').append(' ');
+                if (t < 0) {
+                    sb.append("             -");
+                } else {
+                    Columns.seconds(sb, t);
+                }
                 sb.append("  ");
             }
         }
@@ -200,8 +138,9 @@ final class MergedFlow {
                 }
                 sb.append('}');
             } else {
-                sb.append(speculative ? "? " : "").append(String.format("%016x  %-36s", ip, text == null ? "(bad)"
-                        : text));
+                sb.append(speculative ? "? " : "");
+                Columns.hex16(sb, ip).append("  ");
+                Columns.left(sb, text == null ? "(bad)" : text, 36);
                 if (sym != null) {
                     sb.append("  <").append(sym).append('>');
                 }

@@ -15,6 +15,7 @@ import picocli.CommandLine.Parameters;
 import ptfence.cli.BadInputException;
 import ptfence.cli.Tool;
 import ptfence.func.FuncPrinter;
+import ptfence.func.InsnCounts;
 import ptfence.func.FunctionNames;
 import ptfence.func.Invocation;
 
@@ -147,37 +148,62 @@ public final class PtdecodeCommand implements Callable<Integer> {
             }
             FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
-            List<Invocation> found = rd.invocations(target);
             if (format.equals("perfetto")) {
-                ptfence.func.PerfettoWriter.write(func, found, out);
+                ptfence.func.PerfettoWriter.Stream w = new ptfence.func.PerfettoWriter.Stream(func, out);
+                rd.invocations(target, inv -> {
+                    try {
+                        w.add(inv);
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                w.end();
                 return Tool.EXIT_OK;
             }
             boolean jsonl = format.equals("jsonl");
             FuncPrinter p = new FuncPrinter(out, jsonl);
             p.header(recording, target);
+            InsnCounts counts = new InsnCounts();
+            java.util.Set<String> programsRun = new java.util.LinkedHashSet<>();
             if (summary) {
-                ptfence.func.FuncSummary s = ptfence.func.FuncSummary.of(target.name(), found, codeOf(rd, target,
-                        found), 10);
-                ptfence.func.SourceLines lines = jsonl ? null : rd.sourceLines(target, found);
+                ptfence.func.FuncSummary.Builder b = new ptfence.func.FuncSummary.Builder(target.name());
+                rd.invocations(target, inv -> {
+                    b.add(inv);
+                    programsRun.addAll(inv.programs());
+                });
+                ptfence.func.FuncSummary s = b.build(codeOf(rd, target, programsRun), 10);
+                ptfence.func.SourceLines lines = jsonl ? null
+                        : rd.sourceLines(target, rd.programsNamed(programsRun));
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
                 return Tool.EXIT_OK;
             }
             if (source) {
-                ptfence.func.SourceLines lines = rd.sourceLines(target, found);
-                if (lines.isEmpty()) {
+                if (rd.sourceLines(target, List.of()).isEmpty()) {
                     throw new BadInputException("--source: no line info for " + func + " in the archive or "
                             + recording + " (BPF programs loaded with BTF have it; ptrec archives it)");
                 }
-                ptfence.func.SourceLines.Profile profile = lines.profile(found);
+                // The lines of every program a tail call may go on in; shown are the target's and those run.
+                ptfence.func.SourceLines lines = rd.sourceLines(target, rd.tailCallCandidates(target));
+                ptfence.func.SourceLines.Profiler profiler = lines.profiler();
+                rd.invocations(target, inv -> {
+                    profiler.add(inv);
+                    counts.add(inv.instructions());
+                    programsRun.addAll(inv.programs());
+                });
+                List<ptfence.sideband.CodeMap.Function> shown = new java.util.ArrayList<>();
+                target.programs().forEach(x -> shown.addAll(x.functions()));
+                rd.programsNamed(programsRun).forEach(x -> shown.addAll(x.functions()));
+                ptfence.func.SourceLines.Profile profile = profiler.profile().where(a -> shown.stream()
+                        .anyMatch(f -> Long.compareUnsigned(a - f.address(), f.length()) < 0));
                 if (jsonl) {
                     profile.jsonLines().forEach(l -> out.append(l).append('\n'));
                 } else {
                     out.append(profile.text());
                 }
-                p.summary(found);
+                p.summary(counts);
                 return Tool.EXIT_OK;
             }
-            for (Invocation inv : found) {
+            rd.invocations(target, inv -> {
                 p.names(a -> {
                     for (var f : target.functions()) {
                         if (f.covers(a, inv.entryTime() >= 0 ? inv.entryTime() : f.from())) {
@@ -189,8 +215,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 long t = inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
                         : ptfence.image.CodeSpace.ANY_TIME;
                 p.invocation(inv, rd.code.forCpu(inv.cpu(), -1), t);
-            }
-            p.summary(found);
+                counts.add(inv.instructions());
+            });
+            p.summary(counts);
             return Tool.EXIT_OK;
         } finally {
             out.flush();
@@ -202,7 +229,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
 
     /** The code of the function and of every program its invocations ran through, as decoded. */
     private static List<ptfence.image.Section> codeOf(RecordingDecode rd, FunctionNames.Target target,
-            List<Invocation> found) {
+            java.util.Set<String> programsRun) {
         java.util.Map<String, ptfence.image.Section> byContent = new java.util.LinkedHashMap<>();
         for (var f : target.functions()) {
             var s = rd.code.section(f.address(), f.from() == Long.MIN_VALUE ? f.to() - 1 : f.from());
@@ -210,16 +237,12 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
             }
         }
-        for (Invocation inv : found) {
-            for (String name : inv.programs()) {
-                for (var prog : rd.code.programs()) {
-                    if (prog.fullName().equals(name)) {
-                        for (var f : prog.functions()) {
-                            var s = rd.code.section(f.address(), inv.entryTime() >= 0 ? inv.entryTime() : f.from());
-                            if (s != null) {
-                                byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
-                            }
-                        }
+        for (var prog : rd.code.programs()) {
+            if (programsRun.contains(prog.fullName())) {
+                for (var f : prog.functions()) {
+                    var s = rd.code.section(f.address(), f.from() == Long.MIN_VALUE ? f.to() - 1 : f.from());
+                    if (s != null) {
+                        byContent.putIfAbsent(s.address() + "/" + s.contentId(), s);
                     }
                 }
             }

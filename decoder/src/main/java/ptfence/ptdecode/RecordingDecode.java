@@ -7,16 +7,12 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import ptfence.cli.BadInputException;
 import ptfence.flow.CursorInput;
 import ptfence.flow.FlowConfig;
@@ -74,6 +70,8 @@ final class RecordingDecode {
     RecordingDecode(Request req, PrintStream err) {
         this.req = req;
         this.err = err;
+        this.turns = new java.util.concurrent.Semaphore(Math.max(1, req.threads() > 0 ? req.threads()
+                : Runtime.getRuntime().availableProcessors()));
     }
 
     /** Reads the recording and gathers the code. */
@@ -300,50 +298,74 @@ final class RecordingDecode {
         }
     }
 
-    /** Decodes each CPU with a sink from {@code sinks} (one per CPU), CPUs in parallel. */
+    /**
+     * Decodes each CPU with a sink from {@code sinks} (one per CPU), each on its own thread, at most --threads at
+     * once ({@link #turns}: a CPU waiting for a {@link TimeMerge} gives its turn back). {@code ended} runs for every
+     * CPU however its decode ends.
+     */
     void decodeCpus(java.util.function.Function<CpuTrace, FlowSink> sinks,
-            java.util.function.BiConsumer<CpuTrace, FlowDecoder> started) throws Exception {
-        int threads = Math.max(1, Math.min(traces.size(), req.threads() > 0 ? req.threads()
-                : Runtime.getRuntime().availableProcessors()));
-        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
-            Thread t = new Thread(r, "ptdecode-cpu");
-            t.setDaemon(true);
-            return t;
-        });
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (CpuTrace t : traces) {
-                futures.add(pool.submit(() -> {
-                    FlowSink sink = missingReporter(t, sinks.apply(t));
-                    CodeSpace space = code.forCpu(t.cpu(), t.tid() >= 0 ? pidOf(t.tid()) : -1);
-                    for (List<AuxBuffer> run : t.runs()) {
-                        CursorInput in = CursorInput.of(AuxRuns.bytes(run), config.errata);
-                        FlowDecoder d = new FlowDecoder(space, config, in, sink, false);
-                        started.accept(t, d);
-                        active.add(in);
-                        d.run();
-                        active.remove(in);
-                        decodedBytes.addAndGet(in.size());
+            java.util.function.BiConsumer<CpuTrace, FlowDecoder> started,
+            java.util.function.Consumer<CpuTrace> ended) throws Exception {
+        List<java.util.concurrent.FutureTask<Void>> tasks = new ArrayList<>();
+        for (CpuTrace t : traces) {
+            java.util.concurrent.FutureTask<Void> task = new java.util.concurrent.FutureTask<>(() -> {
+                turns.acquireUninterruptibly();
+                try {
+                    try {
+                        decodeCpu(t, sinks, started);
+                    } finally {
+                        ended.accept(t); // holding the turn: it may wait on a merge, which gives the turn back
                     }
-                    return null;
-                }));
-            }
-            Thread progress = req.progress() ? startProgress() : null;
-            for (Future<?> f : futures) {
+                } finally {
+                    turns.release();
+                }
+                return null;
+            });
+            tasks.add(task);
+            Thread th = new Thread(task, "ptdecode-cpu" + t.cpu());
+            th.setDaemon(true);
+            th.start();
+        }
+        if (req.progress()) {
+            startProgress();
+        }
+        try {
+            for (java.util.concurrent.FutureTask<Void> f : tasks) {
                 try {
                     f.get();
                 } catch (java.util.concurrent.ExecutionException e) {
                     if (e.getCause() instanceof RuntimeException re) {
                         throw re;
                     }
+                    if (e.getCause() instanceof Error er) {
+                        throw er;
+                    }
                     throw e;
                 }
             }
         } finally {
-            pool.shutdownNow();
+            tasks.forEach(f -> f.cancel(true));
             stopProgress();
         }
     }
+
+    private void decodeCpu(CpuTrace t, java.util.function.Function<CpuTrace, FlowSink> sinks,
+            java.util.function.BiConsumer<CpuTrace, FlowDecoder> started) {
+        FlowSink sink = missingReporter(t, sinks.apply(t));
+        CodeSpace space = code.forCpu(t.cpu(), t.tid() >= 0 ? pidOf(t.tid()) : -1);
+        for (List<AuxBuffer> run : t.runs()) {
+            CursorInput in = CursorInput.of(AuxRuns.bytes(run), config.errata);
+            FlowDecoder d = new FlowDecoder(space, config, in, sink, false);
+            started.accept(t, d);
+            active.add(in);
+            d.run();
+            active.remove(in);
+            decodedBytes.addAndGet(in.size());
+        }
+    }
+
+    /** How many CPUs decode at once. */
+    final java.util.concurrent.Semaphore turns;
 
     private final Set<CursorInput> active = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.atomic.AtomicLong decodedBytes = new java.util.concurrent.atomic.AtomicLong();
@@ -352,7 +374,7 @@ final class RecordingDecode {
     private Thread progressThread;
 
     /** Prints how much of the trace is decoded, once a second, on one stderr line. */
-    private Thread startProgress() {
+    private void startProgress() {
         long total = 0;
         for (CpuTrace t : traces) {
             for (List<AuxBuffer> run : t.runs()) {
@@ -380,7 +402,6 @@ final class RecordingDecode {
         }, "ptdecode-progress");
         progressThread.setDaemon(true);
         progressThread.start();
-        return progressThread;
     }
 
     private void stopProgress() {
@@ -452,40 +473,68 @@ final class RecordingDecode {
         err.println("ptdecode: " + msg);
     }
 
-    /** The invocations of the requested function, every CPU, sorted by entry time. */
-    List<Invocation> invocations(FunctionNames.Target target) throws Exception {
-        List<Invocation> all = java.util.Collections.synchronizedList(new ArrayList<>());
-        Map<CpuTrace, InvocationTracker> trackers = java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
-        decodeCpus(t -> {
-            InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, all);
-            trackers.put(t, tr);
-            return tr;
-        }, (t, d) -> {
-            InvocationTracker tr = trackers.get(t);
-            CodeMap.Clock c = code.clock();
-            boolean timed = code.timed();
-            tr.clock(() -> {
-                long tsc = d.time();
-                return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
-            });
-        });
-        trackers.values().forEach(InvocationTracker::close);
-        List<Invocation> out = new ArrayList<>(all);
-        out.removeIf(i -> i.entryTime() >= 0 && (i.entryTime() < req.timeFrom() || i.entryTime() > req.timeTo()));
-        out.sort(Comparator.comparingLong(Invocation::entryTime).thenComparingInt(Invocation::cpu));
-        return out;
+    /**
+     * Hands the requested function's invocations on every CPU to {@code each} as they are decoded, earliest entry
+     * first (without timing, a CPU's in trace order), on the calling thread; memory stays bounded however many.
+     */
+    void invocations(FunctionNames.Target target, java.util.function.Consumer<Invocation> each) throws Exception {
+        TimeMerge<Invocation> merge = new TimeMerge<>(traces.size(), turns);
+        Map<CpuTrace, InvocationTracker> trackers =
+                java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+        Map<CpuTrace, TimeMerge<Invocation>.Producer> producers = new java.util.IdentityHashMap<>();
+        for (int i = 0; i < traces.size(); i++) {
+            producers.put(traces.get(i), merge.producer(i));
+        }
+        CodeMap.Clock c = code.clock();
+        boolean timed = code.timed();
+        Exception[] failure = new Exception[1];
+        Thread decode = new Thread(() -> {
+            try {
+                decodeCpus(t -> {
+                    TimeMerge<Invocation>.Producer out = producers.get(t);
+                    InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, inv -> {
+                        long entry = inv.entryTime();
+                        if (entry < 0 || entry >= req.timeFrom() && entry <= req.timeTo()) {
+                            out.add(entry, inv);
+                        }
+                    });
+                    trackers.put(t, tr);
+                    return tr;
+                }, (t, d) -> trackers.get(t).clock(() -> {
+                    long tsc = d.time();
+                    return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
+                }), t -> {
+                    InvocationTracker tr = trackers.get(t);
+                    try {
+                        if (tr != null) {
+                            tr.close();
+                        }
+                    } finally {
+                        producers.get(t).end();
+                    }
+                });
+            } catch (Exception e) {
+                failure[0] = e;
+            }
+        }, "ptdecode-func");
+        decode.setDaemon(true);
+        decode.start();
+        merge.drain(each);
+        decode.join();
+        if (failure[0] != null) {
+            throw failure[0];
+        }
     }
 
     /**
-     * Line info for the target's BPF programs and for every program its invocations ran on in (tail calls): from
-     * the archive's metadata, else perf's BPF_PROG_INFO and BTF.
+     * Line info for the target's BPF programs and for {@code others} (programs the invocations go on in by tail
+     * calls): from the archive's metadata, else perf's BPF_PROG_INFO and BTF.
      */
-    ptfence.func.SourceLines sourceLines(FunctionNames.Target target, List<Invocation> found) throws IOException {
-        Set<String> ran = new HashSet<>();
-        found.forEach(i -> ran.addAll(i.programs()));
+    ptfence.func.SourceLines sourceLines(FunctionNames.Target target, java.util.Collection<CodeMap.Program> others)
+            throws IOException {
         List<CodeMap.Program> programs = new ArrayList<>(target.programs());
-        for (CodeMap.Program p : code.programs()) {
-            if (ran.contains(p.fullName()) && !programs.contains(p)) {
+        for (CodeMap.Program p : others) {
+            if (!programs.contains(p)) {
                 programs.add(p);
             }
         }
@@ -512,6 +561,47 @@ final class RecordingDecode {
             }
             return ptfence.func.SourceLines.ofPerf(infos, f.features().bpfBtf());
         }
+    }
+
+    /** The recording's programs with these full names (the programs invocations ran through). */
+    List<CodeMap.Program> programsNamed(java.util.Collection<String> fullNames) {
+        return code.programs().stream().filter(p -> p.bpf() && fullNames.contains(p.fullName())).toList();
+    }
+
+    /**
+     * Every BPF program but the target's whose code overlaps no other program's: what an invocation may go on in by
+     * a tail call, known before the invocations are (the source view counts as they stream). A program whose
+     * address another held at another time is left out, as an address alone would not say whose line it is.
+     */
+    List<CodeMap.Program> tailCallCandidates(FunctionNames.Target target) {
+        Map<Integer, CodeMap.Program> byId = new java.util.LinkedHashMap<>();
+        for (CodeMap.Program p : code.programs()) {
+            if (p.bpf() && !target.programs().contains(p)) {
+                byId.putIfAbsent(p.progId(), p);
+            }
+        }
+        List<CodeMap.Program> all = new ArrayList<>(target.programs());
+        all.addAll(byId.values());
+        List<CodeMap.Program> out = new ArrayList<>();
+        for (CodeMap.Program p : byId.values()) {
+            boolean alone = all.stream().noneMatch(q -> q != p && overlap(p, q));
+            if (alone) {
+                out.add(p);
+            }
+        }
+        return out;
+    }
+
+    private static boolean overlap(CodeMap.Program a, CodeMap.Program b) {
+        for (CodeMap.Function f : a.functions()) {
+            for (CodeMap.Function g : b.functions()) {
+                if (Long.compareUnsigned(f.address() - g.address(), g.length()) < 0
+                        || Long.compareUnsigned(g.address() - f.address(), f.length()) < 0) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     void merged(PrintWriter out) throws Exception {

@@ -70,4 +70,51 @@ class FlowCommandTest {
         String help = buf.toString(StandardCharsets.UTF_8);
         assertTrue(help.contains("Examples:") && help.contains("--block-decoder") && help.contains("--format"), help);
     }
+
+    /**
+     * --time in every format gives each instruction the same time: ptxed's column (the last event's TSC
+     * estimate), the text format's column and jsonl's "tsc", on a corpus trace whose tick events move the time.
+     */
+    @Test
+    void timeIsTheSameInEveryFormat(@TempDir Path tmp) throws Exception {
+        Path dir = Path.of(System.getProperty("ptfence.shared", "../shared"), "corpus/libipt/ptxed-tick");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(dir), "needs ../shared/corpus/libipt");
+        String[] common = {"flow", "--block-decoder", "--raw", dir.resolve("ptxed-tick.bin") + ":0x100000",
+                "--nom-freq", "4", "--event:tick", "--pt", dir.resolve("ptxed-tick.pt").toString(), "--time"};
+        java.util.List<String> ptxed = timedInstructions(tmp, common, "ptxed",
+                java.util.regex.Pattern.compile("^([0-9a-f]{16})  ([0-9a-f]{16})$"), false);
+        java.util.List<String> text = timedInstructions(tmp, common, "text",
+                java.util.regex.Pattern.compile("^([0-9a-f]{16})  ([0-9a-f]{16})  \\S.*$"), false);
+        java.util.List<String> jsonl = timedInstructions(tmp, common, "jsonl",
+                java.util.regex.Pattern.compile("^\\{\"type\":\"insn\",\"ip\":\"0x([0-9a-f]+)\".*\"tsc\":(\\d+)\\}$"),
+                true);
+        assertTrue(ptxed.size() > 2 && ptxed.stream().map(l -> l.split(" ")[0]).distinct().count() > 1,
+                "instructions at several times: " + ptxed);
+        assertEquals(ptxed, text);
+        assertEquals(ptxed, jsonl);
+    }
+
+    /** "time ip" per instruction line, both as plain hex numbers. */
+    private static java.util.List<String> timedInstructions(Path tmp, String[] common, String format,
+            java.util.regex.Pattern line, boolean jsonl) throws java.io.IOException {
+        Path file = tmp.resolve("out." + format);
+        java.io.StringWriter err = new java.io.StringWriter();
+        String[] args = java.util.Arrays.copyOf(common, common.length + 4);
+        args[common.length] = "--format";
+        args[common.length + 1] = format;
+        args[common.length + 2] = "-o";
+        args[common.length + 3] = file.toString();
+        assertEquals(0, Tool.run("ptdecode", new PtdecodeCommand(), new java.io.PrintWriter(new java.io.StringWriter()),
+                new java.io.PrintWriter(err), args), err.toString());
+        java.util.List<String> got = new java.util.ArrayList<>();
+        for (String l : Files.readAllLines(file)) {
+            java.util.regex.Matcher m = line.matcher(l);
+            if (m.matches()) {
+                long time = jsonl ? Long.parseLong(m.group(2)) : Long.parseUnsignedLong(m.group(1), 16);
+                long ip = Long.parseUnsignedLong(jsonl ? m.group(1) : m.group(2), 16);
+                got.add(Long.toHexString(time) + " " + Long.toHexString(ip));
+            }
+        }
+        return got;
+    }
 }
