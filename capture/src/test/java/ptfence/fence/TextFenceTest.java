@@ -150,9 +150,15 @@ class TextFenceTest {
             for (Reference r : refs) {
                 for (int f = 0; f < r.images().size(); f++) {
                     long addr = r.addresses().get(f);
-                    CapturedText t = sink.all.stream().filter(x -> x.hook() == hook && x.address() == addr)
-                            .findFirst().orElseThrow(() -> new AssertionError(hook + " missed " + addr));
-                    assertEquals(r.names().get(f), t.name());
+                    String name = r.names().get(f);
+                    // by address and name: the first program is freed before the second loads, which may reuse
+                    // one of its addresses
+                    CapturedText t = sink.all.stream()
+                            .filter(x -> x.hook() == hook && x.address() == addr && x.name().equals(name))
+                            .findFirst().orElseThrow(() -> new AssertionError(hook + " missed " + name + " at 0x"
+                                    + Long.toHexString(addr) + "; captured there: " + sink.all.stream()
+                                    .filter(x -> x.hook() == hook && x.address() == addr).map(CapturedText::name)
+                                    .toList()));
                     assertArrayEquals(r.images().get(f), t.bytes(), hook + " " + t);
                     assertEquals(f, t.functionIndex());
                     assertEquals(r.images().size(), t.functionCount());
