@@ -73,17 +73,31 @@ public final class PerfettoWriter {
         private final Set<Integer> cpus = new TreeSet<>();
         private final List<Invocation> heldBack = new ArrayList<>();
         private final java.util.Map<Integer, long[]> clocks = new java.util.HashMap<>(); // instruction clock per CPU
+        private final boolean untimedTrace;
         private boolean timed;
         private long written, untimed;
 
         public Stream(String title, Appendable out) throws IOException {
+            this(title, out, false);
+        }
+
+        /**
+         * @param untimed  the trace is known to have no timing (a recording without the TSC bit): nothing is held
+         *                 back waiting for a time that cannot come
+         */
+        public Stream(String title, Appendable out, boolean untimed) throws IOException {
             this.out = out;
+            this.untimedTrace = untimed;
             out.append("{\"traceEvents\":[\n");
             out.append(new Json().field("name", "process_name").field("ph", "M").field("pid", PID)
                     .raw("args", new Json().field("name", title).toString()).toString());
         }
 
         public void add(Invocation inv) throws IOException {
+            if (untimedTrace) {
+                place(inv);
+                return;
+            }
             if (!timed && hasTimes(inv)) {
                 timed = true;
                 untimed += heldBack.size();

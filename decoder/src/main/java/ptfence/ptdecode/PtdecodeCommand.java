@@ -149,7 +149,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
             FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
             if (format.equals("perfetto")) {
-                ptfence.func.PerfettoWriter.Stream w = new ptfence.func.PerfettoWriter.Stream(func, out);
+                ptfence.func.PerfettoWriter.Stream w = new ptfence.func.PerfettoWriter.Stream(func, out,
+                        !rd.tscEnabled);
                 rd.invocations(target, inv -> {
                     try {
                         w.add(inv);

@@ -65,6 +65,8 @@ final class RecordingDecode {
     FlowConfig config;
     List<CpuTrace> traces = new ArrayList<>();
     String recordingUsed;
+    /** The PT event had the TSC bit: the trace carries times (else no instruction will have one). */
+    boolean tscEnabled;
     private String recordingBoot;
 
     RecordingDecode(Request req, PrintStream err) {
@@ -140,6 +142,7 @@ final class RecordingDecode {
             config.cpuid15Eax = t.cpuid15Eax();
             config.cpuid15Ebx = t.cpuid15Ebx();
             config.noRetComp = pt.noretcompBit() != 0 && (ptConfig & pt.noretcompBit()) != 0;
+            tscEnabled = pt.tscBit() != 0 && (ptConfig & pt.tscBit()) != 0;
             addArchive();
             try {
                 code.addBpfProgInfo(f.features().bpfProgInfo());

@@ -122,6 +122,29 @@ class PerfettoWriterTest {
         assertEquals(List.of(17L, 4L), List.of(x.get(3).get("ts"), x.get(3).get("dur")));
     }
 
+    /** A stream told the trace has no timing writes each invocation at once, the same file as the whole list. */
+    @Test
+    void aStreamOverAnUntimedTraceWritesAsItGoes() throws Exception {
+        List<Invocation> in = List.of(
+                inv(2, -1, -1, 10, List.of(call(3, "helper_a", -1, -1, 7), call(6, "helper_b", -1, -1, 0))),
+                inv(2, -1, -1, 4, List.of()), inv(0, -1, -1, 3, List.of()));
+        StringBuilder sb = new StringBuilder();
+        PerfettoWriter.Stream s = new PerfettoWriter.Stream("f", sb, true);
+        s.add(in.get(0));
+        int afterFirst = sb.length();
+        assertTrue(sb.toString().contains("helper_b"), "written on add, not held back: " + sb);
+        s.add(in.get(1));
+        s.add(in.get(2));
+        s.end();
+        assertTrue(afterFirst < sb.length());
+        java.util.Set<String> streamed = new java.util.HashSet<>(), whole = new java.util.HashSet<>();
+        events(sb.toString()).forEach(e -> streamed.add(e.toString()));
+        events(PerfettoWriter.toJson("f", in)).forEach(e -> whole.add(e.toString()));
+        assertEquals(whole, streamed);
+        assertEquals(JsonReader.object(PerfettoWriter.toJson("f", in)).get("otherData"),
+                JsonReader.object(sb.toString()).get("otherData"));
+    }
+
     @Test
     void anUntimedCallInATimedTraceIsCountedNotDrawn() {
         Invocation i = inv(1, BASE, BASE + 100, 5, List.of(call(1, "h", -1, -1, 3)));
