@@ -351,6 +351,7 @@ public final class PacketCursor {
      */
     public long skipAll() {
         skipped = 0;
+        short[] pairs = Pairs.FAST_PAIR;
         for (;;) {
             long rel = pos - winBase;
             if (rel >= 0 && rel < fastLimit && blockPayload == 0) {
@@ -371,7 +372,7 @@ public final class PacketCursor {
                     }
                     // One or two table-sized packets per step (a TNT-8 and the packet after it), which halves
                     // the load-to-load dependency chain on mixed TNT/TIP streams.
-                    int e = FAST_PAIR[(int) w & 0xffff];
+                    int e = pairs[(int) w & 0xffff];
                     if (e == 0) {
                         break;
                     }
@@ -517,8 +518,28 @@ public final class PacketCursor {
     private static final long[] FAST_MASK = new long[256];
     /** Payload bits the opcode byte itself carries (TNT-8 bits, a one-byte CYC's count). */
     private static final long[] FAST_BITS = new long[256];
-    /** For the first two bytes of a packet: (packets << 8) | bytes of the one or two fast packets there. */
-    private static final short[] FAST_PAIR = new short[65536];
+
+    /**
+     * For the first two bytes of a packet: (packets << 8) | bytes of the one or two fast packets there. Only
+     * {@link #skipAll()} reads it; built on first use, since filling it takes ~50 ms of a decoder's start.
+     */
+    private static final class Pairs {
+        static final short[] FAST_PAIR = new short[65536];
+
+        static {
+            for (int w = 0; w < 65536; w++) {
+                int first = FAST_SIZE[w & 0xff];
+                int second = FAST_SIZE[w >>> 8];
+                if (first == 0) {
+                    FAST_PAIR[w] = 0;
+                } else if (first == 1 && second != 0) {
+                    FAST_PAIR[w] = (short) ((2 << 8) | (1 + second));
+                } else {
+                    FAST_PAIR[w] = (short) ((1 << 8) | first);
+                }
+            }
+        }
+    }
 
     static {
         for (int opc = 0; opc < 256; opc++) {
@@ -578,17 +599,6 @@ public final class PacketCursor {
                 FAST_SIZE[opc] = 1 + n;
                 FAST_COUNT[opc] = opc >>> 5;
                 FAST_MASK[opc] = BYTE_MASK[n];
-            }
-        }
-        for (int w = 0; w < 65536; w++) {
-            int first = FAST_SIZE[w & 0xff];
-            int second = FAST_SIZE[w >>> 8];
-            if (first == 0) {
-                FAST_PAIR[w] = 0;
-            } else if (first == 1 && second != 0) {
-                FAST_PAIR[w] = (short) ((2 << 8) | (1 + second));
-            } else {
-                FAST_PAIR[w] = (short) ((1 << 8) | first);
             }
         }
     }
