@@ -33,6 +33,8 @@ public final class Tool {
             cl.setErr(errOut);
         }
         cl.setCaseInsensitiveEnumValuesAllowed(true);
+        cl.setUsageHelpWidth(120); // the examples in every footer are one command and its comment per line
+
         cl.setParameterExceptionHandler((ex, a) -> {
             PrintWriter err = ex.getCommandLine().getErr();
             err.println(name + ": " + ex.getMessage() + " (see '" + name + " --help')");
