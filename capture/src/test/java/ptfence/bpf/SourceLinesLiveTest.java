@@ -111,4 +111,44 @@ class SourceLinesLiveTest {
     private static int column(int insn) { return 1 + insn % 7; }
 
     private static String text(int insn) { return "\tstatement_" + insn + "();"; }
+
+    /**
+     * An instruction the JIT turns into no code (a 64-bit move of a register to itself) leaves its line record at
+     * the same address as the next one; the kernel says so in jited_line_info, and the address then belongs to
+     * the last record there (as bpftool's linum dump and perf annotate show it), never to the empty one.
+     */
+    @Test
+    void aRecordWithoutCodeYieldsToTheLastRecordAtItsAddress() throws Exception {
+        assumeTrue("root".equals(System.getProperty("user.name")), "needs root to load BPF programs with BTF");
+        BpfAssembler a = new BpfAssembler();
+        a.load(BpfAssembler.Size.W, R6, R1, 0).mov(R6, R6).mov(R0, R6).add(R0, 1).exit();
+        int n = a.size();
+        BtfWriter w = new BtfWriter();
+        int[] funcs = w.intFunctions("nocode");
+        ByteBuffer fi = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(0).putInt(funcs[0]);
+        int file = w.str(FILE);
+        ByteBuffer li = ByteBuffer.allocate(16 * n).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < n; i++) {
+            li.putInt(i).putInt(file).putInt(w.str(text(i))).putInt(line(i) << 10 | column(i));
+        }
+        BpfMetadata m;
+        try (BpfFd btf = Bpf.get().btfLoad(w.bytes());
+             BpfFd prog = Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, a.assemble(), "GPL",
+                     "nocode", 0, 0, btf, fi.array(), li.array()))) {
+            m = ProgramMetadata.fetch(prog).toArchive();
+        }
+        ByteBuffer addrs = ByteBuffer.wrap(m.jitedLineInfo()).order(ByteOrder.LITTLE_ENDIAN);
+        assertEquals(n, m.jitedLineInfo().length / 8, "one JIT address per record");
+        long moveToItself = addrs.getLong(8), next = addrs.getLong(16);
+        assumeTrue(moveToItself == next, "this kernel's JIT emitted code for mov r6, r6");
+        SourceLines s = SourceLines.of(m);
+        assertEquals(line(2), s.at(next).orElseThrow().line(), "the address belongs to the last record there");
+        for (long x = m.jitedKsyms()[0]; x < m.jitedKsyms()[0] + m.jitedFuncLens()[0]; x++) {
+            assertNotEquals(line(1), s.at(x).map(SourceLines.Line::line).orElse(-1),
+                    "no code is the empty record's, at 0x" + Long.toHexString(x));
+        }
+        assertEquals(line(0), s.at(addrs.getLong(0)).orElseThrow().line());
+        assertTrue(s.lines().stream().noneMatch(l -> l.line() == line(1)),
+                "a record without code has no range of its own, so the view does not list it as never run");
+    }
 }
