@@ -67,6 +67,51 @@ public final class BtfWriter {
         return ids;
     }
 
+    /** Where each instruction's source is: line_info's file, line, column and text for instruction {@code i}. */
+    public interface SourceOf {
+        String file();
+
+        int line(int insn);
+
+        int column(int insn);
+
+        String text(int insn);
+    }
+
+    /** func_info and line_info for a program: see {@link #functionsAndLines}. */
+    public record Info(byte[] funcInfo, byte[] lineInfo) {
+    }
+
+    /**
+     * Declares {@code int NAME(int x)} for the program's functions (one name per {@link BpfAssembler#functionStarts()}
+     * entry) and gives every instruction its line record, except the second slot of a wide (16-byte) load, which is
+     * no instruction of its own.
+     */
+    public Info functionsAndLines(BpfAssembler code, String[] names, SourceOf source) {
+        int[] starts = code.functionStarts();
+        if (names.length != starts.length) {
+            throw new IllegalArgumentException(starts.length + " functions, " + names.length + " names");
+        }
+        int[] funcs = intFunctions(names);
+        ByteBuffer funcInfo = ByteBuffer.allocate(8 * starts.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (int f = 0; f < starts.length; f++) {
+            funcInfo.putInt(starts[f]).putInt(funcs[f]);
+        }
+        int file = str(source.file());
+        java.util.List<BpfAssembler.Insn> insns = code.instructions();
+        ByteBuffer lineInfo = ByteBuffer.allocate(16 * insns.size()).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < insns.size(); i++) {
+            if (i > 0 && insns.get(i - 1).code() == LD_IMM64) {
+                continue;
+            }
+            lineInfo.putInt(i).putInt(file).putInt(str(source.text(i)))
+                    .putInt(source.line(i) << 10 | source.column(i));
+        }
+        return new Info(funcInfo.array(), java.util.Arrays.copyOf(lineInfo.array(), lineInfo.position()));
+    }
+
+    private static final int LD_IMM64 = 0x18;
+
     public byte[] bytes() {
         byte[] s = strings.toByteArray(), t = types.toByteArray();
         ByteBuffer b = ByteBuffer.allocate(24 + t.length + s.length).order(ByteOrder.LITTLE_ENDIAN);

@@ -38,7 +38,8 @@ class SourceLinesLiveTest {
         }
         int n = a.size();
 
-        ProgramMetadata pm = loadWithLines("srclines", a, starts, "srcmain", "srcsub0", "srcsub1");
+        ProgramMetadata pm = loadWithLines("srclines", a, "srcmain", "srcsub0", "srcsub1");
+        assertArrayEquals(starts, a.functionStarts());
         BpfMetadata m = pm.toArchive();
         long[] ksyms = m.jitedKsyms();
         int[] lens = m.jitedFuncLens();
@@ -91,27 +92,21 @@ class SourceLinesLiveTest {
         assertEquals(s.lines(), fromPerf.lines());
     }
 
-    /**
-     * Loads {@code a} with its own BTF: one int function per name (starting at {@code starts}) and one line
-     * record per instruction (its own line, column and text); returns what bpf() says of the loaded program.
-     */
-    private static ProgramMetadata loadWithLines(String name, BpfAssembler a, int[] starts, String... functions)
-            throws Exception {
+    /** Loads {@code a} with its own BTF, one int function per name and one line record per instruction. */
+    private static ProgramMetadata loadWithLines(String name, BpfAssembler a, String... functions) throws Exception {
         BtfWriter w = new BtfWriter();
-        int[] funcs = w.intFunctions(functions);
-        ByteBuffer fi = ByteBuffer.allocate(8 * funcs.length).order(ByteOrder.LITTLE_ENDIAN);
-        for (int f = 0; f < funcs.length; f++) {
-            fi.putInt(starts[f]).putInt(funcs[f]);
-        }
-        int file = w.str(FILE);
-        int n = a.size();
-        ByteBuffer li = ByteBuffer.allocate(16 * n).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < n; i++) {
-            li.putInt(i).putInt(file).putInt(w.str(text(i))).putInt(line(i) << 10 | column(i));
-        }
+        BtfWriter.Info info = w.functionsAndLines(a, functions, new BtfWriter.SourceOf() {
+            public String file() { return FILE; }
+
+            public int line(int insn) { return SourceLinesLiveTest.line(insn); }
+
+            public int column(int insn) { return SourceLinesLiveTest.column(insn); }
+
+            public String text(int insn) { return SourceLinesLiveTest.text(insn); }
+        });
         try (BpfFd btf = Bpf.get().btfLoad(w.bytes());
              BpfFd prog = Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, a.assemble(), "GPL",
-                     name, 0, 0, btf, fi.array(), li.array()))) {
+                     name, 0, 0, btf, info.funcInfo(), info.lineInfo()))) {
             return ProgramMetadata.fetch(prog);
         }
     }
@@ -133,7 +128,7 @@ class SourceLinesLiveTest {
         BpfAssembler a = new BpfAssembler();
         a.load(BpfAssembler.Size.W, R6, R1, 0).mov(R6, R6).mov(R0, R6).add(R0, 1).exit();
         int n = a.size();
-        BpfMetadata m = loadWithLines("nocode", a, new int[] {0}, "nocode").toArchive();
+        BpfMetadata m = loadWithLines("nocode", a, "nocode").toArchive();
         ByteBuffer addrs = ByteBuffer.wrap(m.jitedLineInfo()).order(ByteOrder.LITTLE_ENDIAN);
         assertEquals(n, m.jitedLineInfo().length / 8, "one JIT address per record");
         long moveToItself = addrs.getLong(8), next = addrs.getLong(16);
