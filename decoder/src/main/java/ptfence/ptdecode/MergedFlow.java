@@ -1,10 +1,6 @@
 package ptfence.ptdecode;
 
 import java.io.PrintWriter;
-import java.util.Collections;
-import java.util.IdentityHashMap;
-import java.util.List;
-import java.util.Map;
 import ptfence.flow.Event;
 import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
@@ -25,34 +21,11 @@ final class MergedFlow {
     }
 
     static void print(RecordingDecode rd, PrintWriter out, RecordingDecode.Request req) throws Exception {
-        List<RecordingDecode.CpuTrace> traces = rd.traces;
-        TimeMerge<String> merge = new TimeMerge<>(traces.size(), rd.turns);
-        Map<RecordingDecode.CpuTrace, LineSink> sinks = Collections.synchronizedMap(new IdentityHashMap<>());
-        Map<RecordingDecode.CpuTrace, TimeMerge<String>.Producer> producers = new IdentityHashMap<>();
-        for (int i = 0; i < traces.size(); i++) {
-            producers.put(traces.get(i), merge.producer(i));
-        }
         boolean jsonl = req.format().equals("jsonl");
-        Exception[] failure = new Exception[1];
-        Thread decode = new Thread(() -> {
-            try {
-                rd.decodeCpus(t -> {
-                    LineSink s = new LineSink(t.cpu(), producers.get(t), rd.code, jsonl, rd.code.forCpu(t.cpu(), -1),
-                            req);
-                    sinks.put(t, s);
-                    return s;
-                }, (t, d) -> sinks.get(t).decoder = d, t -> producers.get(t).end());
-            } catch (Exception e) {
-                failure[0] = e;
-            }
-        }, "ptdecode-decode");
-        decode.setDaemon(true);
-        decode.start();
-        merge.drain(line -> out.append(line).append('\n'));
-        decode.join();
-        if (failure[0] != null) {
-            throw failure[0];
-        }
+        rd.<String>decodeMerged((t, lines) -> {
+            LineSink s = new LineSink(t.cpu(), lines, rd.code, jsonl, rd.code.forCpu(t.cpu(), -1), req);
+            return new RecordingDecode.CpuPart(s, d -> s.decoder = d, () -> { });
+        }, line -> out.append(line).append('\n'));
     }
 
     /** One CPU's lines: instructions with time, symbol and disassembly; events and errors in brackets. */

@@ -481,36 +481,53 @@ final class RecordingDecode {
      * first (without timing, a CPU's in trace order), on the calling thread; memory stays bounded however many.
      */
     void invocations(FunctionNames.Target target, java.util.function.Consumer<Invocation> each) throws Exception {
-        TimeMerge<Invocation> merge = new TimeMerge<>(traces.size(), turns);
-        Map<CpuTrace, InvocationTracker> trackers =
-                java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
-        Map<CpuTrace, TimeMerge<Invocation>.Producer> producers = new java.util.IdentityHashMap<>();
+        CodeMap.Clock c = code.clock();
+        boolean timed = code.timed();
+        this.<Invocation>decodeMerged((t, out) -> {
+            InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, inv -> {
+                long entry = inv.entryTime();
+                if (entry < 0 || entry >= req.timeFrom() && entry <= req.timeTo()) {
+                    out.add(entry, inv);
+                }
+            });
+            return new CpuPart(tr, d -> tr.clock(() -> {
+                long tsc = d.time();
+                return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
+            }), tr::close);
+        }, each);
+    }
+
+    /**
+     * One CPU's part in a merged decode: the sink its decoders report to (adding items to the CPU's stream), what to
+     * do when a decoder starts on one of its runs, and what to do once the CPU is done (before its stream ends).
+     */
+    record CpuPart(FlowSink sink, java.util.function.Consumer<FlowDecoder> started, Runnable finished) {
+    }
+
+    /**
+     * Decodes every CPU into the part {@code partFor} makes for it, given the CPU and its stream, and hands every
+     * item of every stream to {@code each} on the calling thread, earliest first ({@link TimeMerge}).
+     */
+    <T> void decodeMerged(java.util.function.BiFunction<CpuTrace, TimeMerge<T>.Producer, CpuPart> partFor,
+            java.util.function.Consumer<T> each) throws Exception {
+        TimeMerge<T> merge = new TimeMerge<>(traces.size(), turns);
+        Map<CpuTrace, TimeMerge<T>.Producer> producers = new java.util.IdentityHashMap<>();
         for (int i = 0; i < traces.size(); i++) {
             producers.put(traces.get(i), merge.producer(i));
         }
-        CodeMap.Clock c = code.clock();
-        boolean timed = code.timed();
+        Map<CpuTrace, CpuPart> parts = java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
         Exception[] failure = new Exception[1];
         Thread decode = new Thread(() -> {
             try {
                 decodeCpus(t -> {
-                    TimeMerge<Invocation>.Producer out = producers.get(t);
-                    InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, inv -> {
-                        long entry = inv.entryTime();
-                        if (entry < 0 || entry >= req.timeFrom() && entry <= req.timeTo()) {
-                            out.add(entry, inv);
-                        }
-                    });
-                    trackers.put(t, tr);
-                    return tr;
-                }, (t, d) -> trackers.get(t).clock(() -> {
-                    long tsc = d.time();
-                    return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
-                }), t -> {
-                    InvocationTracker tr = trackers.get(t);
+                    CpuPart part = partFor.apply(t, producers.get(t));
+                    parts.put(t, part);
+                    return part.sink();
+                }, (t, d) -> parts.get(t).started().accept(d), t -> {
+                    CpuPart part = parts.get(t);
                     try {
-                        if (tr != null) {
-                            tr.close();
+                        if (part != null) {
+                            part.finished().run();
                         }
                     } finally {
                         producers.get(t).end();
@@ -519,7 +536,7 @@ final class RecordingDecode {
             } catch (Exception e) {
                 failure[0] = e;
             }
-        }, "ptdecode-func");
+        }, "ptdecode-decode");
         decode.setDaemon(true);
         decode.start();
         merge.drain(each);
