@@ -49,14 +49,12 @@ public final class PerfettoWriter {
      * @param invocations  in any order; each CPU's are placed by entry time (or trace order without timing)
      */
     public static void write(String title, List<Invocation> invocations, Appendable out) throws IOException {
+        boolean timed = invocations.stream().anyMatch(PerfettoWriter::hasTimes);
         List<Invocation> order = new ArrayList<>(invocations);
         // Stable: without timing, trace order stands within a CPU.
-        order.sort(Comparator.comparingInt(Invocation::cpu).thenComparingLong(Invocation::entryTime));
-        if (order.stream().noneMatch(PerfettoWriter::hasTimes)) {
-            order = new ArrayList<>(invocations);
-            order.sort(Comparator.comparingInt(Invocation::cpu));
-        }
-        Stream s = new Stream(title, out);
+        order.sort(timed ? Comparator.comparingInt(Invocation::cpu).thenComparingLong(Invocation::entryTime)
+                : Comparator.comparingInt(Invocation::cpu));
+        Stream s = new Stream(title, out, !timed);
         for (Invocation i : order) {
             s.add(i);
         }
@@ -76,10 +74,6 @@ public final class PerfettoWriter {
         private final boolean untimedTrace;
         private boolean timed;
         private long written, untimed;
-
-        public Stream(String title, Appendable out) throws IOException {
-            this(title, out, false);
-        }
 
         /**
          * @param untimed  the trace is known to have no timing (a recording without the TSC bit): nothing is held
