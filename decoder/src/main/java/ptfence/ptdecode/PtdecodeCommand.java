@@ -179,12 +179,12 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 return Tool.EXIT_OK;
             }
             if (source) {
-                if (rd.sourceLines(target, List.of()).isEmpty()) {
+                // The lines of every program a tail call may go on in; shown are the target's and those run.
+                ptfence.func.SourceLines lines = rd.sourceLines(target, rd.tailCallCandidates(target));
+                if (lines.lines().stream().noneMatch(l -> inside(target.functions(), l.address()))) {
                     throw new BadInputException("--source: no line info for " + func + " in the archive or "
                             + recording + " (BPF programs loaded with BTF have it; ptrec archives it)");
                 }
-                // The lines of every program a tail call may go on in; shown are the target's and those run.
-                ptfence.func.SourceLines lines = rd.sourceLines(target, rd.tailCallCandidates(target));
                 ptfence.func.SourceLines.Profiler profiler = lines.profiler();
                 rd.invocations(target, inv -> {
                     profiler.add(inv);
@@ -194,8 +194,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 List<ptfence.sideband.CodeMap.Function> shown = new java.util.ArrayList<>();
                 target.programs().forEach(x -> shown.addAll(x.functions()));
                 rd.programsNamed(programsRun).forEach(x -> shown.addAll(x.functions()));
-                ptfence.func.SourceLines.Profile profile = profiler.profile().where(a -> shown.stream()
-                        .anyMatch(f -> Long.compareUnsigned(a - f.address(), f.length()) < 0));
+                ptfence.func.SourceLines.Profile profile = profiler.profile().where(a -> inside(shown, a));
                 if (jsonl) {
                     profile.jsonLines().forEach(l -> out.append(l).append('\n'));
                 } else {
@@ -226,6 +225,11 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 os.close();
             }
         }
+    }
+
+    /** True if {@code address} lies in one of {@code functions} (at any time). */
+    private static boolean inside(List<ptfence.sideband.CodeMap.Function> functions, long address) {
+        return functions.stream().anyMatch(f -> Long.compareUnsigned(address - f.address(), f.length()) < 0);
     }
 
     /** The code of the function and of every program its invocations ran through, as decoded. */
