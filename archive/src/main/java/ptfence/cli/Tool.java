@@ -34,7 +34,6 @@ public final class Tool {
         }
         cl.setCaseInsensitiveEnumValuesAllowed(true);
         cl.setUsageHelpWidth(120); // the examples in every footer are one command and its comment per line
-
         cl.setParameterExceptionHandler((ex, a) -> {
             PrintWriter err = ex.getCommandLine().getErr();
             err.println(name + ": " + ex.getMessage() + " (see '" + name + " --help')");
@@ -61,7 +60,8 @@ public final class Tool {
     static boolean isUserError(Throwable ex) {
         Throwable t = unwrap(ex);
         return t instanceof BadInputException || t instanceof NoSuchFileException
-                || t instanceof AccessDeniedException || t instanceof java.io.FileNotFoundException;
+                || t instanceof AccessDeniedException || t instanceof java.io.FileNotFoundException
+                || t instanceof java.nio.file.FileSystemException; // -o DIR, a read-only file system, ...
     }
 
     static String describe(Throwable ex) {
@@ -74,6 +74,9 @@ public final class Tool {
         }
         if (t instanceof AccessDeniedException) {
             return "permission denied: " + ((AccessDeniedException) t).getFile();
+        }
+        if (t instanceof java.nio.file.FileSystemException f) {
+            return f.getFile() + ": " + (f.getReason() != null ? f.getReason() : f.getClass().getSimpleName());
         }
         if (t instanceof OutOfMemoryError) {
             return "out of memory (raise it with JAVA_OPTS=-Xmx...)";

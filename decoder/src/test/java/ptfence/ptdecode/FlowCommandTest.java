@@ -58,6 +58,15 @@ class FlowCommandTest {
     }
 
     @Test
+    void anOutputThatCannotBeWrittenIsBadInput(@TempDir Path dir) throws Exception {
+        Path pt = Files.write(dir.resolve("t.pt"), new byte[16]);
+        Result r = run("flow", "--pt", pt.toString(), "-o", dir.toString());
+        assertEquals(Tool.EXIT_BAD_INPUT, r.code(), r.err());
+        assertTrue(r.err().contains(dir.toString()), r.err());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+    }
+
+    @Test
     void helpHasExamples() {
         PrintStream old = System.out;
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
