@@ -21,8 +21,8 @@ import ptfence.record.Recorder;
 import ptfence.record.RecordingPlan;
 import ptfence.store.ArchiveLocation;
 import ptfence.sys.Mmap;
+import ptfence.sys.Signals;
 import ptfence.sys.SyscallException;
-import sun.misc.Signal;
 
 @Command(name = "ptrec", mixinStandardHelpOptions = true, version = "ptrec 0.1.0", sortOptions = false,
         description = {"Record Intel PT with sideband into a perf.data that perf reads; the text fence archives every "
@@ -128,9 +128,10 @@ public final class PtrecCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         RecordingPlan plan = plan();
         Recorder recorder = new Recorder(plan, System.err, verbose);
-        Signal.handle(new Signal("INT"), s -> recorder.requestStop());
-        Signal.handle(new Signal("TERM"), s -> recorder.requestStop());
-        if (snapshot) Signal.handle(new Signal("USR2"), s -> recorder.requestSnapshot());
+        // also when inherited as ignored (a script's `ptrec ... &`), as perf record does
+        Signals.handle("INT", recorder::requestStop);
+        Signals.handle("TERM", recorder::requestStop);
+        if (snapshot) Signals.handle("USR2", recorder::requestSnapshot);
         try (recorder) {
             RecordSummary summary = recorder.run();
             if (!quiet) summary.print(System.err);

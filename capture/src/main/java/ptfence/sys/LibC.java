@@ -40,6 +40,9 @@ public interface LibC {
     /** prctl(2) with a buffer argument (PR_SET_NAME / PR_GET_NAME); copied both ways. */
     int prctl(int option, byte[] arg2, long arg3, long arg4, long arg5);
 
+    /** signal(2) with a handler address (only SIG_DFL, 0, is passed); returns the previous one, -1 on error. */
+    long signal(int signum, long handler);
+
     /** clock_gettime(2); {@code ts} receives tv_sec and tv_nsec. */
     int clock_gettime(int clockId, @Out long[] ts);
 }
