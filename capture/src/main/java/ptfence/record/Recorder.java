@@ -49,8 +49,8 @@ import ptfence.sys.PerfEvent;
  * fence into the archive, and stops cleanly on {@link #requestStop()} (Ctrl-C, the command's exit).
  * <p>
  * Events per CPU: a "kernel text" dummy (ksymbol, bpf_event, text_poke) on its own small ring woken at every record
- * (watermark=1, wakeup_watermark=1) so fence triggers never wait behind context switches; a "sideband" dummy (mmap2,
- * comm, task, context_switch) on a larger ring; and, unless sideband-only, intel_pt with its AUX area. All carry
+ * (watermark=1, wakeup_watermark=1) so fence triggers never wait behind context switches; a "sideband" dummy (mmap,
+ * mmap2, comm, comm_exec, task, context_switch) on a larger ring; and, unless sideband-only, intel_pt with its AUX area. All carry
  * sample_id_all with TID|TIME|CPU|IDENTIFIER.
  * <p>
  * Clocks: every time ptrec writes into the archive (regions, the recording's start and end) is in the clock of the
@@ -236,6 +236,7 @@ public final class Recorder implements AutoCloseable {
         return monotonicClock ? PerfClockProbe.withClock(a, CLOCK_MONOTONIC) : a;
     }
 
+    private final MissingFeatures missingFeatures = new MissingFeatures();
     private final List<EventAttr> attrs = new ArrayList<>();
     private final List<List<Long>> ids = new ArrayList<>();
 
@@ -249,7 +250,9 @@ public final class Recorder implements AutoCloseable {
 
         EventAttr text = attr(1, 9, common | EventAttr.FLAG_KSYMBOL | EventAttr.FLAG_BPF_EVENT
                 | EventAttr.FLAG_TEXT_POKE | EventAttr.FLAG_WATERMARK, 1, 0);
-        EventAttr side = attr(1, 9, common | inherit | onExec | EventAttr.FLAG_MMAP2 | EventAttr.FLAG_COMM
+        // mmap and mmap2 both, as perf sets them: the kernel counts mmap listeners on mmap alone (mmap2 only picks
+        // the record's layout), so mmap2 by itself yields no record at all; mmap_data stays off (code only)
+        EventAttr side = attr(1, 9, common | inherit | onExec | EventAttr.FLAG_MMAP | EventAttr.FLAG_MMAP2 | EventAttr.FLAG_COMM
                 | EventAttr.FLAG_COMM_EXEC | EventAttr.FLAG_TASK | EventAttr.FLAG_CONTEXT_SWITCH, 0, 0);
         EventAttr pt = null;
         if (plan.pt() != null) {
@@ -277,18 +280,23 @@ public final class Recorder implements AutoCloseable {
             sideIds.add(e.id());
             rings.add(new Ring("sideband", cpu, PerfRing.map(e, SIDEBAND_PAGES)));
         }
+        if (verbose && !missingFeatures.names().isEmpty()) {
+            log.println("ptrec: this kernel refuses " + String.join(", ", missingFeatures.names())
+                    + " (EINVAL): recording without");
+        }
         if (pt != null) add(pt, "intel_pt//", ptIds);
         add(side, "dummy:sideband", sideIds);
         add(text, "dummy:kernel-text", textIds);
     }
 
     private PerfEvent open(EventAttr a, String name, int pid, int cpu) {
-        PerfEvent e = PerfEvent.open(a, name, pid, cpu);
+        PerfEvent e = missingFeatures.open(a, x -> PerfEvent.open(x, name, pid, cpu));
         events.add(e);
         return e;
     }
 
-    private void add(EventAttr a, String name, List<Long> eventIds) {
+    private void add(EventAttr requested, String name, List<Long> eventIds) {
+        EventAttr a = missingFeatures.strip(requested); // as opened
         attrs.add(a);
         ids.add(eventIds);
         eventDesc.add(new Feature.EventDescEntry(a, name, eventIds));

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import ptfence.bpf.ProgInfo;
 import ptfence.bpf.TestPrograms;
+import ptfence.perfdata.EventAttr;
 import ptfence.perfdata.PerfDataFile;
 import ptfence.perfdata.PerfRecord;
 import ptfence.recording.Recording;
@@ -235,6 +236,61 @@ class PtrecLiveTest {
         assertEquals(0, dump.exit, dump.err);
         assertTrue(dump.out.contains("PERF_RECORD_COMM exec: true:" + task.pid() + "/" + task.pid()),
                 "no COMM exec of the task");
+    }
+
+    /**
+     * Issue 12: the sideband attr had mmap2 without mmap, and the kernel counts mmap listeners on mmap alone, so no
+     * MMAP2 record was ever written. A command that maps libraries must have them all, as our reader and perf read
+     * the same file.
+     */
+    @Test
+    void librariesACommandMapsAreRecorded() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/python3")), "needs /usr/bin/python3 as a workload");
+        Path data = dir.resolve("mmap.data");
+        Running ptrec = startPtrec("--sideband-only", "-v", "--no-fence", "-a", "-o", data.toString(), "--",
+                "/bin/sh", "-c", "ls / >/dev/null; /usr/bin/python3 -c 'import json'");
+        String err = ptrec.waitForLog();
+        assertEquals(0, ptrec.process().exitValue(), err);
+        Set<String> ours = new HashSet<>();
+        try (PerfDataFile f = PerfDataFile.open(data)) {
+            // this kernel takes everything perf would ask for: nothing was dropped as missing
+            long all = f.attrs().stream().mapToLong(a -> a.attr().flags()).reduce(0, (x, y) -> x | y);
+            for (long flag : List.of(EventAttr.FLAG_MMAP, EventAttr.FLAG_MMAP2, EventAttr.FLAG_COMM,
+                    EventAttr.FLAG_COMM_EXEC, EventAttr.FLAG_TASK, EventAttr.FLAG_CONTEXT_SWITCH, EventAttr.FLAG_KSYMBOL,
+                    EventAttr.FLAG_BPF_EVENT, EventAttr.FLAG_TEXT_POKE)) {
+                assertTrue((all & flag) != 0, "attr flag 0x" + Long.toHexString(flag) + " missing");
+            }
+            f.stream(PerfRecord.Mmap2.class).forEach(m -> ours.add(m.pid() + " " + Long.toHexString(m.addr()) + " "
+                    + Long.toHexString(m.len()) + " " + m.filename()));
+        }
+        Result script = run(List.of("perf", "script", "--show-mmap-events", "-i", data.toString()));
+        assertEquals(0, script.exit, script.err);
+        Set<String> perfs = mmap2Records(script.out);
+        Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+        assertEquals(0, dump.exit, dump.err);
+        assertEquals(perfs, mmap2Records(dump.out), "perf script and perf report -D list different MMAP2 records");
+        assertEquals(ours, perfs, "our reader and perf list different MMAP2 records");
+        String python = Path.of("/usr/bin/python3").toRealPath().toString();
+        for (String exe : List.of(Path.of("/usr/bin/ls").toRealPath().toString(), python)) {
+            String pid = ours.stream().filter(r -> r.endsWith(" " + exe)).map(r -> r.substring(0, r.indexOf(' ')))
+                    .findFirst().orElse(null);
+            assertNotNull(pid, "no MMAP2 of " + exe + " (" + ours.size() + " MMAP2 records): " + err);
+            for (String lib : List.of("/libc.so.6", "/ld-linux-x86-64.so.2")) {
+                assertTrue(ours.stream().anyMatch(r -> r.startsWith(pid + " ") && r.endsWith(lib)),
+                        exe + " (pid " + pid + ") has no MMAP2 of " + lib);
+            }
+        }
+    }
+
+    private static final Pattern MMAP2 = Pattern.compile(
+            "PERF_RECORD_MMAP2 (\\d+)/\\d+: \\[0x(\\p{XDigit}+)\\(0x(\\p{XDigit}+)\\) @ .*?\\]: \\S+ (.+)");
+
+    /** perf's MMAP2 lines as "pid addr len filename". */
+    static Set<String> mmap2Records(String perfOutput) {
+        Set<String> out = new HashSet<>();
+        Matcher m = MMAP2.matcher(perfOutput);
+        while (m.find()) out.add(m.group(1) + " " + m.group(2) + " " + m.group(3) + " " + m.group(4).strip());
+        return out;
     }
 
     // ---- helpers -----------------------------------------------------------------------------------------------
