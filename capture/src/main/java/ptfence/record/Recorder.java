@@ -139,6 +139,8 @@ public final class Recorder implements AutoCloseable {
             e.enable();
         }
         if (fence != null) startPinner();
+        // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
+        synthesizeExistingTasks();
         releaseChild();
         if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
         loop();
@@ -237,6 +239,8 @@ public final class Recorder implements AutoCloseable {
     }
 
     private final MissingFeatures missingFeatures = new MissingFeatures();
+    /** The sideband event's first instance: the id of the task records ptrec synthesizes. */
+    private long sidebandIdentifier;
     private final List<EventAttr> attrs = new ArrayList<>();
     private final List<List<Long>> ids = new ArrayList<>();
 
@@ -286,6 +290,7 @@ public final class Recorder implements AutoCloseable {
         }
         if (pt != null) add(pt, "intel_pt//", ptIds);
         add(side, "dummy:sideband", sideIds);
+        sidebandIdentifier = sideIds.get(0);
         add(text, "dummy:kernel-text", textIds);
     }
 
@@ -360,6 +365,32 @@ public final class Recorder implements AutoCloseable {
         } catch (BpfException e) {
             if (verbose) log.println("ptrec: programs loaded before the recording are not described: " + e.getMessage());
         }
+    }
+
+    /**
+     * Like perf's synthesized task events: COMM and MMAP2 records, from /proc, of the tasks that exist already (-p's
+     * process, or every process for whole CPUs), stamped at time 0 as perf stamps them, so an already running task's
+     * code maps too. A command alone needs none: its exec is recorded.
+     */
+    private void synthesizeExistingTasks() throws IOException {
+        if (plan.pid() < 0 && !plan.systemWide()) return;
+        ExistingTasks tasks = new ExistingTasks(Path.of("/proc"));
+        List<Integer> pids = plan.pid() >= 0 ? List.of(plan.pid()) : tasks.processes();
+        long identifier = sidebandIdentifier;
+        int processes = 0;
+        long comms = 0, mmaps = 0;
+        for (int pid : pids) {
+            List<PerfRecord> records = tasks.records(pid,
+                    (p, t) -> new SampleId(SAMPLE_TYPE, p, t, 0, 0, 0, 0, 0, identifier));
+            if (!records.isEmpty()) processes++;
+            for (PerfRecord r : records) {
+                writer.write(r);
+                if (r instanceof PerfRecord.Comm) comms++;
+                else mmaps++;
+            }
+        }
+        if (verbose) log.println("ptrec: synthesized " + comms + " COMM and " + mmaps + " MMAP2 records for "
+                + processes + " existing processes (from /proc)");
     }
 
     private void writeFeatures() {

@@ -282,6 +282,55 @@ class PtrecLiveTest {
         }
     }
 
+    /**
+     * Issue 12: a task that exists before the start has no COMM or MMAP2 of its own; like perf, ptrec synthesizes
+     * them from /proc. An idle -p target gave a data section of size 0 that perf rejects.
+     */
+    @Test
+    void anIdleProcessIsDescribedFromProc() throws Exception {
+        Path data = dir.resolve("idle.data");
+        Process idle = new ProcessBuilder("/bin/sleep", "120").start();
+        long pid = idle.pid();
+        try {
+            Thread.sleep(200); // exec'd and mapped
+            Set<String> expected = new HashSet<>();
+            for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/maps"))) {
+                String[] f = line.trim().split("\\s+");
+                if (f[1].charAt(2) != 'x') continue;
+                String[] range = f[0].split("-");
+                long start = Long.parseUnsignedLong(range[0], 16), end = Long.parseUnsignedLong(range[1], 16);
+                expected.add(pid + " " + Long.toHexString(start) + " " + Long.toHexString(end - start) + " "
+                        + (f.length > 5 ? f[5] : "//anon"));
+            }
+            assertFalse(expected.isEmpty());
+            Running ptrec = startPtrec("--sideband-only", "-v", "--no-fence", "-p", Long.toString(pid), "-o",
+                    data.toString());
+            Thread.sleep(300);
+            signal(ptrec.process(), "INT");
+            String err = ptrec.waitForLog();
+            assertEquals(0, ptrec.process().exitValue(), err);
+
+            Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+            assertEquals(0, dump.exit, dump.err);
+            assertTrue(dump.out.contains("PERF_RECORD_COMM: sleep:" + pid + "/" + pid), "perf sees no COMM: " + dump.out);
+            assertEquals(expected, mmap2Records(dump.out), "perf's MMAP2 records against /proc/" + pid + "/maps");
+            Result script = run(List.of("perf", "script", "--show-mmap-events", "--show-task-events", "-i",
+                    data.toString()));
+            assertEquals(0, script.exit, script.err);
+            assertEquals(expected, mmap2Records(script.out), "perf script's MMAP2 records");
+            try (PerfDataFile f = PerfDataFile.open(data)) {
+                Set<String> ours = new HashSet<>();
+                f.stream(PerfRecord.Mmap2.class).forEach(m -> ours.add(m.pid() + " " + Long.toHexString(m.addr())
+                        + " " + Long.toHexString(m.len()) + " " + m.filename()));
+                assertEquals(expected, ours, "our reader's MMAP2 records");
+                assertTrue(f.stream(PerfRecord.Comm.class).anyMatch(c -> c.pid() == pid && c.tid() == pid
+                        && c.comm().equals("sleep")), "our reader sees no COMM");
+            }
+        } finally {
+            idle.destroy();
+        }
+    }
+
     private static final Pattern MMAP2 = Pattern.compile(
             "PERF_RECORD_MMAP2 (\\d+)/\\d+: \\[0x(\\p{XDigit}+)\\(0x(\\p{XDigit}+)\\) @ .*?\\]: \\S+ (.+)");
 
