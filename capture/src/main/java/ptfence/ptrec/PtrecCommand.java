@@ -1,5 +1,6 @@
 package ptfence.ptrec;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -152,6 +153,7 @@ public final class PtrecCommand implements Callable<Integer> {
         if (pid != null && (systemWide || !command.isEmpty())) {
             throw new BadInputException("-p PID traces one task: drop -a, -C and the command");
         }
+        if (!command.isEmpty()) requireExecutable(command.get(0));
         int[] cpus = cpuList != null ? CpuList.requireOnline(CpuList.parse(cpuList)) : CpuList.online();
         if (pid != null && !ProcessHandle.of(pid).isPresent()) throw new BadInputException("-p " + pid + ": no such process");
         if (flushMs < 10) throw new BadInputException("--flush-interval " + flushMs + ": at least 10 ms");
@@ -198,6 +200,26 @@ public final class PtrecCommand implements Callable<Integer> {
         Path archiveDir = noFence ? null : ArchiveLocation.resolve(archive);
         return new RecordingPlan(output, archiveDir, cpus, systemWide, pid == null ? -1 : pid, command, pmu, config, kernelFilter,
                 auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline(), perfClock);
+    }
+
+    /**
+     * The command must be there before anything starts: as perf record does, ptrec names it and fails, rather than
+     * recording a shell's failed exec.
+     */
+    static void requireExecutable(String name) {
+        List<Path> candidates = new ArrayList<>();
+        if (name.contains("/")) {
+            candidates.add(Path.of(name));
+        } else {
+            String path = System.getenv().getOrDefault("PATH", "/usr/local/bin:/usr/bin:/bin");
+            for (String d : path.split(":", -1)) candidates.add(Path.of(d.isEmpty() ? "." : d, name));
+        }
+        boolean exists = false;
+        for (Path p : candidates) {
+            if (Files.isRegularFile(p) && Files.isExecutable(p)) return;
+            exists |= Files.exists(p);
+        }
+        throw new BadInputException(name + (exists ? ": not an executable file" : ": command not found"));
     }
 
     private List<String> cmdline() {

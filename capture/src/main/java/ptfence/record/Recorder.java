@@ -92,6 +92,10 @@ public final class Recorder implements AutoCloseable {
     private String fenceNote = "";
     private Process child;
     private Path fifo;
+    /** The loop ran: a failure from here on cuts a real recording short rather than failing its start. */
+    private boolean loopStarted;
+    /** The recording ended cleanly, in the perf.data and the archive. */
+    private boolean finished;
     private final boolean monotonicClock;
     private static final long CLOCK_SAMPLE_MS = 100;
     private PerfClockProbe clockProbe;
@@ -143,6 +147,7 @@ public final class Recorder implements AutoCloseable {
         synthesizeExistingTasks();
         releaseChild();
         if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
+        loopStarted = true;
         loop();
         return finish();
     }
@@ -217,7 +222,9 @@ public final class Recorder implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted");
         }
-        List<String> argv = new ArrayList<>(List.of("/bin/sh", "-c", "read _ < \"$0\"; exec \"$@\"", fifo.toString()));
+        // $0 names ptrec in the shell's own messages (the command was looked up beforehand; an exec can still fail)
+        List<String> argv = new ArrayList<>(List.of("/bin/sh", "-c", "read _ < \"$1\"; shift; exec \"$@\"", "ptrec",
+                fifo.toString()));
         argv.addAll(plan.command());
         child = new ProcessBuilder(argv).inheritIO().start();
         child.onExit().thenRun(this::requestStop);
@@ -685,17 +692,59 @@ public final class Recorder implements AutoCloseable {
         writeFeatures();
         writer.close();
         sampleClockOrCount();
-        long end = monotonicClock ? System.nanoTime() : clockMap.toPerf(System.nanoTime());
+        long end = endTime();
         if (verbose && !monotonicClock) log.println("ptrec: " + clockMap);
         if (archive != null) {
             archive.write(b -> Recordings.finish(b, recordingId, end));
             Recordings.closeLease(archive, lease.id());
         }
+        finished = true;
         Map<Hook, Long> byHook = fc == null ? Map.of() : fc.imagesByHook();
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
                 progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
                 fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
                 child == null ? -1 : child.exitValue(), clockNote());
+    }
+
+    /** Now, as the recording's end time (perf time, see Clocks). */
+    private long endTime() {
+        return monotonicClock ? System.nanoTime() : clockMap.toPerf(System.nanoTime());
+    }
+
+    /**
+     * After a failure: a recording that never ran (the start failed) is taken out of the archive, one cut short
+     * gets its end time; either way its lease ends, and the command's FIFO goes. What the fence archived stays for
+     * gc to judge.
+     */
+    private void abandon() {
+        if (archive != null && recordingId != null) {
+            try {
+                if (loopStarted) {
+                    long end = endTime();
+                    archive.write(b -> Recordings.finish(b, recordingId, end));
+                } else {
+                    archive.write(b -> Recordings.delete(b, recordingId));
+                }
+            } catch (RuntimeException e) {
+                log.println("ptrec: could not " + (loopStarted ? "end" : "remove") + " recording " + recordingId
+                        + " in the archive: " + e.getMessage());
+            }
+        }
+        if (archive != null && lease != null) {
+            try {
+                Recordings.closeLease(archive, lease.id());
+            } catch (RuntimeException e) {
+                // it expires on its own (LEASE_TTL)
+            }
+        }
+        if (fifo != null) {
+            try {
+                Files.deleteIfExists(fifo);
+                Files.deleteIfExists(fifo.getParent());
+            } catch (IOException e) {
+                // a stray empty directory in the temp dir; not worth masking the real error
+            }
+        }
     }
 
     /** How the fence's times were converted, for the summary ("" on CLOCK_MONOTONIC: nothing to convert). */
@@ -734,6 +783,7 @@ public final class Recorder implements AutoCloseable {
             }
         }
         if (child != null && child.isAlive()) child.destroy();
+        if (!finished) abandon();
         wakeup.close();
         if (archive != null) archive.close();
     }

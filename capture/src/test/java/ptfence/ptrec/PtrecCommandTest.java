@@ -49,6 +49,18 @@ class PtrecCommandTest {
     }
 
     @Test
+    void aMissingCommandIsNamedBeforeAnythingStarts() {
+        // checked before the archive, the events or the output are touched (PtrecLiveTest checks what is left)
+        PtrecLiveTest.Result r = ptrec("--sideband-only", "--no-fence", "-o", "/nonexistent-dir/x", "--",
+                "/nonexistent/cmd");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: /nonexistent/cmd: command not found\n", r.err());
+        r = ptrec("--sideband-only", "--no-fence", "--", "/etc");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: /etc: not an executable file\n", r.err());
+    }
+
+    @Test
     void clockIsPerfOrMonotonicAndPtNeedsPerfs() {
         PtrecLiveTest.Result r = ptrec("--sideband-only", "-a", "--clock", "tai");
         assertEquals(2, r.exit());

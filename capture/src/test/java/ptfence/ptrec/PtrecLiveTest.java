@@ -331,6 +331,53 @@ class PtrecLiveTest {
         }
     }
 
+    /**
+     * Issue 12: a command that does not exist is one line naming it and a non-zero exit (it was exit 0 and a message
+     * naming ptrec's internal FIFO); a start that fails (here an -o in a missing directory) leaves no "running"
+     * recording, no lease and no temporary directory behind.
+     */
+    @Test
+    void aStartThatFailsLeavesNothingBehind() throws Exception {
+        Path archive = dir.resolve("archive"), tmp = Files.createDirectories(dir.resolve("tmp"));
+        Path data = dir.resolve("f.data");
+        Result r = ptrecWithTmp(tmp, "--sideband-only", "-o", data.toString(), "--archive", archive.toString(), "--",
+                "/nonexistent/cmd", "arg");
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("ptrec: /nonexistent/cmd: command not found\n", r.err());
+        r = ptrecWithTmp(tmp, "--sideband-only", "-o", data.toString(), "--archive", archive.toString(), "--",
+                "ptrec-no-such-command");
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("ptrec: ptrec-no-such-command: command not found\n", r.err());
+        assertFalse(Files.exists(data), "a start that failed wrote " + data);
+
+        Path badOutput = dir.resolve("no-such-dir/x.data");
+        r = ptrecWithTmp(tmp, "--sideband-only", "-o", badOutput.toString(), "--archive", archive.toString(), "--",
+                "/bin/true");
+        assertEquals(2, r.exit(), r.err());
+        assertEquals(1, r.err().lines().count(), r.err());
+        assertTrue(r.err().contains(badOutput.toString()), r.err());
+        try (var left = Files.list(tmp)) {
+            assertEquals(List.of(), left.toList(), "temporary files left behind");
+        }
+        if (Files.exists(archive)) {
+            try (Archive a = Archive.open(archive)) {
+                assertEquals(List.of(), a.read(Recordings::all).stream()
+                        .filter(x -> x.endTime() == Recording.RUNNING).toList(), "a recording left 'running'");
+                assertEquals(List.of(), a.read(Recordings::leases), "a lease left behind");
+            }
+        }
+    }
+
+    /** ptrec with its own java.io.tmpdir, so its temporary files can be counted whatever else runs. */
+    private static Result ptrecWithTmp(Path tmp, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Djava.io.tmpdir=" + tmp, "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens",
+                "java.base/sun.nio.ch=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                "ptfence.ptrec.PtrecCommand"));
+        cmd.addAll(List.of(args));
+        return run(cmd);
+    }
+
     private static final Pattern MMAP2 = Pattern.compile(
             "PERF_RECORD_MMAP2 (\\d+)/\\d+: \\[0x(\\p{XDigit}+)\\(0x(\\p{XDigit}+)\\) @ .*?\\]: \\S+ (.+)");
 
