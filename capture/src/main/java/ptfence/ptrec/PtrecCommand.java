@@ -64,8 +64,9 @@ public final class PtrecCommand implements Callable<Integer> {
     Integer pid;
 
     @Option(names = {"-m", "--mmap-pages"}, paramLabel = "SIZE",
-            description = "AUX area per CPU: pages or bytes with K/M/G, a power of two (perf's -m ,SIZE also works; "
-                    + "default 4M)")
+            description = "AUX area per CPU: pages or bytes with K/M/G, a power of two (default 4M). Unlike perf "
+                    + "record, whose -m N sizes the data ring (and -m ,N the AUX area), ptrec's -m N is the AUX area: "
+                    + "its data rings have fixed sizes. -m ,N works as in perf")
     String auxSize = "4M";
 
     @Option(names = {"-S", "--snapshot"}, description = "snapshot mode: AUX overwrites itself; SIGUSR2 saves it")

@@ -94,6 +94,8 @@ public final class Recorder implements AutoCloseable {
     private Path fifo;
     /** The loop ran: a failure from here on cuts a real recording short rather than failing its start. */
     private boolean loopStarted;
+    /** An existing output moved to .old at the start, put back if the start fails. */
+    private PreviousOutput previousOutput;
     /** The recording ended cleanly, in the perf.data and the archive. */
     private boolean finished;
     private final boolean monotonicClock;
@@ -132,6 +134,7 @@ public final class Recorder implements AutoCloseable {
         openArchive(start);
         startChild();
         openEvents();
+        previousOutput = PreviousOutput.moveAside(plan.output());
         writer = PerfDataWriter.create(plan.output(), attrIds());
         if (plan.pt() != null) writer.write(auxtraceInfo());
         if (plan.fence()) synthesizeLoadedPrograms();
@@ -148,6 +151,7 @@ public final class Recorder implements AutoCloseable {
         releaseChild();
         if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
         loopStarted = true;
+        previousOutput.keep();
         loop();
         return finish();
     }
@@ -712,8 +716,9 @@ public final class Recorder implements AutoCloseable {
     }
 
     /**
-     * After a failure: a recording that never ran (the start failed) is taken out of the archive, one cut short
-     * gets its end time; either way its lease ends, and the command's FIFO goes. What the fence archived stays for
+     * After a failure: a recording that never ran (the start failed) is taken out of the archive and its perf.data
+     * with it (an existing one comes back from .old), one cut short gets its end time; either way its lease ends,
+     * and the command's FIFO goes. What the fence archived stays for
      * gc to judge.
      */
     private void abandon() {
@@ -735,6 +740,13 @@ public final class Recorder implements AutoCloseable {
                 Recordings.closeLease(archive, lease.id());
             } catch (RuntimeException e) {
                 // it expires on its own (LEASE_TTL)
+            }
+        }
+        if (previousOutput != null && !loopStarted) {
+            try {
+                previousOutput.restore(); // the writer's channel still points at the new file's inode, unused
+            } catch (IOException e) {
+                log.println("ptrec: could not put back the previous " + plan.output() + ": " + e.getMessage());
             }
         }
         if (fifo != null) {

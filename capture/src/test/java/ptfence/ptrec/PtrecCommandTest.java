@@ -72,6 +72,9 @@ class PtrecCommandTest {
         String help = ptrec("--help").out();
         assertTrue(help.contains("--sideband-only"), help);
         assertFalse(help.contains("--clock"), "an expert switch: not on the help page");
+        // perf's -m N sizes the data ring: say that ptrec's is the AUX area
+        String m = help.substring(help.indexOf("-m, --mmap-pages"), help.indexOf("-S, --snapshot"));
+        assertTrue(m.replaceAll("\\s+", " ").contains("Unlike perf record, whose -m N sizes the data ring (and -m ,N the AUX area), ptrec's -m N is the AUX area"), m);
     }
 
     @Test

@@ -368,6 +368,31 @@ class PtrecLiveTest {
         }
     }
 
+    /**
+     * Issue 12, perf's habit: an existing perf.data becomes perf.data.old when a recording starts (the previous .old
+     * goes); a start that fails leaves both as they were. (PreviousOutputTest covers a failure after the move.)
+     */
+    @Test
+    void anExistingOutputBecomesOld() throws Exception {
+        Path data = dir.resolve("p.data"), old = dir.resolve("p.data.old"), tmp = Files.createDirectories(dir.resolve("t"));
+        Files.writeString(data, "previous recording");
+        Files.writeString(old, "older recording");
+        Result r = ptrecWithTmp(tmp, "--sideband-only", "--no-fence", "-o", data.toString(), "--", "/nonexistent/cmd");
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("previous recording", Files.readString(data), "a failed start touched the output");
+        assertEquals("older recording", Files.readString(old));
+
+        r = ptrecWithTmp(tmp, "--sideband-only", "--no-fence", "-o", data.toString(), "--", "/bin/true");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals("previous recording", Files.readString(old), "the existing file did not become .old");
+        Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+        assertEquals(0, dump.exit, dump.err);
+        try (var files = Files.list(dir)) {
+            assertEquals(List.of("p.data", "p.data.old", "t"), files.map(p -> p.getFileName().toString()).sorted()
+                    .toList(), "files beside the output");
+        }
+    }
+
     /** ptrec with its own java.io.tmpdir, so its temporary files can be counted whatever else runs. */
     private static Result ptrecWithTmp(Path tmp, String... args) {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
