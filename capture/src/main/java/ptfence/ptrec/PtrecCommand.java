@@ -151,6 +151,10 @@ public final class PtrecCommand implements Callable<Integer> {
             throw new BadInputException("nothing to trace: give -a, -C CPUS, -p PID or -- CMD ARGS");
         }
         if (allCpus && cpuList != null) throw new BadInputException("give -a or -C CPUS, not both");
+        if (noFence && archive != null) {
+            // nothing would reach the archive: a silent accept would leave the user looking for images there
+            throw new BadInputException("--archive " + archive + ": --no-fence archives nothing; drop one of the two");
+        }
         if (pid != null && (systemWide || !command.isEmpty())) {
             throw new BadInputException("-p PID traces one task: drop -a, -C and the command");
         }

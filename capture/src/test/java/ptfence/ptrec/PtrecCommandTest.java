@@ -61,6 +61,17 @@ class PtrecCommandTest {
     }
 
     @Test
+    void noFenceWithAnArchiveIsRefused() throws Exception {
+        Path archive = Files.createTempDirectory("ptrec-cmd-test").resolve("archive");
+        PtrecLiveTest.Result r = ptrec("--sideband-only", "-a", "--no-fence", "--archive", archive.toString(),
+                "-o", "/nonexistent-dir/x");
+        assertEquals(2, r.exit());
+        assertEquals("ptrec: --archive " + archive + ": --no-fence archives nothing; drop one of the two\n", r.err());
+        assertFalse(Files.exists(archive));
+        Files.delete(archive.getParent());
+    }
+
+    @Test
     void clockIsPerfOrMonotonicAndPtNeedsPerfs() {
         PtrecLiveTest.Result r = ptrec("--sideband-only", "-a", "--clock", "tai");
         assertEquals(2, r.exit());
