@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import ptfence.cli.BadInputException;
@@ -12,8 +11,7 @@ import ptfence.cli.BadInputException;
 /** ptrec's command line: bad input is one line and exit 2; -m in perf's forms. */
 class PtrecCommandTest {
     static PtrecLiveTest.Result ptrec(String... args) {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "ptfence.ptrec.PtrecCommand"));
+        List<String> cmd = PtrecLiveTest.ptrecJava();
         cmd.addAll(List.of(args));
         return PtrecLiveTest.run(cmd);
     }

@@ -395,10 +395,7 @@ class PtrecLiveTest {
 
     /** ptrec with its own java.io.tmpdir, so its temporary files can be counted whatever else runs. */
     private static Result ptrecWithTmp(Path tmp, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Djava.io.tmpdir=" + tmp, "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens",
-                "java.base/sun.nio.ch=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                "ptfence.ptrec.PtrecCommand"));
+        List<String> cmd = ptrecJava("-Djava.io.tmpdir=" + tmp);
         cmd.addAll(List.of(args));
         return run(cmd);
     }
@@ -457,13 +454,33 @@ class PtrecLiveTest {
     }
 
     public Running startPtrec(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), "ptfence.ptrec.PtrecCommand"));
+        List<String> cmd = ptrecJava();
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        StringBuffer log = new StringBuffer();
         java.util.concurrent.CountDownLatch recording = new java.util.concurrent.CountDownLatch(1);
+        StringBuffer log = collectStderr(p, recording);
+        if (List.of(args).contains("--")) return new Running(p, log);
+        // the events are enabled once ptrec says "recording"
+        if (!recording.await(60, TimeUnit.SECONDS) || !p.isAlive()) {
+            p.destroyForcibly();
+            fail("ptrec did not start recording: " + log);
+        }
+        return new Running(p, log);
+    }
+
+    /** The command line that runs ptrec from the test class path, with these JVM options; append ptrec's. */
+    static List<String> ptrecJava(String... jvmOptions) {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(List.of(jvmOptions));
+        cmd.addAll(List.of("--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens",
+                "java.base/sun.nio.ch=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                "ptfence.ptrec.PtrecCommand"));
+        return cmd;
+    }
+
+    /** Collects a process's stderr as it comes; {@code recording} opens when ptrec says so, or at the end. */
+    static StringBuffer collectStderr(Process p, java.util.concurrent.CountDownLatch recording) {
+        StringBuffer log = new StringBuffer();
         Thread drainer = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
                 for (String line; (line = r.readLine()) != null; ) {
@@ -477,13 +494,7 @@ class PtrecLiveTest {
         });
         drainer.setDaemon(true);
         drainer.start();
-        if (List.of(args).contains("--")) return new Running(p, log);
-        // the events are enabled once ptrec says "recording"
-        if (!recording.await(60, TimeUnit.SECONDS) || !p.isAlive()) {
-            p.destroyForcibly();
-            fail("ptrec did not start recording: " + log);
-        }
-        return new Running(p, log);
+        return log;
     }
 
     static void signal(Process p, String sig) throws Exception {

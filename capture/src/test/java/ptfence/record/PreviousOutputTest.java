@@ -19,11 +19,15 @@ class PreviousOutputTest {
         }
     }
 
+    /** perf.data ("previous") and perf.data.old ("older"), as two earlier recordings leave them. */
+    private Path twoEarlierRecordings() throws Exception {
+        Files.writeString(dir.resolve("perf.data.old"), "older");
+        return Files.writeString(dir.resolve("perf.data"), "previous");
+    }
+
     @Test
     void aStartedRecordingReplacesOld() throws Exception {
-        Path data = dir.resolve("perf.data");
-        Files.writeString(data, "previous");
-        Files.writeString(dir.resolve("perf.data.old"), "older");
+        Path data = twoEarlierRecordings();
         PreviousOutput p = PreviousOutput.moveAside(data);
         assertTrue(p.moved());
         assertFalse(Files.exists(data));
@@ -37,9 +41,7 @@ class PreviousOutputTest {
 
     @Test
     void aFailedStartPutsBothBack() throws Exception {
-        Path data = dir.resolve("perf.data");
-        Files.writeString(data, "previous");
-        Files.writeString(dir.resolve("perf.data.old"), "older");
+        Path data = twoEarlierRecordings();
         PreviousOutput p = PreviousOutput.moveAside(data);
         Files.writeString(data, "new, cut short");
         p.restore();
