@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongUnaryOperator;
 import ptfence.bpf.ProgInfo;
@@ -65,6 +66,7 @@ public final class Recorder implements AutoCloseable {
     private static final int CLOCK_MONOTONIC = 1;
     private static final int TEXT_PAGES = 512, SIDEBAND_PAGES = 256, PT_DATA_PAGES = 64;
     private static final Duration LEASE_TTL = Duration.ofMinutes(10);
+    private static final long CHILD_GRACE_S = 5;
 
     /** One mapped ring and what it carries. */
     private record Ring(String kind, int cpu, PerfRing ring) {}
@@ -676,8 +678,14 @@ public final class Recorder implements AutoCloseable {
         drainAll();
         sampleClockOrCount(); // brackets the fence's last images from after, rather than extrapolating to them
         if (child != null) {
+            // stopped while the command runs (a signal to ptrec alone): like perf record, SIGTERM it; SIGKILL if it
+            // outlives a grace period, so a stop always ends
+            if (child.isAlive()) child.destroy();
             try {
-                child.waitFor();
+                if (!child.waitFor(CHILD_GRACE_S, TimeUnit.SECONDS)) {
+                    child.destroyForcibly();
+                    child.waitFor();
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

@@ -196,6 +196,35 @@ class PtrecLiveTest {
         assertTrue(dump.out.contains("PERF_RECORD_EXIT"), "no EXIT of the command");
     }
 
+    /**
+     * SIGINT sent to ptrec alone (a script's kill, not a terminal's Ctrl-C to the whole group) must end a command
+     * that still runs, as perf record sends it SIGTERM; ptrec waited for it forever.
+     */
+    @Test
+    void sigintEndsACommandThatStillRuns() throws Exception {
+        Path data = dir.resolve("long.data");
+        Running ptrec = startPtrec("--sideband-only", "-v", "--no-fence", "-o", data.toString(), "--", "sleep", "300");
+        for (int i = 0; i < 1200 && !ptrec.log().toString().contains("ptrec: recording "); i++) Thread.sleep(50);
+        ProcessHandle command = ptrec.process().children().findFirst().orElseThrow();
+        long t0 = System.nanoTime();
+        signal(ptrec.process(), "INT");
+        boolean ended = ptrec.process().waitFor(30, TimeUnit.SECONDS);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        try {
+            assertTrue(ended, "ptrec still waits for its command 30 s after SIGINT");
+            System.out.printf("ptrec with a running command ended %.2f s after SIGINT%n", seconds);
+            assertTrue(seconds < 10, seconds + " s from SIGINT to exit");
+            assertEquals(0, ptrec.process().exitValue(), ptrec.waitForLog());
+            assertTrue(command.onExit().get(10, TimeUnit.SECONDS) != null && !command.isAlive(), "the command runs on");
+            Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
+            assertEquals(0, dump.exit, dump.err);
+            assertTrue(dump.out.contains("PERF_RECORD_COMM exec: sleep:"), "no COMM exec of the command");
+        } finally {
+            command.destroyForcibly();
+            ptrec.process().destroyForcibly();
+        }
+    }
+
     @Test
     void allCpusWithACommandRecordsOtherTasksUntilTheCommandExits() throws Exception {
         Path data = dir.resolve("a-cmd.data");
