@@ -176,6 +176,9 @@ public final class BundleReader {
     /** Streams a bundle's entries to the handler, checking its whole structure and checksum. */
     private static void read(Path bundle, EntryHandler handler) {
         long size;
+        if (Files.isDirectory(bundle)) {
+            throw new BadInputException("bundle " + bundle + ": is a directory, not a bundle file");
+        }
         try {
             size = Files.size(bundle);
         } catch (IOException e) {
