@@ -21,7 +21,7 @@ final class ExportCommand extends ArchiveSubcommand implements Callable<Integer>
 
     @Override
     public Integer call() {
-        try (Archive a = openArchive()) {
+        try (Archive a = openArchiveReadOnly()) {
             BundleSummary s = BundleWriter.export(a, recording, output);
             out().printf("exported %s: %d regions, %d images (%s) -> %s%n", s.recordingId(),
                     s.regions(), s.images(), Units.bytes(s.imageBytes()), output);

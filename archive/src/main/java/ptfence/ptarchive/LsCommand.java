@@ -49,7 +49,7 @@ final class LsCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = out();
-        try (Archive a = openArchive()) {
+        try (Archive a = openArchiveReadOnly()) {
             a.read(s -> {
                 boolean regionFilter = name != null || tag != null || kind != null || recording != null
                         || boot != null || address != null || at != null;

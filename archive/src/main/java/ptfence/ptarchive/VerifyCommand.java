@@ -1,29 +1,101 @@
 package ptfence.ptarchive;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import ptfence.cli.BadInputException;
 import ptfence.recording.Recordings;
 import ptfence.region.RegionIndex;
 import ptfence.store.Archive;
+import ptfence.store.LmdbFile;
 import ptfence.store.Verifier;
 
-@Command(name = "verify", mixinStandardHelpOptions = true, description = "Re-hash every image and check every region, index entry and recording. "
-        + "Exit 1 listing each problem if anything is damaged.",
-        footer = {"", "Exit status: 0 all good, 1 damage found (listed), 2 the archive cannot be read at all.",
+@Command(name = "verify", mixinStandardHelpOptions = true, description = {
+        "Check the archive: first every page of data.mdb (page numbers, flags, bounds, node offsets, overflow runs, key "
+                + "order, entry counts) with plain reads, then, in a child process, re-hash every image and check every "
+                + "region, index entry and recording through LMDB. A damaged file therefore ends in one line, even one "
+                + "that would crash LMDB."},
+        footer = {"", "Exit status: 0 all good, 1 damaged images or records (each listed), 2 the archive cannot be read "
+                + "(damaged pages, cut short, not an archive; one line).",
                 "", "Examples:", "  ptarchive verify", "  ptarchive verify --archive /mnt/backup/ptfence-archive", ""})
 final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer> {
     /** Exit status when damage was found. */
     static final int EXIT_DAMAGED = 1;
 
+    @Option(names = "--in-process", hidden = true,
+            description = "Skip the page check and verify through LMDB in this process (what the child runs).")
+    boolean inProcess;
+
     @Override
-    public Integer call() {
+    public Integer call() throws IOException, InterruptedException {
+        if (inProcess) {
+            return throughLmdb();
+        }
+        Path dir = archive.resolve(parent).toAbsolutePath();
+        LmdbFile.Report pages = Archive.inspect(dir, true);
+        return inChild(dir, pages);
+    }
+
+    /** Runs the LMDB part in a child JVM: if LMDB crashes on what the page check let through, this process reports it. */
+    private int inChild(Path dir, LmdbFile.Report pages) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ErrorFile=/dev/null", "-XX:-CreateCoredumpOnCrash"));
+        String lockTimeout = System.getProperty("ptfence.lockTimeout");
+        if (lockTimeout != null) {
+            cmd.add("-Dptfence.lockTimeout=" + lockTimeout);
+        }
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), PtarchiveCommand.class.getName(),
+                "verify", "--in-process", "--archive", dir.toString()));
+        Process child = new ProcessBuilder(cmd).start();
+        child.getOutputStream().close();
+        Thread out = copy(child.getInputStream(), out());
+        Thread err = copy(child.getErrorStream(), spec.commandLine().getErr());
+        int exit = child.waitFor();
+        out.join();
+        err.join();
+        out().flush();
+        spec.commandLine().getErr().flush();
+        if (exit > 128) {
+            throw new BadInputException("archive " + dir + ": damaged: LMDB crashed (signal " + (exit - 128)
+                    + ") reading it although its " + pages.treePages() + " tree pages passed the page check; "
+                    + "'ptarchive export' may still save recordings");
+        }
+        return exit;
+    }
+
+    private static Thread copy(InputStream from, PrintWriter to) {
+        Thread t = new Thread(() -> {
+            try (Reader r = new InputStreamReader(from, StandardCharsets.UTF_8)) {
+                char[] buf = new char[8192];
+                for (int n; (n = r.read(buf)) > 0; ) {
+                    synchronized (to) {
+                        to.write(buf, 0, n);
+                        to.flush();
+                    }
+                }
+            } catch (IOException e) {
+                // the child went away: what it wrote so far has been passed on
+            }
+        }, "verify-child-output");
+        t.start();
+        return t;
+    }
+
+    private int throughLmdb() {
         PrintWriter out = out();
         PrintWriter err = spec.commandLine().getErr();
         List<String> problems = new ArrayList<>();
-        try (Archive a = openArchive()) {
+        try (Archive a = openArchiveReadOnly()) {
             String summary = a.read(s -> {
                 Verifier.Counts images = Verifier.images(s, problems::add);
                 long regions = RegionIndex.check(s, problems::add);

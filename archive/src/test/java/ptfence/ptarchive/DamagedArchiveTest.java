@@ -1,0 +1,215 @@
+package ptfence.ptarchive;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import ptfence.cli.Tool;
+import ptfence.recording.Recording;
+import ptfence.recording.Recordings;
+import ptfence.region.BpfMetadata;
+import ptfence.region.Region;
+import ptfence.region.RegionIndex;
+import ptfence.region.RegionKind;
+import ptfence.store.Archive;
+import ptfence.store.ChildJvm;
+import ptfence.store.ContentKey;
+import ptfence.store.DataFile;
+
+/** Archives LMDB would crash or hang on: every command ends in one line and exit 2 instead (issue 12). */
+class DamagedArchiveTest {
+    static final String MAIN = "ptfence.ptarchive.PtarchiveCommand";
+
+    @TempDir
+    Path tmp;
+    Path dir;
+    Path cwd;
+    byte[] big;
+
+    /** A real archive of a few hundred KiB: one recording, 60 BPF regions over 40 images (some on overflow pages). */
+    static byte[] populate(Path dir, long seed) {
+        Random rnd = new Random(seed);
+        byte[][] images = new byte[40][];
+        for (int i = 0; i < images.length; i++) {
+            images[i] = new byte[100 + rnd.nextInt(i % 4 == 0 ? 20_000 : 1500)];
+            rnd.nextBytes(images[i]);
+        }
+        try (Archive a = Archive.open(dir)) {
+            a.write(b -> {
+                Recordings.register(b, new Recording("rec-1", "", "boot-a", 100, 900, System.currentTimeMillis()));
+                List<Long> ids = new ArrayList<>();
+                for (int i = 0; i < 60; i++) {
+                    byte[] img = images[i % images.length];
+                    ContentKey k = b.put(img);
+                    String tag = String.format("%016x", 0x1122334455660000L + i);
+                    ids.add(RegionIndex.add(b, new Region("boot-a", 0xffffffffc0000000L + 0x10000L * i, img.length,
+                            100 + i, i % 3 == 0 ? Region.OPEN : 800 + i, RegionKind.BPF_PROG, "bpf_prog_" + tag + "_p" + i,
+                            k, BpfMetadata.of(i + 1, tag, "p" + i, 2))));
+                }
+                Recordings.linkAll(b, "rec-1", ids);
+                return null;
+            });
+        }
+        return images[0];
+    }
+
+    @BeforeEach
+    void setUp() throws Exception {
+        dir = tmp.resolve("archive");
+        cwd = Files.createDirectory(tmp.resolve("cwd"));
+        big = populate(dir, 7);
+    }
+
+    ChildJvm.Result ptarchive(Path archive, Map<String, String> env, String... args) throws Exception {
+        String[] all = new String[args.length + 2];
+        all[0] = "--archive";
+        all[1] = archive.toString();
+        System.arraycopy(args, 0, all, 2, args.length);
+        return ChildJvm.run(cwd, Duration.ofSeconds(30), env, MAIN, all);
+    }
+
+    static void assertOneLineExit2(ChildJvm.Result r, String what) {
+        assertFalse(r.timedOut(), what + " hung: " + r);
+        assertFalse(r.crashed(), what + " crashed the JVM: " + r);
+        assertEquals(2, r.exit(), what + ": " + r);
+        assertEquals(1, r.err().lines().count(), what + ": " + r);
+    }
+
+    // issue 12: data.mdb cut to 8..135 KiB made LMDB touch pages past the end of its mapping: SIGBUS, exit 134,
+    // hs_err file in the cwd, in every command
+    @Test
+    void truncatedDataMdbIsOneLineExit2NeverSigbus() throws Exception {
+        long full = Files.size(dir.resolve("data.mdb"));
+        assertTrue(full > 140 * 1024, "archive big enough: " + full);
+        for (long cut : new long[] {8 * 1024, 64 * 1024, 135 * 1024}) {
+            Path copy = copyArchive(dir, tmp.resolve("cut-" + cut));
+            try (FileChannel ch = FileChannel.open(copy.resolve("data.mdb"), StandardOpenOption.WRITE)) {
+                ch.truncate(cut);
+            }
+            for (String[] cmd : new String[][] {{"ls"}, {"verify"}, {"stats"}, {"show", "bpf_prog_1122334455660000_p0"}}) {
+                ChildJvm.Result r = ptarchive(copy, Map.of(), cmd);
+                String what = cmd[0] + " on data.mdb cut to " + cut;
+                assertOneLineExit2(r, what);
+                assertTrue(r.err().contains("data.mdb") && r.err().contains(cut + " bytes"), what + ": " + r);
+            }
+            assertEquals(cut, Files.size(copy.resolve("data.mdb")), "nothing rewrote the damaged file");
+        }
+        assertEquals(List.of(), ChildJvm.crashFiles(cwd));
+    }
+
+    // issue 12: verify walks and validates every page (here an overflow page whose header LMDB never looks at)
+    @Test
+    void verifyValidatesPagesLmdbDoesNotCheck() throws Exception {
+        Path data = dir.resolve("data.mdb");
+        byte[] file = Files.readAllBytes(data);
+        int at = DataFile.indexOf(file, big);
+        assertTrue(at > 0 && at % 4096 == 16, "image at the start of an overflow page: " + at);
+        long page = at / 4096;
+        file[at - 16 + 10] ^= 0x04; // the overflow page's P_OVERFLOW flag
+        Files.write(data, file);
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        assertEquals(0, Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(err),
+                "--archive", dir.toString(), "ls"), err.toString());
+        ChildJvm.Result r = ptarchive(dir, Map.of(), "verify");
+        assertOneLineExit2(r, "verify");
+        assertTrue(r.err().contains("damaged: page " + page + " (offset " + page * 4096 + ")"), r.toString());
+        assertEquals(List.of(), ChildJvm.crashFiles(cwd));
+    }
+
+    // issue 12: a POSIX lock held on lock.mdb by another process made verify, ptdecode and ptrec wait for ever
+    @Test
+    void lockHeldByAnotherProcessEndsInTimeNamingItsPid() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/python3")), "python3 holds the lock");
+        Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/locks")), "/proc/locks names the holder");
+        Process holder = new ProcessBuilder("/usr/bin/python3", "-c",
+                "import fcntl,sys,time\nf=open(sys.argv[1],'r+')\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint('locked',flush=True)\n"
+                        + "time.sleep(120)", dir.resolve("lock.mdb").toString()).redirectErrorStream(true).start();
+        try {
+            BufferedReader r = new BufferedReader(new InputStreamReader(holder.getInputStream()));
+            assertEquals("locked", r.readLine());
+            for (String cmd : new String[] {"verify", "ls", "gc"}) {
+                ChildJvm.Result res = ptarchive(dir, Map.of("PTFENCE_LOCK_TIMEOUT", "2"), cmd);
+                assertOneLineExit2(res, cmd + " with lock.mdb locked");
+                assertTrue(res.err().contains("locked by process " + holder.pid() + " (python3)"), res.toString());
+                assertTrue(res.millis() < 15_000, cmd + " took " + res.millis() + " ms");
+            }
+        } finally {
+            holder.destroyForcibly().waitFor();
+        }
+        StringWriter err = new StringWriter();
+        assertEquals(0, Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(new StringWriter()),
+                new PrintWriter(err), "--archive", dir.toString(), "ls"), "works once the lock is gone: " + err);
+    }
+
+    // issue 12: EROFS was reported as "damaged or not a ptfence archive"; read-only commands must work there
+    @Test
+    void readOnlyFileSystemServesReadersAndWritersSaySo() throws Exception {
+        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to mount a tmpfs");
+        Path mnt = Files.createDirectory(tmp.resolve("ro"));
+        Assumptions.assumeTrue(sh("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt.toString()) == 0,
+                "mount -t tmpfs failed (no CAP_SYS_ADMIN here)");
+        try {
+            Path ro = mnt.resolve("archive");
+            copyArchive(dir, ro);
+            assertEquals(0, sh("mount", "-o", "remount,ro", mnt.toString()));
+            for (String[] cmd : new String[][] {{"ls"}, {"ls", "--json"}, {"stats"},
+                    {"show", "bpf_prog_1122334455660000_p0", "--bytes"}, {"verify"},
+                    {"export", "rec-1", "-o", tmp.resolve("rec.ptfb").toString()}}) {
+                StringWriter out = new StringWriter();
+                StringWriter err = new StringWriter();
+                List<String> args = new ArrayList<>(List.of("--archive", ro.toString()));
+                args.addAll(List.of(cmd));
+                int exit = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(err),
+                        args.toArray(new String[0]));
+                assertEquals(0, exit, String.join(" ", cmd) + ": " + err);
+            }
+            assertTrue(Files.size(tmp.resolve("rec.ptfb")) > big.length);
+            for (String[] cmd : new String[][] {{"gc"}, {"pin", "rec-1"}, {"import", tmp.resolve("rec.ptfb").toString()}}) {
+                StringWriter err = new StringWriter();
+                List<String> args = new ArrayList<>(List.of("--archive", ro.toString()));
+                args.addAll(List.of(cmd));
+                int exit = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(new StringWriter()),
+                        new PrintWriter(err), args.toArray(new String[0]));
+                assertEquals(2, exit, cmd[0] + ": " + err);
+                assertEquals(1, err.toString().lines().count(), err.toString());
+                assertTrue(err.toString().contains(ro + ": read-only file system"), err.toString());
+                assertFalse(err.toString().contains("damaged"), err.toString());
+            }
+        } finally {
+            sh("umount", mnt.toString());
+        }
+    }
+
+    static Path copyArchive(Path from, Path to) throws Exception {
+        Files.createDirectories(to);
+        for (String f : new String[] {"data.mdb", "lock.mdb"}) {
+            if (Files.exists(from.resolve(f))) {
+                Files.copy(from.resolve(f), to.resolve(f));
+            }
+        }
+        return to;
+    }
+
+    static int sh(String... cmd) throws Exception {
+        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start().waitFor();
+    }
+}
