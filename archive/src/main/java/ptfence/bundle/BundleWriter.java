@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Set;
 import ptfence.cli.BadInputException;
 import ptfence.cli.OutputFile;
+import ptfence.cli.Progress;
 import ptfence.recording.Recording;
 import ptfence.recording.RecordingCodec;
 import ptfence.recording.Recordings;
@@ -33,6 +34,11 @@ public final class BundleWriter {
      * refused as the output.
      */
     public static BundleSummary export(Archive archive, String recordingId, Path out) {
+        return export(archive, recordingId, out, Progress.NONE);
+    }
+
+    /** {@link #export(Archive, String, Path)}, counting images on {@code progress}. */
+    public static BundleSummary export(Archive archive, String recordingId, Path out, Progress progress) {
         Path dir = archive.directory();
         try (OutputFile file = OutputFile.create(out, List.of(dir.resolve("data.mdb"), dir.resolve("lock.mdb")))) {
             BundleSummary summary = archive.read(s -> {
@@ -41,8 +47,12 @@ public final class BundleWriter {
                 List<Region> regions = Recordings.regions(s, recordingId);
                 Set<ContentKey> keys = new LinkedHashSet<>();
                 regions.forEach(r -> keys.add(r.key()));
+                progress.phase("exporting images", keys.size());
                 try {
-                    return write(file.stream(), rec, regions, keys, k -> s.requireImage(k));
+                    return write(file.stream(), rec, regions, keys, k -> {
+                        progress.add(1);
+                        return s.requireImage(k);
+                    });
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }

@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import ptfence.cli.BadInputException;
+import ptfence.cli.Progress;
 import ptfence.recording.Recordings;
 import ptfence.region.RegionIndex;
 import ptfence.store.Archive;
@@ -34,6 +35,9 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
     @Option(names = "--in-process", hidden = true,
             description = "Skip the page check and verify through LMDB in this process (what the child runs).")
     boolean inProcess;
+    @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
+            + "a terminal).")
+    Boolean progress;
 
     @Override
     public Integer call() throws IOException, InterruptedException {
@@ -55,7 +59,8 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
             cmd.add("-Dptfence.lockTimeout=" + lockTimeout);
         }
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), PtarchiveCommand.class.getName(),
-                "verify", "--in-process", "--archive", dir.toString()));
+                "verify", "--in-process", Progress.wanted(progress) ? "--progress" : "--no-progress",
+                "--archive", dir.toString()));
         Process child = new ProcessBuilder(cmd).start();
         child.getOutputStream().close();
         Thread out = copy(child.getInputStream(), out());
@@ -95,16 +100,23 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
         PrintWriter out = out();
         PrintWriter err = spec.commandLine().getErr();
         List<String> problems = new ArrayList<>();
-        try (Archive a = openArchiveReadOnly()) {
+        try (Archive a = openArchiveReadOnly();
+                Progress p = Progress.start(err, "verify", Progress.wanted(progress))) {
+            long[] hashed = {0};
             String summary = a.read(s -> {
-                Verifier.Counts images = Verifier.images(s, problems::add);
+                Verifier.Counts images = Verifier.images(s, problems::add, p);
+                hashed[0] = images.images();
+                p.phase("checking regions and recordings", 0);
                 long regions = RegionIndex.check(s, problems::add);
                 long recordings = Recordings.check(s, problems::add);
                 return images.images() + " images (" + Units.bytes(images.bytes()) + ") re-hashed, " + regions
                         + " regions, " + recordings + " recordings checked";
             });
-            for (String p : problems) {
-                err.println("ptarchive verify: " + p);
+            p.phase("re-hashed images", hashed[0]);
+            p.add(hashed[0]);
+            p.done();
+            for (String problem : problems) {
+                err.println("ptarchive verify: " + problem);
             }
             if (problems.isEmpty()) {
                 out.println("ok: " + summary);

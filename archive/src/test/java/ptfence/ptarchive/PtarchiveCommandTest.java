@@ -366,4 +366,28 @@ class PtarchiveCommandTest {
         assertTrue(run("ls", "--json", "--kind", "text_poke").out().contains("\"type\":\"region\""));
         assertEquals(4, run("ls", "--json", "--recordings").out().lines().count());
     }
+
+    // issue 12: gc, verify, export and import report progress on stderr when asked, and only then (stderr is no
+    // terminal here)
+    @Test
+    void progressOnStderrOnlyWhenAsked() throws Exception {
+        Path bundle = tmp.resolve("p.ptfb");
+        Result e = run("export", "rec-1", "-o", bundle.toString(), "--progress");
+        assertEquals(0, e.exit(), e.err());
+        assertTrue(e.err().contains("export: exporting images 2/2 (100%)"), e.err());
+        assertEquals("", run("export", "rec-1", "-o", bundle.toString()).err());
+        Result v = run("verify", "--progress");
+        assertEquals(0, v.exit(), v.err());
+        assertTrue(v.err().contains("verify: re-hashed images 2/2 (100%)"), v.err());
+        assertEquals("", run("verify").err());
+        dir = tmp.resolve("other");
+        Result i = run("import", bundle.toString(), "--progress");
+        assertEquals(0, i.exit(), i.err());
+        assertTrue(i.err().contains("import: importing images and regions 5/5 (100%)"), i.err());
+        Thread.sleep(10);
+        Result g = run("gc", "--keep", "0s", "--progress");
+        assertEquals(0, g.exit(), g.err());
+        assertTrue(g.err().contains("gc: sweeping images 2/2 (100%)"), g.err());
+        assertEquals("", run("gc").err());
+    }
 }
