@@ -82,18 +82,6 @@ public final class LmdbFile {
         this.page = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     }
 
-    /** Reads the newer valid meta page; a file with no valid meta, or shorter than its pages, is bad input. */
-    public static Meta meta(Path data) {
-        try (FileChannel ch = FileChannel.open(data, StandardOpenOption.READ)) {
-            LmdbFile f = new LmdbFile(data, ch, false);
-            return f.readMetas();
-        } catch (AccessDeniedException e) {
-            throw new BadInputException(data + ": permission denied");
-        } catch (IOException e) {
-            throw new UncheckedIOException(data.toString(), e);
-        }
-    }
-
     /**
      * Checks the whole structure LMDB would walk. A writer may commit meanwhile and reuse pages of the snapshot
      * being walked; a problem therefore counts only if the newest meta did not change during the walk (else the
@@ -143,11 +131,9 @@ public final class LmdbFile {
         Meta newer = m1.txnId() > m0.txnId() ? m1 : m0;
         // LMDB writes a transaction's pages before its meta: a size read after the meta covers them
         size = ch.size();
-        if (size < newer.neededBytes()) {
-            throw new BadInputException(file + ": " + size + " bytes, but its meta page " + newer.index()
-                    + " (txn " + newer.txnId() + ") says it holds " + (newer.lastPage() + 1) + " pages of "
-                    + newer.pageSize() + " bytes (" + newer.neededBytes() + " bytes): the file is cut short");
-        }
+        // A file shorter than (last page + 1) x page size is not damaged by itself: LMDB does not write a page
+        // freed in the transaction that allocated it, and that may be the last. Only a page LMDB would read past
+        // the end is damage, which the walk finds.
         return newer;
     }
 
@@ -315,7 +301,7 @@ public final class LmdbFile {
                     + " lies beyond the last page " + meta.lastPage());
         }
         if ((first + pages) * psize > size) {
-            throw damage(where(pgno) + " of the " + name + ": node " + node + "'s overflow pages " + first + ".."
+            throw pastEnd(where(pgno) + " of the " + name + ": node " + node + "'s overflow pages " + first + ".."
                     + (first + pages - 1) + " end at offset " + (first + pages) * psize + ", past the end of the file ("
                     + size + " bytes)");
         }
@@ -348,7 +334,7 @@ public final class LmdbFile {
             throw damage("the " + name + " points to page " + pgno + ", outside pages 2.." + meta.lastPage());
         }
         if ((pgno + 1) * psize > size) {
-            throw damage(where(pgno) + " of the " + name + " ends past the end of the file (" + size + " bytes)");
+            throw pastEnd(where(pgno) + " of the " + name + " ends past the end of the file (" + size + " bytes)");
         }
         if (seen.get((int) pgno)) {
             throw damage(where(pgno) + " of the " + name + " is reached twice");
@@ -368,6 +354,14 @@ public final class LmdbFile {
 
     private BadInputException damage(String what) {
         return new BadInputException(file + ": damaged: " + what);
+    }
+
+    /** A page past the end of the file; says how much shorter the file is than its meta page says. */
+    private BadInputException pastEnd(String what) {
+        String cut = size < meta.neededBytes() ? "; the file is " + size + " bytes but meta page " + meta.index() + " (txn "
+                + meta.txnId() + ") says " + (meta.lastPage() + 1) + " pages of " + meta.pageSize() + " ("
+                + meta.neededBytes() + " bytes): cut short" : "";
+        return damage(what + cut);
     }
 
     private ByteBuffer read(long offset, int length) throws IOException {
