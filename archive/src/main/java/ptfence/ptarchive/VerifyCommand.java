@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import ptfence.cli.BadInputException;
+import ptfence.cli.JavaChild;
 import ptfence.cli.Progress;
 import ptfence.recording.Recordings;
 import ptfence.region.RegionIndex;
@@ -51,16 +52,13 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
 
     /** Runs the LMDB part in a child JVM: if LMDB crashes on what the page check let through, this process reports it. */
     private int inChild(Path dir, LmdbFile.Report pages) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
-                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ErrorFile=/dev/null", "-XX:-CreateCoredumpOnCrash"));
+        List<String> jvm = new ArrayList<>(List.of("-XX:ErrorFile=/dev/null"));
         String lockTimeout = System.getProperty("ptfence.lockTimeout");
         if (lockTimeout != null) {
-            cmd.add("-Dptfence.lockTimeout=" + lockTimeout);
+            jvm.add("-Dptfence.lockTimeout=" + lockTimeout);
         }
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), PtarchiveCommand.class.getName(),
-                "verify", "--in-process", Progress.wanted(progress) ? "--progress" : "--no-progress",
-                "--archive", dir.toString()));
+        List<String> cmd = JavaChild.command(jvm, PtarchiveCommand.class.getName(), List.of("verify", "--in-process",
+                Progress.wanted(progress) ? "--progress" : "--no-progress", "--archive", dir.toString()));
         Process child = new ProcessBuilder(cmd).start();
         child.getOutputStream().close();
         Thread out = copy(child.getInputStream(), out());

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import ptfence.cli.JavaChild;
 
 /**
  * Test helper: runs a main of this class path in a child JVM, in a chosen working directory (so a crash's
@@ -32,12 +33,7 @@ public final class ChildJvm {
 
     /** The command line starting a JVM like this one (same java, class path and the opens lmdbjava needs). */
     public static List<String> command(String mainClass, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
-                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-CreateCoredumpOnCrash",
-                "-cp", System.getProperty("java.class.path"), mainClass));
-        cmd.addAll(List.of(args));
-        return cmd;
+        return new ArrayList<>(JavaChild.command(List.of("-Xmx256m"), mainClass, List.of(args)));
     }
 
     public static Result run(Path cwd, Duration timeout, Map<String, String> env, String mainClass, String... args)
