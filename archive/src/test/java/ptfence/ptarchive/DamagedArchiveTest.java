@@ -222,6 +222,47 @@ class DamagedArchiveTest {
         assertEquals(0, v.exit(), v.toString());
     }
 
+    // issue 12: EACCES was reported as "damaged or not a ptfence archive"; another user's archive they may read
+    // (but not lock) must serve the read-only commands, and the writers must say "permission denied"
+    @Test
+    void anotherUsersReadableArchiveServesReadersAndWritersSayPermissionDenied() throws Exception {
+        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to run as nobody");
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "setpriv runs a command as nobody");
+        Path classes = Path.of(PtarchiveCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path lib = classes.getParent().resolve("lib");
+        Assumptions.assumeTrue(Files.isDirectory(lib), "target/lib (dependencies readable by nobody)");
+        Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        for (String f : new String[] {"data.mdb", "lock.mdb"}) {
+            Files.setPosixFilePermissions(dir.resolve(f), java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        }
+        Files.setPosixFilePermissions(cwd, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        for (String[] cmd : new String[][] {{"ls"}, {"stats"}, {"show", "bpf_prog_1122334455660000_p0"}, {"verify"},
+                {"gc"}, {"pin", "rec-1"}}) {
+            List<String> line = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                    "--clear-groups", "--"));
+            line.addAll(ptfence.cli.JavaChild.command(List.of("-XX:-UsePerfData"), MAIN, List.of()));
+            line.set(line.indexOf("-cp") + 1, classes + ":" + lib + "/*");
+            line.addAll(List.of("--archive", dir.toString()));
+            line.addAll(List.of(cmd));
+            Process p = new ProcessBuilder(line).directory(cwd.toFile()).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes());
+            String err = new String(p.getErrorStream().readAllBytes());
+            int exit = p.waitFor();
+            if (cmd[0].equals("gc") || cmd[0].equals("pin")) {
+                assertEquals(2, exit, cmd[0] + ": " + err);
+                assertEquals(1, err.lines().count(), err);
+                assertTrue(err.contains(dir + ": permission denied"), err);
+                assertFalse(err.contains("damaged"), err);
+            } else {
+                assertEquals(0, exit, cmd[0] + ": " + out + err);
+                assertEquals("", err, cmd[0]);
+            }
+        }
+    }
+
+
     static Path copyArchive(Path from, Path to) throws Exception {
         Files.createDirectories(to);
         for (String f : new String[] {"data.mdb", "lock.mdb"}) {
