@@ -1,5 +1,6 @@
 package ptfence.ptarchive;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
@@ -40,9 +41,25 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
             + "a terminal).")
     Boolean progress;
 
+    @Option(names = "--report-to-parent", hidden = true,
+            description = "Print a last line on stdout when exiting normally (the parent's proof the child did not crash).")
+    boolean reportToParent;
+
+    /**
+     * The child's last line on a normal exit, from a shutdown hook: a JVM that crashes without a core dump exits
+     * with status 1, verify's "damage found", so the status alone cannot tell a crash.
+     */
+    static final String CHILD_DONE = "ptfence-verify-child-done";
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         if (inProcess) {
+            if (reportToParent) {
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                    System.out.println(CHILD_DONE);
+                    System.out.flush();
+                }));
+            }
             return throughLmdb();
         }
         Path dir = archive.resolve(parent).toAbsolutePath();
@@ -52,26 +69,41 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
 
     /** Runs the LMDB part in a child JVM: if LMDB crashes on what the page check let through, this process reports it. */
     private int inChild(Path dir, LmdbFile.Report pages) throws IOException, InterruptedException {
-        List<String> jvm = new ArrayList<>(List.of("-XX:ErrorFile=/dev/null"));
+        List<String> jvm = new ArrayList<>(List.of("-XX:ErrorFile=/dev/null", "-XX:+SuppressFatalErrorMessage"));
         String lockTimeout = System.getProperty("ptfence.lockTimeout");
         if (lockTimeout != null) {
             jvm.add("-Dptfence.lockTimeout=" + lockTimeout);
         }
-        List<String> cmd = JavaChild.command(jvm, PtarchiveCommand.class.getName(), List.of("verify", "--in-process",
+        List<String> cmd = JavaChild.command(jvm, PtarchiveCommand.class.getName(), List.of("verify", "--in-process", "--report-to-parent",
                 Progress.wanted(progress) ? "--progress" : "--no-progress", "--archive", dir.toString()));
         Process child = new ProcessBuilder(cmd).start();
         child.getOutputStream().close();
-        Thread out = copy(child.getInputStream(), out());
+        boolean[] done = {false};
+        Thread out = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    if (line.equals(CHILD_DONE)) {
+                        done[0] = true;
+                    } else {
+                        out().println(line);
+                    }
+                }
+            } catch (IOException e) {
+                // the child went away
+            }
+        }, "verify-child-stdout");
+        out.start();
         Thread err = copy(child.getErrorStream(), spec.commandLine().getErr());
         int exit = child.waitFor();
         out.join();
         err.join();
         out().flush();
         spec.commandLine().getErr().flush();
-        if (exit > 128) {
-            throw new BadInputException("archive " + dir + ": damaged: LMDB crashed (signal " + (exit - 128)
-                    + ") reading it although its " + pages.treePages() + " tree pages passed the page check; "
-                    + "'ptarchive export' may still save recordings");
+        if (!done[0]) {
+            throw new BadInputException("archive " + dir + ": damaged: LMDB crashed (" + (exit > 128 ? "signal "
+                    + (exit - 128) : "exit status " + exit) + ") reading it although its " + pages.treePages()
+                    + " tree pages passed the page check; 'ptarchive export' may still save recordings");
         }
         return exit;
     }

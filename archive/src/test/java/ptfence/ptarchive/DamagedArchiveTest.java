@@ -263,6 +263,51 @@ class DamagedArchiveTest {
     }
 
 
+    // issue 12: verify runs the LMDB part in a child JVM; if that child crashes, the command still ends in one line,
+    // exit 2, and no hs_err file. The child is made to crash here by a SIGBUS sent while it waits for a lock.
+    @Test
+    void aCrashedVerifyChildIsOneLineExit2() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/python3")), "python3 holds the lock");
+        Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/locks")), "/proc/locks");
+        Process holder = new ProcessBuilder("/usr/bin/python3", "-c",
+                "import fcntl,sys,time\nf=open(sys.argv[1],'r+')\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint('locked',flush=True)\n"
+                        + "time.sleep(60)", dir.resolve("lock.mdb").toString()).redirectErrorStream(true).start();
+        String before = System.getProperty("ptfence.lockTimeout");
+        System.setProperty("ptfence.lockTimeout", "40");
+        try {
+            assertEquals("locked", new BufferedReader(new InputStreamReader(holder.getInputStream())).readLine());
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            int[] exit = {-1};
+            Thread t = new Thread(() -> exit[0] = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out),
+                    new PrintWriter(err), "--archive", dir.toString(), "verify"));
+            t.start();
+            ProcessHandle child = null;
+            for (int i = 0; i < 200 && child == null; i++) {
+                Thread.sleep(50);
+                child = ProcessHandle.current().descendants().filter(h -> h.info().commandLine().orElse("")
+                        .contains("--in-process")).findFirst().orElse(null);
+            }
+            assertTrue(child != null, "verify started its child");
+            Thread.sleep(1000); // the child's JVM is up and waiting for the lock
+            assertEquals(0, sh("kill", "-BUS", Long.toString(child.pid())));
+            t.join(30_000);
+            assertEquals(2, exit[0], out + " / " + err);
+            assertEquals(1, err.toString().lines().count(), err.toString());
+            assertTrue(err.toString().contains(dir + ": damaged: LMDB crashed ("), err.toString());
+            assertEquals("", out.toString());
+            assertEquals(List.of(), ChildJvm.crashFiles(Path.of("").toAbsolutePath()));
+        } finally {
+            if (before == null) {
+                System.clearProperty("ptfence.lockTimeout");
+            } else {
+                System.setProperty("ptfence.lockTimeout", before);
+            }
+            holder.destroyForcibly().waitFor();
+        }
+    }
+
+
     static Path copyArchive(Path from, Path to) throws Exception {
         Files.createDirectories(to);
         for (String f : new String[] {"data.mdb", "lock.mdb"}) {
