@@ -175,7 +175,9 @@ public final class LmdbFile {
 
     private void walkAll(Meta m) throws IOException {
         this.meta = m;
-        this.seen = new BitSet((int) Math.min(m.lastPage() + 1, Integer.MAX_VALUE));
+        // only pages inside the file are ever marked (the rest are refused first): a damaged last-page number
+        // must not size this set
+        this.seen = new BitSet((int) Math.min(Math.min(m.lastPage() + 1, size / m.pageSize() + 1), Integer.MAX_VALUE));
         seen.set(0, 2);
         walkDb("free-page database", m.free(), MDB_INTEGERKEY, false);
         walkDb("main database", m.main(), 0, true);
