@@ -76,7 +76,14 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
         }
         List<String> cmd = JavaChild.command(jvm, PtarchiveCommand.class.getName(), List.of("verify", "--in-process", "--report-to-parent",
                 Progress.wanted(progress) ? "--progress" : "--no-progress", "--archive", dir.toString()));
-        Process child = new ProcessBuilder(cmd).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        boolean terminal = Progress.stderrIsTerminal();
+        if (terminal) {
+            // the child's progress then rewrites its line in place, as this process's would
+            spec.commandLine().getErr().flush();
+            pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+        }
+        Process child = pb.start();
         child.getOutputStream().close();
         boolean[] done = {false};
         Thread out = new Thread(() -> {
@@ -94,10 +101,12 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
             }
         }, "verify-child-stdout");
         out.start();
-        Thread err = copy(child.getErrorStream(), spec.commandLine().getErr());
+        Thread err = terminal ? null : copy(child.getErrorStream(), spec.commandLine().getErr());
         int exit = child.waitFor();
         out.join();
-        err.join();
+        if (err != null) {
+            err.join();
+        }
         out().flush();
         spec.commandLine().getErr().flush();
         if (!done[0]) {
