@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
-import org.lmdbjava.ByteArrayProxy;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.DbiFlags;
 import org.lmdbjava.Env;
@@ -157,7 +156,7 @@ public final class Archive implements AutoCloseable {
             flags.add(EnvFlags.MDB_NOLOCK);
         }
         try {
-            return Env.create(ByteArrayProxy.PROXY_BA)
+            return Env.create(PinnedByteArrayProxy.PROXY)
                     .setMapSize(Math.max(INITIAL_MAP_SIZE, roundUp(fileSize * 2)))
                     .setMaxDbs(Table.values().length + 2)
                     .setMaxReaders(512)
