@@ -139,12 +139,8 @@ class DamagedArchiveTest {
     void lockHeldByAnotherProcessEndsInTimeNamingItsPid() throws Exception {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/python3")), "python3 holds the lock");
         Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/locks")), "/proc/locks names the holder");
-        Process holder = new ProcessBuilder("/usr/bin/python3", "-c",
-                "import fcntl,sys,time\nf=open(sys.argv[1],'r+')\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint('locked',flush=True)\n"
-                        + "time.sleep(120)", dir.resolve("lock.mdb").toString()).redirectErrorStream(true).start();
+        Process holder = holdLock(dir.resolve("lock.mdb"));
         try {
-            BufferedReader r = new BufferedReader(new InputStreamReader(holder.getInputStream()));
-            assertEquals("locked", r.readLine());
             for (String cmd : new String[] {"verify", "ls", "gc"}) {
                 ChildJvm.Result res = ptarchive(dir, Map.of("PTFENCE_LOCK_TIMEOUT", "2"), cmd);
                 assertOneLineExit2(res, cmd + " with lock.mdb locked");
@@ -269,13 +265,10 @@ class DamagedArchiveTest {
     void aCrashedVerifyChildIsOneLineExit2() throws Exception {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/python3")), "python3 holds the lock");
         Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/locks")), "/proc/locks");
-        Process holder = new ProcessBuilder("/usr/bin/python3", "-c",
-                "import fcntl,sys,time\nf=open(sys.argv[1],'r+')\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint('locked',flush=True)\n"
-                        + "time.sleep(60)", dir.resolve("lock.mdb").toString()).redirectErrorStream(true).start();
+        Process holder = holdLock(dir.resolve("lock.mdb"));
         String before = System.getProperty("ptfence.lockTimeout");
         System.setProperty("ptfence.lockTimeout", "40");
         try {
-            assertEquals("locked", new BufferedReader(new InputStreamReader(holder.getInputStream())).readLine());
             StringWriter out = new StringWriter();
             StringWriter err = new StringWriter();
             int[] exit = {-1};
@@ -307,6 +300,15 @@ class DamagedArchiveTest {
         }
     }
 
+
+    /** Another process (python3) holding a POSIX write lock on the whole file, as lockf(LOCK_EX) takes it. */
+    static Process holdLock(Path file) throws Exception {
+        Process holder = new ProcessBuilder("/usr/bin/python3", "-c",
+                "import fcntl,sys,time\nf=open(sys.argv[1],'r+')\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint('locked',flush=True)\n"
+                        + "time.sleep(120)", file.toString()).redirectErrorStream(true).start();
+        assertEquals("locked", new BufferedReader(new InputStreamReader(holder.getInputStream())).readLine());
+        return holder;
+    }
 
     static Path copyArchive(Path from, Path to) throws Exception {
         Files.createDirectories(to);
