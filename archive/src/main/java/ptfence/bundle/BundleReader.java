@@ -17,6 +17,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import ptfence.cli.BadInputException;
+import ptfence.cli.Progress;
 import ptfence.recording.Lease;
 import ptfence.recording.Recording;
 import ptfence.recording.RecordingCodec;
@@ -74,7 +75,14 @@ public final class BundleReader {
      * machine, so gc ages it by {@code --keep} only), and its creation time is the import time.
      */
     public static BundleSummary importInto(Archive archive, Path bundle, String perfDataPath) {
+        return importInto(archive, bundle, perfDataPath, Progress.NONE);
+    }
+
+    /** {@link #importInto(Archive, Path, String)}, counting entries on {@code progress}. */
+    public static BundleSummary importInto(Archive archive, Path bundle, String perfDataPath, Progress progress) {
+        progress.phase("checking the bundle", 0);
         BundleSummary checked = check(bundle);
+        progress.phase("importing images and regions", checked.images() + checked.regions());
         Lease lease = Recordings.openLease(archive, "import of " + bundle, Duration.ofHours(6));
         try {
             Recording[] rec = new Recording[1];
@@ -84,6 +92,7 @@ public final class BundleReader {
             List<Long> regionIds = new ArrayList<>();
             long[] pendingBytes = {0};
             read(bundle, (type, payload, offset) -> {
+                progress.add(type == BundleFormat.RECORDING ? 0 : 1);
                 switch (type) {
                     case BundleFormat.RECORDING -> rec[0] = RecordingCodec.decode(payload, where(bundle, offset));
                     case BundleFormat.IMAGE -> {
@@ -176,6 +185,9 @@ public final class BundleReader {
     /** Streams a bundle's entries to the handler, checking its whole structure and checksum. */
     private static void read(Path bundle, EntryHandler handler) {
         long size;
+        if (Files.isDirectory(bundle)) {
+            throw new BadInputException("bundle " + bundle + ": is a directory, not a bundle file");
+        }
         try {
             size = Files.size(bundle);
         } catch (IOException e) {

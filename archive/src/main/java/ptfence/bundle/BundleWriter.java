@@ -6,9 +6,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.security.DigestOutputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -16,6 +14,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import ptfence.cli.BadInputException;
+import ptfence.cli.OutputFile;
+import ptfence.cli.Progress;
 import ptfence.recording.Recording;
 import ptfence.recording.RecordingCodec;
 import ptfence.recording.Recordings;
@@ -28,35 +28,39 @@ import ptfence.store.ContentKey;
 public final class BundleWriter {
     private BundleWriter() {}
 
-    /** Writes the bundle to {@code out} (via a temporary file and a rename, so a bundle is whole or absent). */
+    /**
+     * Writes the bundle to {@code out} through {@link OutputFile} (a temporary file renamed on success), so a
+     * bundle is whole or absent, an existing file survives a failed export, and the archive's own files are
+     * refused as the output.
+     */
     public static BundleSummary export(Archive archive, String recordingId, Path out) {
-        Path tmp = out.resolveSibling(out.getFileName() + ".part");
-        try {
-            BundleSummary summary;
-            try (OutputStream file = Files.newOutputStream(tmp)) {
-                summary = archive.read(s -> {
-                    Recording rec = Recordings.get(s, recordingId).orElseThrow(() -> new BadInputException(
-                            "archive " + archive.directory() + ": no recording '" + recordingId + "' (see 'ptarchive ls')"));
-                    List<Region> regions = Recordings.regions(s, recordingId);
-                    Set<ContentKey> keys = new LinkedHashSet<>();
-                    regions.forEach(r -> keys.add(r.key()));
-                    try {
-                        return write(file, rec, regions, keys, k -> s.requireImage(k));
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                });
-            }
-            Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        return export(archive, recordingId, out, Progress.NONE);
+    }
+
+    /** {@link #export(Archive, String, Path)}, counting images on {@code progress}. */
+    public static BundleSummary export(Archive archive, String recordingId, Path out, Progress progress) {
+        Path dir = archive.directory();
+        try (OutputFile file = OutputFile.create(out, List.of(dir.resolve("data.mdb"), dir.resolve("lock.mdb")))) {
+            BundleSummary summary = archive.read(s -> {
+                Recording rec = Recordings.get(s, recordingId).orElseThrow(() -> new BadInputException(
+                        "archive " + dir + ": no recording '" + recordingId + "' (see 'ptarchive ls')"));
+                List<Region> regions = Recordings.regions(s, recordingId);
+                Set<ContentKey> keys = new LinkedHashSet<>();
+                regions.forEach(r -> keys.add(r.key()));
+                progress.phase("exporting images", keys.size());
+                try {
+                    return write(file.stream(), rec, regions, keys, k -> {
+                        progress.add(1);
+                        return s.requireImage(k);
+                    });
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            file.commit();
             return summary;
         } catch (IOException e) {
             throw new UncheckedIOException("writing bundle " + out, e);
-        } finally {
-            try {
-                Files.deleteIfExists(tmp);
-            } catch (IOException ignored) {
-                // best effort: the .part file is recognisably incomplete
-            }
         }
     }
 

@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import ptfence.cli.Progress;
 import ptfence.recording.Lease;
 import ptfence.recording.PinTarget;
 import ptfence.recording.Recording;
@@ -43,15 +44,25 @@ public final class GarbageCollector {
         return run(archive, policy, System.currentTimeMillis());
     }
 
+    /** Runs gc now, reporting its phases to {@code progress}. */
+    public static GcReport run(Archive archive, GcPolicy policy, Progress progress) {
+        return run(archive, policy, System.currentTimeMillis(), progress);
+    }
+
     /** Runs gc as if the wall clock read {@code nowMillis} (tests). */
     public static GcReport run(Archive archive, GcPolicy policy, long nowMillis) {
+        return run(archive, policy, nowMillis, Progress.NONE);
+    }
+
+    private static GcReport run(Archive archive, GcPolicy policy, long nowMillis, Progress progress) {
+        progress.phase("marking", 0);
         long generation = policy.dryRun() ? archive.read(Snapshot::generation) + 1
                 : archive.write(Batch::advanceGeneration);
         Plan plan = archive.read(s -> mark(s, policy, nowMillis));
         if (policy.dryRun()) {
             return plan.report(true, generation, 0);
         }
-        Swept swept = sweep(archive, policy, plan, generation, nowMillis);
+        Swept swept = sweep(archive, policy, plan, generation, nowMillis, progress);
         GcReport planned = plan.report(false, generation, swept.spared);
         return new GcReport(false, generation, planned.droppedRecordings(), swept.regions, swept.images,
                 swept.bytes, swept.spared, planned.leasesExpired(), planned.keptRecordings(),
@@ -258,11 +269,13 @@ public final class GarbageCollector {
         }
     }
 
-    private static Swept sweep(Archive archive, GcPolicy policy, Plan plan, long generation, long now) {
+    private static Swept sweep(Archive archive, GcPolicy policy, Plan plan, long generation, long now,
+            Progress progress) {
         int n = policy.opsPerTxn();
         Swept swept = new Swept();
         Set<ContentKey> sparedImages = new HashSet<>();
         Set<Long> sparedRegions = new HashSet<>();
+        progress.phase("dropping recordings", plan.dropped.size());
         for (int i = 0; i < plan.dropped.size(); i += n) {
             List<GcReport.Dropped> chunk = plan.dropped.subList(i, Math.min(plan.dropped.size(), i + n));
             archive.write(b -> {
@@ -275,7 +288,9 @@ public final class GarbageCollector {
                 }
                 return null;
             });
+            progress.add(chunk.size());
         }
+        progress.phase("sweeping regions", plan.regions.size());
         for (int i = 0; i < plan.regions.size(); i += n) {
             List<Long> chunk = plan.regions.subList(i, Math.min(plan.regions.size(), i + n));
             Swept part = archive.write(b -> {
@@ -298,8 +313,10 @@ public final class GarbageCollector {
                 return c;
             });
             swept.add(part);
+            progress.add(chunk.size());
         }
         List<ContentKey> images = new ArrayList<>(plan.images.keySet());
+        progress.phase("sweeping images", images.size());
         for (int i = 0; i < images.size(); i += n) {
             List<ContentKey> chunk = images.subList(i, Math.min(images.size(), i + n));
             Swept part = archive.write(b -> {
@@ -322,6 +339,7 @@ public final class GarbageCollector {
                 return c;
             });
             swept.add(part);
+            progress.add(chunk.size());
         }
         if (!plan.expiredLeases.isEmpty()) {
             archive.write(b -> {

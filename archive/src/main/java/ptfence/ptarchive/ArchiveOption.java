@@ -12,9 +12,19 @@ public final class ArchiveOption {
                     + "else ~/.local/share/ptfence/archive).")
     Path directory;
 
-    /** Opens the chosen archive: this command's --archive, else the one given before the subcommand. */
+    /** Opens the chosen archive for writing, creating it if there is none (ptrec, import, gc, pin). */
     public Archive open(PtarchiveCommand parent) {
+        return Archive.open(resolve(parent));
+    }
+
+    /** Opens the chosen archive for reading only: a path holding no archive is an error, never a new archive. */
+    public Archive openReadOnly(PtarchiveCommand parent) {
+        return Archive.openReadOnly(resolve(parent));
+    }
+
+    /** This command's --archive, else the one given before the subcommand, else the default location. */
+    public Path resolve(PtarchiveCommand parent) {
         Path chosen = directory != null ? directory : parent == null ? null : parent.archive;
-        return Archive.open(ArchiveLocation.resolve(chosen));
+        return ArchiveLocation.resolve(chosen);
     }
 }

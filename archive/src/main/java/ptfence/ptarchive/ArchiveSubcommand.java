@@ -16,8 +16,14 @@ abstract class ArchiveSubcommand {
     @Spec
     CommandSpec spec;
 
+    /** For the commands that write (import, gc, pin, unpin): creates the archive if there is none. */
     Archive openArchive() {
         return archive.open(parent);
+    }
+
+    /** For the commands that only read: never creates an archive, works on a read-only one. */
+    Archive openArchiveReadOnly() {
+        return archive.openReadOnly(parent);
     }
 
     PrintWriter out() {

@@ -5,6 +5,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import ptfence.cli.Progress;
 import ptfence.bundle.BundleSummary;
 import ptfence.bundle.BundleWriter;
 import ptfence.store.Archive;
@@ -19,10 +20,16 @@ final class ExportCommand extends ArchiveSubcommand implements Callable<Integer>
     @Option(names = {"-o", "--output"}, paramLabel = "BUNDLE", required = true, description = "Bundle file to write.")
     Path output;
 
+    @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
+            + "a terminal).")
+    Boolean progress;
+
     @Override
     public Integer call() {
-        try (Archive a = openArchive()) {
-            BundleSummary s = BundleWriter.export(a, recording, output);
+        try (Archive a = openArchiveReadOnly();
+                Progress p = Progress.start(spec.commandLine().getErr(), "export", Progress.wanted(progress))) {
+            BundleSummary s = BundleWriter.export(a, recording, output, p);
+            p.done();
             out().printf("exported %s: %d regions, %d images (%s) -> %s%n", s.recordingId(),
                     s.regions(), s.images(), Units.bytes(s.imageBytes()), output);
         }

@@ -5,6 +5,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import ptfence.cli.Json;
+import ptfence.cli.Progress;
 import ptfence.gc.GarbageCollector;
 import ptfence.gc.GcPolicy;
 import ptfence.gc.GcReport;
@@ -60,35 +61,41 @@ final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
     boolean dryRun;
     @Option(names = "--json", description = "Print the report as one JSON object.")
     boolean json;
+    @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
+            + "a terminal).")
+    Boolean progress;
 
     @Override
     public Integer call() {
         GcPolicy policy = new GcPolicy(Units.duration(keep), maxSize == null ? 0 : Units.size(maxSize), dryRun, 500);
         PrintWriter out = out();
-        try (Archive a = openArchive()) {
-            GcReport r = GarbageCollector.run(a, policy);
-            if (json) {
-                StringBuilder dropped = new StringBuilder("[");
-                for (GcReport.Dropped d : r.droppedRecordings()) {
-                    dropped.append(dropped.length() > 1 ? "," : "")
-                            .append(new Json().field("id", d.id()).field("reason", d.reason()));
-                }
-                out.println(new Json().field("dry_run", r.dryRun()).raw("dropped_recordings", dropped + "]")
-                        .field("regions_freed", r.regionsFreed()).field("images_freed", r.imagesFreed())
-                        .field("bytes_freed", r.bytesFreed()).field("spared", r.spared())
-                        .field("leases_expired", r.leasesExpired()).field("kept_recordings", r.keptRecordings())
-                        .field("kept_images", r.keptImages()).field("kept_bytes", r.keptBytes()));
-            } else {
-                String would = r.dryRun() ? "would " : "";
-                for (GcReport.Dropped d : r.droppedRecordings()) {
-                    out.printf("gc: %sdrop recording %s (%s)%n", would, d.id(), d.reason());
-                }
-                out.printf("gc: %sfree %d region(s), %d image(s), %s; %d expired lease(s)%n", would,
-                        r.regionsFreed(), r.imagesFreed(), Units.bytes(r.bytesFreed()), r.leasesExpired());
-                out.printf("gc: kept %d recording(s), %d image(s), %s%s%n", r.keptRecordings(), r.keptImages(),
-                        Units.bytes(r.keptBytes()),
-                        r.spared() > 0 ? "; spared " + r.spared() + " touched by a capture while gc ran" : "");
+        GcReport r;
+        try (Archive a = openArchive();
+                Progress p = Progress.start(spec.commandLine().getErr(), "gc", Progress.wanted(progress))) {
+            r = GarbageCollector.run(a, policy, p);
+            p.done();
+        }
+        if (json) {
+            StringBuilder dropped = new StringBuilder("[");
+            for (GcReport.Dropped d : r.droppedRecordings()) {
+                dropped.append(dropped.length() > 1 ? "," : "")
+                        .append(new Json().field("id", d.id()).field("reason", d.reason()));
             }
+            out.println(new Json().field("dry_run", r.dryRun()).raw("dropped_recordings", dropped + "]")
+                    .field("regions_freed", r.regionsFreed()).field("images_freed", r.imagesFreed())
+                    .field("bytes_freed", r.bytesFreed()).field("spared", r.spared())
+                    .field("leases_expired", r.leasesExpired()).field("kept_recordings", r.keptRecordings())
+                    .field("kept_images", r.keptImages()).field("kept_bytes", r.keptBytes()));
+        } else {
+            String would = r.dryRun() ? "would " : "";
+            for (GcReport.Dropped d : r.droppedRecordings()) {
+                out.printf("gc: %sdrop recording %s (%s)%n", would, d.id(), d.reason());
+            }
+            out.printf("gc: %sfree %d region(s), %d image(s), %s; %d expired lease(s)%n", would,
+                    r.regionsFreed(), r.imagesFreed(), Units.bytes(r.bytesFreed()), r.leasesExpired());
+            out.printf("gc: kept %d recording(s), %d image(s), %s%s%n", r.keptRecordings(), r.keptImages(),
+                    Units.bytes(r.keptBytes()),
+                    r.spared() > 0 ? "; spared " + r.spared() + " touched by a capture while gc ran" : "");
         }
         out.flush();
         return 0;

@@ -5,6 +5,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import ptfence.cli.Progress;
 import ptfence.bundle.BundleReader;
 import ptfence.bundle.BundleSummary;
 import ptfence.store.Archive;
@@ -20,11 +21,17 @@ final class ImportCommand extends ArchiveSubcommand implements Callable<Integer>
     @Option(names = "--perf-data", paramLabel = "FILE", description = "Where the recording's perf.data is on this machine.")
     Path perfData;
 
+    @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
+            + "a terminal).")
+    Boolean progress;
+
     @Override
     public Integer call() {
-        try (Archive a = openArchive()) {
+        try (Archive a = openArchive();
+                Progress p = Progress.start(spec.commandLine().getErr(), "import", Progress.wanted(progress))) {
             BundleSummary s = BundleReader.importInto(a, bundle,
-                    perfData == null ? "" : perfData.toAbsolutePath().toString());
+                    perfData == null ? "" : perfData.toAbsolutePath().toString(), p);
+            p.done();
             out().printf("imported %s: %d regions (%d new), %d images (%d new, %s)%n",
                     s.recordingId(), s.regions(), s.newRegions(), s.images(), s.newImages(), Units.bytes(s.imageBytes()));
         }

@@ -49,7 +49,7 @@ final class LsCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = out();
-        try (Archive a = openArchive()) {
+        try (Archive a = openArchiveReadOnly()) {
             a.read(s -> {
                 boolean regionFilter = name != null || tag != null || kind != null || recording != null
                         || boot != null || address != null || at != null;
@@ -110,13 +110,24 @@ final class LsCommand extends ArchiveSubcommand implements Callable<Integer> {
         List<PinTarget> pins = Recordings.pins(s);
         List<Lease> leases = Recordings.leases(s);
         if (json) {
+            long now = System.currentTimeMillis();
             for (Recording r : recs) {
-                out.println(new Json().field("recording", r.id()).field("perf_data", r.perfDataPath())
-                        .field("boot_id", r.bootId()).field("start", r.startTime())
-                        .field("end", r.endTime() == Recording.RUNNING ? null : Long.toString(r.endTime()))
+                out.println(new Json().field("type", "recording").field("recording", r.id())
+                        .field("perf_data", r.perfDataPath()).field("boot_id", r.bootId()).field("start", r.startTime())
+                        .raw("end", r.endTime() == Recording.RUNNING ? "null" : Long.toString(r.endTime()))
                         .field("created", java.time.Instant.ofEpochMilli(r.createdMillis()).toString())
+                        .field("created_ms", r.createdMillis())
                         .field("regions", Recordings.regionIds(s, r.id()).size())
                         .field("pinned", pins.contains(new PinTarget(PinTarget.Type.RECORDING, r.id()))));
+            }
+            for (PinTarget p : pins) {
+                out.println(new Json().field("type", "pin").field("target", p.toString())
+                        .field("pin_type", p.type().name().toLowerCase(Locale.ROOT)).field("value", p.value()));
+            }
+            for (Lease l : leases) {
+                out.println(new Json().field("type", "lease").field("id", l.id()).field("holder", l.holder())
+                        .field("generation", l.fromGeneration()).field("started_ms", l.startedMillis())
+                        .field("expires_ms", l.expiresMillis()).field("live", l.liveAt(now)));
             }
             return;
         }
@@ -159,7 +170,7 @@ final class LsCommand extends ArchiveSubcommand implements Callable<Integer> {
     }
 
     static String json(Region r) {
-        return new Json().field("name", r.name()).field("kind", r.kind().name().toLowerCase(Locale.ROOT))
+        return new Json().field("type", "region").field("name", r.name()).field("kind", r.kind().name().toLowerCase(Locale.ROOT))
                 .field("boot_id", r.bootId()).field("address", Units.address(r.address())).field("length", r.length())
                 .field("valid_from", r.validFrom())
                 .raw("valid_to", r.isOpen() ? "null" : Long.toString(r.validTo()))

@@ -40,7 +40,7 @@ final class ShowCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = out();
-        try (Archive a = openArchive()) {
+        try (Archive a = openArchiveReadOnly()) {
             a.read(s -> {
                 List<Region> regions = RegionIndex.byName(s, what);
                 if (regions.isEmpty() && what.length() == 16 && ContentKey.isHex(what)) {

@@ -23,7 +23,7 @@ final class StatsCommand extends ArchiveSubcommand implements Callable<Integer> 
     @Override
     public Integer call() {
         PrintWriter out = out();
-        try (Archive a = openArchive()) {
+        try (Archive a = openArchiveReadOnly()) {
             String text = a.read(s -> {
                 long[] img = {0, 0};
                 s.forEachImage((k, info) -> {

@@ -8,8 +8,19 @@ import ptfence.cli.BadInputException;
 final class Units {
     private Units() {}
 
-    /** "30d", "12h", "90m", "45s", "2w", or a bare number of days. */
+    /** Longest duration accepted: a century, far beyond any retention, and far from overflowing a wall-clock time. */
+    static final Duration MAX_DURATION = Duration.ofDays(36_525);
+
+    /** "30d", "12h", "90m", "45s", "2w", or a bare number of days; never negative, at most {@link #MAX_DURATION}. */
     static Duration duration(String s) {
+        Duration d = parseDuration(s);
+        if (d.isNegative() || d.compareTo(MAX_DURATION) > 0) {
+            throw new BadInputException("duration out of range: '" + s + "' (0 .. " + MAX_DURATION.toDays() + "d)");
+        }
+        return d;
+    }
+
+    private static Duration parseDuration(String s) {
         String t = s.trim().toLowerCase(Locale.ROOT);
         try {
             char unit = t.isEmpty() ? ' ' : t.charAt(t.length() - 1);
@@ -30,8 +41,16 @@ final class Units {
         }
     }
 
-    /** "10G", "512M", "64K", "1T" (powers of 1024) or a bare byte count. */
+    /** "10G", "512M", "64K", "1T" (powers of 1024) or a bare byte count; at least one byte. */
     static long size(String s) {
+        long n = parseSize(s);
+        if (n < 1) {
+            throw new BadInputException("size out of range: '" + s + "' (a positive size, e.g. 10G)");
+        }
+        return n;
+    }
+
+    private static long parseSize(String s) {
         String t = s.trim().toUpperCase(Locale.ROOT);
         if (t.endsWith("B")) {
             t = t.substring(0, t.length() - 1);

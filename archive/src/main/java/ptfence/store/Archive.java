@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
-import org.lmdbjava.ByteArrayProxy;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.DbiFlags;
 import org.lmdbjava.Env;
@@ -47,7 +46,11 @@ public final class Archive implements AutoCloseable {
     static final byte[] META_FORMAT = "format".getBytes(StandardCharsets.UTF_8);
     static final byte[] META_GENERATION = "generation".getBytes(StandardCharsets.UTF_8);
     private static final long INITIAL_MAP_SIZE = 64L << 20;
+    private static final int EPERM = 1;
     private static final int EIO = 5;
+    private static final int EACCES = 13;
+    private static final int EROFS = 30;
+    private static final int MDB_NOTFOUND = -30798;
     private static final int ENOSPC = 28;
     /** Below this much free space an EIO from a write is taken as the disk filling up (LMDB turns short writes into EIO). */
     private static final long LOW_SPACE = 16L << 20;
@@ -56,45 +59,87 @@ public final class Archive implements AutoCloseable {
 
     private final Path directory;
     private final Env<byte[]> env;
+    private final boolean readOnly;
     private final Map<Table, Dbi<byte[]>> dbis = new EnumMap<>(Table.class);
     /** Readers/writers hold it shared; growing the map holds it exclusively (LMDB wants no live txn then). */
     private final ReentrantReadWriteLock mapLock = new ReentrantReadWriteLock();
 
-    private Archive(Path directory, Env<byte[]> env) {
+    private Archive(Path directory, Env<byte[]> env, boolean readOnly) {
         this.directory = directory;
         this.env = env;
+        this.readOnly = readOnly;
     }
 
-    /** Opens (creating if needed) the archive in this directory. */
+    /** Opens the archive in this directory for reading and writing, creating it if there is none. */
     public static Archive open(Path directory) {
+        return open(directory, false);
+    }
+
+    /**
+     * Opens an existing archive for reading only: never creates anything (a path that holds no archive is a
+     * one-line error), works on a read-only file system or with a lock file it cannot write.
+     */
+    public static Archive openReadOnly(Path directory) {
+        return open(directory, true);
+    }
+
+    /**
+     * Checks, with plain reads and without LMDB, that an archive exists and that its data file holds the pages LMDB
+     * would walk ({@link LmdbFile}); {@code deep} also checks overflow page headers, key order and entry counts.
+     * Damage is a one-line {@link BadInputException} naming the page and its offset.
+     */
+    public static LmdbFile.Report inspect(Path directory, boolean deep) {
         Path dir = directory.toAbsolutePath();
-        createPrivateDirectory(dir);
-        Path data = dir.resolve("data.mdb");
-        long fileSize = 0;
-        try {
-            if (Files.exists(data)) {
-                fileSize = Files.size(data);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        requireExisting(dir);
+        return LmdbFile.check(dir.resolve("data.mdb"), deep);
+    }
+
+    private static void requireExisting(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            throw new BadInputException("archive " + dir + ": no ptfence archive there ("
+                    + (Files.exists(dir) ? "not a directory" : "no such directory") + ")");
         }
+        if (!Files.exists(dir.resolve("data.mdb"))) {
+            throw new BadInputException("archive " + dir + ": no ptfence archive there (no data.mdb)");
+        }
+    }
+
+    private static Archive open(Path directory, boolean readOnly) {
+        Path dir = directory.toAbsolutePath();
+        Path data = dir.resolve("data.mdb");
+        if (readOnly) {
+            requireExisting(dir);
+        } else {
+            createPrivateDirectory(dir);
+        }
+        long fileSize = 0;
+        if (Files.exists(data)) {
+            // LMDB trusts its file: what it would walk is checked here first, with plain reads (see LmdbFile)
+            fileSize = LmdbFile.check(data, false).fileSize();
+        }
+        LockWait.await(dir, dir.resolve("lock.mdb"), LockWait.timeout());
         Env<byte[]> env;
         try {
-            env = Env.create(ByteArrayProxy.PROXY_BA)
-                    .setMapSize(Math.max(INITIAL_MAP_SIZE, roundUp(fileSize * 2)))
-                    .setMaxDbs(Table.values().length + 2)
-                    .setMaxReaders(512)
-                    .open(dir.toFile(), 0600, EnvFlags.MDB_NOTLS);
-        } catch (LmdbException e) {
-            throw new BadInputException("archive " + dir + ": cannot open the database (" + e.getMessage()
-                    + "); it is damaged or not a ptfence archive");
+            env = openEnv(dir, fileSize, readOnly, false);
+        } catch (LmdbNativeException e) {
+            if (readOnly && e.getResultCode() == EACCES) {
+                // a lock file we may not write (another user's archive): read without LMDB's reader table
+                env = openEnv(dir, fileSize, true, true);
+            } else {
+                throw e;
+            }
         }
-        Archive archive = new Archive(dir, env);
+        Archive archive = new Archive(dir, env, readOnly);
         try {
-            restrict(data);
-            restrict(dir.resolve("lock.mdb"));
+            if (!readOnly) {
+                restrict(data);
+                restrict(dir.resolve("lock.mdb"));
+            }
             env.readerCheck();  // clear reader slots of processes that died
             archive.openTables();
+        } catch (LmdbNativeException e) {
+            env.close();
+            throw archive.translate(e);
         } catch (RuntimeException e) {
             env.close();
             throw e;
@@ -102,27 +147,71 @@ public final class Archive implements AutoCloseable {
         return archive;
     }
 
+    private static Env<byte[]> openEnv(Path dir, long fileSize, boolean readOnly, boolean noLock) {
+        List<EnvFlags> flags = new ArrayList<>(List.of(EnvFlags.MDB_NOTLS));
+        if (readOnly) {
+            flags.add(EnvFlags.MDB_RDONLY_ENV);
+        }
+        if (noLock) {
+            flags.add(EnvFlags.MDB_NOLOCK);
+        }
+        try {
+            return Env.create(PinnedByteArrayProxy.PROXY)
+                    .setMapSize(Math.max(INITIAL_MAP_SIZE, roundUp(fileSize * 2)))
+                    .setMaxDbs(Table.values().length + 2)
+                    .setMaxReaders(512)
+                    .open(dir.toFile(), 0600, flags.toArray(new EnvFlags[0]));
+        } catch (LmdbNativeException e) {
+            int rc = e.getResultCode();
+            if (rc == EACCES && readOnly && !noLock) {
+                throw e; // the caller retries without the lock file
+            }
+            if (rc == EACCES || rc == EROFS || rc == EPERM) {
+                throw new BadInputException("archive " + dir + ": " + (rc == EROFS ? "read-only file system" : "permission "
+                        + "denied") + (readOnly ? "" : "; this command writes to the archive (ls, show, stats, verify "
+                        + "and export only read)"), e);
+            }
+            throw new BadInputException("archive " + dir + ": cannot open the database (" + e.getMessage()
+                    + "); it is damaged or not a ptfence archive", e);
+        } catch (LmdbException e) {
+            throw new BadInputException("archive " + dir + ": cannot open the database (" + e.getMessage()
+                    + "); it is damaged or not a ptfence archive", e);
+        }
+    }
+
     private void openTables() {
-        try (Txn<byte[]> txn = env.txnWrite()) {
+        try (Txn<byte[]> txn = readOnly ? env.txnRead() : env.txnWrite()) {
             for (Table t : Table.values()) {
-                dbis.put(t, env.openDbi(txn, t.dbName().getBytes(StandardCharsets.UTF_8), null, false,
-                        DbiFlags.MDB_CREATE));
+                try {
+                    dbis.put(t, readOnly ? env.openDbi(txn, t.dbName().getBytes(StandardCharsets.UTF_8), null, false)
+                            : env.openDbi(txn, t.dbName().getBytes(StandardCharsets.UTF_8), null, false,
+                                    DbiFlags.MDB_CREATE));
+                } catch (LmdbNativeException e) {
+                    if (readOnly && e.getResultCode() == MDB_NOTFOUND) {
+                        throw new BadInputException("archive " + directory + ": not a ptfence archive (no table '"
+                                + t.dbName() + "')");
+                    }
+                    throw e;
+                }
             }
             Dbi<byte[]> meta = dbis.get(Table.META);
             byte[] format = meta.get(txn, META_FORMAT);
-            if (format == null) {
+            if (format == null && !readOnly) {
                 meta.put(txn, META_FORMAT, ByteBuffer.allocate(4).putInt(FORMAT_VERSION).array());
-            } else if (format.length != 4 || ByteBuffer.wrap(format).getInt() != FORMAT_VERSION) {
-                int v = format.length == 4 ? ByteBuffer.wrap(format).getInt() : -1;
+            } else if (format == null || format.length != 4 || ByteBuffer.wrap(format).getInt() != FORMAT_VERSION) {
+                int v = format != null && format.length == 4 ? ByteBuffer.wrap(format).getInt() : -1;
                 throw new BadInputException("archive " + directory + ": format version " + v
                         + " is not the one this ptarchive knows (" + FORMAT_VERSION + ")");
             }
-            txn.commit();
+            txn.commit(); // a read transaction's commit keeps the database handles for the environment
         } catch (Env.MapFullException e) {
             throw new ArchiveFullException("archive " + directory + ": map full while opening", e);
-        } catch (LmdbNativeException e) {
-            throw translate(e);
         }
+    }
+
+    /** Whether this archive was opened with {@link #openReadOnly}. */
+    public boolean readOnly() {
+        return readOnly;
     }
 
     /** The directory holding data.mdb and lock.mdb. */
@@ -160,6 +249,9 @@ public final class Archive implements AutoCloseable {
      * function run again from the start, so the function must act only through the batch.
      */
     public <R> R write(Function<Batch, R> fn) {
+        if (readOnly) {
+            throw new IllegalStateException("archive " + directory + " was opened read-only");
+        }
         for (int attempt = 0; ; attempt++) {
             boolean full = false;
             boolean resized = false;
@@ -273,7 +365,14 @@ public final class Archive implements AutoCloseable {
             return new ArchiveFullException("archive " + directory + ": no space left on the device; the write "
                     + "was rolled back and everything committed before is intact (free space and retry)", e);
         }
-        if (e instanceof LmdbNativeException.PageCorruptedException
+        if (rc == EACCES || rc == EPERM || rc == EROFS) {
+            return new BadInputException("archive " + directory + ": " + (rc == EROFS ? "read-only file system"
+                    : "permission denied") + " (" + e.getMessage() + ")", e);
+        }
+        // LMDB's own codes other than the ones about sizes and limits say the file is not what LMDB wrote
+        boolean limit = rc == MDB_MAP_RESIZED || rc == -30792 || rc == -30790 || rc == -30788 || rc == -30791;
+        if (rc <= -30780 && rc >= -30800 && !limit
+                || e instanceof LmdbNativeException.PageCorruptedException
                 || e instanceof LmdbNativeException.PageNotFoundException
                 || e instanceof LmdbNativeException.PanicException
                 || e instanceof Env.FileInvalidException

@@ -1,6 +1,7 @@
 package ptfence.store;
 
 import java.util.function.Consumer;
+import ptfence.cli.Progress;
 
 /**
  * Re-hashes every image and checks that the two image tables agree. Problems go to the sink as one line
@@ -14,8 +15,15 @@ public final class Verifier {
 
     /** Checks every image in the snapshot. */
     public static Counts images(Snapshot s, Consumer<String> problems) {
+        return images(s, problems, Progress.NONE);
+    }
+
+    /** Checks every image in the snapshot, counting them on {@code progress}. */
+    public static Counts images(Snapshot s, Consumer<String> problems, Progress progress) {
         long[] n = {0, 0};
+        progress.phase("re-hashing images", s.count(Table.IMAGES));
         s.forEachPrefix(Table.IMAGES, new byte[0], (k, v) -> {
+            progress.add(1);
             n[0]++;
             n[1] += v.length;
             if (k.length != ContentKey.LENGTH) {

@@ -1,5 +1,6 @@
 package ptfence.ptarchive;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -203,7 +204,7 @@ class PtarchiveCommandTest {
         assertEquals(1, recs.out().lines().count(), recs.out());
         String line = recs.out().lines().findFirst().orElseThrow();
         assertTrue(line.contains("\"recording\":\"rec-1\"") && line.contains("\"regions\":3")
-                && line.contains("\"end\":\"900\"") && line.contains("\"pinned\":false"), line);
+                && line.contains("\"end\":900") && line.contains("\"pinned\":false"), line);
         ContentKey bigKey = ContentKey.of(big);
         assertTrue(run("pin", bigKey.hex()).out().contains("pinned image:" + bigKey.hex()));
         assertTrue(run("pin", "--name", "text_poke").out().contains("pinned name:text_poke"));
@@ -245,5 +246,148 @@ class PtarchiveCommandTest {
             }
         }
         assertFalse(out.toString().isEmpty());
+    }
+
+    // issue 12: an -o that is one of the command's inputs (the archive's own files) is refused before anything is
+    // written, and a failed export leaves an existing bundle as it was, with no temporary file beside it
+    @Test
+    void exportGoesThroughOutputFileAndNeverWritesOverTheArchive() throws Exception {
+        Path data = dir.resolve("data.mdb");
+        byte[] before = Files.readAllBytes(data);
+        Result self = run("export", "rec-1", "-o", data.toString());
+        assertEquals(2, self.exit(), self.err());
+        assertEquals(1, self.err().lines().count(), self.err());
+        assertTrue(self.err().contains("is also an input"), self.err());
+        assertArrayEquals(before, Files.readAllBytes(data), "data.mdb untouched");
+        assertEquals(0, run("verify").exit());
+
+        Path existing = Files.writeString(tmp.resolve("keep.ptfb"), "precious");
+        Result failed = run("export", "no-such-recording", "-o", existing.toString());
+        assertEquals(2, failed.exit(), failed.err());
+        assertEquals("precious", Files.readString(existing));
+        try (var files = Files.list(tmp)) {
+            assertEquals(List.of(), files.filter(f -> f.getFileName().toString().contains("keep.ptfb")
+                    && !f.equals(existing)).toList(), "no temporary file left");
+        }
+    }
+
+    // issue 12: a read-only command on a path that is not an archive creates nothing; one line, exit 2
+    @Test
+    void readOnlyCommandsNeverCreateAnArchive() throws Exception {
+        Path typo = tmp.resolve("typo");
+        dir = typo;
+        for (String[] cmd : new String[][] {{"ls"}, {"show", "text_poke"}, {"stats"}, {"verify"},
+                {"export", "rec-1", "-o", tmp.resolve("x.ptfb").toString()}}) {
+            Result r = run(cmd);
+            assertEquals(2, r.exit(), cmd[0] + ": " + r.err());
+            assertEquals(1, r.err().lines().count(), r.err());
+            assertTrue(r.err().contains(typo.toString()) && r.err().contains("no ptfence archive"), r.err());
+            assertFalse(Files.exists(typo), cmd[0] + " created " + typo);
+        }
+        // an empty data.mdb (a file system that lost it, a 'touch') is not silently re-created
+        Files.createDirectory(typo);
+        Files.createFile(typo.resolve("data.mdb"));
+        for (String cmd : new String[] {"verify", "ls", "stats", "gc"}) {
+            Result r = run(cmd);
+            assertEquals(2, r.exit(), cmd + ": " + r.out() + r.err());
+            assertEquals(1, r.err().lines().count(), r.err());
+            assertTrue(r.err().contains("data.mdb") && r.err().contains("empty"), r.err());
+            assertEquals(0, Files.size(typo.resolve("data.mdb")), cmd + " rewrote the empty data.mdb");
+        }
+        // writers still create a new archive where there is none
+        dir = tmp.resolve("fresh");
+        assertEquals(0, run("pin").exit());
+        assertEquals(0, run("verify").exit());
+    }
+
+    // issue 12: bad gc/import arguments are bad input (exit 2, one line), never an internal error (70)
+    @Test
+    void badGcAndImportArgumentsAreOneLineExit2() throws Exception {
+        for (String[] args : new String[][] {{"gc", "--keep", "-5d"}, {"gc", "--keep", "99999999999999d"},
+                {"gc", "--max-size", "-1"}, {"gc", "--max-size", "0"}, {"import", tmp.toString()}}) {
+            Result r = run(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertEquals(1, r.err().lines().count(), r.err());
+            assertFalse(r.err().contains("internal error"), r.err());
+        }
+        assertTrue(run("import", tmp.toString()).err().contains("is a directory"));
+        assertEquals(0, run("gc", "--keep", "36500d", "--dry-run").exit());
+    }
+
+    // issue 12: ls --json has one schema: numbers are numbers (null when open-ended), every object has a type
+    @Test
+    @SuppressWarnings("unchecked")
+    void lsJsonSchemaIsTypedAndNumeric() throws Exception {
+        // the populated archive: rec-1 ends at 900; add a running recording, a pin and a lease
+        try (Archive a = Archive.open(dir)) {
+            a.write(b -> {
+                Recordings.register(b, Recording.started("rec-2", "", "boot-a", 1000));
+                return null;
+            });
+            ptfence.recording.Recordings.openLease(a, "test", java.time.Duration.ofHours(1));
+        }
+        assertEquals(0, run("pin", "rec-1").exit());
+        Result all = run("ls", "--json");
+        assertEquals(0, all.exit(), all.err());
+        java.util.Map<String, Integer> types = new java.util.TreeMap<>();
+        for (String line : all.out().lines().toList()) {
+            java.util.Map<String, Object> o = ptfence.cli.JsonReader.object(line);
+            String type = (String) o.get("type");
+            assertTrue(type != null, "no type: " + line);
+            types.merge(type, 1, Integer::sum);
+            switch (type) {
+                case "recording" -> {
+                    assertTrue(o.get("start") instanceof Long, line);
+                    assertTrue(o.get("created_ms") instanceof Long, line);
+                    assertTrue(o.get("regions") instanceof Long, line);
+                    assertTrue(o.containsKey("end"), line);
+                    if (o.get("recording").equals("rec-1")) {
+                        assertEquals(900L, o.get("end"), line);
+                        assertEquals(true, o.get("pinned"), line);
+                    } else {
+                        assertEquals(null, o.get("end"), "running: " + line);
+                    }
+                }
+                case "region" -> {
+                    assertTrue(o.get("valid_from") instanceof Long && o.get("length") instanceof Long, line);
+                    assertTrue(o.containsKey("valid_to"), line);
+                    assertTrue(((String) o.get("address")).startsWith("0x"), line);
+                }
+                case "pin" -> assertEquals("recording:rec-1", o.get("target"), line);
+                case "lease" -> {
+                    assertEquals("test", o.get("holder"), line);
+                    assertTrue(o.get("expires_ms") instanceof Long && o.get("live").equals(true), line);
+                }
+                default -> throw new AssertionError("unknown type " + type);
+            }
+        }
+        assertEquals(java.util.Map.of("lease", 1, "pin", 1, "recording", 2, "region", 3), types, all.out());
+        // the same schema with a filter or --recordings
+        assertTrue(run("ls", "--json", "--kind", "text_poke").out().contains("\"type\":\"region\""));
+        assertEquals(4, run("ls", "--json", "--recordings").out().lines().count());
+    }
+
+    // issue 12: gc, verify, export and import report progress on stderr when asked, and only then (stderr is no
+    // terminal here)
+    @Test
+    void progressOnStderrOnlyWhenAsked() throws Exception {
+        Path bundle = tmp.resolve("p.ptfb");
+        Result e = run("export", "rec-1", "-o", bundle.toString(), "--progress");
+        assertEquals(0, e.exit(), e.err());
+        assertTrue(e.err().contains("export: exporting images 2/2 (100%)"), e.err());
+        assertEquals("", run("export", "rec-1", "-o", bundle.toString()).err());
+        Result v = run("verify", "--progress");
+        assertEquals(0, v.exit(), v.err());
+        assertTrue(v.err().contains("verify: re-hashed images 2/2 (100%)"), v.err());
+        assertEquals("", run("verify").err());
+        dir = tmp.resolve("other");
+        Result i = run("import", bundle.toString(), "--progress");
+        assertEquals(0, i.exit(), i.err());
+        assertTrue(i.err().contains("import: importing images and regions 5/5 (100%)"), i.err());
+        Thread.sleep(10);
+        Result g = run("gc", "--keep", "0s", "--progress");
+        assertEquals(0, g.exit(), g.err());
+        assertTrue(g.err().contains("gc: sweeping images 2/2 (100%)"), g.err());
+        assertEquals("", run("gc").err());
     }
 }

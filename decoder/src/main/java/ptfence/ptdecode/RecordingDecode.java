@@ -202,7 +202,7 @@ final class RecordingDecode {
             }
             return; // no archive: perf's own data only
         }
-        try (Archive archive = Archive.open(dir)) {
+        try (Archive archive = Archive.openReadOnly(dir)) {
             archive.read(s -> {
                 List<Recording> all = Recordings.all(s);
                 Recording chosen = chooseRecording(all, s);
