@@ -32,6 +32,11 @@ public final class FlowConfig {
     public boolean endOnJump;
     /** After an error, continue at the next usable event instead of the next PSB. */
     public boolean resyncOnError;
+    /**
+     * After an error, continue at the next packet that gives a full IP (perf's recovery; recordings' default),
+     * forgetting the compressed-IP state, instead of the next PSB. Wins over {@link #resyncOnError}.
+     */
+    public boolean resyncAtIp;
 
     public int mtcFreq;
     public int nomFreq;

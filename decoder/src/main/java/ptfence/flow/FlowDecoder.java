@@ -191,12 +191,20 @@ public final class FlowDecoder {
                 long errOffset = evd.offset();
                 long errIp = errorIp(st);
                 sink.error("error", st, offsetBase + errOffset, errIp);
-                if (!cfg.resyncOnError || (errOffset == lastErrorOffset && errIp == lastErrorIp)) {
+                if (!(cfg.resyncOnError || cfg.resyncAtIp)
+                        || (errOffset == lastErrorOffset && errIp == lastErrorIp)) {
                     break; // no progress since the last resync: give up on this segment
                 }
                 lastErrorOffset = errOffset;
                 lastErrorIp = errIp;
-                st = resync();
+                if (cfg.resyncAtIp) {
+                    st = resumeAtFullIp();
+                    if (st == PtError.EOS) {
+                        break;
+                    }
+                } else {
+                    st = resync();
+                }
                 if (st < 0) {
                     flushRun();
                     errors++;
@@ -221,6 +229,22 @@ public final class FlowDecoder {
     }
 
     private long lastSync;
+
+    /**
+     * After an error (perf's recovery): the flow so far cannot be trusted, nor can the compressed IPs after the error;
+     * continue at the next packet that gives a full IP ({@link EventDecoder#restartAtFullIp}), with an empty return
+     * stack, keeping the execution mode and the time.
+     */
+    private int resumeAtFullIp() {
+        rsTop = 0;
+        rsCount = 0;
+        int st = evd.restartAtFullIp();
+        if (st < 0) {
+            return st;
+        }
+        fetchEvent();
+        return resync();
+    }
 
     /** After an error: find a place in the event stream to continue from (ptxed --resync-on-error). */
     private int resync() {

@@ -124,6 +124,9 @@ public final class FlowCommand implements Callable<Integer> {
     boolean eventIflags;
     @Option(names = "--resync-on-error", description = "Resynchronize after errors (default: at the next PSB).")
     boolean resyncOnError;
+    @Option(names = "--resync-at-ip", description = "After an error continue at the next packet with a full IP "
+            + "(perf's recovery; the default for recordings).")
+    boolean resyncAtIp;
     @Option(names = "--block:show-blocks", description = "Mark block boundaries.")
     boolean showBlocks;
     @Option(names = "--block:end-on-call", description = "End blocks at calls.")
@@ -191,6 +194,7 @@ public final class FlowCommand implements Callable<Integer> {
         cfg.endOnCall = endOnCall;
         cfg.endOnJump = endOnJump;
         cfg.resyncOnError = resyncOnError;
+        cfg.resyncAtIp = resyncAtIp;
         cfg.mtcFreq = mtcFreq == null ? 0 : (int) Numbers.parse(mtcFreq, "--mtc-freq");
         cfg.nomFreq = nomFreq == null ? 0 : (int) Numbers.parse(nomFreq, "--nom-freq");
         cfg.cpuid15Eax = cpuid15Eax == null ? 0 : (int) Numbers.parse(cpuid15Eax, "--cpuid-0x15.eax");

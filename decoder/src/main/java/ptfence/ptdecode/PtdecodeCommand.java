@@ -91,6 +91,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
     Path output;
 
+    @Option(names = "--strict", description = "Exit with status 2 if the trace had decode errors (default: report "
+            + "them, count them on stderr and go on, as perf does).")
+    boolean strict;
+
     @Option(names = "--packets", description = "Print the recording's PT packets instead (as 'ptdecode packets').")
     boolean packets;
 
@@ -144,7 +148,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         try {
             if (func == null) {
                 rd.merged(out);
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
@@ -159,7 +163,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                     }
                 });
                 w.end();
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             boolean jsonl = format.equals("jsonl");
             FuncPrinter p = new FuncPrinter(out, jsonl);
@@ -176,7 +180,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 ptfence.func.SourceLines lines = jsonl ? null
                         : rd.sourceLines(target, rd.programsNamed(programsRun));
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             if (source) {
                 // The lines of every program a tail call may go on in; shown are the target's and those run.
@@ -201,7 +205,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                     out.append(profile.text());
                 }
                 p.summary(counts);
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             rd.invocations(target, inv -> {
                 p.names(a -> {
@@ -218,13 +222,23 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 counts.add(inv.instructions());
             });
             p.summary(counts);
-            return Tool.EXIT_OK;
+            return done(rd, out);
         } finally {
             out.flush();
             if (output != null) {
                 os.close();
             }
         }
+    }
+
+    /**
+     * After a view: the decode errors on stderr in one line, as perf's warning counts them; with --strict, any makes
+     * the exit status 2 (the output stays as written).
+     */
+    private int done(RecordingDecode rd, PrintWriter out) {
+        out.flush();
+        long errors = rd.reportErrors();
+        return strict && errors > 0 ? Tool.EXIT_BAD_INPUT : Tool.EXIT_OK;
     }
 
     /** True if {@code address} lies in one of {@code functions} (at any time). */

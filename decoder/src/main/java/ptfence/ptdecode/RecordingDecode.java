@@ -132,6 +132,7 @@ final class RecordingDecode {
             };
             code = new CodeMap(sideband, clock, timed, req.sysroot());
             config = new FlowConfig();
+            config.resyncAtIp = true; // as perf: lose only the trace up to the next full IP after an error
             String cpuSpec = cpuSpec(f);
             if (cpuSpec != null) {
                 config.setCpu(cpuSpec);
@@ -363,8 +364,30 @@ final class RecordingDecode {
             active.add(in);
             d.run();
             active.remove(in);
+            errorsByCpu.merge(t.cpu(), d.errors, Long::sum);
             decodedBytes.addAndGet(in.size());
         }
+    }
+
+    /** Decode errors per CPU (each a stretch of trace lost up to the next full IP). */
+    private final Map<Integer, Long> errorsByCpu = new java.util.concurrent.ConcurrentSkipListMap<>();
+
+    /** Prints how many decode errors there were, per CPU, on one stderr line (nothing if none); returns the count. */
+    long reportErrors() {
+        long all = errorsByCpu.values().stream().mapToLong(Long::longValue).sum();
+        if (all > 0) {
+            StringBuilder sb = new StringBuilder("ptdecode: ").append(all).append(all == 1 ? " decode error" :
+                    " decode errors");
+            String sep = " (";
+            for (Map.Entry<Integer, Long> e : errorsByCpu.entrySet()) {
+                if (e.getValue() > 0) {
+                    sb.append(sep).append("cpu ").append(e.getKey()).append(": ").append(e.getValue());
+                    sep = ", ";
+                }
+            }
+            err.println(sb.append("); each lost the trace up to the next packet with a full IP"));
+        }
+        return all;
     }
 
     /** How many CPUs decode at once. */
