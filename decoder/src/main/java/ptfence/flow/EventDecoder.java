@@ -295,7 +295,10 @@ public final class EventDecoder {
         Pkt p = scratch;
         long at = FullIpScan.find(in, from, p);
         if (at < 0) {
-            return (int) at;
+            packet.type = INVALID; // where the scan stopped: offset() names the bytes that are no packet
+            packet.size = 0;
+            status = (int) at;
+            return status;
         }
         in.seek(from);
         while (in.position() < at && in.next(p) >= 0) {

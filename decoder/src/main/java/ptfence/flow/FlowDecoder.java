@@ -199,8 +199,13 @@ public final class FlowDecoder {
                 lastErrorIp = errIp;
                 if (cfg.resyncAtIp) {
                     st = resumeAtFullIp();
-                    if (st == PtError.EOS) {
-                        break;
+                    if (st < 0) {
+                        // the trace ended, or bytes that are no packet: those are news only past the error reported
+                        if (st != PtError.EOS && evd.offset() != errOffset) {
+                            errors++;
+                            sink.error("error", st, offsetBase + evd.offset(), errorIp(st));
+                        }
+                        break; // on at the next PSB
                     }
                 } else {
                     st = resync();

@@ -35,7 +35,8 @@ import ptfence.func.Invocation;
                 "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
 public final class PtdecodeCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "RECORDING",
-            description = "A perf.data recording (ptrec's, or perf record -e intel_pt//'s).")
+            description = "A perf.data recording (ptrec's, or perf record -e intel_pt//'s); default ./perf.data, as "
+                    + "perf script; '-' reads a pipe-mode recording from stdin (perf record -o - ... | ptdecode -).")
     String recording;
 
     @Option(names = "--func", paramLabel = "NAME", description = "Show each invocation of NAME: bpf_prog_<tag> "
@@ -101,12 +102,18 @@ public final class PtdecodeCommand implements Callable<Integer> {
     /** Where output goes (tests replace it). */
     java.io.OutputStream stdout = new java.io.FileOutputStream(java.io.FileDescriptor.out);
     PrintStream stderr = System.err;
+    java.io.InputStream stdin = System.in;
+    /** Where ./perf.data is looked for (the working directory; tests point it elsewhere). */
+    Path directory = Path.of("");
 
     @Override
     public Integer call() throws Exception {
         if (recording == null) {
-            new picocli.CommandLine(this).usage(System.out);
-            return Tool.EXIT_OK;
+            recording = directory.resolve("perf.data").toString(); // as perf script (and where ptrec writes)
+            if (!java.nio.file.Files.exists(Path.of(recording))) {
+                throw new BadInputException("perf.data: no such file (with no RECORDING ptdecode reads ./perf.data; "
+                        + "record with 'ptrec' or 'perf record -e intel_pt//', or see 'ptdecode --help')");
+            }
         }
         if (packets) {
             PacketsCommand p = new PacketsCommand();
@@ -142,6 +149,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
                 progress != null ? progress : System.console() != null), stderr);
+        if (recording.equals("-")) {
+            rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
+        }
         rd.load();
         java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);

@@ -76,14 +76,26 @@ final class RecordingDecode {
                 : Runtime.getRuntime().availableProcessors()));
     }
 
+    /** A pipe-mode recording read from stdin ("-"), held in memory; null: the file {@link Request#recording}. */
+    private ByteBuffer stdinBytes;
+
+    void fromStdin(ByteBuffer bytes) {
+        stdinBytes = bytes;
+    }
+
+    private PerfDataFile openRecording() throws IOException {
+        return stdinBytes != null ? PerfDataFile.of("stdin", stdinBytes.duplicate())
+                : PerfDataFile.open(req.recording());
+    }
+
     /** Reads the recording and gathers the code. */
     void load() throws IOException {
-        if (!Files.isRegularFile(req.recording())) {
+        if (stdinBytes == null && !Files.isRegularFile(req.recording())) {
             throw new BadInputException(req.recording() + ": no such file");
         }
         List<AuxBuffer> buffers = new ArrayList<>();
         PerfRecord.AuxtraceInfo info = null;
-        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+        try (PerfDataFile f = openRecording()) {
             PerfDataFile.RecordReader r = f.records();
             BadInputException damage = null;
             try {
@@ -385,7 +397,7 @@ final class RecordingDecode {
                     sep = ", ";
                 }
             }
-            err.println(sb.append("); each lost the trace up to the next packet with a full IP"));
+            err.println(sb.append("); each lost the trace up to the next full IP or PSB"));
         }
         return all;
     }
@@ -593,7 +605,7 @@ final class RecordingDecode {
                 return s;
             }
         }
-        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+        try (PerfDataFile f = openRecording()) {
             Set<Integer> ids = new HashSet<>();
             programs.forEach(p -> ids.add(p.progId()));
             List<ptfence.perfdata.Feature.BpfProgInfo> infos = new ArrayList<>();
