@@ -43,10 +43,8 @@ public final class FlowConfig {
     public int cpuid15Eax;
     public int cpuid15Ebx;
 
-    /** Address filter 0 (ptxed --filter:addr0_*), used by erratum SKL014. */
-    public int addr0Cfg;
-    public long addr0A;
-    public long addr0B;
+    /** The address filters in effect when recording (ptxed --filter:addr<n>_*), used by erratum SKL014. */
+    public final AddrFilter addrFilter = new AddrFilter();
 
     /**
      * Sets the CPU from "F/M[/S]" and enables the errata libipt knows for it (the table lives in

@@ -133,6 +133,11 @@ public final class FlowDecoder {
     static final long TSC_SLIP = 0x10000;
     private long reportedTime = Long.MIN_VALUE;
 
+    /** The trace offset the decoder has read to (ptxed --offset prints it with each instruction and event). */
+    public long offset() {
+        return offsetBase + evd.offset();
+    }
+
     /** Statistics. */
     public long instructions;
     public long blocks;
@@ -616,7 +621,7 @@ public final class FlowDecoder {
                 if (!enabled) {
                     return PtError.BAD_CONTEXT;
                 }
-                if (ev.ipSuppressed && cfg.addr0Cfg != 0 && cfg.skl014) {
+                if (ev.ipSuppressed && cfg.skl014 && cfg.addrFilter.configured()) {
                     err = walkSkl014();
                 } else {
                     err = ev.ipSuppressed ? walk(WALK_TO_INSN, 0, PRED_CHANGES_CR3) : walk(WALK_TO_IP, ev.ip, 0);
@@ -1053,10 +1058,7 @@ public final class FlowDecoder {
     }
 
     private boolean insideFilter(long addr) {
-        if (cfg.addr0Cfg != 1) {
-            return true;
-        }
-        return Long.compareUnsigned(addr, cfg.addr0A) >= 0 && Long.compareUnsigned(addr, cfg.addr0B) <= 0;
+        return cfg.addrFilter.traces(addr);
     }
 
     /** libipt's pt_blk_next: a new block starts (ptxed --block:show-blocks marks it). */
