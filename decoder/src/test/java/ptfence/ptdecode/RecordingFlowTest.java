@@ -33,9 +33,16 @@ class RecordingFlowTest {
     }
 
     static Run ptdecode(String... args) {
+        return ptdecode(Path.of(""), new byte[0], args);
+    }
+
+    /** Runs ptdecode in {@code dir} (where ./perf.data is looked for) with {@code stdin}. */
+    static Run ptdecode(Path dir, byte[] stdin, String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         PtdecodeCommand cmd = new PtdecodeCommand();
+        cmd.stdin = new java.io.ByteArrayInputStream(stdin);
+        cmd.directory = dir;
         cmd.stdout = out;
         cmd.stderr = new PrintStream(err, true, StandardCharsets.UTF_8);
         StringWriter toolErr = new StringWriter();

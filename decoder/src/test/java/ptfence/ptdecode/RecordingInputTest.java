@@ -3,12 +3,6 @@ package ptfence.ptdecode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -26,25 +20,11 @@ import ptfence.cli.Tool;
 class RecordingInputTest {
     private static final Pattern IP = Pattern.compile("\"ip\":\"0x([0-9a-f]+)\",\"insn\"");
 
-    static RecordingFlowTest.Run run(Path dir, byte[] stdin, String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        PtdecodeCommand cmd = new PtdecodeCommand();
-        cmd.stdout = out;
-        cmd.stderr = new PrintStream(err, true, StandardCharsets.UTF_8);
-        cmd.stdin = new ByteArrayInputStream(stdin);
-        cmd.directory = dir;
-        StringWriter toolErr = new StringWriter();
-        int rc = Tool.run("ptdecode", cmd, new PrintWriter(new StringWriter()), new PrintWriter(toolErr), args);
-        return new RecordingFlowTest.Run(rc, out.toString(StandardCharsets.UTF_8),
-                err.toString(StandardCharsets.UTF_8) + toolErr);
-    }
-
     @Test
     void withoutARecordingItDecodesPerfDataInTheWorkingDirectory(@TempDir Path tmp) throws Exception {
         Path d = RecordingPacketsTest.hase("loopy-20180514T145114");
         Files.copy(d.resolve("perf.data.1"), tmp.resolve("perf.data"));
-        RecordingFlowTest.Run r = run(tmp, new byte[0], "--sysroot", d.resolve("symfs").toString(), "--format",
+        RecordingFlowTest.Run r = RecordingFlowTest.ptdecode(tmp, new byte[0], "--sysroot", d.resolve("symfs").toString(), "--format",
                 "jsonl");
         assertEquals(Tool.EXIT_OK, r.exit(), r.err());
         List<Long> got = new ArrayList<>();
@@ -56,7 +36,7 @@ class RecordingInputTest {
                 .filter(l -> !l.isBlank()).map(l -> Long.parseUnsignedLong(l.trim(), 16)).toList();
         assertEquals(perf, got, "perf script's instructions for the same perf.data");
 
-        RecordingFlowTest.Run none = run(tmp.resolve("empty-dir-that-is-not-there"), new byte[0]);
+        RecordingFlowTest.Run none = RecordingFlowTest.ptdecode(tmp.resolve("empty-dir-that-is-not-there"), new byte[0]);
         assertEquals(Tool.EXIT_BAD_INPUT, none.exit());
         assertTrue(none.err().contains("perf.data: no such file"), none.err());
     }
@@ -64,8 +44,8 @@ class RecordingInputTest {
     @Test
     void dashReadsAPipeModeRecordingFromStdinAsTheFileDecodes() throws Exception {
         Path q = RecordingRecoveryTest.quipper().resolve("perf.data.piped.intel_pt-4.14");
-        RecordingFlowTest.Run file = run(Path.of(""), new byte[0], "--format", "jsonl", q.toString());
-        RecordingFlowTest.Run pipe = run(Path.of(""), Files.readAllBytes(q), "--format", "jsonl", "-");
+        RecordingFlowTest.Run file = RecordingFlowTest.ptdecode(Path.of(""), new byte[0], "--format", "jsonl", q.toString());
+        RecordingFlowTest.Run pipe = RecordingFlowTest.ptdecode(Path.of(""), Files.readAllBytes(q), "--format", "jsonl", "-");
         assertEquals(Tool.EXIT_OK, pipe.exit(), pipe.err());
         assertTrue(file.out().lines().count() > 100, "a trivial decode");
         assertEquals(file.out(), pipe.out());
