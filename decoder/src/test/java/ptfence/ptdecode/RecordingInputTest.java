@@ -5,10 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import ptfence.cli.Tool;
@@ -18,23 +15,15 @@ import ptfence.cli.Tool;
  * and "-" reads a pipe-mode recording from stdin ({@code perf record -o - ... | ptdecode -}).
  */
 class RecordingInputTest {
-    private static final Pattern IP = Pattern.compile("\"ip\":\"0x([0-9a-f]+)\",\"insn\"");
-
     @Test
     void withoutARecordingItDecodesPerfDataInTheWorkingDirectory(@TempDir Path tmp) throws Exception {
         Path d = RecordingPacketsTest.hase("loopy-20180514T145114");
         Files.copy(d.resolve("perf.data.1"), tmp.resolve("perf.data"));
-        RecordingFlowTest.Run r = RecordingFlowTest.ptdecode(tmp, new byte[0], "--sysroot", d.resolve("symfs").toString(), "--format",
-                "jsonl");
+        RecordingFlowTest.Run r = RecordingFlowTest.ptdecode(tmp, new byte[0], "--sysroot",
+                d.resolve("symfs").toString(), "--format", "jsonl");
         assertEquals(Tool.EXIT_OK, r.exit(), r.err());
-        List<Long> got = new ArrayList<>();
-        Matcher m = IP.matcher(r.out());
-        while (m.find()) {
-            got.add(Long.parseUnsignedLong(m.group(1), 16));
-        }
-        List<Long> perf = Files.readAllLines(d.resolve("expected/perf61_insns_itrace_i1i.txt")).stream()
-                .filter(l -> !l.isBlank()).map(l -> Long.parseUnsignedLong(l.trim(), 16)).toList();
-        assertEquals(perf, got, "perf script's instructions for the same perf.data");
+        assertEquals(RecordingFlowTest.perfInstructions(d), RecordingFlowTest.instructions(r.out()),
+                "perf script's instructions for the same perf.data");
 
         RecordingFlowTest.Run none = RecordingFlowTest.ptdecode(tmp.resolve("empty-dir-that-is-not-there"), new byte[0]);
         assertEquals(Tool.EXIT_BAD_INPUT, none.exit());
