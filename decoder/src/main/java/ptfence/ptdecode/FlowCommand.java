@@ -47,8 +47,20 @@ import ptfence.sideband.SidebandSink;
             "  ptdecode flow --pt cpu0.pt --pevent:sample-type 0x10086 --pevent:time-zero 0x1f --pevent:time-shift 10 \\",
             "      --pevent:time-mult 0x22f --pevent:kernel-start 0xffffffff80000000 --pevent:sysroot /mnt/target \\",
             "      --pevent:primary cpu0.sb --pevent:secondary cpu1.sb --sb:compact --sb:switch"},
-        modelTransformer = PacketsCommand.PtdumpStyleParsing.class)
+        modelTransformer = FlowCommand.Parsing.class)
 public final class FlowCommand implements Callable<Integer> {
+    /** ptxed's parsing (repeated options: the last wins) and its --filter:addr<n>_* options. */
+    public static final class Parsing implements picocli.CommandLine.IModelTransformer {
+        @Override
+        public picocli.CommandLine.Model.CommandSpec transform(picocli.CommandLine.Model.CommandSpec spec) {
+            new PacketsCommand.PtdumpStyleParsing().transform(spec);
+            if (spec.userObject() instanceof FlowCommand c) {
+                AddrFilterOptions.addTo(spec, c.addrFilter);
+            }
+            return spec;
+        }
+    }
+
     /** Replaces the packet layer's cursor (tests); null: use {@link CursorInput} with the CPU's errata. */
     static Function<ByteBuffer, PacketInput> packetSourceOverride;
 
@@ -138,8 +150,8 @@ public final class FlowCommand implements Callable<Integer> {
     String cpuid15Eax;
     @Option(names = "--cpuid-0x15.ebx", paramLabel = "N", description = "CPUID leaf 0x15 EBX (TSC:crystal numerator).")
     String cpuid15Ebx;
-    @picocli.CommandLine.Mixin
-    AddrFilterOptions addrFilter = new AddrFilterOptions();
+    /** --filter:addr<n>_* (added to the model by {@link Parsing}). */
+    final AddrFilterOptions addrFilter = new AddrFilterOptions();
     @Option(names = "--offset", description = "Print the trace offset with each instruction and event (ptxed).")
     boolean offset;
     @Option(names = "--raw-insn", description = "Print each instruction's bytes (--format text; the ptxed format, "
