@@ -282,6 +282,44 @@ public final class EventDecoder {
         return start();
     }
 
+    /**
+     * After an error: drop the events in hand and the last IP, and go on at the next packet that gives a full IP (or
+     * a PSB/OVF), see {@link FullIpScan}. Timing packets on the way still move the time. Returns 0, or EOS, or the
+     * packet layer's error (the caller then looks for the next PSB).
+     */
+    public int restartAtFullIp() {
+        if (packet.type == INVALID) {
+            return status < 0 ? status : PtError.EOS;
+        }
+        long from = in.position() - (bound ? 0 : packet.size); // a bound IP packet has been used up
+        Pkt p = scratch;
+        long at = FullIpScan.find(in, from, p);
+        if (at < 0) {
+            packet.type = INVALID; // where the scan stopped: offset() names the bytes that are no packet
+            packet.size = 0;
+            status = (int) at;
+            return status;
+        }
+        in.seek(from);
+        while (in.position() < at && in.next(p) >= 0) {
+            if (FullIpScan.timing(p.type)) {
+                time.apply(p);
+            }
+        }
+        in.seek(at);
+        queued = 0;
+        event = null;
+        bound = false;
+        lastIp = 0;
+        haveIp = false;
+        ipSuppressed = false;
+        modeExecValid = false; // the next MODE.Exec is news: one the scan passed may have changed the mode
+        enabled = true;
+        status = 0;
+        fetchPacket();
+        return 0;
+    }
+
     private int start() {
         status = 0;
         fetchPacket();

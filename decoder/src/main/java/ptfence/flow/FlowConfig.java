@@ -32,16 +32,19 @@ public final class FlowConfig {
     public boolean endOnJump;
     /** After an error, continue at the next usable event instead of the next PSB. */
     public boolean resyncOnError;
+    /**
+     * After an error, continue at the next packet that gives a full IP (perf's recovery; recordings' default),
+     * forgetting the compressed-IP state, instead of the next PSB. Wins over {@link #resyncOnError}.
+     */
+    public boolean resyncAtIp;
 
     public int mtcFreq;
     public int nomFreq;
     public int cpuid15Eax;
     public int cpuid15Ebx;
 
-    /** Address filter 0 (ptxed --filter:addr0_*), used by erratum SKL014. */
-    public int addr0Cfg;
-    public long addr0A;
-    public long addr0B;
+    /** The address filters in effect when recording (ptxed --filter:addr<n>_*), used by erratum SKL014. */
+    public final AddrFilter addrFilter = new AddrFilter();
 
     /**
      * Sets the CPU from "F/M[/S]" and enables the errata libipt knows for it (the table lives in

@@ -133,6 +133,11 @@ public final class FlowDecoder {
     static final long TSC_SLIP = 0x10000;
     private long reportedTime = Long.MIN_VALUE;
 
+    /** The trace offset the decoder has read to (ptxed --offset prints it with each instruction and event). */
+    public long offset() {
+        return offsetBase + evd.offset();
+    }
+
     /** Statistics. */
     public long instructions;
     public long blocks;
@@ -191,12 +196,25 @@ public final class FlowDecoder {
                 long errOffset = evd.offset();
                 long errIp = errorIp(st);
                 sink.error("error", st, offsetBase + errOffset, errIp);
-                if (!cfg.resyncOnError || (errOffset == lastErrorOffset && errIp == lastErrorIp)) {
+                if (!(cfg.resyncOnError || cfg.resyncAtIp)
+                        || (errOffset == lastErrorOffset && errIp == lastErrorIp)) {
                     break; // no progress since the last resync: give up on this segment
                 }
                 lastErrorOffset = errOffset;
                 lastErrorIp = errIp;
-                st = resync();
+                if (cfg.resyncAtIp) {
+                    st = resumeAtFullIp();
+                    if (st < 0) {
+                        // the trace ended, or bytes that are no packet: those are news only past the error reported
+                        if (st != PtError.EOS && evd.offset() != errOffset) {
+                            errors++;
+                            sink.error("error", st, offsetBase + evd.offset(), errorIp(st));
+                        }
+                        break; // on at the next PSB
+                    }
+                } else {
+                    st = resync();
+                }
                 if (st < 0) {
                     flushRun();
                     errors++;
@@ -221,6 +239,22 @@ public final class FlowDecoder {
     }
 
     private long lastSync;
+
+    /**
+     * After an error (perf's recovery): the flow so far cannot be trusted, nor can the compressed IPs after the error;
+     * continue at the next packet that gives a full IP ({@link EventDecoder#restartAtFullIp}), with an empty return
+     * stack, keeping the execution mode and the time.
+     */
+    private int resumeAtFullIp() {
+        rsTop = 0;
+        rsCount = 0;
+        int st = evd.restartAtFullIp();
+        if (st < 0) {
+            return st;
+        }
+        fetchEvent();
+        return resync();
+    }
 
     /** After an error: find a place in the event stream to continue from (ptxed --resync-on-error). */
     private int resync() {
@@ -587,7 +621,7 @@ public final class FlowDecoder {
                 if (!enabled) {
                     return PtError.BAD_CONTEXT;
                 }
-                if (ev.ipSuppressed && cfg.addr0Cfg != 0 && cfg.skl014) {
+                if (ev.ipSuppressed && cfg.skl014 && cfg.addrFilter.configured()) {
                     err = walkSkl014();
                 } else {
                     err = ev.ipSuppressed ? walk(WALK_TO_INSN, 0, PRED_CHANGES_CR3) : walk(WALK_TO_IP, ev.ip, 0);
@@ -1024,10 +1058,7 @@ public final class FlowDecoder {
     }
 
     private boolean insideFilter(long addr) {
-        if (cfg.addr0Cfg != 1) {
-            return true;
-        }
-        return Long.compareUnsigned(addr, cfg.addr0A) >= 0 && Long.compareUnsigned(addr, cfg.addr0B) <= 0;
+        return cfg.addrFilter.traces(addr);
     }
 
     /** libipt's pt_blk_next: a new block starts (ptxed --block:show-blocks marks it). */

@@ -9,7 +9,8 @@ import capstone.Capstone;
  * Not thread-safe; give each thread its own.
  */
 public final class X86Decoder {
-    private static final int MAX_LENGTH = 15;
+    /** The longest x86 instruction, in bytes. */
+    public static final int MAX_LENGTH = 15;
     private final Capstone[] engines = new Capstone[4];
 
     /** Result of the last {@link #decode} call. */
@@ -28,6 +29,9 @@ public final class X86Decoder {
                 default -> Capstone.CS_MODE_64;
             };
             cs = new Capstone(Capstone.CS_ARCH_X86, csMode);
+            if (att) {
+                cs.setSyntax(Capstone.CS_OPT_SYNTAX_ATT);
+            }
             engines[mode] = cs;
         }
         return cs;
@@ -170,6 +174,22 @@ public final class X86Decoder {
         }
         classify(window, mode);
         return length;
+    }
+
+    private boolean att;
+
+    /** Makes {@link #text} AT&T syntax (ptxed --att) instead of Intel's. */
+    public void att(boolean on) {
+        if (on != att) {
+            att = on;
+            for (int i = 0; i < engines.length; i++) { // (lengths do not depend on the syntax; texts do)
+                if (engines[i] != null) {
+                    engines[i].close();
+                    engines[i] = null;
+                }
+            }
+            java.util.Arrays.fill(textBytes, null);
+        }
     }
 
     /** Capstone's text for the instruction (for --format=text); null if it does not decode. */

@@ -35,6 +35,21 @@ public final class PtxedPrinter implements FlowSink {
         return this;
     }
 
+    private java.util.function.LongSupplier offsets;
+
+    /** ptxed --offset: the trace offset the decoder has read to, first on each instruction and event line. */
+    public PtxedPrinter offsetColumn(java.util.function.LongSupplier offsets) {
+        this.offsets = offsets;
+        return this;
+    }
+
+    /** The offset column ptxed --offset puts first ({@code %016x} and two spaces), if on. */
+    void offset(StringBuilder sb) {
+        if (offsets != null) {
+            Columns.hex16(sb, offsets.getAsLong()).append("  ");
+        }
+    }
+
     /** ptxed --block:show-blocks: a "[block]" line where each block starts. */
     public PtxedPrinter showBlocks(boolean on) {
         showBlocks = on;
@@ -56,6 +71,7 @@ public final class PtxedPrinter implements FlowSink {
 
     private void printIp(long ip, boolean speculative) {
         line.setLength(0);
+        offset(line);
         if (timeColumn) {
             Columns.hex16(line, time);
             line.append("  ");
@@ -110,6 +126,7 @@ public final class PtxedPrinter implements FlowSink {
         }
         line.setLength(0);
         line.append('[');
+        offset(line);
         if (eventTime && ev.hasTsc) {
             Columns.hex16(line, ev.tsc);
             line.append("  ");

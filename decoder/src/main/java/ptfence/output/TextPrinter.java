@@ -20,6 +20,37 @@ public final class TextPrinter implements FlowSink {
     private boolean timeColumn;
     private final StringBuilder line = new StringBuilder(32);
 
+    private boolean rawInsn;
+
+    /** ptxed --raw-insn: each instruction's bytes after its address, padded to 15 bytes. */
+    public TextPrinter rawInsn(boolean on) {
+        rawInsn = on;
+        return this;
+    }
+
+    /** ptxed --att: AT&T syntax. */
+    public TextPrinter att(boolean on) {
+        dec.att(on);
+        return this;
+    }
+
+    /** ptxed --block:show-blocks: "[block]" where each block starts. */
+    public TextPrinter showBlocks(boolean on) {
+        events.showBlocks(on);
+        return this;
+    }
+
+    @Override
+    public void beginBlock() {
+        events.beginBlock();
+    }
+
+    /** ptxed --offset: the trace offset first on each line. */
+    public TextPrinter offsetColumn(java.util.function.LongSupplier offsets) {
+        events.offsetColumn(offsets);
+        return this;
+    }
+
     /** --time: the last event's TSC estimate before each instruction, as ptxed prints it. */
     public TextPrinter timeColumn(boolean on) {
         timeColumn = on;
@@ -37,17 +68,30 @@ public final class TextPrinter implements FlowSink {
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         int n = image.read(ip, CodeSpace.ANY_TIME, buf, 0, buf.length);
         String text = dec.text(buf, 0, n, mode, ip);
+        line.setLength(0);
+        events.offset(line);
         if (timeColumn) {
-            line.setLength(0);
-            Columns.hex16(line, events.time());
-            out.append(line).append("  ");
+            Columns.hex16(line, events.time()).append("  ");
         }
+        out.append(line);
         if (speculative) {
             out.append("? ");
         }
         String sym = symbols == null ? null : symbols.describe(ip);
         line.setLength(0);
-        Columns.hex16(line, ip).append("  ");
+        Columns.hex16(line, ip);
+        if (rawInsn) {
+            int len = Math.min(size > 0 ? size : n, n);
+            for (int i = 0; i < X86Decoder.MAX_LENGTH; i++) {
+                if (i < len) {
+                    line.append(' ').append(Character.forDigit((buf[i] >> 4) & 0xf, 16))
+                            .append(Character.forDigit(buf[i] & 0xf, 16));
+                } else {
+                    line.append("   ");
+                }
+            }
+        }
+        line.append("  ");
         Columns.left(line, text == null ? "(bad)" : text, 40);
         if (sym != null) {
             line.append("  <").append(sym).append('>');

@@ -15,7 +15,6 @@ import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Unmatched;
 import ptfence.cli.BadInputException;
 import ptfence.flow.CursorInput;
 import ptfence.flow.FlowConfig;
@@ -48,8 +47,20 @@ import ptfence.sideband.SidebandSink;
             "  ptdecode flow --pt cpu0.pt --pevent:sample-type 0x10086 --pevent:time-zero 0x1f --pevent:time-shift 10 \\",
             "      --pevent:time-mult 0x22f --pevent:kernel-start 0xffffffff80000000 --pevent:sysroot /mnt/target \\",
             "      --pevent:primary cpu0.sb --pevent:secondary cpu1.sb --sb:compact --sb:switch"},
-        modelTransformer = PacketsCommand.PtdumpStyleParsing.class)
+        modelTransformer = FlowCommand.Parsing.class)
 public final class FlowCommand implements Callable<Integer> {
+    /** ptxed's parsing (repeated options: the last wins) and its --filter:addr<n>_* options. */
+    public static final class Parsing implements picocli.CommandLine.IModelTransformer {
+        @Override
+        public picocli.CommandLine.Model.CommandSpec transform(picocli.CommandLine.Model.CommandSpec spec) {
+            new PacketsCommand.PtdumpStyleParsing().transform(spec);
+            if (spec.userObject() instanceof FlowCommand c) {
+                AddrFilterOptions.addTo(spec, c.addrFilter);
+            }
+            return spec;
+        }
+    }
+
     /** Replaces the packet layer's cursor (tests); null: use {@link CursorInput} with the CPU's errata. */
     static Function<ByteBuffer, PacketInput> packetSourceOverride;
 
@@ -63,23 +74,17 @@ public final class FlowCommand implements Callable<Integer> {
     String cpu;
     private boolean blockDecoder;
 
-    /**
-     * --insn-decoder / --block-decoder may repeat; as in ptxed the last one wins, so they are read here in
-     * order instead of as picocli options.
-     */
-    @Unmatched
-    List<String> decoderChoice = new ArrayList<>();
-
-    private void chooseDecoder() {
-        for (String a : decoderChoice) {
-            switch (a) {
-                case "--insn-decoder" -> blockDecoder = false;
-                case "--block-decoder" -> blockDecoder = true;
-                default -> throw new BadInputException("unknown option '" + a + "' (see 'ptdecode flow --help'; "
-                        + "decoders: --insn-decoder, --block-decoder)");
-            }
-        }
+    // ptxed's --insn-decoder / --block-decoder may repeat, the last one wins: picocli calls setters in order
+    @Option(names = "--insn-decoder", description = "The instruction-flow decoder (default).")
+    void insnDecoder(boolean on) {
+        blockDecoder = false;
     }
+
+    @Option(names = "--block-decoder", description = "The block decoder (same flow; libipt's pt_blk_next).")
+    void blockDecoder(boolean on) {
+        blockDecoder = true;
+    }
+
     /** ptxed's sideband options: --sb:* (printing) and --pevent:* (perf_event files that build process images). */
     @picocli.CommandLine.Mixin
     SidebandOptions sideband = new SidebandOptions();
@@ -124,6 +129,9 @@ public final class FlowCommand implements Callable<Integer> {
     boolean eventIflags;
     @Option(names = "--resync-on-error", description = "Resynchronize after errors (default: at the next PSB).")
     boolean resyncOnError;
+    @Option(names = "--resync-at-ip", description = "After an error continue at the next packet with a full IP "
+            + "(perf's recovery; the default for recordings).")
+    boolean resyncAtIp;
     @Option(names = "--block:show-blocks", description = "Mark block boundaries.")
     boolean showBlocks;
     @Option(names = "--block:end-on-call", description = "End blocks at calls.")
@@ -142,12 +150,15 @@ public final class FlowCommand implements Callable<Integer> {
     String cpuid15Eax;
     @Option(names = "--cpuid-0x15.ebx", paramLabel = "N", description = "CPUID leaf 0x15 EBX (TSC:crystal numerator).")
     String cpuid15Ebx;
-    @Option(names = "--filter:addr0_cfg", paramLabel = "N", description = "Address filter 0 configuration.")
-    String addr0Cfg;
-    @Option(names = "--filter:addr0_a", paramLabel = "ADDR", description = "Address filter 0 start.")
-    String addr0A;
-    @Option(names = "--filter:addr0_b", paramLabel = "ADDR", description = "Address filter 0 end.")
-    String addr0B;
+    /** --filter:addr<n>_* (added to the model by {@link Parsing}). */
+    final AddrFilterOptions addrFilter = new AddrFilterOptions();
+    @Option(names = "--offset", description = "Print the trace offset with each instruction and event (ptxed).")
+    boolean offset;
+    @Option(names = "--raw-insn", description = "Print each instruction's bytes (--format text; the ptxed format, "
+            + "ptxed's --no-inst, prints addresses only).")
+    boolean rawInsn;
+    @Option(names = "--att", description = "Disassemble in AT&T syntax (--format text).")
+    boolean att;
     @Option(names = "--threads", paramLabel = "N", defaultValue = "-1",
             description = "Decode PSB segments on N threads and stitch them in order (0: one per core). Default: one "
                     + "per core, but one when times are printed (a segment's decoder starts without the time "
@@ -180,7 +191,6 @@ public final class FlowCommand implements Callable<Integer> {
 
     /** Runs the decode and writes everything to {@code out} (tests call this directly). */
     public void decode(PrintWriter out) {
-        chooseDecoder();
         FlowConfig cfg = new FlowConfig();
         if (cpu != null && !cfg.setCpu(cpu)) {
             out.append("[0, 0: config error: unknown cpu]\n");
@@ -191,13 +201,12 @@ public final class FlowCommand implements Callable<Integer> {
         cfg.endOnCall = endOnCall;
         cfg.endOnJump = endOnJump;
         cfg.resyncOnError = resyncOnError;
+        cfg.resyncAtIp = resyncAtIp;
         cfg.mtcFreq = mtcFreq == null ? 0 : (int) Numbers.parse(mtcFreq, "--mtc-freq");
         cfg.nomFreq = nomFreq == null ? 0 : (int) Numbers.parse(nomFreq, "--nom-freq");
         cfg.cpuid15Eax = cpuid15Eax == null ? 0 : (int) Numbers.parse(cpuid15Eax, "--cpuid-0x15.eax");
         cfg.cpuid15Ebx = cpuid15Ebx == null ? 0 : (int) Numbers.parse(cpuid15Ebx, "--cpuid-0x15.ebx");
-        cfg.addr0Cfg = addr0Cfg == null ? 0 : (int) Numbers.parse(addr0Cfg, "--filter:addr0_cfg");
-        cfg.addr0A = addr0A == null ? 0 : Numbers.parse(addr0A, "--filter:addr0_a");
-        cfg.addr0B = addr0B == null ? 0 : Numbers.parse(addr0B, "--filter:addr0_b");
+        addrFilter.applyTo(cfg.addrFilter);
 
         Image image = new Image();
         raw.forEach(r -> image.addAll(RawSection.parse(at(r))));
@@ -229,13 +238,17 @@ public final class FlowCommand implements Callable<Integer> {
         if (!List.of("ptxed", "text", "jsonl").contains(format)) {
             throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
         }
+        FlowDecoder[] decoding = new FlowDecoder[1]; // what --offset asks for its offset (one decoder: sequential)
+        java.util.function.LongSupplier offsets = offset ? () -> decoding[0] == null ? 0 : decoding[0].offset() : null;
         Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
-            case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time);
-            case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime).timeColumn(time);
+            case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time)
+                    .offsetColumn(offsets);
+            case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime).timeColumn(time)
+                    .offsetColumn(offsets).rawInsn(rawInsn).att(att).showBlocks(showBlocks && blocks);
             default -> new JsonlPrinter(w).time(time);
         };
         int cores = Runtime.getRuntime().availableProcessors();
-        int nThreads = threads > 0 ? threads : threads == 0 || !(time || eventTime) ? cores : 1;
+        int nThreads = offset ? 1 : threads > 0 ? threads : threads == 0 || !(time || eventTime) ? cores : 1;
         long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20;
         long instructions;
         long blockCount;
@@ -258,6 +271,7 @@ public final class FlowCommand implements Callable<Integer> {
                 sink = withSideband;
             }
             FlowDecoder decoder = new FlowDecoder(space, cfg, packetSource.apply(trace), sink, blocks);
+            decoding[0] = decoder;
             if (withSideband != null) {
                 withSideband.onCodeChange(decoder::codeChanged);
             }

@@ -26,7 +26,8 @@ import ptfence.func.Invocation;
                         + "--kcore, --vmlinux, and the files processes mapped (under --sysroot)."},
         subcommands = {PacketsCommand.class, FlowCommand.class},
         footer = {"", "Examples:",
-                "  ptdecode perf.data                              # every CPU's flow, merged by time",
+                "  ptdecode                                        # ./perf.data: every CPU's flow, merged by time",
+                "  perf record -o - -e intel_pt//u ls | ptdecode -  # a pipe-mode recording on stdin",
                 "  ptdecode --func bpf_prog_6deef7357e7b4530 perf.data   # each run of one BPF program",
                 "  ptdecode --func 6dee --summary perf.data        # (a unique tag prefix is enough) aggregate view",
                 "  ptdecode --func my_prog --format jsonl perf.data     # schema: docs/func.md",
@@ -35,7 +36,8 @@ import ptfence.func.Invocation;
                 "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
 public final class PtdecodeCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "RECORDING",
-            description = "A perf.data recording (ptrec's, or perf record -e intel_pt//'s).")
+            description = "A perf.data recording (ptrec's, or perf record -e intel_pt//'s); default ./perf.data, as "
+                    + "perf script; '-' reads a pipe-mode recording from stdin (perf record -o - ... | ptdecode -).")
     String recording;
 
     @Option(names = "--func", paramLabel = "NAME", description = "Show each invocation of NAME: bpf_prog_<tag> "
@@ -91,18 +93,28 @@ public final class PtdecodeCommand implements Callable<Integer> {
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
     Path output;
 
+    @Option(names = "--strict", description = "Exit with status 2 if the trace had decode errors (default: report "
+            + "them, count them on stderr and go on, as perf does).")
+    boolean strict;
+
     @Option(names = "--packets", description = "Print the recording's PT packets instead (as 'ptdecode packets').")
     boolean packets;
 
     /** Where output goes (tests replace it). */
     java.io.OutputStream stdout = new java.io.FileOutputStream(java.io.FileDescriptor.out);
     PrintStream stderr = System.err;
+    java.io.InputStream stdin = System.in;
+    /** Where ./perf.data is looked for (the working directory; tests point it elsewhere). */
+    Path directory = Path.of("");
 
     @Override
     public Integer call() throws Exception {
         if (recording == null) {
-            new picocli.CommandLine(this).usage(System.out);
-            return Tool.EXIT_OK;
+            recording = directory.resolve("perf.data").toString(); // as perf script (and where ptrec writes)
+            if (!java.nio.file.Files.exists(Path.of(recording))) {
+                throw new BadInputException("perf.data: no such file (with no RECORDING ptdecode reads ./perf.data; "
+                        + "record with 'ptrec' or 'perf record -e intel_pt//', or see 'ptdecode --help')");
+            }
         }
         if (packets) {
             PacketsCommand p = new PacketsCommand();
@@ -138,13 +150,16 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
                 progress != null ? progress : System.console() != null), stderr);
+        if (recording.equals("-")) {
+            rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
+        }
         rd.load();
         java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
             if (func == null) {
                 rd.merged(out);
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
@@ -159,7 +174,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                     }
                 });
                 w.end();
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             boolean jsonl = format.equals("jsonl");
             FuncPrinter p = new FuncPrinter(out, jsonl);
@@ -176,7 +191,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 ptfence.func.SourceLines lines = jsonl ? null
                         : rd.sourceLines(target, rd.programsNamed(programsRun));
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             if (source) {
                 // The lines of every program a tail call may go on in; shown are the target's and those run.
@@ -201,7 +216,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                     out.append(profile.text());
                 }
                 p.summary(counts);
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             rd.invocations(target, inv -> {
                 p.names(a -> {
@@ -218,13 +233,23 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 counts.add(inv.instructions());
             });
             p.summary(counts);
-            return Tool.EXIT_OK;
+            return done(rd, out);
         } finally {
             out.flush();
             if (output != null) {
                 os.close();
             }
         }
+    }
+
+    /**
+     * After a view: the decode errors on stderr in one line, as perf's warning counts them; with --strict, any makes
+     * the exit status 2 (the output stays as written).
+     */
+    private int done(RecordingDecode rd, PrintWriter out) {
+        out.flush();
+        long errors = rd.reportErrors();
+        return strict && errors > 0 ? Tool.EXIT_BAD_INPUT : Tool.EXIT_OK;
     }
 
     /** True if {@code address} lies in one of {@code functions} (at any time). */

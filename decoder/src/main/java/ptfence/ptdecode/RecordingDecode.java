@@ -76,14 +76,26 @@ final class RecordingDecode {
                 : Runtime.getRuntime().availableProcessors()));
     }
 
+    /** A pipe-mode recording read from stdin ("-"), held in memory; null: the file {@link Request#recording}. */
+    private ByteBuffer stdinBytes;
+
+    void fromStdin(ByteBuffer bytes) {
+        stdinBytes = bytes;
+    }
+
+    private PerfDataFile openRecording() throws IOException {
+        return stdinBytes != null ? PerfDataFile.of("stdin", stdinBytes.duplicate())
+                : PerfDataFile.open(req.recording());
+    }
+
     /** Reads the recording and gathers the code. */
     void load() throws IOException {
-        if (!Files.isRegularFile(req.recording())) {
+        if (stdinBytes == null && !Files.isRegularFile(req.recording())) {
             throw new BadInputException(req.recording() + ": no such file");
         }
         List<AuxBuffer> buffers = new ArrayList<>();
         PerfRecord.AuxtraceInfo info = null;
-        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+        try (PerfDataFile f = openRecording()) {
             PerfDataFile.RecordReader r = f.records();
             BadInputException damage = null;
             try {
@@ -132,6 +144,7 @@ final class RecordingDecode {
             };
             code = new CodeMap(sideband, clock, timed, req.sysroot());
             config = new FlowConfig();
+            config.resyncAtIp = true; // as perf: lose only the trace up to the next full IP after an error
             String cpuSpec = cpuSpec(f);
             if (cpuSpec != null) {
                 config.setCpu(cpuSpec);
@@ -363,8 +376,30 @@ final class RecordingDecode {
             active.add(in);
             d.run();
             active.remove(in);
+            errorsByCpu.merge(t.cpu(), d.errors, Long::sum);
             decodedBytes.addAndGet(in.size());
         }
+    }
+
+    /** Decode errors per CPU (each a stretch of trace lost up to the next full IP). */
+    private final Map<Integer, Long> errorsByCpu = new java.util.concurrent.ConcurrentSkipListMap<>();
+
+    /** Prints how many decode errors there were, per CPU, on one stderr line (nothing if none); returns the count. */
+    long reportErrors() {
+        long all = errorsByCpu.values().stream().mapToLong(Long::longValue).sum();
+        if (all > 0) {
+            StringBuilder sb = new StringBuilder("ptdecode: ").append(all).append(all == 1 ? " decode error" :
+                    " decode errors");
+            String sep = " (";
+            for (Map.Entry<Integer, Long> e : errorsByCpu.entrySet()) {
+                if (e.getValue() > 0) {
+                    sb.append(sep).append("cpu ").append(e.getKey()).append(": ").append(e.getValue());
+                    sep = ", ";
+                }
+            }
+            err.println(sb.append("); each lost the trace up to the next full IP or PSB"));
+        }
+        return all;
     }
 
     /** How many CPUs decode at once. */
@@ -570,7 +605,7 @@ final class RecordingDecode {
                 return s;
             }
         }
-        try (PerfDataFile f = PerfDataFile.open(req.recording())) {
+        try (PerfDataFile f = openRecording()) {
             Set<Integer> ids = new HashSet<>();
             programs.forEach(p -> ids.add(p.progId()));
             List<ptfence.perfdata.Feature.BpfProgInfo> infos = new ArrayList<>();

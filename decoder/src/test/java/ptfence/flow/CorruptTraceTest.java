@@ -76,7 +76,8 @@ class CorruptTraceTest {
                 for (boolean block : new boolean[] {false, true}) {
                     FlowConfig cfg = new FlowConfig();
                     cfg.setCpu("6/85");
-                    cfg.resyncOnError = (i & 1) == 1;
+                    cfg.resyncOnError = i == 1;
+                    cfg.resyncAtIp = i == 3; // perf's recovery
                     Image image = new Image().add(Section.of(name, load, code));
                     Counting sink = new Counting();
                     FlowDecoder d = new FlowDecoder(image, cfg, CursorInput.of(ByteBuffer.wrap(bad), Errata.NONE), sink, block);

@@ -14,7 +14,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 
 /** The real perf.data recordings in ../shared/real with perf 6.1's own dumps of them. */
-final class RealRecordings {
+public final class RealRecordings {
     /** A recording, perf's -D dump of it, and the AUX streams tools/perf_aux_extract.py wrote (idx -> file). */
     record Case(String name, Path perfData, Path reportD, Map<Integer, Path> auxBins, boolean pipe) {
         @Override
@@ -71,7 +71,7 @@ final class RealRecordings {
     }
 
     /** The text of perf's dump, decompressing .xz with the xz tool (skips the test if there is none). */
-    static List<String> lines(Path report) throws IOException, InterruptedException {
+    public static List<String> lines(Path report) throws IOException, InterruptedException {
         if (!report.toString().endsWith(".xz")) {
             return Files.readAllLines(report, StandardCharsets.UTF_8);
         }

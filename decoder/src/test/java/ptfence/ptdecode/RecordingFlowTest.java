@@ -33,9 +33,16 @@ class RecordingFlowTest {
     }
 
     static Run ptdecode(String... args) {
+        return ptdecode(Path.of(""), new byte[0], args);
+    }
+
+    /** Runs ptdecode in {@code dir} (where ./perf.data is looked for) with {@code stdin}. */
+    static Run ptdecode(Path dir, byte[] stdin, String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         PtdecodeCommand cmd = new PtdecodeCommand();
+        cmd.stdin = new java.io.ByteArrayInputStream(stdin);
+        cmd.directory = dir;
         cmd.stdout = out;
         cmd.stderr = new PrintStream(err, true, StandardCharsets.UTF_8);
         StringWriter toolErr = new StringWriter();
@@ -55,15 +62,25 @@ class RecordingFlowTest {
         }
         Run r = ptdecode("--sysroot", d.resolve("symfs").toString(), "--format", "jsonl", rec.toString());
         assertEquals(0, r.exit(), r.err());
+        List<Long> want = perfInstructions(d);
+        assertTrue(want.size() > 50, "expected file too short");
+        assertEquals(want, instructions(r.out()));
+    }
+
+    /** The instruction addresses of a recording decode's jsonl. */
+    static List<Long> instructions(String jsonl) {
         List<Long> got = new ArrayList<>();
-        Matcher m = IP.matcher(r.out());
+        Matcher m = IP.matcher(jsonl);
         while (m.find()) {
             got.add(Long.parseUnsignedLong(m.group(1), 16));
         }
-        List<Long> want = Files.readAllLines(d.resolve("expected/perf61_insns_itrace_i1i.txt")).stream()
+        return got;
+    }
+
+    /** What perf 6.1's --itrace=i1i printed for a HASE recording: its instruction addresses. */
+    static List<Long> perfInstructions(Path hase) throws java.io.IOException {
+        return Files.readAllLines(hase.resolve("expected/perf61_insns_itrace_i1i.txt")).stream()
                 .filter(l -> !l.isBlank()).map(l -> Long.parseUnsignedLong(l.trim(), 16)).toList();
-        assertTrue(want.size() > 50, "expected file too short");
-        assertEquals(want, got);
     }
 
     @Test
