@@ -18,6 +18,10 @@ public final class TntPaths {
     public int min;
     public int max;
 
+    /** Profile counters: lookups, and those that had to walk the path (misses); not on any decision. */
+    public long lookups;
+    public long misses;
+
     private final Map<CodeCache, Table> tables = new IdentityHashMap<>();
     private CodeCache lastCache;
     private Table lastTable;
@@ -40,6 +44,7 @@ public final class TntPaths {
      * the last instruction, and the lowest/highest offsets touched (the caller checks they are mapped).
      */
     public boolean lookup(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
+        lookups++;
         Table t = cc == lastCache ? lastTable : table(cc);
         long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63;
         int mask = t.key.length - 1;
@@ -62,6 +67,7 @@ public final class TntPaths {
             }
             h = (h + 1) & mask;
         }
+        misses++;
         boolean ok = simulate(cc, off, bits, size, noRetComp, dec);
         if (t.used * 2 >= t.key.length) {
             grow(t);
