@@ -1256,6 +1256,11 @@ public final class FlowDecoder {
      */
     private final TntPaths tntPaths = new TntPaths();
 
+    /** The TNT-path memo this decoder uses (its lookup/miss counters profile the fast path). */
+    public TntPaths tntPaths() {
+        return tntPaths;
+    }
+
     private boolean tntFast() {
         boolean progress = false;
         while (status == 0 && ev.type == Event.TNT && ev.tntSize <= 8) {

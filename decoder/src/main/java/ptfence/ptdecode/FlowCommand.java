@@ -156,6 +156,9 @@ public final class FlowCommand implements Callable<Integer> {
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
             description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
     Long segmentBytes;
+    @Option(names = "--skip-timing", hidden = true, defaultValue = "auto", paramLabel = "auto|on|off",
+            description = "Pass over MTC/CYC without computing time: auto (when no time is printed), on, off (tests).")
+    String skipTiming;
     @Option(names = "--format", defaultValue = "ptxed", paramLabel = "ptxed|text|jsonl",
             description = "Output: ptxed (addresses and bracketed events), text, jsonl.")
     String format;
@@ -211,8 +214,14 @@ public final class FlowCommand implements Callable<Integer> {
         }
 
         Errata cursorErrata = cfg.errata;
+        boolean skip = switch (skipTiming) {
+            case "on" -> true;
+            case "off" -> false;
+            case "auto" -> timeUnused() && cfg.timingSkippable() && sideband.files.isEmpty();
+            default -> throw new BadInputException("--skip-timing " + skipTiming + ": expected auto, on or off");
+        };
         Function<ByteBuffer, PacketInput> packetSource = packetSourceOverride != null ? packetSourceOverride
-                : b -> CursorInput.of(b, cursorErrata);
+                : b -> CursorInput.of(b, cursorErrata).skipTiming(skip);
         PeventSession session = null;
         if (!sideband.files.isEmpty()) {
             session = new PeventSession(image, sideband.sbFlags, sideband.sbWarn, sbSwitch, directory);
@@ -276,6 +285,15 @@ public final class FlowCommand implements Callable<Integer> {
                 out.append("blocks:\t").append(Long.toString(blockCount)).append(".\n");
             }
         }
+    }
+
+    /**
+     * True if nothing this decode prints or decides depends on the trace's time: no time column, no event times
+     * (jsonl gives every event its time), no tick events; the code space is not chosen by time (checked by the
+     * caller for sideband; raw and ELF images are not timed).
+     */
+    private boolean timeUnused() {
+        return !time && !eventTime && !eventTick && (quiet || !format.equals("jsonl"));
     }
 
     private boolean isBlockDecoder() {
