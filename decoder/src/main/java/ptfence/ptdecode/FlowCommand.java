@@ -31,6 +31,8 @@ import ptfence.image.Image;
 import ptfence.image.Numbers;
 import ptfence.image.RawSection;
 import ptfence.image.Symbols;
+import ptfence.cli.OutputFile;
+import ptfence.coverage.EdgeCoverage;
 import ptfence.output.CountingSink;
 import ptfence.output.JsonlPrinter;
 import ptfence.output.PtxedPrinter;
@@ -163,6 +165,13 @@ public final class FlowCommand implements Callable<Integer> {
             description = "Output: ptxed (addresses and bracketed events), text, jsonl.")
     String format;
 
+    @Option(names = "--edges", description = "Print the flow's edges (branch -> next instruction) with their counts "
+            + "instead of the instructions: \"FROM TO COUNT\" lines, or jsonl objects with --format jsonl.")
+    boolean edges;
+    @Option(names = "--coverage", paramLabel = "FILE", description = "Write the flow's edges as an AFL-style "
+            + "64 KiB bitmap to FILE (docs/flow.md gives the hash); prints no instructions.")
+    java.nio.file.Path coverage;
+
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
     java.nio.file.Path output;
 
@@ -234,11 +243,13 @@ public final class FlowCommand implements Callable<Integer> {
         }
         CodeSpace space = session != null ? session : image;
         ByteBuffer trace = mapTrace(at(pt));
-        boolean blocks = isBlockDecoder();
+        boolean coverageOnly = edges || coverage != null;
+        boolean blocks = isBlockDecoder() && !coverageOnly;
         if (!List.of("ptxed", "text", "jsonl").contains(format)) {
             throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
         }
-        Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
+        EdgeCoverage edgeSink = coverageOnly ? new EdgeCoverage(out, edges, coverage != null) : null;
+        Function<PrintWriter, FlowSink> sinks = w -> edgeSink != null ? edgeSink : quiet ? new CountingSink(w) : switch (format) {
             case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time);
             case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime).timeColumn(time);
             default -> new JsonlPrinter(w).time(time);
@@ -249,7 +260,8 @@ public final class FlowCommand implements Callable<Integer> {
         long instructions;
         long blockCount;
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
-        if (nThreads > 1 && session == null && (threads > 0 || trace.remaining() > 2 * segment)) {
+        // (Edges join the last branch of one PSB segment to the first instruction of the next: sequential.)
+        if (nThreads > 1 && session == null && edgeSink == null && (threads > 0 || trace.remaining() > 2 * segment)) {
             ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment);
             try {
                 par.run(trace, out, sinks);
@@ -274,6 +286,14 @@ public final class FlowCommand implements Callable<Integer> {
             instructions = decoder.instructions;
             blockCount = decoder.blocks;
         }
+        if (edgeSink != null) {
+            if (edges && !quiet) {
+                edgeSink.print(out, format.equals("jsonl"));
+            }
+            if (coverage != null) {
+                writeBitmap(edgeSink.bitmap());
+            }
+        }
         boolean anyStat = stat || statInsn || statBlocks;
         if (anyStat) {
             boolean showInsn = statInsn || (!statInsn && !statBlocks);
@@ -287,13 +307,22 @@ public final class FlowCommand implements Callable<Integer> {
         }
     }
 
+    private void writeBitmap(byte[] bitmap) {
+        try (OutputFile f = OutputFile.create(coverage, Path.of(FileRange.parse(at(pt), "--pt").file().toString()))) {
+            f.stream().write(bitmap);
+            f.commit();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /**
      * True if nothing this decode prints or decides depends on the trace's time: no time column, no event times
      * (jsonl gives every event its time), no tick events; the code space is not chosen by time (checked by the
      * caller for sideband; raw and ELF images are not timed).
      */
     private boolean timeUnused() {
-        return !time && !eventTime && !eventTick && (quiet || !format.equals("jsonl"));
+        return !time && !eventTime && !eventTick && (quiet || edges || coverage != null || !format.equals("jsonl"));
     }
 
     private boolean isBlockDecoder() {
