@@ -52,14 +52,7 @@ public final class CursorInput implements PacketInput {
                 }
             }
         } catch (TraceDecodeException e) {
-            p.offset = e.offset();
-            p.size = 0;
-            return switch (e.error()) {
-                case BAD_OPCODE -> PtError.BAD_OPC;
-                case BAD_PACKET -> PtError.BAD_PACKET;
-                case TRUNCATED -> PtError.EOS;
-                case NO_SYNC -> PtError.NOSYNC;
-            };
+            return error(p, e);
         }
         if (t == PacketCursor.END) {
             p.offset = c.position();
@@ -68,6 +61,36 @@ public final class CursorInput implements PacketInput {
         }
         p.offset = c.offset();
         p.size = c.size();
+        // The packets of the hot loop here, the rest in fill(): small enough for the JIT to inline into the
+        // event layer (the whole method was too big to inline).
+        if (t == PacketCursor.TNT_8) {
+            p.type = Pkt.TNT;
+            p.tntBits = c.tntBits();
+            p.tntSize = c.tntCount();
+            return 0;
+        }
+        if (t >= PacketCursor.TIP && t <= PacketCursor.FUP) {
+            p.type = t; // TIP, TIP.PGE, TIP.PGD, FUP: the same codes in Pkt
+            p.ipc = c.ipc();
+            p.ip = c.ipPayload();
+            return 0;
+        }
+        fill(p, t);
+        return 0;
+    }
+
+    private static int error(Pkt p, TraceDecodeException e) {
+        p.offset = e.offset();
+        p.size = 0;
+        return switch (e.error()) {
+            case BAD_OPCODE -> PtError.BAD_OPC;
+            case BAD_PACKET -> PtError.BAD_PACKET;
+            case TRUNCATED -> PtError.EOS;
+            case NO_SYNC -> PtError.NOSYNC;
+        };
+    }
+
+    private void fill(Pkt p, int t) {
         switch (t) {
             case PacketCursor.PAD -> p.type = Pkt.PAD;
             case PacketCursor.PSB -> p.type = Pkt.PSB;
@@ -183,7 +206,6 @@ public final class CursorInput implements PacketInput {
             }
             default -> p.type = Pkt.UNKNOWN;
         }
-        return 0;
     }
 
     /** Reads past the MTC/CYC run that started with the packet just read; the packet after it waits in pending. */

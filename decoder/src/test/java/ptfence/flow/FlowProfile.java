@@ -178,13 +178,17 @@ public final class FlowProfile {
         for (boolean skip : new boolean[] {false, true}) {
             for (int r = 0; r < repeat; r++) {
                 CountSink quiet = new CountSink();
+                java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+                long c0 = mx.getCurrentThreadCpuTime();
                 long t0 = System.nanoTime();
                 FlowDecoder d = new FlowDecoder(image, cfg,
                         CursorInput.of(trace.duplicate(), cfg.errata).skipTiming(skip), quiet, false);
                 d.run();
                 double s = (System.nanoTime() - t0) / 1e9;
-                System.out.printf("quiet run %d%s: %d insns, %.2f s (%.0f MB/s, %.0f M insn/s); TNT memo lookups %d, misses %d%n",
-                        r + 1, skip ? " (timing passed over)" : "", d.instructions, s, mb / s, d.instructions / s / 1e6,
+                double cpu = (mx.getCurrentThreadCpuTime() - c0) / 1e9;
+                System.out.printf("quiet run %d%s: %d insns, %.2f s, cpu %.2f s (%.0f MB/s of cpu, %.0f M insn/s); "
+                        + "TNT memo lookups %d, misses %d (this thread's, so far)%n", r + 1,
+                        skip ? " (timing passed over)" : "", d.instructions, s, cpu, mb / cpu, d.instructions / cpu / 1e6,
                         d.tntPaths().lookups, d.tntPaths().misses);
             }
         }
