@@ -62,6 +62,23 @@ public final class EdgeCoverage implements FlowSink {
         pendingFrom = ip;
     }
 
+    @Override
+    public boolean edgesOnly() {
+        return true;
+    }
+
+    @Override
+    public void path(long base, int[] pairs, int pairCount, long first, long last) {
+        if (pending) {
+            edge(pendingFrom, first);
+        }
+        for (int i = 0; i < pairCount; i++) {
+            edge(base + pairs[2 * i], base + pairs[2 * i + 1]);
+        }
+        pending = true; // a path ends at a branch
+        pendingFrom = last;
+    }
+
     private void edge(long f, long t) {
         if (bitmap != null) {
             int i = index(f, t);

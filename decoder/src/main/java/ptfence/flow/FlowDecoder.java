@@ -44,6 +44,8 @@ public final class FlowDecoder {
     private final FlowSink sink;
     private final boolean blockMode;
     private final boolean countOnly;
+    /** The sink takes TNT paths as edges (coverage): the memo's fast path applies, reporting each path. */
+    private final boolean edgeMode;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] slowBuf = new byte[15];
 
@@ -147,6 +149,7 @@ public final class FlowDecoder {
         this.sink = sink;
         this.blockMode = blockMode;
         this.countOnly = sink.countsOnly();
+        this.edgeMode = !blockMode && sink.edgesOnly();
     }
 
     /**
@@ -446,7 +449,7 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if (countOnly && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
+                    if ((countOnly || edgeMode) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
                     err = walk(WALK_NONE, 0, 0);
@@ -1273,13 +1276,16 @@ public final class FlowDecoder {
             CodeCache c = cc;
             TntPaths t = tntPaths;
             int size = ev.tntSize;
-            if (!t.lookup(c, off, ev.tntBits & ((1L << size) - 1), size, cfg.noRetComp, x86)) {
+            if (!t.lookup(c, off, ev.tntBits & ((1L << size) - 1), size, cfg.noRetComp, edgeMode, x86)) {
                 return progress;
             }
             long lo = pieceStart - secBase;
             long hi = pieceEnd - secBase;
             if (t.min < lo || t.max >= hi || (t.pops && rsCount == 0)) {
                 return progress; // the walk reports the unmapped code or the empty return stack
+            }
+            if (edgeMode) {
+                sink.path(secBase, t.edges, t.edgeCount, ip, secBase + t.last);
             }
             instructions += t.insns;
             icnt += t.insns;

@@ -39,6 +39,13 @@ public final class TntPaths {
     /** Return addresses (offsets into the content) of the calls the path left open, oldest first. */
     public final int[] pushes = new int[8];
     public int pushCount;
+    /**
+     * With edges asked for: the path's edges as (branch, next instruction) offset pairs, {@link #edgeCount} of them
+     * (the last branch's edge is not among them: its next instruction lies beyond the path).
+     */
+    public final int[] edges = new int[2 * MAX_EDGES];
+    public int edgeCount;
+    private static final int MAX_EDGES = 64;
 
     /** Profile counters: lookups, and those that had to walk the path (misses); not on any decision. */
     public long lookups;
@@ -59,6 +66,7 @@ public final class TntPaths {
         /** used bits | pops << 8 | pushCount << 9 */
         int[] shape = new int[1 << 10];
         int[][] pushes = new int[1 << 10][];
+        int[][] edges = new int[1 << 10][];
         int used;
     }
 
@@ -69,9 +77,16 @@ public final class TntPaths {
      * the last instruction, and the lowest/highest offsets touched (the caller checks they are mapped).
      */
     public boolean lookup(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
+        return lookup(cc, off, bits, size, noRetComp, false, dec);
+    }
+
+    /** As {@link #lookup(CodeCache, int, long, int, boolean, X86Decoder)}, with the path's edges if {@code withEdges}. */
+    public boolean lookup(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean withEdges,
+            X86Decoder dec) {
         lookups++;
         Table t = cc == lastCache ? lastTable : table(cc);
-        long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63;
+        long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63
+                | (withEdges ? 1L << 62 : 0);
         int mask = t.key.length - 1;
         int h = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
         while (true) {
@@ -92,6 +107,11 @@ public final class TntPaths {
                 if (pushCount > 0) {
                     System.arraycopy(t.pushes[h], 0, pushes, 0, pushCount);
                 }
+                if (withEdges) {
+                    int[] e = t.edges[h];
+                    edgeCount = e.length / 2;
+                    System.arraycopy(e, 0, edges, 0, e.length);
+                }
                 return true;
             }
             if (k == 0) {
@@ -100,11 +120,12 @@ public final class TntPaths {
             h = (h + 1) & mask;
         }
         misses++;
-        boolean ok = simulate(cc, off, bits, size, noRetComp, dec);
+        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec);
         if (t.used * 2 >= t.key.length) {
             if (t.key.length >= 2 * MAX_ENTRIES) {
                 java.util.Arrays.fill(t.key, 0); // full: start over rather than grow without bound
                 java.util.Arrays.fill(t.pushes, null);
+                java.util.Arrays.fill(t.edges, null);
                 t.used = 0;
             } else {
                 grow(t);
@@ -128,6 +149,7 @@ public final class TntPaths {
         t.max[h] = max;
         t.shape[h] = used | (pops ? 0x100 : 0) | pushCount << 9;
         t.pushes[h] = pushCount > 0 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
+        t.edges[h] = withEdges ? java.util.Arrays.copyOf(edges, 2 * edgeCount) : null;
         return true;
     }
 
@@ -138,7 +160,10 @@ public final class TntPaths {
         return t;
     }
 
-    private boolean simulate(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
+    private boolean simulate(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean withEdges,
+            X86Decoder dec) {
+        edgeCount = 0;
+        int prevLast = -1;
         int n = 0;
         int lo = off;
         int hi = off;
@@ -156,6 +181,15 @@ public final class TntPaths {
             if (bl < 0) {
                 return false;
             }
+            if (withEdges && prevLast >= 0) {
+                if (edgeCount == MAX_EDGES) {
+                    return false;
+                }
+                edges[2 * edgeCount] = prevLast;
+                edges[2 * edgeCount + 1] = o;
+                edgeCount++;
+            }
+            prevLast = bl;
             n += cc.blockCount(o);
             int ln = cc.length(bl, dec);
             lo = Math.min(lo, o);
@@ -238,6 +272,7 @@ public final class TntPaths {
         int[] omax = t.max;
         int[] osh = t.shape;
         int[][] opu = t.pushes;
+        int[][] oed = t.edges;
         int n = ok.length * 2;
         t.key = new long[n];
         t.end = new long[n];
@@ -247,6 +282,7 @@ public final class TntPaths {
         t.max = new int[n];
         t.shape = new int[n];
         t.pushes = new int[n][];
+        t.edges = new int[n][];
         int mask = n - 1;
         for (int i = 0; i < ok.length; i++) {
             if (ok[i] == 0) {
@@ -264,6 +300,7 @@ public final class TntPaths {
             t.max[h] = omax[i];
             t.shape[h] = osh[i];
             t.pushes[h] = opu[i];
+            t.edges[h] = oed[i];
         }
     }
 }

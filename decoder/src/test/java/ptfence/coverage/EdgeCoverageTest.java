@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,8 +15,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
-import ptfence.ptdecode.FlowCommand;
 
 /**
  * {@code --edges} and {@code --coverage} equal the edges derived here, independently, from the full instruction
@@ -30,16 +26,6 @@ class EdgeCoverageTest {
     private static final Pattern EDGE = Pattern.compile("\\{\"type\":\"edge\",\"from\":\"0x([0-9a-f]+)\",\"to\":\"0x([0-9a-f]+)\",\"count\":(\\d+)}");
     /** Events across which a branch and the next instruction are not an edge (docs/flow.md). */
     private static final Set<String> BREAKS = Set.of("enabled", "disabled", "async_disabled", "overflow", "interrupt", "tsx");
-
-    private static String decode(Path dir, List<String> args) {
-        FlowCommand cmd = new FlowCommand().inDirectory(dir);
-        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
-        StringWriter sw = new StringWriter();
-        try (PrintWriter pw = new PrintWriter(sw)) {
-            cmd.decode(pw);
-        }
-        return sw.toString();
-    }
 
     /** Edges from a jsonl listing: "from to" (hex) to count. */
     static TreeMap<String, Long> derive(String jsonl) {
@@ -99,9 +85,9 @@ class EdgeCoverageTest {
 
     /** Returns the number of edges compared; adds a line to failures for each mismatch. */
     static long check(String name, Path dir, List<String> args, Path tmp, List<String> failures) throws IOException {
-        TreeMap<String, Long> want = derive(decode(dir, with(args, "--format", "jsonl")));
+        TreeMap<String, Long> want = derive(ptfence.flow.PtxedCorpusTestAccess.decode(dir, with(args, "--format", "jsonl")));
         TreeMap<String, Long> got = new TreeMap<>();
-        for (String line : decode(dir, with(args, "--format", "jsonl", "--edges")).split("\n")) {
+        for (String line : ptfence.flow.PtxedCorpusTestAccess.decode(dir, with(args, "--format", "jsonl", "--edges")).split("\n")) {
             Matcher m = EDGE.matcher(line);
             if (m.matches()) {
                 got.put(String.format("%016x %016x", Long.parseUnsignedLong(m.group(1), 16),
@@ -113,14 +99,14 @@ class EdgeCoverageTest {
         }
         StringBuilder text = new StringBuilder();
         want.forEach((k, n) -> text.append(k).append(' ').append(n).append('\n'));
-        String gotText = decode(dir, with(args, "--edges")).lines().filter(l -> l.matches("[0-9a-f]{16} [0-9a-f]{16} \\d+"))
+        String gotText = ptfence.flow.PtxedCorpusTestAccess.decode(dir, with(args, "--edges")).lines().filter(l -> l.matches("[0-9a-f]{16} [0-9a-f]{16} \\d+"))
                 .map(l -> l + "\n").reduce("", String::concat);
         if (!gotText.equals(text.toString())) {
             failures.add(name + " --edges text");
         }
         Path map = tmp.resolve("map");
         Files.deleteIfExists(map);
-        decode(dir, with(args, "--coverage", map.toString()));
+        ptfence.flow.PtxedCorpusTestAccess.decode(dir, with(args, "--coverage", map.toString()));
         byte[] bits = Files.readAllBytes(map);
         if (!java.util.Arrays.equals(bitmap(want), bits)) {
             failures.add(name + " --coverage");

@@ -12,6 +12,7 @@ import ptfence.image.Image;
 import ptfence.image.RawSection;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
+import ptfence.output.CountingSink;
 import ptfence.packet.PacketCursor;
 import ptfence.packet.TraceSource;
 
@@ -177,7 +178,7 @@ public final class FlowProfile {
     private static void quietRuns(Image image, FlowConfig cfg, ByteBuffer trace, int repeat, double mb) {
         for (boolean skip : new boolean[] {false, true}) {
             for (int r = 0; r < repeat; r++) {
-                CountSink quiet = new CountSink();
+                CountingSink quiet = new CountingSink(new PrintWriter(Writer.nullWriter()));
                 java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
                 long c0 = mx.getCurrentThreadCpuTime();
                 long t0 = System.nanoTime();
@@ -191,37 +192,6 @@ public final class FlowProfile {
                         skip ? " (timing passed over)" : "", d.instructions, s, cpu, mb / cpu, d.instructions / cpu / 1e6,
                         d.tntPaths().lookups, d.tntPaths().misses);
             }
-        }
-    }
-
-    /** Counts only, like --quiet's sink, without a printer. */
-    private static final class CountSink implements FlowSink {
-        private final PrintWriter none = new PrintWriter(Writer.nullWriter());
-
-        @Override
-        public void insn(long ip, int size, int cls, int mode, boolean speculative) {
-        }
-
-        @Override
-        public void block(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
-        }
-
-        @Override
-        public boolean countsOnly() {
-            return true;
-        }
-
-        @Override
-        public void event(Event ev) {
-        }
-
-        @Override
-        public void error(String kind, int code, long offset, long ip) {
-            none.println(kind);
-        }
-
-        @Override
-        public void endOfTrace() {
         }
     }
 }

@@ -25,6 +25,11 @@ public final class PtxedCorpusTestAccess {
         return out;
     }
 
+    /** ptdecode flow with these arguments, in {@code dir}: its output ("EXCEPTION ..." if it threw). */
+    public static String decode(Path dir, List<String> args) {
+        return PtxedCorpusTest.decode(dir, args);
+    }
+
     public static Path real(String sub) {
         return RealTraceTest.dir(sub);
     }

@@ -4,14 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
-import ptfence.ptdecode.FlowCommand;
 
 /**
  * The counting fast path ({@code --quiet}: whole TNT packets through the decision-point memo, calls left open and
@@ -19,16 +15,6 @@ import ptfence.ptdecode.FlowCommand;
  * that the full listing of the same decode shows: on every libipt corpus case and the real DynamoRIO traces.
  */
 class QuietCountTest {
-    private static String decode(Path dir, List<String> args) {
-        FlowCommand cmd = new FlowCommand().inDirectory(dir);
-        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
-        StringWriter sw = new StringWriter();
-        try (PrintWriter pw = new PrintWriter(sw)) {
-            cmd.decode(pw);
-        }
-        return sw.toString();
-    }
-
     private static List<String> errors(String out) {
         return out.lines().filter(l -> l.contains("error:")).toList();
     }
@@ -36,11 +22,11 @@ class QuietCountTest {
     private static long check(String name, Path dir, List<String> base, List<String> failures) {
         List<String> args = base.stream().filter(a -> !a.equals("--quiet") && !a.startsWith("--stat")
                 && !a.startsWith("--format") && !a.equals("--time") && !a.startsWith("--event:")).toList();
-        String listing = decode(dir, args);
+        String listing = PtxedCorpusTest.decode(dir, args);
         long listed = listing.lines().filter(l -> l.matches("(\\? )?[0-9a-f]{16}")).count();
         List<String> quietArgs = new ArrayList<>(args);
         quietArgs.addAll(List.of("--quiet", "--stat:insn"));
-        String quiet = decode(dir, quietArgs);
+        String quiet = PtxedCorpusTest.decode(dir, quietArgs);
         String want = "insn: " + listed + ".";
         if (!quiet.contains(want) || !errors(quiet).equals(errors(listing))) {
             failures.add(name + ": quiet " + quiet.lines().filter(l -> l.startsWith("insn")).toList() + " " + errors(quiet)

@@ -4,16 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
-import ptfence.ptdecode.FlowCommand;
 
 /**
  * Passing over MTC/CYC without computing time (--skip-timing, automatic when no time is printed) must not change
@@ -24,18 +20,6 @@ import ptfence.ptdecode.FlowCommand;
  */
 class TimingSkipTest {
     private static final Set<String> TIME_OPTIONS = Set.of("--time", "--event:time", "--event:tick");
-
-    private static String decode(Path dir, List<String> args) {
-        FlowCommand cmd = new FlowCommand().inDirectory(dir);
-        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
-        StringWriter sw = new StringWriter();
-        try (PrintWriter pw = new PrintWriter(sw)) {
-            cmd.decode(pw);
-        } catch (RuntimeException e) {
-            return "EXCEPTION " + e;
-        }
-        return sw.toString();
-    }
 
     private static String withoutTimes(String jsonl) {
         return jsonl.replaceAll(",\"tsc\":[0-9]+", "");
@@ -51,16 +35,16 @@ class TimingSkipTest {
     private static long compare(String name, Path dir, List<String> args, List<String> failures) {
         long insns = 0;
         if (!args.contains("--quiet")) {
-            String auto = decode(dir, args);
-            String full = decode(dir, with(args, "--skip-timing", "off"));
+            String auto = PtxedCorpusTest.decode(dir, args);
+            String full = PtxedCorpusTest.decode(dir, with(args, "--skip-timing", "off"));
             if (!auto.equals(full)) {
                 failures.add(name + " auto");
             }
         }
         List<String> untimed = args.stream().filter(a -> !TIME_OPTIONS.contains(a)).toList();
         for (String format : List.of("ptxed", "text", "jsonl")) {
-            String on = decode(dir, with(untimed, "--format", format, "--skip-timing", "on"));
-            String off = decode(dir, with(untimed, "--format", format, "--skip-timing", "off"));
+            String on = PtxedCorpusTest.decode(dir, with(untimed, "--format", format, "--skip-timing", "on"));
+            String off = PtxedCorpusTest.decode(dir, with(untimed, "--format", format, "--skip-timing", "off"));
             if (format.equals("jsonl")) {
                 on = withoutTimes(on);
                 off = withoutTimes(off);
@@ -114,7 +98,7 @@ class TimingSkipTest {
         String want = "[enabled]\n0000000000001000\n[20, 1012: error: no memory mapped at this address]\n";
         for (String decoder : List.of("--insn-decoder", "--block-decoder")) {
             for (String skip : List.of("on", "off", "auto")) {
-                assertEquals(want, decode(dir, with(args, decoder, "--skip-timing", skip)), decoder + " " + skip);
+                assertEquals(want, PtxedCorpusTest.decode(dir, with(args, decoder, "--skip-timing", skip)), decoder + " " + skip);
             }
         }
     }
