@@ -405,6 +405,30 @@ public final class PacketCursor {
         int start = i;
         int lim = fastLimit;
         int seen = 0;
+        // Eight bytes at a time for the common packets (PAD, MTC, one- and two-byte CYC); the byte loop below
+        // takes whatever this one stops at. Reading 8 bytes is safe: MAX_PACKET bytes remain below fastLimit.
+        words:
+        while (i < lim) {
+            long w = b.getLong(i);
+            int k = 0;
+            while (k < 7) {
+                int opc = (int) (w >>> (k << 3)) & 0xff;
+                if (opc == 0x00) {
+                    k++;
+                } else if (opc == 0x59) {
+                    k += 2;
+                    seen = 2;
+                } else if ((opc & 7) == 3) {
+                    k++;
+                } else if ((opc & 7) == 7 && !skd007 && ((w >>> ((k + 1) << 3)) & 1) == 0) {
+                    k += 2;
+                } else {
+                    i += k;
+                    break words;
+                }
+            }
+            i += k;
+        }
         while (i < lim) {
             int opc = b.get(i) & 0xff;
             if (opc == 0x00) {
