@@ -10,6 +10,12 @@ import ptfence.packet.TraceSource;
 public final class CursorInput implements PacketInput {
     private final PacketCursor c;
     private final long size;
+    /** See {@link #skipTiming}. */
+    private boolean skipTiming;
+    /** A packet the cursor already read past a timing run, handed out by the next {@link #next}; -2 if none. */
+    private int pending = NONE;
+    private long pendingStart;
+    private static final int NONE = -2;
 
     public CursorInput(TraceSource source, Errata errata) {
         this.c = new PacketCursor(source, errata);
@@ -20,20 +26,33 @@ public final class CursorInput implements PacketInput {
         return new CursorInput(TraceSource.of(trace), errata);
     }
 
+    /**
+     * For decodes that print no time (FlowConfig#timingSkippable): each run of MTC and CYC packets (with the PADs
+     * among and after them) comes as one CYC packet spanning the run, {@link Pkt#small} 1 (3 if the run held an
+     * MTC), whose time the event layer does not compute. Offsets and positions stay those of the packets
+     * themselves (the run's packet starts where its first MTC/CYC does), so error offsets and resync points do
+     * not move; MTC and CYC outside of TMA cannot fail (TimeTracker), so no error is lost.
+     */
+    public CursorInput skipTiming(boolean on) {
+        this.skipTiming = on;
+        return this;
+    }
+
     @Override
     public int next(Pkt p) {
         int t;
         try {
-            t = c.next();
+            if (pending != NONE) {
+                t = pending;
+                pending = NONE;
+            } else {
+                t = c.next();
+                if (skipTiming && (t == PacketCursor.MTC || t == PacketCursor.CYC)) {
+                    return timingRun(p, t == PacketCursor.MTC);
+                }
+            }
         } catch (TraceDecodeException e) {
-            p.offset = e.offset();
-            p.size = 0;
-            return switch (e.error()) {
-                case BAD_OPCODE -> PtError.BAD_OPC;
-                case BAD_PACKET -> PtError.BAD_PACKET;
-                case TRUNCATED -> PtError.EOS;
-                case NO_SYNC -> PtError.NOSYNC;
-            };
+            return error(p, e);
         }
         if (t == PacketCursor.END) {
             p.offset = c.position();
@@ -42,6 +61,36 @@ public final class CursorInput implements PacketInput {
         }
         p.offset = c.offset();
         p.size = c.size();
+        // The packets of the hot loop here, the rest in fill(): small enough for the JIT to inline into the
+        // event layer (the whole method was too big to inline).
+        if (t == PacketCursor.TNT_8) {
+            p.type = Pkt.TNT;
+            p.tntBits = c.tntBits();
+            p.tntSize = c.tntCount();
+            return 0;
+        }
+        if (t >= PacketCursor.TIP && t <= PacketCursor.FUP) {
+            p.type = t; // TIP, TIP.PGE, TIP.PGD, FUP: the same codes in Pkt
+            p.ipc = c.ipc();
+            p.ip = c.ipPayload();
+            return 0;
+        }
+        fill(p, t);
+        return 0;
+    }
+
+    private static int error(Pkt p, TraceDecodeException e) {
+        p.offset = e.offset();
+        p.size = 0;
+        return switch (e.error()) {
+            case BAD_OPCODE -> PtError.BAD_OPC;
+            case BAD_PACKET -> PtError.BAD_PACKET;
+            case TRUNCATED -> PtError.EOS;
+            case NO_SYNC -> PtError.NOSYNC;
+        };
+    }
+
+    private void fill(Pkt p, int t) {
         switch (t) {
             case PacketCursor.PAD -> p.type = Pkt.PAD;
             case PacketCursor.PSB -> p.type = Pkt.PSB;
@@ -98,6 +147,7 @@ public final class CursorInput implements PacketInput {
             case PacketCursor.CYC -> {
                 p.type = Pkt.CYC;
                 p.payload = c.cycles();
+                p.small = 0;
             }
             case PacketCursor.TMA -> {
                 p.type = Pkt.TMA;
@@ -156,21 +206,57 @@ public final class CursorInput implements PacketInput {
             }
             default -> p.type = Pkt.UNKNOWN;
         }
+    }
+
+    /** Reads past the MTC/CYC run that started with the packet just read; the packet after it waits in pending. */
+    private int timingRun(Pkt p, boolean mtc) {
+        long start = c.offset();
+        long end;
+        while (true) {
+            if ((c.skipTiming() & 2) != 0) {
+                mtc = true;
+            }
+            long before = c.position();
+            int u;
+            try {
+                u = c.next();
+            } catch (TraceDecodeException e) {
+                end = before; // the cursor stays on the bad packet: the next call reports it
+                break;
+            }
+            if (u == PacketCursor.MTC) {
+                mtc = true;
+            } else if (u != PacketCursor.CYC && u != PacketCursor.PAD) {
+                end = before;
+                if (u != PacketCursor.END) {
+                    pending = u;
+                    pendingStart = before;
+                }
+                break;
+            }
+        }
+        p.type = Pkt.CYC;
+        p.offset = start;
+        p.size = (int) (end - start);
+        p.payload = 0;
+        p.small = mtc ? 3 : 1;
         return 0;
     }
 
     @Override
     public long position() {
-        return c.position();
+        return pending != NONE ? pendingStart : c.position();
     }
 
     @Override
     public void seek(long offset) {
+        pending = NONE;
         c.seek(offset);
     }
 
     @Override
     public long findPsb(long from) {
+        pending = NONE;
         if (from >= size) {
             return -1;
         }
@@ -192,6 +278,7 @@ public final class CursorInput implements PacketInput {
 
     @Override
     public long findPsbBackward(long before) {
+        pending = NONE;
         c.seek(Math.min(before, size));
         if (!c.syncBackward()) {
             return -1;

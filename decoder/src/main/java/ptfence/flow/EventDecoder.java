@@ -369,6 +369,23 @@ public final class EventDecoder {
 
     private int decodePacket() {
         Pkt p = packet;
+        // The packets of the hot loop first, the rest in decodeOther: small enough for the JIT to inline.
+        switch (p.type) {
+            case Pkt.TNT:
+                return decodeTnt(p);
+            case Pkt.TIP:
+                return decodeTip(p);
+            case Pkt.CYC:
+                if (p.small == 1) {
+                    return 1; // a run of CYC whose time nobody reads (CursorInput#skipTiming)
+                }
+                return decodeOther(p);
+            default:
+                return decodeOther(p);
+        }
+    }
+
+    private int decodeOther(Pkt p) {
         switch (p.type) {
             case Pkt.TNT:
                 return decodeTnt(p);

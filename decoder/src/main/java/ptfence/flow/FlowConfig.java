@@ -79,4 +79,13 @@ public final class FlowConfig {
 
     /** The errata as the packet layer takes them (NONE until {@link #setCpu} found the CPU). */
     public Errata errata = Errata.NONE;
+
+    /**
+     * True if the timing packets MTC and CYC can be passed over without computing time whenever no time is
+     * printed (CursorInput#skipTiming): no tick events, and an MTC frequency the hardware can have (0..15), for
+     * which those packets never fail (Timing#mtcSkipped).
+     */
+    public boolean timingSkippable() {
+        return !tickEvents && mtcFreq >= 0 && mtcFreq <= 15;
+    }
 }

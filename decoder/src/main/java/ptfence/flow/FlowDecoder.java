@@ -44,6 +44,8 @@ public final class FlowDecoder {
     private final FlowSink sink;
     private final boolean blockMode;
     private final boolean countOnly;
+    /** The sink takes TNT paths as edges (coverage): the memo's fast path applies, reporting each path. */
+    private final boolean edgeMode;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] slowBuf = new byte[15];
 
@@ -152,6 +154,7 @@ public final class FlowDecoder {
         this.sink = sink;
         this.blockMode = blockMode;
         this.countOnly = sink.countsOnly();
+        this.edgeMode = !blockMode && sink.edgesOnly();
     }
 
     /**
@@ -480,7 +483,7 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if (countOnly && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
+                    if ((countOnly || edgeMode) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
                     err = walk(WALK_NONE, 0, 0);
@@ -1285,7 +1288,12 @@ public final class FlowDecoder {
      * packets through the per-content decision-point cache: one lookup per packet instead of a walk per
      * bit. Returns true if it made progress; false sends the caller down the general path.
      */
-    private final TntPaths tntPaths = new TntPaths();
+    private final TntPaths tntPaths = TntPaths.ofThisThread();
+
+    /** The TNT-path memo this decoder uses (this thread's; its lookup/miss counters profile the fast path). */
+    public TntPaths tntPaths() {
+        return tntPaths;
+    }
 
     private boolean tntFast() {
         boolean progress = false;
@@ -1298,23 +1306,42 @@ public final class FlowDecoder {
             int off = (int) (ip - secBase);
             CodeCache c = cc;
             TntPaths t = tntPaths;
-            if (!t.lookup(c, off, ev.tntBits, ev.tntSize, cfg.noRetComp, x86)) {
+            int size = ev.tntSize;
+            if (!t.lookup(c, off, ev.tntBits & ((1L << size) - 1), size, cfg.noRetComp, edgeMode, x86)) {
                 return progress;
             }
             long lo = pieceStart - secBase;
             long hi = pieceEnd - secBase;
-            if (t.min < lo || t.max >= hi) {
-                return progress;
+            if (t.min < lo || t.max >= hi || (t.pops && rsCount == 0)) {
+                return progress; // the walk reports the unmapped code or the empty return stack
+            }
+            if (edgeMode) {
+                sink.path(secBase, t.edges, t.edgeCount, ip, secBase + t.last);
             }
             instructions += t.insns;
             icnt += t.insns;
-            blocks += ev.tntSize;
+            blocks += t.used;
             lastEmittedIp = secBase + t.last;
             lastEmittedNext = displacedNext(lastEmittedIp, c.length(t.last, x86), c.cls(t.last), c.displacement(t.last));
             emitted = true;
-            ip = secBase + t.end;
+            blockEndedWithBranch = true; // a path ends at the branch that used its last bit (BDM64 looks at it)
             progress = true;
-            fetchEvent();
+            if (t.pops) {
+                popReturn();
+            } else {
+                for (int i = 0; i < t.pushCount; i++) {
+                    retStack[rsTop] = secBase + t.pushes[i];
+                    rsTop = (rsTop + 1) & (RETSTACK_SIZE - 1);
+                    if (rsCount < RETSTACK_SIZE) {
+                        rsCount++;
+                    }
+                }
+                ip = secBase + t.end;
+            }
+            ev.tntSize = size - t.used;
+            if (ev.tntSize == 0) {
+                fetchEvent();
+            }
         }
         return progress;
     }

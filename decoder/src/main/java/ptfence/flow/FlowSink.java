@@ -31,6 +31,22 @@ public interface FlowSink {
         return false;
     }
 
+    /**
+     * True if the sink wants edges, not instructions one by one inside TNT paths (coverage): the decoder may then
+     * apply whole TNT packets through its memo and report each path with {@link #path}.
+     */
+    default boolean edgesOnly() {
+        return false;
+    }
+
+    /**
+     * A TNT path of an {@link #edgesOnly} sink: its first instruction at {@code first}, its edges as {@code pairs}
+     * (branch, next) offset pairs from {@code base}, and its last instruction (a branch) at {@code last}; the
+     * instructions themselves are counted by the decoder.
+     */
+    default void path(long base, int[] pairs, int pairCount, long first, long last) {
+    }
+
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     default void disabledAfterResync() {
     }

@@ -82,7 +82,10 @@ public interface PacketInput {
         public long payload;
         /** Second payload: MWAIT ext, PWRE sub-state, PWRX deepest, TMA fc, PTW plc. */
         public long payload2;
-        /** PWRX: interrupt/store/autonomous bits (1/2/4). */
+        /**
+         * PWRX: interrupt/store/autonomous bits (1/2/4). CYC: 0 for a real CYC; 1 for a run of MTC/CYC packets
+         * whose time is not computed (CursorInput#skipTiming), 3 if the run held an MTC.
+         */
         public int small;
     }
 }

@@ -67,6 +67,14 @@ public final class TimeTracker {
                 e2 = time.updateMtc((int) p.payload);
             }
             case Pkt.CYC -> {
+                if (p.small != 0) {
+                    // A run of MTC/CYC whose time nobody reads: none of them can fail (Timing#mtcSkipped); of their
+                    // state only what a later TMA checks is kept.
+                    if ((p.small & 2) != 0) {
+                        time.mtcSkipped();
+                    }
+                    return 0;
+                }
                 e1 = tcal.updateCyc(p.payload);
                 e2 = e1 != null && e1 != TimingError.BAD_CONFIG ? null : time.updateCyc(p.payload, tcal.fcr());
             }

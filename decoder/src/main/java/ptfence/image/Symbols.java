@@ -131,6 +131,12 @@ public final class Symbols {
         return out;
     }
 
+    /** The distinct start addresses of all symbols, ascending. */
+    public long[] starts() {
+        sort();
+        return Arrays.stream(sorted).mapToLong(Sym::start).distinct().toArray();
+    }
+
     public boolean isEmpty() {
         return pending.isEmpty();
     }

@@ -63,10 +63,15 @@ public final class CodeCache {
         return l;
     }
 
+    /** Profile counters over all caches: instruction decode misses (capstone batches), blocks built. */
+    public static final java.util.concurrent.atomic.LongAdder DECODE_MISSES = new java.util.concurrent.atomic.LongAdder();
+    public static final java.util.concurrent.atomic.LongAdder BLOCK_MISSES = new java.util.concurrent.atomic.LongAdder();
+
     private synchronized byte fill(int off, X86Decoder dec) {
         if (len[off] != 0) {
             return len[off];
         }
+        DECODE_MISSES.increment();
         int avail = code.length - off;
         int count = dec.batch(code, off, avail, mode);
         if (count > 0) {
@@ -153,6 +158,7 @@ public final class CodeCache {
     private static final int NO_BLOCK = Integer.MIN_VALUE;
 
     private synchronized int fillBlock(int start, X86Decoder dec) {
+        BLOCK_MISSES.increment();
         if (blockLast == null) {
             blockCount = new int[code.length];
             blockLast = new int[code.length];

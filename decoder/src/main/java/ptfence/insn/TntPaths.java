@@ -5,18 +5,51 @@ import java.util.Map;
 
 /**
  * The decision-point memo: where the bits of one TNT packet lead from a given offset, for paths made only
- * of straight-line code, conditional branches, direct jumps, and calls that the same path returns from
- * (compressed returns). One lookup replaces a walk per bit. Keyed by offset into a {@link CodeCache}'s
- * content, so results hold wherever that content is mapped. Owned by one decoder thread (no locking on
- * the hot path); the underlying instruction and block caches are shared.
+ * of straight-line code, conditional branches, direct jumps, direct calls and compressed returns. One lookup
+ * replaces a walk per bit. A path ends when its bits are used up (the calls it leaves open are in
+ * {@link #pushes}, for the decoder's return stack) or at a compressed return to a call made before it
+ * ({@link #pops}: the decoder takes the return address from its return stack and looks up the rest of the
+ * bits from there), so real code's deep call chains and returns stay on the fast path. Keyed by offset into a {@link CodeCache}'s
+ * content, so results hold wherever that content is mapped. One per thread ({@link #ofThisThread}: no locking
+ * on the hot path), kept for the life of the thread, so it survives PSB segments (a parallel decode's workers)
+ * and runs in one process; each content's table is bounded ({@link #MAX_ENTRIES}: full, it starts over). The
+ * underlying instruction and block caches are shared by all threads.
  */
 public final class TntPaths {
+    /** Paths kept per content and thread (about 40 bytes each). */
+    static final int MAX_ENTRIES = 1 << 18;
+
+    private static final ThreadLocal<TntPaths> PER_THREAD = ThreadLocal.withInitial(TntPaths::new);
+
+    /** This thread's memo. */
+    public static TntPaths ofThisThread() {
+        return PER_THREAD.get();
+    }
+
     /** Result of the last successful {@link #lookup}. */
     public long end;
     public int insns;
     public int last;
     public int min;
     public int max;
+    /** Bits the path used: all of them, or fewer when it ends at a return that pops the decoder's stack. */
+    public int used;
+    /** True if the path ends at a compressed return to a call made before it ({@link #end} is then unused). */
+    public boolean pops;
+    /** Return addresses (offsets into the content) of the calls the path left open, oldest first. */
+    public final int[] pushes = new int[8];
+    public int pushCount;
+    /**
+     * With edges asked for: the path's edges as (branch, next instruction) offset pairs, {@link #edgeCount} of them
+     * (the last branch's edge is not among them: its next instruction lies beyond the path).
+     */
+    public final int[] edges = new int[2 * MAX_EDGES];
+    public int edgeCount;
+    private static final int MAX_EDGES = 64;
+
+    /** Profile counters: lookups, and those that had to walk the path (misses); not on any decision. */
+    public long lookups;
+    public long misses;
 
     private final Map<CodeCache, Table> tables = new IdentityHashMap<>();
     private CodeCache lastCache;
@@ -30,6 +63,10 @@ public final class TntPaths {
         int[] last = new int[1 << 10];
         int[] min = new int[1 << 10];
         int[] max = new int[1 << 10];
+        /** used bits | pops << 8 | pushCount << 9 */
+        int[] shape = new int[1 << 10];
+        int[][] pushes = new int[1 << 10][];
+        int[][] edges = new int[1 << 10][];
         int used;
     }
 
@@ -40,8 +77,16 @@ public final class TntPaths {
      * the last instruction, and the lowest/highest offsets touched (the caller checks they are mapped).
      */
     public boolean lookup(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
+        return lookup(cc, off, bits, size, noRetComp, false, dec);
+    }
+
+    /** As {@link #lookup(CodeCache, int, long, int, boolean, X86Decoder)}, with the path's edges if {@code withEdges}. */
+    public boolean lookup(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean withEdges,
+            X86Decoder dec) {
+        lookups++;
         Table t = cc == lastCache ? lastTable : table(cc);
-        long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63;
+        long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63
+                | (withEdges ? 1L << 62 : 0);
         int mask = t.key.length - 1;
         int h = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
         while (true) {
@@ -55,6 +100,18 @@ public final class TntPaths {
                 last = t.last[h];
                 min = t.min[h];
                 max = t.max[h];
+                int sh = t.shape[h];
+                used = sh & 0xff;
+                pops = (sh & 0x100) != 0;
+                pushCount = sh >>> 9;
+                if (pushCount > 0) {
+                    System.arraycopy(t.pushes[h], 0, pushes, 0, pushCount);
+                }
+                if (withEdges) {
+                    int[] e = t.edges[h];
+                    edgeCount = e.length / 2;
+                    System.arraycopy(e, 0, edges, 0, e.length);
+                }
                 return true;
             }
             if (k == 0) {
@@ -62,9 +119,17 @@ public final class TntPaths {
             }
             h = (h + 1) & mask;
         }
-        boolean ok = simulate(cc, off, bits, size, noRetComp, dec);
+        misses++;
+        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec);
         if (t.used * 2 >= t.key.length) {
-            grow(t);
+            if (t.key.length >= 2 * MAX_ENTRIES) {
+                java.util.Arrays.fill(t.key, 0); // full: start over rather than grow without bound
+                java.util.Arrays.fill(t.pushes, null);
+                java.util.Arrays.fill(t.edges, null);
+                t.used = 0;
+            } else {
+                grow(t);
+            }
             mask = t.key.length - 1;
             h = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
             while (t.key[h] != 0) {
@@ -82,6 +147,9 @@ public final class TntPaths {
         t.last[h] = last;
         t.min[h] = min;
         t.max[h] = max;
+        t.shape[h] = used | (pops ? 0x100 : 0) | pushCount << 9;
+        t.pushes[h] = pushCount > 0 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
+        t.edges[h] = withEdges ? java.util.Arrays.copyOf(edges, 2 * edgeCount) : null;
         return true;
     }
 
@@ -92,7 +160,10 @@ public final class TntPaths {
         return t;
     }
 
-    private boolean simulate(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
+    private boolean simulate(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean withEdges,
+            X86Decoder dec) {
+        edgeCount = 0;
+        int prevLast = -1;
         int n = 0;
         int lo = off;
         int hi = off;
@@ -110,6 +181,15 @@ public final class TntPaths {
             if (bl < 0) {
                 return false;
             }
+            if (withEdges && prevLast >= 0) {
+                if (edgeCount == MAX_EDGES) {
+                    return false;
+                }
+                edges[2 * edgeCount] = prevLast;
+                edges[2 * edgeCount + 1] = o;
+                edgeCount++;
+            }
+            prevLast = bl;
             n += cc.blockCount(o);
             int ln = cc.length(bl, dec);
             lo = Math.min(lo, o);
@@ -136,13 +216,25 @@ public final class TntPaths {
                     at = (long) bl + ln + disp;
                 }
                 case InsnClass.RETURN -> {
-                    // A compressed return: one taken bit, back to a call this same path made.
-                    if (depth == 0 || noRetComp) {
+                    // A compressed return: one taken bit, back to a call this path made, or (ending the path) to
+                    // one made before it, whose address the decoder's return stack holds.
+                    if (noRetComp) {
                         return false;
                     }
                     left--;
                     if (((bits >>> left) & 1) == 0) {
                         return false;
+                    }
+                    if (depth == 0) {
+                        end = 0;
+                        insns = n;
+                        last = lastOff;
+                        min = lo;
+                        max = hi;
+                        used = size - left;
+                        pops = true;
+                        pushCount = 0;
+                        return true;
                     }
                     at = calls[--depth];
                 }
@@ -154,14 +246,20 @@ public final class TntPaths {
                 return false; // a loop of direct jumps: not a path we can summarize
             }
         }
-        if (depth != 0) {
-            return false; // calls still open would have to reach the caller's return stack
-        }
         end = at;
         insns = n;
         last = lastOff;
         min = lo;
         max = hi;
+        used = size;
+        pops = false;
+        pushCount = depth;
+        for (int i = 0; i < depth; i++) {
+            if (calls[i] > Integer.MAX_VALUE) {
+                return false;
+            }
+            pushes[i] = (int) calls[i];
+        }
         return true;
     }
 
@@ -172,6 +270,9 @@ public final class TntPaths {
         int[] ol = t.last;
         int[] omin = t.min;
         int[] omax = t.max;
+        int[] osh = t.shape;
+        int[][] opu = t.pushes;
+        int[][] oed = t.edges;
         int n = ok.length * 2;
         t.key = new long[n];
         t.end = new long[n];
@@ -179,6 +280,9 @@ public final class TntPaths {
         t.last = new int[n];
         t.min = new int[n];
         t.max = new int[n];
+        t.shape = new int[n];
+        t.pushes = new int[n][];
+        t.edges = new int[n][];
         int mask = n - 1;
         for (int i = 0; i < ok.length; i++) {
             if (ok[i] == 0) {
@@ -194,6 +298,9 @@ public final class TntPaths {
             t.last[h] = ol[i];
             t.min[h] = omin[i];
             t.max[h] = omax[i];
+            t.shape[h] = osh[i];
+            t.pushes[h] = opu[i];
+            t.edges[h] = oed[i];
         }
     }
 }

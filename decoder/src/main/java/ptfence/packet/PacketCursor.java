@@ -389,6 +389,77 @@ public final class PacketCursor {
         }
     }
 
+    /**
+     * Steps over the MTC, CYC and PAD packets at the position, as {@link #next()} would decode them, for a decoder
+     * that computes no time from them. Stops before any other packet, and before any it leaves to {@link #next()}
+     * (near the window's end, a CYC longer than 9 bytes, a 2-byte CYC when SKD007 may make it an OVF, inside a
+     * BBP block). Returns 0 if it moved nothing, else 1, or 3 if it passed an MTC.
+     */
+    public int skipTiming() {
+        long rel = pos - winBase;
+        if (rel < 0 || rel >= fastLimit || blockPayload != 0) {
+            return 0;
+        }
+        ByteBuffer b = buf;
+        int i = (int) rel;
+        int start = i;
+        int lim = fastLimit;
+        int seen = 0;
+        // Eight bytes at a time for the common packets (PAD, MTC, one- and two-byte CYC); the byte loop below
+        // takes whatever this one stops at. Reading 8 bytes is safe: MAX_PACKET bytes remain below fastLimit.
+        words:
+        while (i < lim) {
+            long w = b.getLong(i);
+            int k = 0;
+            while (k < 7) {
+                int opc = (int) (w >>> (k << 3)) & 0xff;
+                if (opc == 0x00) {
+                    k++;
+                } else if (opc == 0x59) {
+                    k += 2;
+                    seen = 2;
+                } else if ((opc & 7) == 3) {
+                    k++;
+                } else if ((opc & 7) == 7 && !skd007 && ((w >>> ((k + 1) << 3)) & 1) == 0) {
+                    k += 2;
+                } else {
+                    i += k;
+                    break words;
+                }
+            }
+            i += k;
+        }
+        while (i < lim) {
+            int opc = b.get(i) & 0xff;
+            if (opc == 0x00) {
+                i++;
+            } else if (opc == 0x59) {
+                i += 2;
+                seen = 2;
+            } else if ((opc & 3) == 3) {
+                if ((opc & 4) == 0) {
+                    i++;
+                    continue;
+                }
+                int k = 1;
+                while (k < 10 && (b.get(i + k) & 1) != 0) {
+                    k++;
+                }
+                if (k == 10 || (skd007 && k == 1)) {
+                    break; // too long (the parser reports it), or a 2-byte CYC SKD007 may turn into an OVF
+                }
+                i += k + 1;
+            } else {
+                break;
+            }
+        }
+        if (i == start) {
+            return 0;
+        }
+        pos = winBase + i;
+        return 1 | seen;
+    }
+
     /** Packets decoded by the last {@link #skipAll()} (up to the error if it threw). */
     public long skipped() {
         return skipped;

@@ -30,6 +30,8 @@ import ptfence.image.Image;
 import ptfence.image.Numbers;
 import ptfence.image.RawSection;
 import ptfence.image.Symbols;
+import ptfence.cli.OutputFile;
+import ptfence.coverage.EdgeCoverage;
 import ptfence.output.CountingSink;
 import ptfence.output.JsonlPrinter;
 import ptfence.output.PtxedPrinter;
@@ -167,9 +169,19 @@ public final class FlowCommand implements Callable<Integer> {
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
             description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
     Long segmentBytes;
+    @Option(names = "--skip-timing", hidden = true, defaultValue = "auto", paramLabel = "auto|on|off",
+            description = "Pass over MTC/CYC without computing time: auto (when no time is printed), on, off (tests).")
+    String skipTiming;
     @Option(names = "--format", defaultValue = "ptxed", paramLabel = "ptxed|text|jsonl",
             description = "Output: ptxed (addresses and bracketed events), text, jsonl.")
     String format;
+
+    @Option(names = "--edges", description = "Print the flow's edges (branch -> next instruction) with their counts "
+            + "instead of the instructions: \"FROM TO COUNT\" lines, or jsonl objects with --format jsonl.")
+    boolean edges;
+    @Option(names = "--coverage", paramLabel = "FILE", description = "Write the flow's edges as an AFL-style "
+            + "64 KiB bitmap to FILE (docs/flow.md gives the hash); prints no instructions.")
+    java.nio.file.Path coverage;
 
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
     java.nio.file.Path output;
@@ -220,8 +232,14 @@ public final class FlowCommand implements Callable<Integer> {
         }
 
         Errata cursorErrata = cfg.errata;
+        boolean skip = switch (skipTiming) {
+            case "on" -> true;
+            case "off" -> false;
+            case "auto" -> timeUnused() && cfg.timingSkippable() && sideband.files.isEmpty();
+            default -> throw new BadInputException("--skip-timing " + skipTiming + ": expected auto, on or off");
+        };
         Function<ByteBuffer, PacketInput> packetSource = packetSourceOverride != null ? packetSourceOverride
-                : b -> CursorInput.of(b, cursorErrata);
+                : b -> CursorInput.of(b, cursorErrata).skipTiming(skip);
         PeventSession session = null;
         if (!sideband.files.isEmpty()) {
             session = new PeventSession(image, sideband.sbFlags, sideband.sbWarn, sbSwitch, directory);
@@ -234,13 +252,15 @@ public final class FlowCommand implements Callable<Integer> {
         }
         CodeSpace space = session != null ? session : image;
         ByteBuffer trace = mapTrace(at(pt));
-        boolean blocks = isBlockDecoder();
+        boolean coverageOnly = edges || coverage != null;
+        boolean blocks = isBlockDecoder() && !coverageOnly;
         if (!List.of("ptxed", "text", "jsonl").contains(format)) {
             throw new BadInputException("--format " + format + ": expected ptxed, text or jsonl");
         }
         FlowDecoder[] decoding = new FlowDecoder[1]; // what --offset asks for its offset (one decoder: sequential)
         java.util.function.LongSupplier offsets = offset ? () -> decoding[0] == null ? 0 : decoding[0].offset() : null;
-        Function<PrintWriter, FlowSink> sinks = w -> quiet ? new CountingSink(w) : switch (format) {
+        EdgeCoverage edgeSink = coverageOnly ? new EdgeCoverage(out, edges, coverage != null) : null;
+        Function<PrintWriter, FlowSink> sinks = w -> edgeSink != null ? edgeSink : quiet ? new CountingSink(w) : switch (format) {
             case "ptxed" -> new PtxedPrinter(w, eventIp, eventTime).showBlocks(showBlocks && blocks).timeColumn(time)
                     .offsetColumn(offsets);
             case "text" -> new TextPrinter(w, space, symbols, eventIp, eventTime).timeColumn(time)
@@ -253,7 +273,8 @@ public final class FlowCommand implements Callable<Integer> {
         long instructions;
         long blockCount;
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
-        if (nThreads > 1 && session == null && (threads > 0 || trace.remaining() > 2 * segment)) {
+        // (Edges join the last branch of one PSB segment to the first instruction of the next: sequential.)
+        if (nThreads > 1 && session == null && edgeSink == null && (threads > 0 || trace.remaining() > 2 * segment)) {
             ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment);
             try {
                 par.run(trace, out, sinks);
@@ -279,6 +300,14 @@ public final class FlowCommand implements Callable<Integer> {
             instructions = decoder.instructions;
             blockCount = decoder.blocks;
         }
+        if (edgeSink != null) {
+            if (edges && !quiet) {
+                edgeSink.print(out, format.equals("jsonl"));
+            }
+            if (coverage != null) {
+                writeBitmap(edgeSink.bitmap());
+            }
+        }
         boolean anyStat = stat || statInsn || statBlocks;
         if (anyStat) {
             boolean showInsn = statInsn || (!statInsn && !statBlocks);
@@ -290,6 +319,24 @@ public final class FlowCommand implements Callable<Integer> {
                 out.append("blocks:\t").append(Long.toString(blockCount)).append(".\n");
             }
         }
+    }
+
+    private void writeBitmap(byte[] bitmap) {
+        try (OutputFile f = OutputFile.create(coverage, Path.of(FileRange.parse(at(pt), "--pt").file().toString()))) {
+            f.stream().write(bitmap);
+            f.commit();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * True if nothing this decode prints or decides depends on the trace's time: no time column, no event times
+     * (jsonl gives every event its time), no tick events; the code space is not chosen by time (checked by the
+     * caller for sideband; raw and ELF images are not timed).
+     */
+    private boolean timeUnused() {
+        return !time && !eventTime && !eventTick && (quiet || edges || coverage != null || !format.equals("jsonl"));
     }
 
     private boolean isBlockDecoder() {

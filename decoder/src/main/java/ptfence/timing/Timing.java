@@ -158,6 +158,19 @@ public final class Timing {
     }
 
     /**
+     * MTC packets were passed over without computing time (nothing prints it): keep only what
+     * {@link #updateMtc} would have left for {@link #updateTma}'s checks. With an MTC period of at most 2^15
+     * CTC ticks (IA32_RTIT_CTL.MTCFreq is 4 bits), updateMtc and updateCyc cannot fail: every CTC value they
+     * compare stays below 2^(freq+8), so one wrap correction always suffices, and CTC deltas below 2^23 times a
+     * 32-bit CPUID ratio stay below 2^56, so no overflow either.
+     */
+    public void mtcSkipped() {
+        if (!haveTsc || haveTma) {
+            haveMtc = true;
+        }
+    }
+
+    /**
      * Applies a CYC packet given the calibration's current fast-counter ratio {@code fcr} (0 if the
      * calibration has none; the CYC is then counted as lost).
      */

@@ -1,0 +1,193 @@
+package ptfence.coverage;
+
+import java.io.PrintWriter;
+import java.util.Arrays;
+import ptfence.flow.Event;
+import ptfence.flow.FlowSink;
+import ptfence.insn.CodeCache;
+import ptfence.insn.InsnClass;
+import ptfence.output.PtxedPrinter;
+
+/**
+ * Edge coverage of a flow, what fuzzers take from a trace instead of the instruction list ({@code ptdecode flow
+ * --edges}, {@code --coverage FILE}). An edge joins a branch instruction (any class but {@code other} and
+ * {@code ptwrite}) to the next instruction the flow lists, unless tracing was enabled, disabled or overflowed, an
+ * interrupt (asynchronous branch) or TSX event, an error or the end of the trace came between them. Counts are exact per (from, to);
+ * the AFL-style bitmap has 65,536 one-byte counters saturating at 255, the edge (from, to) at index
+ * {@code h(to) ^ (h(from) >>> 1)} with {@code h(x) = (x * 0x9E3779B97F4A7C15) >>> 48} (64-bit, unsigned shift).
+ */
+public final class EdgeCoverage implements FlowSink {
+    /** Bitmap size in bytes (AFL's MAP_SIZE). */
+    public static final int MAP_SIZE = 1 << 16;
+
+    private final PtxedPrinter errors;
+    private final boolean counting;
+    private final byte[] bitmap;
+
+    // Open addressing over (from, to) pairs; count 0 marks a free slot.
+    private long[] from = new long[1 << 12];
+    private long[] to = new long[1 << 12];
+    private long[] count = new long[1 << 12];
+    private int used;
+
+    private boolean pending;
+    private long pendingFrom;
+
+    /**
+     * @param errorOut where errors go (as ptxed prints them)
+     * @param counting keep exact counts per edge (--edges)
+     * @param bitmap fill an AFL-style bitmap (--coverage), or false
+     */
+    public EdgeCoverage(PrintWriter errorOut, boolean counting, boolean bitmap) {
+        this.errors = new PtxedPrinter(errorOut, false, false);
+        this.counting = counting;
+        this.bitmap = bitmap ? new byte[MAP_SIZE] : null;
+    }
+
+    /** The bitmap index of an edge. */
+    public static int index(long from, long to) {
+        return (hash(to) ^ (hash(from) >>> 1)) & (MAP_SIZE - 1);
+    }
+
+    private static int hash(long x) {
+        return (int) ((x * 0x9E3779B97F4A7C15L) >>> 48);
+    }
+
+    @Override
+    public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        if (pending) {
+            edge(pendingFrom, ip);
+        }
+        pending = InsnClass.isBranch(cls);
+        pendingFrom = ip;
+    }
+
+    @Override
+    public boolean edgesOnly() {
+        return true;
+    }
+
+    @Override
+    public void path(long base, int[] pairs, int pairCount, long first, long last) {
+        if (pending) {
+            edge(pendingFrom, first);
+        }
+        for (int i = 0; i < pairCount; i++) {
+            edge(base + pairs[2 * i], base + pairs[2 * i + 1]);
+        }
+        pending = true; // a path ends at a branch
+        pendingFrom = last;
+    }
+
+    private void edge(long f, long t) {
+        if (bitmap != null) {
+            int i = index(f, t);
+            if (bitmap[i] != (byte) 0xff) {
+                bitmap[i]++;
+            }
+        }
+        if (!counting) {
+            return;
+        }
+        int mask = from.length - 1;
+        int h = (int) (((f * 31 + t) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+        while (count[h] != 0) {
+            if (from[h] == f && to[h] == t) {
+                count[h]++;
+                return;
+            }
+            h = (h + 1) & mask;
+        }
+        from[h] = f;
+        to[h] = t;
+        count[h] = 1;
+        if (++used * 2 > from.length) {
+            grow();
+        }
+    }
+
+    private void grow() {
+        long[] of = from;
+        long[] ot = to;
+        long[] oc = count;
+        from = new long[of.length * 2];
+        to = new long[of.length * 2];
+        count = new long[of.length * 2];
+        int mask = from.length - 1;
+        for (int i = 0; i < of.length; i++) {
+            if (oc[i] == 0) {
+                continue;
+            }
+            int h = (int) (((of[i] * 31 + ot[i]) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+            while (count[h] != 0) {
+                h = (h + 1) & mask;
+            }
+            from[h] = of[i];
+            to[h] = ot[i];
+            count[h] = oc[i];
+        }
+    }
+
+    @Override
+    public void block(long ip, int n, CodeCache code, int off, int mode, boolean speculative) {
+        throw new IllegalStateException("edge coverage runs on the instruction-flow decoder");
+    }
+
+    @Override
+    public void event(Event ev) {
+        switch (ev.type) {
+            case Event.ENABLED, Event.DISABLED, Event.ASYNC_DISABLED, Event.OVERFLOW, Event.ASYNC_BRANCH,
+                    Event.TSX -> pending = false;
+            default -> { }
+        }
+    }
+
+    @Override
+    public void error(String kind, int code, long offset, long ip) {
+        pending = false;
+        errors.error(kind, code, offset, ip);
+    }
+
+    @Override
+    public void endOfTrace() {
+        pending = false;
+    }
+
+    @Override
+    public void disabledAfterResync() {
+        pending = false;
+    }
+
+    /** Every edge with its count, ordered by from, then to: {from, to, count} rows. */
+    public long[][] edges() {
+        long[][] rows = new long[used][];
+        int k = 0;
+        for (int i = 0; i < from.length; i++) {
+            if (count[i] != 0) {
+                rows[k++] = new long[] {from[i], to[i], count[i]};
+            }
+        }
+        Arrays.sort(rows, (a, b) -> a[0] != b[0] ? Long.compareUnsigned(a[0], b[0]) : Long.compareUnsigned(a[1], b[1]));
+        return rows;
+    }
+
+    /** The AFL-style bitmap (null unless asked for). */
+    public byte[] bitmap() {
+        return bitmap;
+    }
+
+    /** {@code --edges}: one line per edge, "FROM TO COUNT" (16 hex digits each address) or a jsonl object. */
+    public void print(PrintWriter out, boolean jsonl) {
+        StringBuilder sb = new StringBuilder(64);
+        for (long[] e : edges()) {
+            sb.setLength(0);
+            if (jsonl) {
+                sb.append("{\"type\":\"edge\",\"from\":\"0x").append(Long.toHexString(e[0])).append("\",\"to\":\"0x")
+                        .append(Long.toHexString(e[1])).append("\",\"count\":").append(e[2]).append("}\n");
+            } else {
+                sb.append(String.format("%016x %016x %d%n", e[0], e[1], e[2]));
+            }
+            out.append(sb);
+        }
+    }
+}
