@@ -91,6 +91,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
     Path output;
 
+    @picocli.CommandLine.Mixin
+    ThreadOptions threadOptions = new ThreadOptions();
+
     @Option(names = "--packets", description = "Print the recording's PT packets instead (as 'ptdecode packets').")
     boolean packets;
 
@@ -143,10 +146,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
             if (func == null) {
-                rd.merged(out);
+                rd.merged(out, threadOptions.validate());
                 return Tool.EXIT_OK;
             }
-            FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
+            FunctionNames.Target target = FunctionNames.resolve(func, rd.code, rd.symbols, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
             if (format.equals("perfetto")) {
                 ptfence.func.PerfettoWriter.Stream w = new ptfence.func.PerfettoWriter.Stream(func, out,

@@ -61,6 +61,8 @@ final class RecordingDecode {
 
     Sideband sideband = new Sideband();
     CodeMap code;
+    /** Names for the recording's code (every view asks here). */
+    ptfence.symbol.Symbolizer symbols = ptfence.symbol.Symbolizer.NONE;
     IntelPtInfo pt;
     FlowConfig config;
     List<CpuTrace> traces = new ArrayList<>();
@@ -158,6 +160,7 @@ final class RecordingDecode {
             code.addSidebandSymbols();
             code.applyPokes();
             code.symbols().describe(0); // sort once, before decoder threads share it
+            symbols = new ptfence.symbol.RecordingSymbols(sideband, code, req.sysroot(), buildIds(f), req.vmlinux());
             boolean snapshot = pt.snapshotMode();
             Map<Integer, List<List<AuxBuffer>>> byCpu = new TreeMap<>();
             Map<Integer, Integer> tids = new TreeMap<>();
@@ -175,6 +178,19 @@ final class RecordingDecode {
                 traces.add(new CpuTrace(cpu, tids.get(e.getKey()), e.getValue()));
             }
         }
+    }
+
+    /** The BUILD_ID header's ids by file name (none if the header is absent or damaged). */
+    private Map<String, byte[]> buildIds(PerfDataFile f) {
+        Map<String, byte[]> out = new java.util.HashMap<>();
+        try {
+            for (ptfence.perfdata.Feature.BuildIdEntry e : f.features().buildIds()) {
+                out.putIfAbsent(e.filename(), e.id());
+            }
+        } catch (BadInputException e) {
+            err.println("ptdecode: " + e.getMessage() + " (build ids not used)");
+        }
+        return out;
     }
 
     private static ByteBuffer copy(ByteBuffer b) {
@@ -624,7 +640,7 @@ final class RecordingDecode {
         return false;
     }
 
-    void merged(PrintWriter out) throws Exception {
-        MergedFlow.print(this, out, req);
+    void merged(PrintWriter out, ThreadOptions threads) throws Exception {
+        MergedFlow.print(this, out, req, threads);
     }
 }
