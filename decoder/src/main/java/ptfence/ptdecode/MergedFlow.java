@@ -62,6 +62,13 @@ final class MergedFlow {
         private final byte[] buf = new byte[15];
         FlowDecoder decoder;
         private final StringBuilder sb = new StringBuilder(128);
+        private Symbol jsonSym;
+        private String jsonName;
+        private String jsonCommOf;
+        private String jsonSrcOf;
+        private String jsonSrc;
+        private String jsonComm;
+        private String jsonDso;
 
         LineSink(RecordingDecode.CpuTrace t, TimeMerge<Line>.Producer queue, RecordingDecode rd, boolean jsonl,
                 RecordingDecode.Request req, ThreadOptions threads) {
@@ -105,7 +112,11 @@ final class MergedFlow {
                 sb.append("{\"cpu\":").append(cpu).append(",\"time\":").append(t).append(",\"pid\":")
                         .append(task.pid()).append(",\"tid\":").append(task.tid());
                 if (comm != null) {
-                    sb.append(",\"comm\":").append(ptfence.cli.Json.quote(comm));
+                    if (comm != jsonCommOf) { // quoted once per thread name
+                        jsonCommOf = comm;
+                        jsonComm = ",\"comm\":" + ptfence.cli.Json.quote(comm);
+                    }
+                    sb.append(jsonComm);
                 }
             } else {
                 Columns.right(sb, Integer.toString(cpu), 3, ' ').append(' ');
@@ -138,11 +149,24 @@ final class MergedFlow {
                 sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":")
                         .append(ptfence.cli.Json.quote(text == null ? "(bad)" : text));
                 if (sym != null) {
-                    sb.append(",\"sym\":").append(ptfence.cli.Json.quote(sym.describe(ip))).append(",\"dso\":")
-                            .append(ptfence.cli.Json.quote(sym.dso()));
+                    if (sym != jsonSym) { // quoted once per function entered, not per instruction
+                        jsonSym = sym;
+                        String q = ptfence.cli.Json.quote(sym.name());
+                        jsonName = ",\"sym\":" + q.substring(0, q.length() - 1);
+                        jsonDso = ",\"dso\":" + ptfence.cli.Json.quote(sym.dso());
+                    }
+                    sb.append(jsonName);
+                    if (ip != sym.start()) {
+                        sb.append("+0x").append(Long.toHexString(ip - sym.start()));
+                    }
+                    sb.append('"').append(jsonDso);
                 }
                 if (src != null) {
-                    sb.append(",\"srcline\":").append(ptfence.cli.Json.quote(src));
+                    if (src != jsonSrcOf) { // a line's instructions share its string: quote it once
+                        jsonSrcOf = src;
+                        jsonSrc = ",\"srcline\":" + ptfence.cli.Json.quote(src);
+                    }
+                    sb.append(jsonSrc);
                 }
                 if (speculative) {
                     sb.append(",\"speculative\":true");
@@ -153,7 +177,11 @@ final class MergedFlow {
                 Columns.hex16(sb, ip).append("  ");
                 Columns.left(sb, text == null ? "(bad)" : text, 36);
                 if (sym != null) {
-                    sb.append("  <").append(sym.describe(ip)).append('>');
+                    sb.append("  <").append(sym.name());
+                    if (ip != sym.start()) {
+                        sb.append("+0x").append(Long.toHexString(ip - sym.start()));
+                    }
+                    sb.append('>');
                 }
                 if (src != null) {
                     sb.append("  ").append(src);

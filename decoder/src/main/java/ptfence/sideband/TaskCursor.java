@@ -14,12 +14,24 @@ public final class TaskCursor {
     private int pid = -1;
     private int tid = -1;
     private String comm;
+    /** The one task of an untimed trace's CPU, when its timeline has only one (else unknown). */
+    private final Sideband.Task only;
 
     /** @param fixedTid the traced thread of a per-thread trace, else -1 */
     public TaskCursor(Sideband sideband, int cpu, int fixedTid) {
         this.sideband = sideband;
         this.cpu = cpu;
         this.fixedTid = fixedTid;
+        java.util.List<Sideband.Task> all = sideband.tasks(cpu);
+        Sideband.Task one = null;
+        for (Sideband.Task t : all) {
+            if (one != null && (t.pid() != one.pid() || t.tid() != one.tid())) {
+                one = null;
+                break;
+            }
+            one = t;
+        }
+        this.only = one;
     }
 
     /** Moves to perf time {@code time} (-1: unknown). */
@@ -33,8 +45,9 @@ public final class TaskCursor {
             from = Long.MIN_VALUE;
             to = Long.MAX_VALUE;
         } else if (time < 0) {
-            pid = -1;
-            tid = -1;
+            // no time, no switch to follow: only a CPU that ran one task all along can say which
+            pid = only == null ? -1 : only.pid();
+            tid = only == null ? -1 : only.tid();
             from = -1;
             to = 0;
         } else {

@@ -66,20 +66,20 @@ final class Dso {
     }
 
     /**
-     * "file:line" for the code at {@code vaddr}: its DWARF line, else (in a file with line info) the symbol table's
-     * file with line 0, as perf prints what binutils answers; null when neither knows.
+     * The line of the code at {@code vaddr}: its DWARF line, else (in a file with line info) the symbol table's file
+     * with line 0, as perf prints what binutils answers; null when neither knows.
      */
-    String srcline(long vaddr) {
+    SourceLine line(long vaddr) {
         LineTable t = lines();
         if (t == null) {
             return null;
         }
-        String s = t.at(vaddr);
-        if (s == null) {
+        SourceLine l = t.line(vaddr);
+        if (l == null) {
             String f = files.fileAt(vaddr);
-            s = f == null ? null : f.substring(f.lastIndexOf('/') + 1) + ":0";
+            l = f == null ? null : new SourceLine(f.substring(f.lastIndexOf('/') + 1) + ":0", vaddr, vaddr + 1);
         }
-        return s;
+        return l;
     }
 
     private synchronized Elf debugFile() {

@@ -24,12 +24,19 @@ public final class LineTable {
     private final int[] file;
     private final int[] line;
     private final String[] files;
+    private final String[] bases;
+    private final SourceLine[] rows;
 
     private LineTable(long[] address, int[] file, int[] line, String[] files) {
         this.address = address;
         this.file = file;
         this.line = line;
         this.files = files;
+        this.rows = new SourceLine[address.length];
+        this.bases = new String[files.length];
+        for (int i = 0; i < files.length; i++) {
+            bases[i] = files[i].substring(files[i].lastIndexOf('/') + 1);
+        }
     }
 
     /** The line table of {@code elf}, or null if it has no .debug_line. */
@@ -51,7 +58,22 @@ public final class LineTable {
     /** "file:line" (the file's base name, as perf prints it) for the code at {@code vaddr}, or null if none. */
     public String at(long vaddr) {
         int i = rowAt(vaddr);
-        return i < 0 ? null : base(files[file[i]]) + ":" + line[i];
+        return i < 0 ? null : bases[file[i]] + ":" + line[i];
+    }
+
+    /** The line of the code at {@code vaddr} with the addresses its row covers, or null. */
+    public SourceLine line(long vaddr) {
+        int i = rowAt(vaddr);
+        if (i < 0) {
+            return null;
+        }
+        SourceLine l = rows[i];
+        if (l == null) { // made once per row run (threads racing make equal ones)
+            l = new SourceLine(bases[file[i]] + ":" + line[i], address[i],
+                    i + 1 < address.length ? address[i + 1] : address[i] + 1);
+            rows[i] = l;
+        }
+        return l;
     }
 
     /** The full file name recorded for the code at {@code vaddr}, or null. */
@@ -77,16 +99,6 @@ public final class LineTable {
         return found < 0 || file[found] == END ? -1 : found;
     }
 
-    /** The address range [start, end) that maps to the same row as {@code vaddr} (for callers that cache). */
-    public long rowEnd(long vaddr) {
-        int i = rowAt(vaddr);
-        return i < 0 || i + 1 >= address.length ? vaddr + 1 : address[i + 1];
-    }
-
-    private static String base(String path) {
-        int slash = path.lastIndexOf('/');
-        return slash < 0 ? path : path.substring(slash + 1);
-    }
 
     /** Runs the line-number programs of every unit and keeps their rows. */
     private static final class Builder {

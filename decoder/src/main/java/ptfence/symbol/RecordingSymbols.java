@@ -27,8 +27,10 @@ public final class RecordingSymbols implements Symbolizer {
     private final Sideband sideband;
     private final CodeMap code;
     private final Path sysroot;
-    private final Map<Integer, Sideband.Mapping[]> byPid = new HashMap<>();
-    private final Sideband.Mapping[] all;
+    private final Map<Integer, Mapped[]> byPid = new HashMap<>();
+    private final Mapped[] all;
+    /** The last process asked about and its mappings (decoders ask for one process for long stretches). */
+    private volatile PidMappings lastPid = new PidMappings(Integer.MIN_VALUE, null);
     private final Map<String, byte[]> buildIds = new HashMap<>();
     private final Map<String, Optional<Dso>> dsos = new ConcurrentHashMap<>();
     private final Dso vmlinux;
@@ -45,19 +47,42 @@ public final class RecordingSymbols implements Symbolizer {
         this.sysroot = sysroot;
         buildIds.putAll(recordedBuildIds);
         buildIds.putAll(sideband.buildIds());
-        Map<Integer, List<Sideband.Mapping>> lists = new HashMap<>();
-        List<Sideband.Mapping> every = new ArrayList<>();
+        Map<Integer, List<Mapped>> lists = new HashMap<>();
+        List<Mapped> every = new ArrayList<>();
         for (Sideband.Mapping m : sideband.mappings()) {
             if (m.kernel() || m.file().startsWith("[") || m.file().startsWith("//")) {
                 continue;
             }
-            lists.computeIfAbsent(m.pid(), p -> new ArrayList<>()).add(m);
-            every.add(m);
+            Mapped mm = new Mapped(m);
+            lists.computeIfAbsent(m.pid(), p -> new ArrayList<>()).add(mm);
+            every.add(mm);
         }
-        lists.forEach((pid, l) -> byPid.put(pid, l.toArray(Sideband.Mapping[]::new)));
-        all = every.toArray(Sideband.Mapping[]::new);
+        lists.forEach((pid, l) -> byPid.put(pid, l.toArray(Mapped[]::new)));
+        all = every.toArray(Mapped[]::new);
         Elf v = vmlinux == null ? null : Elf.read(vmlinux);
         this.vmlinux = v == null ? null : new Dso(v, null, vmlinux.toString());
+    }
+
+    /** A mapping and, once looked up, its file's symbols. */
+    private final class Mapped {
+        final Sideband.Mapping m;
+        private volatile Optional<Dso> dso;
+
+        Mapped(Sideband.Mapping m) {
+            this.m = m;
+        }
+
+        Dso dso() {
+            Optional<Dso> d = dso;
+            if (d == null) {
+                d = dsos.computeIfAbsent(m.file(), f -> Optional.ofNullable(load(f)));
+                dso = d;
+            }
+            return d.orElse(null);
+        }
+    }
+
+    private record PidMappings(int pid, Mapped[] mappings) {
     }
 
     @Override
@@ -65,14 +90,12 @@ public final class RecordingSymbols implements Symbolizer {
         if (address < 0) {
             return kernel(address, time);
         }
-        Sideband.Mapping m = mapping(address, time, pid);
-        if (m == null) {
-            return null;
-        }
-        Dso d = dso(m.file());
+        Mapped mm = mapping(address, time, pid);
+        Dso d = mm == null ? null : mm.dso();
         if (d == null) {
             return null;
         }
+        Sideband.Mapping m = mm.m;
         long vaddr = vaddr(d, m, address);
         Symbols.Entry e = vaddr == -1 ? null : d.symbols().at(vaddr);
         if (e == null) {
@@ -83,21 +106,24 @@ public final class RecordingSymbols implements Symbolizer {
     }
 
     @Override
-    public String srcline(long address, long time, int pid) {
+    public SourceLine line(long address, long time, int pid) {
         if (address < 0) {
-            return vmlinux == null ? null : vmlinux.srcline(address);
+            return vmlinux == null ? null : vmlinux.line(address);
         }
-        Sideband.Mapping m = mapping(address, time, pid);
-        Dso d = m == null ? null : dso(m.file());
-        long vaddr = d == null ? -1 : vaddr(d, m, address);
-        return vaddr == -1 ? null : d.srcline(vaddr);
+        Mapped mm = mapping(address, time, pid);
+        Dso d = mm == null ? null : mm.dso();
+        long vaddr = d == null ? -1 : vaddr(d, mm.m, address);
+        SourceLine l = vaddr == -1 ? null : d.line(vaddr);
+        long shift = address - vaddr;
+        return l == null || shift == 0 ? l : new SourceLine(l.text(), l.start() + shift, l.end() + shift);
     }
 
     @Override
     public List<Symbol> named(String name) {
         Map<String, Symbol> out = new LinkedHashMap<>();
-        for (Sideband.Mapping m : all) {
-            Dso d = dso(m.file());
+        for (Mapped mm : all) {
+            Dso d = mm.dso();
+            Sideband.Mapping m = mm.m;
             if (d == null) {
                 continue;
             }
@@ -137,15 +163,26 @@ public final class RecordingSymbols implements Symbolizer {
     }
 
     /** The newest mapping of {@code pid} holding {@code address} at {@code time}; any process's when pid is unknown. */
-    private Sideband.Mapping mapping(long address, long time, int pid) {
-        Sideband.Mapping[] ms = pid < 0 ? all : byPid.get(pid);
+    private Mapped mapping(long address, long time, int pid) {
+        Mapped[] ms;
+        if (pid < 0) {
+            ms = all;
+        } else {
+            PidMappings last = lastPid;
+            if (last.pid() == pid) {
+                ms = last.mappings();
+            } else {
+                ms = byPid.get(pid);
+                lastPid = new PidMappings(pid, ms);
+            }
+        }
         if (ms == null) {
             return null;
         }
         for (int i = ms.length - 1; i >= 0; i--) {
-            Sideband.Mapping m = ms[i];
+            Sideband.Mapping m = ms[i].m;
             if (Long.compareUnsigned(address - m.address(), m.length()) < 0 && (time < 0 || m.time() <= time)) {
-                return m;
+                return ms[i];
             }
         }
         return null;
@@ -167,10 +204,6 @@ public final class RecordingSymbols implements Symbolizer {
             }
         }
         return -1;
-    }
-
-    private Dso dso(String file) {
-        return dsos.computeIfAbsent(file, f -> Optional.ofNullable(load(f))).orElse(null);
     }
 
     /** The file as recorded: where the code map finds it, unless its build id says perf's cache has the right one. */

@@ -9,9 +9,9 @@ public final class SymbolCursor {
     private final Symbolizer symbols;
     private Symbol last;
     private int lastPid = Integer.MIN_VALUE;
-    private long lineFrom = 1;
     private int linePid = Integer.MIN_VALUE;
-    private String line;
+    private SourceLine line;
+    private long noLineAt = 1;
 
     public SymbolCursor(Symbolizer symbols) {
         this.symbols = symbols;
@@ -32,12 +32,14 @@ public final class SymbolCursor {
 
     /** "file:line" for {@code address}, or null. */
     public String srcline(long address, long time, int pid) {
-        if (address == lineFrom && pid == linePid) {
-            return line;
+        SourceLine l = line;
+        if (pid == linePid && (l != null ? l.covers(address) : address == noLineAt)) {
+            return l == null ? null : l.text();
         }
-        line = symbols.srcline(address, time, pid);
-        lineFrom = address;
+        l = symbols.line(address, time, pid);
+        line = l;
         linePid = pid;
-        return line;
+        noLineAt = address;
+        return l == null ? null : l.text();
     }
 }

@@ -9,8 +9,14 @@ public interface Symbolizer {
     /** The function holding {@code address}, or null when nothing names it. */
     Symbol symbol(long address, long time, int pid);
 
-    /** "file:line" of the source the code at {@code address} came from (DWARF line info), or null. */
-    String srcline(long address, long time, int pid);
+    /** The source line the code at {@code address} came from (DWARF line info) and the code it covers, or null. */
+    SourceLine line(long address, long time, int pid);
+
+    /** "file:line" of the source the code at {@code address} came from, or null. */
+    default String srcline(long address, long time, int pid) {
+        SourceLine l = line(address, time, pid);
+        return l == null ? null : l.text();
+    }
 
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
@@ -21,7 +27,7 @@ public interface Symbolizer {
             return null;
         }
 
-        public String srcline(long address, long time, int pid) {
+        public SourceLine line(long address, long time, int pid) {
             return null;
         }
 
