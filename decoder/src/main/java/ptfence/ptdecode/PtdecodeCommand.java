@@ -213,7 +213,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
                             return null; // inside the function: the address says it all
                         }
                     }
-                    return rd.code.describe(a, inv.entryTime());
+                    ptfence.symbol.Symbol sym = rd.symbols.symbol(a, inv.entryTime(), inv.pid());
+                    return sym != null ? sym.describe(a) : rd.code.describe(a, inv.entryTime());
                 });
                 long t = inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
                         : ptfence.image.CodeSpace.ANY_TIME;
