@@ -105,19 +105,25 @@ final class MergedFlow {
             return !threads.filters() || threads.accepts(task.pid(), task.tid(), task.comm());
         }
 
+        /** jsonl: the thread's fields and the object's end (after the line's own fields, which keep their places). */
+        private void endJson() {
+            sb.append(",\"pid\":").append(task.pid()).append(",\"tid\":").append(task.tid());
+            String comm = task.comm();
+            if (comm != null) {
+                if (comm != jsonCommOf) { // quoted once per thread name
+                    jsonCommOf = comm;
+                    jsonComm = ",\"comm\":" + ptfence.cli.Json.quote(comm);
+                }
+                sb.append(jsonComm);
+            }
+            sb.append('}');
+        }
+
         private void prefix(long t) {
             sb.setLength(0);
             String comm = task.comm();
             if (jsonl) {
-                sb.append("{\"cpu\":").append(cpu).append(",\"time\":").append(t).append(",\"pid\":")
-                        .append(task.pid()).append(",\"tid\":").append(task.tid());
-                if (comm != null) {
-                    if (comm != jsonCommOf) { // quoted once per thread name
-                        jsonCommOf = comm;
-                        jsonComm = ",\"comm\":" + ptfence.cli.Json.quote(comm);
-                    }
-                    sb.append(jsonComm);
-                }
+                sb.append("{\"cpu\":").append(cpu).append(",\"time\":").append(t);
             } else {
                 Columns.right(sb, Integer.toString(cpu), 3, ' ').append(' ');
                 if (t < 0) {
@@ -171,7 +177,7 @@ final class MergedFlow {
                 if (speculative) {
                     sb.append(",\"speculative\":true");
                 }
-                sb.append('}');
+                endJson();
             } else {
                 sb.append(speculative ? "? " : "");
                 Columns.hex16(sb, ip).append("  ");
@@ -212,7 +218,7 @@ final class MergedFlow {
                 if (!ev.ipSuppressed && ev.ip != 0) {
                     sb.append(",\"ip\":\"0x").append(Long.toHexString(ev.ip)).append('"');
                 }
-                sb.append('}');
+                endJson();
             } else {
                 sb.append('[').append(name);
                 if (!ev.ipSuppressed && ev.ip != 0) {
@@ -233,7 +239,8 @@ final class MergedFlow {
             if (jsonl) {
                 sb.append(",\"error\":\"").append(PtError.message(codeNo)).append("\",\"kind\":\"").append(kind)
                         .append("\",\"offset\":").append(offset).append(",\"ip\":\"0x").append(Long.toHexString(ip))
-                        .append("\"}");
+                        .append('"');
+                endJson();
             } else {
                 sb.append('[').append(Long.toHexString(offset)).append(", ").append(Long.toHexString(ip)).append(": ")
                         .append(kind).append(": ").append(PtError.message(codeNo)).append(']');

@@ -141,12 +141,17 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
                 progress != null ? progress : System.console() != null), stderr);
+        rd.threads = threadOptions.validate();
+        if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
+            throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
+                    + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");
+        }
         rd.load();
         java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
             if (func == null) {
-                rd.merged(out, threadOptions.validate());
+                rd.merged(out);
                 return Tool.EXIT_OK;
             }
             FunctionNames.Target target = FunctionNames.resolve(func, rd.code, rd.symbols, recording

@@ -61,6 +61,8 @@ final class RecordingDecode {
 
     Sideband sideband = new Sideband();
     CodeMap code;
+    /** --pid/--tid/--comm (and the flow's --srcline, --per-thread); the invocations of --func obey the filters. */
+    ThreadOptions threads = new ThreadOptions().validate();
     /** Names for the recording's code (every view asks here). */
     ptfence.symbol.Symbolizer symbols = ptfence.symbol.Symbolizer.NONE;
     IntelPtInfo pt;
@@ -502,7 +504,8 @@ final class RecordingDecode {
         this.<Invocation>decodeMerged((t, out) -> {
             InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, inv -> {
                 long entry = inv.entryTime();
-                if (entry < 0 || entry >= req.timeFrom() && entry <= req.timeTo()) {
+                if ((entry < 0 || entry >= req.timeFrom() && entry <= req.timeTo()) && (!threads.filters()
+                        || threads.accepts(inv.pid(), inv.tid(), sideband.commAt(inv.tid(), entry)))) {
                     out.add(entry, inv);
                 }
             });
@@ -640,7 +643,7 @@ final class RecordingDecode {
         return false;
     }
 
-    void merged(PrintWriter out, ThreadOptions threads) throws Exception {
+    void merged(PrintWriter out) throws Exception {
         MergedFlow.print(this, out, req, threads);
     }
 }
