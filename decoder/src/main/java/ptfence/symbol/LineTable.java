@@ -368,20 +368,15 @@ public final class LineTable {
         }
 
         private static long uleb(ByteBuffer d) {
-            long v = 0;
-            int shift = 0;
-            byte b;
-            do {
-                b = d.get();
-                if (shift < 64) {
-                    v |= (long) (b & 0x7f) << shift;
-                }
-                shift += 7;
-            } while (b < 0);
-            return v;
+            return leb(d, false);
         }
 
         private static long sleb(ByteBuffer d) {
+            return leb(d, true);
+        }
+
+        /** A LEB128 number, sign-extended from its last byte's bit 6 when {@code signed}. */
+        private static long leb(ByteBuffer d, boolean signed) {
             long v = 0;
             int shift = 0;
             byte b;
@@ -392,7 +387,7 @@ public final class LineTable {
                 }
                 shift += 7;
             } while (b < 0);
-            if (shift < 64 && (b & 0x40) != 0) {
+            if (signed && shift < 64 && (b & 0x40) != 0) {
                 v |= -1L << shift;
             }
             return v;

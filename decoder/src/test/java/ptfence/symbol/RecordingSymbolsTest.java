@@ -110,6 +110,41 @@ class RecordingSymbolsTest {
         return file.substring(file.lastIndexOf('/') + 1) + ":" + (line.equals("?") ? "0" : line);
     }
 
+    private static SampleId at(long time) {
+        return new SampleId(ptfence.perfdata.SampleType.TID | ptfence.perfdata.SampleType.TIME, 7, 7, time, 0, 0, 0, 0,
+                0);
+    }
+
+    @org.junit.jupiter.api.Test
+    void kernelCodeIsNamedByItsBpfProgramAtThatTimeElseByKallsyms() throws Exception {
+        Path kallsyms = dir.resolve("kallsyms");
+        Files.writeString(kallsyms, "ffffffff81000000 T _stext\nffffffff81000100 t helper_a\n"
+                + "ffffffff81000200 T helper_b\nffffffff81000300 d some_data\n");
+        Sideband sb = new Sideband();
+        long prog = 0xffffffffc0001000L;
+        String x = "bpf_prog_0123456789abcdef_x";
+        String y = "bpf_prog_fedcba9876543210_y";
+        sb.add(new PerfRecord.Ksymbol(0, prog, 0x80, PerfRecord.Ksymbol.TYPE_BPF, 0, x, at(100)));
+        sb.add(new PerfRecord.Ksymbol(0, prog, 0x80, PerfRecord.Ksymbol.TYPE_BPF,
+                PerfRecord.Ksymbol.FLAG_UNREGISTER, x, at(200)));
+        sb.add(new PerfRecord.Ksymbol(0, prog, 0x40, PerfRecord.Ksymbol.TYPE_BPF, 0, y, at(300)));
+        CodeMap code = new CodeMap(sb, CodeMap.Clock.IDENTITY, true, null);
+        code.addKallsyms(kallsyms);
+        code.addSidebandSymbols();
+        RecordingSymbols symbols = new RecordingSymbols(sb, code, null, Map.of(), null);
+        Symbol a = symbols.symbol(0xffffffff81000105L, 150, 7);
+        assertEquals("helper_a+0x5", a.describe(0xffffffff81000105L));
+        assertEquals(RecordingSymbols.KERNEL_DSO, a.dso());
+        assertEquals("helper_b+0xff", symbols.symbol(0xffffffff810002ffL, 150, 7).describe(0xffffffff810002ffL),
+                "data symbols do not end a function (kallsyms has no sizes)");
+        Symbol p1 = symbols.symbol(prog + 0x10, 150, 7);
+        assertEquals(x + "+0x10", p1.describe(prog + 0x10));
+        assertEquals(x, p1.dso());
+        assertEquals(y + "+0x10", symbols.symbol(prog + 0x10, 350, 7).describe(prog + 0x10),
+                "another program at the same address later");
+        assertEquals(List.of(0xffffffff81000200L), symbols.named("helper_b").stream().map(Symbol::start).toList());
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"-g", "-gdwarf-4", "-g -gz=zlib", "-g -O2"})
     void everyInstructionsLineAndSymbolAreBinutils(String flags) throws Exception {
