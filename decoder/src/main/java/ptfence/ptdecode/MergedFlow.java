@@ -47,6 +47,18 @@ final class MergedFlow {
         }
     }
 
+    /** Appends {@code s} as a JSON string: as it is when nothing in it needs escaping (disassembly, file:line). */
+    static void jsonString(StringBuilder sb, String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) {
+                sb.append(ptfence.cli.Json.quote(s));
+                return;
+            }
+        }
+        sb.append('"').append(s).append('"');
+    }
+
     /** One CPU's lines: instructions with time, symbol and disassembly; events and errors in brackets. */
     private static final class LineSink implements FlowSink {
         private final int cpu;
@@ -64,9 +76,11 @@ final class MergedFlow {
         private final StringBuilder sb = new StringBuilder(128);
         private Symbol jsonSym;
         private String jsonName;
+        private int textPid = Integer.MIN_VALUE;
+        private int textTid;
+        private String textComm;
+        private String textThread;
         private String jsonCommOf;
-        private String jsonSrcOf;
-        private String jsonSrc;
         private String jsonComm;
         private String jsonDso;
 
@@ -132,10 +146,17 @@ final class MergedFlow {
                     Columns.seconds(sb, t);
                 }
                 sb.append("  ");
-                Columns.right(sb, comm != null ? comm : task.tid() >= 0 ? ":" + task.tid() : "-", 16, ' ')
-                        .append(' ');
-                Columns.right(sb, task.pid() >= 0 ? Integer.toString(task.pid()) : "-", 7, ' ').append('/');
-                Columns.left(sb, task.tid() >= 0 ? Integer.toString(task.tid()) : "-", 7).append(' ');
+                if (task.pid() != textPid || task.tid() != textTid || comm != textComm) {
+                    textPid = task.pid(); // the thread's columns, made once per task switch
+                    textTid = task.tid();
+                    textComm = comm;
+                    StringBuilder c = new StringBuilder(36);
+                    Columns.right(c, comm != null ? comm : textTid >= 0 ? ":" + textTid : "-", 16, ' ').append(' ');
+                    Columns.right(c, textPid >= 0 ? Integer.toString(textPid) : "-", 7, ' ').append('/');
+                    Columns.left(c, textTid >= 0 ? Integer.toString(textTid) : "-", 7).append(' ');
+                    textThread = c.toString();
+                }
+                sb.append(textThread);
             }
         }
 
@@ -152,8 +173,8 @@ final class MergedFlow {
             String src = threads.srcline ? symbols.srcline(ip, t, task.pid()) : null;
             prefix(t);
             if (jsonl) {
-                sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":")
-                        .append(ptfence.cli.Json.quote(text == null ? "(bad)" : text));
+                sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":");
+                jsonString(sb, text == null ? "(bad)" : text);
                 if (sym != null) {
                     if (sym != jsonSym) { // quoted once per function entered, not per instruction
                         jsonSym = sym;
@@ -168,11 +189,7 @@ final class MergedFlow {
                     sb.append('"').append(jsonDso);
                 }
                 if (src != null) {
-                    if (src != jsonSrcOf) { // a line's instructions share its string: quote it once
-                        jsonSrcOf = src;
-                        jsonSrc = ",\"srcline\":" + ptfence.cli.Json.quote(src);
-                    }
-                    sb.append(jsonSrc);
+                    jsonString(sb.append(",\"srcline\":"), src);
                 }
                 if (speculative) {
                     sb.append(",\"speculative\":true");
