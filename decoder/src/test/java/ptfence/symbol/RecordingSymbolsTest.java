@@ -110,6 +110,47 @@ class RecordingSymbolsTest {
         return file.substring(file.lastIndexOf('/') + 1) + ":" + (line.equals("?") ? "0" : line);
     }
 
+    @org.junit.jupiter.api.Test
+    void aFileNotAtItsRecordedPathIsFoundInPerfsBuildIdCache() throws Exception {
+        Path prog = build("-g");
+        byte[] id = Elf.read(prog).buildId();
+        Assumptions.assumeTrue(id.length > 0, "gcc here writes no build id");
+        String hex = java.util.HexFormat.of().formatHex(id);
+        Path home = dir.resolve("home");
+        Path cached = home.resolve(".debug/.build-id/" + hex.substring(0, 2) + "/" + hex.substring(2) + "/elf");
+        Files.createDirectories(cached.getParent());
+        Files.copy(prog, cached);
+        Elf elf = Elf.read(prog);
+        Sideband sb = new Sideband();
+        String recorded = "/nowhere/prog";
+        for (Elf.Load l : elf.loads()) {
+            if ((l.flags() & 1) != 0) {
+                long page = l.vaddr() & ~0xfffL;
+                sb.add(new PerfRecord.Mmap2(2, 7, 7, BASE + page, l.filesz() + (l.vaddr() - page),
+                        l.offset() & ~0xfffL, 0, 0, 0, 0, 5, 2, recorded, SampleId.NONE));
+            }
+        }
+        String before = System.getProperty("user.home");
+        System.setProperty("user.home", home.toString());
+        try {
+            CodeMap code = new CodeMap(sb, CodeMap.Clock.IDENTITY, true, null);
+            RecordingSymbols withId = new RecordingSymbols(sb, code, null, Map.of(recorded, id), null);
+            RecordingSymbols without = new RecordingSymbols(sb, code, null, Map.of(), null);
+            long main = -1;
+            for (String l : run("nm", prog.toString()).split("\n")) {
+                if (l.endsWith(" T main")) {
+                    main = Long.parseUnsignedLong(l.substring(0, 16), 16);
+                }
+            }
+            Symbol s = withId.symbol(BASE + main + 1, 1, 7);
+            assertEquals("main+0x1", s == null ? null : s.describe(BASE + main + 1));
+            assertEquals(recorded, s.dso(), "named as recorded");
+            assertEquals(null, without.symbol(BASE + main + 1, 1, 7), "without the build id nothing says where");
+        } finally {
+            System.setProperty("user.home", before);
+        }
+    }
+
     private static SampleId at(long time) {
         return new SampleId(ptfence.perfdata.SampleType.TID | ptfence.perfdata.SampleType.TIME, 7, 7, time, 0, 0, 0, 0,
                 0);
