@@ -176,11 +176,12 @@ final class MergedFlow {
                 sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":");
                 jsonString(sb, text == null ? "(bad)" : text);
                 if (sym != null) {
-                    if (sym != jsonSym) { // quoted once per function entered, not per instruction
+                    if (sym != jsonSym) { // quoted once per function entered, not per instruction (the path of the
+                        // file on every line would double a line's length: only with --dso)
                         jsonSym = sym;
                         String q = ptfence.cli.Json.quote(sym.name());
                         jsonName = ",\"sym\":" + q.substring(0, q.length() - 1);
-                        jsonDso = ",\"dso\":" + ptfence.cli.Json.quote(sym.dso());
+                        jsonDso = threads.dso ? ",\"dso\":" + ptfence.cli.Json.quote(sym.dso()) : "";
                     }
                     sb.append(jsonName);
                     if (ip != sym.start()) {
@@ -205,6 +206,9 @@ final class MergedFlow {
                         sb.append("+0x").append(Long.toHexString(ip - sym.start()));
                     }
                     sb.append('>');
+                    if (threads.dso) {
+                        sb.append(" (").append(sym.dso()).append(')');
+                    }
                 }
                 if (src != null) {
                     sb.append("  ").append(src);

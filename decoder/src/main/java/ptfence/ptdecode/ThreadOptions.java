@@ -6,11 +6,18 @@ import java.util.Set;
 import picocli.CommandLine.Option;
 import ptfence.cli.BadInputException;
 
-/** The whole-recording view's options for source lines and threads (a mixin of {@link PtdecodeCommand}). */
+/**
+ * The whole-recording view's options for what each line names (source line, file) and which threads it shows (a
+ * mixin of {@link PtdecodeCommand}).
+ */
 public final class ThreadOptions {
     @Option(names = "--srcline", description = "Show each instruction's source file:line (DWARF line info of the "
             + "mapped files or --vmlinux), as perf script -F +srcline.")
     boolean srcline;
+
+    @Option(names = "--dso", description = "Name each instruction's file too: the mapped file as recorded, "
+            + "[kernel.kallsyms] or the BPF program (\"dso\" in jsonl, \"(dso)\" after the symbol in text).")
+    boolean dso;
 
     @Option(names = "--pid", paramLabel = "PIDS", split = ",", description = "Only these processes (1,2).")
     List<String> pids;

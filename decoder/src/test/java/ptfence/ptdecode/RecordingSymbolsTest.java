@@ -90,7 +90,7 @@ class RecordingSymbolsTest {
         Path rec = recording(d);
         List<Insn> want = perf(rec, d.resolve("symfs"));
         RecordingFlowTest.Run r = RecordingFlowTest.ptdecode("--sysroot", d.resolve("symfs").toString(), "--srcline",
-                "--format", "jsonl", rec.toString());
+                "--dso", "--format", "jsonl", rec.toString());
         assertEquals(0, r.exit(), r.err());
         List<Insn> got = ptdecode(r.out());
         assertTrue(want.size() > 50, "perf printed too little");
@@ -111,6 +111,10 @@ class RecordingSymbolsTest {
         String first = r.out().lines().filter(l -> l.contains("4000e8  mov")).findFirst().orElseThrow();
         assertTrue(first.matches(".*\\bloopy\\s+19233/19233\\s+00000000004000e8  mov r8, qword ptr \\[rsp\\]\\s+"
                 + "<_start>  loopy\\.S:11"), first);
+        assertTrue(!r.out().contains("/loopy/loopy"), "the file only with --dso");
+        RecordingFlowTest.Run dso = RecordingFlowTest.ptdecode("--sysroot", d.resolve("symfs").toString(), "--dso",
+                recording(d).toString());
+        assertTrue(dso.out().contains("<_start> (/home/joerg/git/angr/hase/tests/bin/loopy/loopy)"), dso.out());
     }
 
     @Test
