@@ -24,7 +24,8 @@ public final class FunctionNames {
     private FunctionNames() {
     }
 
-    public static Target resolve(String name, CodeMap code, String where) {
+    /** {@code symbols} names the user and kernel functions the recording's code holds. */
+    public static Target resolve(String name, CodeMap code, ptfence.symbol.Symbolizer symbols, String where) {
         List<CodeMap.Program> all = code.programs();
         List<CodeMap.Program> found = new ArrayList<>();
         var m = TAG_ONLY.matcher(name);
@@ -56,9 +57,9 @@ public final class FunctionNames {
                         found.add(p);
                     }
                 }
-                for (long[] sym : code.symbols().named(name)) {
-                    found.add(new CodeMap.Program(name, "", name, 0, false, List.of(new CodeMap.Function(sym[0],
-                            sym[1], name, Long.MIN_VALUE, Long.MAX_VALUE))));
+                for (ptfence.symbol.Symbol sym : symbols.named(name)) {
+                    found.add(new CodeMap.Program(name, "", name, 0, false, List.of(new CodeMap.Function(sym.start(),
+                            sym.end() - sym.start(), name, sym.from(), sym.to()))));
                 }
             }
         }

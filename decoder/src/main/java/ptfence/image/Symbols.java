@@ -3,10 +3,6 @@ package ptfence.image;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -14,47 +10,82 @@ import java.util.List;
 
 /** Function symbols for addresses ("name+0x12"), read from ELF symbol tables. */
 public final class Symbols {
-    private record Sym(long start, long size, String name) {}
+    /** {@code bind}: ELF STB_* of the symbol, -1 when the source has none (kallsyms, added by hand). */
+    private record Sym(long start, long size, String name, int bind) {
+        Sym(long start, long size, String name) {
+            this(start, size, name, -1);
+        }
+    }
+
+    /**
+     * Of two symbols at one address, the one perf shows (its choose_best_symbol) sorts last: one with a size, then
+     * not weak, then global, then fewer leading underscores, then the longer name.
+     */
+    private static final Comparator<Sym> ORDER = Comparator.comparingLong(Sym::start)
+            .thenComparingInt(x -> x.size() != 0 ? 1 : 0)
+            .thenComparingInt(x -> x.bind() == 2 ? 0 : 1)
+            .thenComparingInt(x -> x.bind() == 1 ? 1 : 0)
+            .thenComparingInt(x -> -underscores(x.name()))
+            .thenComparingInt(x -> x.name().length());
+
+    private static int underscores(String name) {
+        int n = 0;
+        while (n < name.length() && name.charAt(n) == '_') {
+            n++;
+        }
+        return n;
+    }
+
+    /** The function holding an address: its name, start and end (the next symbol's start when its size is 0). */
+    public record Entry(String name, long start, long end) {
+        public boolean covers(long addr) {
+            return Long.compareUnsigned(addr - start, end - start) < 0;
+        }
+    }
 
     private final List<Sym> pending = new ArrayList<>();
     private Sym[] sorted = new Sym[0];
 
     /** Adds the FUNC symbols of an ELF's .symtab (or .dynsym), moved like {@link ElfSegments} with BASE. */
     public Symbols addElf(ElfSegments elf) {
-        byte[] all;
-        try {
-            all = Files.readAllBytes(elf.file());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
-        if (all.length < 64 || b.getInt(0) != 0x464c457f || all[4] != 2) {
+        Elf e = Elf.read(elf.file());
+        if (e == null) {
+            if (!java.nio.file.Files.isReadable(elf.file())) {
+                throw new UncheckedIOException(new IOException(elf.file() + ": cannot read"));
+            }
             return this; // 64-bit ELF only; no symbols otherwise
         }
-        long shoff = b.getLong(0x28);
-        int shentsize = Short.toUnsignedInt(b.getShort(0x3a));
-        int shnum = Short.toUnsignedInt(b.getShort(0x3c));
-        long shift = elf.base() == 0 ? 0 : elf.base() - lowestLoad(b);
-        for (int want : new int[] {2, 11}) { // SHT_SYMTAB, then SHT_DYNSYM
-            for (int i = 0; i < shnum; i++) {
-                int sh = (int) (shoff + (long) i * shentsize);
-                if (sh + 64 > all.length || b.getInt(sh + 4) != want) {
+        return addElf(e, elf.base() == 0 ? 0 : elf.base() - e.lowestLoad());
+    }
+
+    /**
+     * Adds the function symbols of {@code elf}'s .symtab (or, without one, .dynsym), each moved by {@code shift}: FUNC
+     * and IFUNC symbols, and labels (NOTYPE) in text sections, as perf reads them (a hand-written _start).
+     */
+    public Symbols addElf(Elf elf, long shift) {
+        for (int want : new int[] {Elf.SHT_SYMTAB, Elf.SHT_DYNSYM}) {
+            for (Elf.SectionHeader sh : elf.sections()) {
+                if (sh.type() != want || sh.link() < 0 || sh.link() >= elf.sections().size()) {
                     continue;
                 }
-                long off = b.getLong(sh + 0x18);
-                long size = b.getLong(sh + 0x20);
-                int link = b.getInt(sh + 0x28);
-                int strSh = (int) (shoff + (long) link * shentsize);
-                long strOff = b.getLong(strSh + 0x18);
-                for (long e = off; e + 24 <= off + size && e + 24 <= all.length; e += 24) {
-                    int name = b.getInt((int) e);
-                    int info = all[(int) e + 4] & 0xff;
-                    long value = b.getLong((int) e + 8);
-                    long sz = b.getLong((int) e + 16);
-                    if ((info & 0xf) != 2 || value == 0) {
+                ByteBuffer tab = elf.contents(sh);
+                ByteBuffer str = elf.contents(elf.sections().get(sh.link()));
+                if (tab == null || str == null) {
+                    continue;
+                }
+                for (int e = 0; e + 24 <= tab.limit(); e += 24) {
+                    int info = tab.get(e + 4) & 0xff;
+                    int type = info & 0xf;
+                    int shndx = Short.toUnsignedInt(tab.getShort(e + 6));
+                    long value = tab.getLong(e + 8);
+                    int name = tab.getInt(e);
+                    // perf takes labels only in sections named like text (not _init in .init)
+                    boolean label = type == 0 && name != 0 && shndx != 0 && shndx < 0xff00
+                            && shndx < elf.sections().size() && elf.sections().get(shndx).name().contains("text");
+                    if (!(type == 2 || type == 10 || label) || value == 0 || shndx == 0) { // FUNC, GNU_IFUNC
                         continue;
                     }
-                    pending.add(new Sym(value + shift, sz, cString(all, (int) (strOff + name))));
+                    pending.add(new Sym(value + shift, tab.getLong(e + 16), Elf.cString(str, name), info >> 4));
                 }
             }
             if (!pending.isEmpty()) {
@@ -63,28 +94,6 @@ public final class Symbols {
         }
         sorted = null;
         return this;
-    }
-
-    private static long lowestLoad(ByteBuffer b) {
-        long phoff = b.getLong(0x20);
-        int phentsize = Short.toUnsignedInt(b.getShort(0x36));
-        int phnum = Short.toUnsignedInt(b.getShort(0x38));
-        long min = -1;
-        for (int i = 0; i < phnum; i++) {
-            int p = (int) (phoff + (long) i * phentsize);
-            if (b.getInt(p) == 1 && Long.compareUnsigned(b.getLong(p + 16), min) < 0) {
-                min = b.getLong(p + 16);
-            }
-        }
-        return min;
-    }
-
-    private static String cString(byte[] all, int at) {
-        int end = at;
-        while (end < all.length && all[end] != 0) {
-            end++;
-        }
-        return new String(all, at, end - at, StandardCharsets.UTF_8);
     }
 
     /** One symbol; size 0 when unknown (it then reaches to the next symbol). */
@@ -144,12 +153,22 @@ public final class Symbols {
     private void sort() {
         if (sorted == null) {
             sorted = pending.toArray(Sym[]::new);
-            Arrays.sort(sorted, Comparator.comparingLong(Sym::start));
+            Arrays.sort(sorted, ORDER);
         }
     }
 
     /** "name" or "name+0xN" for the function containing {@code addr}, or null. */
     public String describe(long addr) {
+        Entry e = at(addr);
+        if (e == null) {
+            return null;
+        }
+        long off = addr - e.start();
+        return off == 0 ? e.name() : e.name() + "+0x" + Long.toHexString(off);
+    }
+
+    /** The function containing {@code addr}, or null. */
+    public Entry at(long addr) {
         sort();
         int lo = 0;
         int hi = sorted.length - 1;
@@ -167,10 +186,18 @@ public final class Symbols {
             return null;
         }
         Sym s = sorted[found];
-        long off = addr - s.start();
-        if (s.size() != 0 && off >= s.size()) {
-            return null;
+        long end;
+        if (s.size() != 0) {
+            end = s.start() + s.size();
+        } else {
+            // no size (kallsyms): up to the next symbol that starts after it
+            int n = found + 1;
+            while (n < sorted.length && sorted[n].start() == s.start()) {
+                n++;
+            }
+            // the last one: to the page after the one it starts in, as perf's symbols__fixup_end
+            end = n < sorted.length ? sorted[n].start() : (s.start() + 4095 & ~4095L) + 4096;
         }
-        return off == 0 ? s.name() : s.name() + "+0x" + Long.toHexString(off);
+        return addr - s.start() < end - s.start() ? new Entry(s.name(), s.start(), end) : null;
     }
 }

@@ -11,6 +11,9 @@ import ptfence.insn.X86Decoder;
 import ptfence.output.Columns;
 import ptfence.output.EventNames;
 import ptfence.sideband.CodeMap;
+import ptfence.sideband.TaskCursor;
+import ptfence.symbol.Symbol;
+import ptfence.symbol.SymbolCursor;
 
 /**
  * Every CPU's flow, merged by time: each CPU decodes on its own thread into small batches of timed lines, and the
@@ -20,35 +23,78 @@ final class MergedFlow {
     private MergedFlow() {
     }
 
-    static void print(RecordingDecode rd, PrintWriter out, RecordingDecode.Request req) throws Exception {
+    /** One merged line and the thread it belongs to (for --per-thread). */
+    record Line(int pid, int tid, String comm, String text) {
+    }
+
+    static void print(RecordingDecode rd, PrintWriter out, RecordingDecode.Request req, ThreadOptions threads)
+            throws Exception {
         boolean jsonl = req.format().equals("jsonl");
-        rd.<String>decodeMerged((t, lines) -> {
-            LineSink s = new LineSink(t.cpu(), lines, rd.code, jsonl, rd.code.forCpu(t.cpu(), -1), req);
-            return new RecordingDecode.CpuPart(s, d -> s.decoder = d, () -> { });
-        }, line -> out.append(line).append('\n'));
+        ThreadGroups groups = threads.perThread ? new ThreadGroups(!jsonl) : null;
+        try {
+            rd.<Line>decodeMerged((t, lines) -> {
+                LineSink s = new LineSink(t, lines, rd, jsonl, req, threads);
+                return new RecordingDecode.CpuPart(s, d -> s.decoder = d, () -> { });
+            }, groups == null ? line -> out.append(line.text()).append('\n')
+                    : line -> groups.add(line.pid(), line.tid(), line.comm(), line.text()));
+            if (groups != null) {
+                groups.finish(out);
+            }
+        } finally {
+            if (groups != null) {
+                groups.close();
+            }
+        }
+    }
+
+    /** Appends {@code s} as a JSON string: as it is when nothing in it needs escaping (disassembly, file:line). */
+    static void jsonString(StringBuilder sb, String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) {
+                sb.append(ptfence.cli.Json.quote(s));
+                return;
+            }
+        }
+        sb.append('"').append(s).append('"');
     }
 
     /** One CPU's lines: instructions with time, symbol and disassembly; events and errors in brackets. */
     private static final class LineSink implements FlowSink {
         private final int cpu;
-        private final TimeMerge<String>.Producer queue;
+        private final TimeMerge<Line>.Producer queue;
         private final CodeMap code;
         private final boolean jsonl;
         private final CodeSpace space;
         private final RecordingDecode.Request req;
+        private final ThreadOptions threads;
+        private final TaskCursor task;
+        private final SymbolCursor symbols;
         private final X86Decoder dec = new X86Decoder();
         private final byte[] buf = new byte[15];
         FlowDecoder decoder;
         private final StringBuilder sb = new StringBuilder(128);
+        private Symbol jsonSym;
+        private String jsonName;
+        private int textPid = Integer.MIN_VALUE;
+        private int textTid;
+        private String textComm;
+        private String textThread;
+        private String jsonCommOf;
+        private String jsonComm;
+        private String jsonDso;
 
-        LineSink(int cpu, TimeMerge<String>.Producer queue, CodeMap code, boolean jsonl, CodeSpace space,
-                RecordingDecode.Request req) {
-            this.cpu = cpu;
+        LineSink(RecordingDecode.CpuTrace t, TimeMerge<Line>.Producer queue, RecordingDecode rd, boolean jsonl,
+                RecordingDecode.Request req, ThreadOptions threads) {
+            this.cpu = t.cpu();
             this.queue = queue;
-            this.code = code;
+            this.code = rd.code;
             this.jsonl = jsonl;
-            this.space = space;
+            this.space = rd.code.forCpu(t.cpu(), -1);
             this.req = req;
+            this.threads = threads;
+            this.task = new TaskCursor(rd.sideband, t.cpu(), t.tid());
+            this.symbols = new SymbolCursor(rd.symbols);
         }
 
         private long tsc() {
@@ -61,14 +107,35 @@ final class MergedFlow {
         }
 
         private void emit(long time, String line) {
-            if (time >= 0 && (time < req.timeFrom() || time > req.timeTo())) {
-                return;
+            queue.add(time, new Line(task.pid(), task.tid(), task.comm(), line));
+        }
+
+        /** Moves to time {@code t}; false if the line is outside --time or the thread filters. */
+        private boolean wanted(long t) {
+            if (t >= 0 && (t < req.timeFrom() || t > req.timeTo())) {
+                return false;
             }
-            queue.add(time, line);
+            task.at(t);
+            return !threads.filters() || threads.accepts(task.pid(), task.tid(), task.comm());
+        }
+
+        /** jsonl: the thread's fields and the object's end (after the line's own fields, which keep their places). */
+        private void endJson() {
+            sb.append(",\"pid\":").append(task.pid()).append(",\"tid\":").append(task.tid());
+            String comm = task.comm();
+            if (comm != null) {
+                if (comm != jsonCommOf) { // quoted once per thread name
+                    jsonCommOf = comm;
+                    jsonComm = ",\"comm\":" + ptfence.cli.Json.quote(comm);
+                }
+                sb.append(jsonComm);
+            }
+            sb.append('}');
         }
 
         private void prefix(long t) {
             sb.setLength(0);
+            String comm = task.comm();
             if (jsonl) {
                 sb.append("{\"cpu\":").append(cpu).append(",\"time\":").append(t);
             } else {
@@ -79,43 +146,72 @@ final class MergedFlow {
                     Columns.seconds(sb, t);
                 }
                 sb.append("  ");
+                if (task.pid() != textPid || task.tid() != textTid || comm != textComm) {
+                    textPid = task.pid(); // the thread's columns, made once per task switch
+                    textTid = task.tid();
+                    textComm = comm;
+                    StringBuilder c = new StringBuilder(36);
+                    Columns.right(c, comm != null ? comm : textTid >= 0 ? ":" + textTid : "-", 16, ' ').append(' ');
+                    Columns.right(c, textPid >= 0 ? Integer.toString(textPid) : "-", 7, ' ').append('/');
+                    Columns.left(c, textTid >= 0 ? Integer.toString(textTid) : "-", 7).append(' ');
+                    textThread = c.toString();
+                }
+                sb.append(textThread);
             }
         }
 
         @Override
         public void insn(long ip, int size, int cls, int mode, boolean speculative) {
             long t = perfTime();
+            if (!wanted(t)) {
+                return;
+            }
             long tsc = tsc() >= 0 ? tsc() : CodeSpace.ANY_TIME;
             int len = space.read(ip, tsc, buf, 0, buf.length);
             String text = dec.text(buf, 0, len, mode, ip);
-            String sym = code.symbols().describe(ip);
-            if (sym == null) {
-                var p = code.programAt(ip, t >= 0 ? t : CodeSpace.ANY_TIME);
-                if (p != null) {
-                    for (var f : p.functions()) {
-                        if (f.covers(ip, t >= 0 ? t : f.from())) {
-                            sym = ip == f.address() ? f.name() : f.name() + "+0x" + Long.toHexString(ip - f.address());
-                        }
-                    }
-                }
-            }
+            Symbol sym = symbols.symbol(ip, t, task.pid());
+            String src = threads.srcline ? symbols.srcline(ip, t, task.pid()) : null;
             prefix(t);
             if (jsonl) {
-                sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":")
-                        .append(ptfence.cli.Json.quote(text == null ? "(bad)" : text));
+                sb.append(",\"ip\":\"0x").append(Long.toHexString(ip)).append("\",\"insn\":");
+                jsonString(sb, text == null ? "(bad)" : text);
                 if (sym != null) {
-                    sb.append(",\"sym\":").append(ptfence.cli.Json.quote(sym));
+                    if (sym != jsonSym) { // quoted once per function entered, not per instruction (the path of the
+                        // file on every line would double a line's length: only with --dso)
+                        jsonSym = sym;
+                        String q = ptfence.cli.Json.quote(sym.name());
+                        jsonName = ",\"sym\":" + q.substring(0, q.length() - 1);
+                        jsonDso = threads.dso ? ",\"dso\":" + ptfence.cli.Json.quote(sym.dso()) : "";
+                    }
+                    sb.append(jsonName);
+                    if (ip != sym.start()) {
+                        sb.append("+0x").append(Long.toHexString(ip - sym.start()));
+                    }
+                    sb.append('"').append(jsonDso);
+                }
+                if (src != null) {
+                    jsonString(sb.append(",\"srcline\":"), src);
                 }
                 if (speculative) {
                     sb.append(",\"speculative\":true");
                 }
-                sb.append('}');
+                endJson();
             } else {
                 sb.append(speculative ? "? " : "");
                 Columns.hex16(sb, ip).append("  ");
                 Columns.left(sb, text == null ? "(bad)" : text, 36);
                 if (sym != null) {
-                    sb.append("  <").append(sym).append('>');
+                    sb.append("  <").append(sym.name());
+                    if (ip != sym.start()) {
+                        sb.append("+0x").append(Long.toHexString(ip - sym.start()));
+                    }
+                    sb.append('>');
+                    if (threads.dso) {
+                        sb.append(" (").append(sym.dso()).append(')');
+                    }
+                }
+                if (src != null) {
+                    sb.append("  ").append(src);
                 }
             }
             emit(t, sb.toString());
@@ -133,7 +229,8 @@ final class MergedFlow {
             }
             long t = perfTime();
             String name = EventNames.of(ev.type);
-            if (ev.type == Event.EXEC_MODE || ev.type == Event.TICK || ev.type == Event.CBR || ev.type == Event.MNT) {
+            if (ev.type == Event.EXEC_MODE || ev.type == Event.TICK || ev.type == Event.CBR || ev.type == Event.MNT
+                    || !wanted(t)) {
                 return; // state, not flow
             }
             prefix(t);
@@ -142,7 +239,7 @@ final class MergedFlow {
                 if (!ev.ipSuppressed && ev.ip != 0) {
                     sb.append(",\"ip\":\"0x").append(Long.toHexString(ev.ip)).append('"');
                 }
-                sb.append('}');
+                endJson();
             } else {
                 sb.append('[').append(name);
                 if (!ev.ipSuppressed && ev.ip != 0) {
@@ -156,11 +253,15 @@ final class MergedFlow {
         @Override
         public void error(String kind, int codeNo, long offset, long ip) {
             long t = perfTime();
+            if (!wanted(t)) {
+                return;
+            }
             prefix(t);
             if (jsonl) {
                 sb.append(",\"error\":\"").append(PtError.message(codeNo)).append("\",\"kind\":\"").append(kind)
                         .append("\",\"offset\":").append(offset).append(",\"ip\":\"0x").append(Long.toHexString(ip))
-                        .append("\"}");
+                        .append('"');
+                endJson();
             } else {
                 sb.append('[').append(Long.toHexString(offset)).append(", ").append(Long.toHexString(ip)).append(": ")
                         .append(kind).append(": ").append(PtError.message(codeNo)).append(']');

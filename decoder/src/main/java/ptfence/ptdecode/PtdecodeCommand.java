@@ -97,6 +97,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "them, count them on stderr and go on, as perf does).")
     boolean strict;
 
+    @picocli.CommandLine.Mixin
+    ThreadOptions threadOptions = new ThreadOptions();
+
     @Option(names = "--packets", description = "Print the recording's PT packets instead (as 'ptdecode packets').")
     boolean packets;
 
@@ -150,6 +153,11 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
                 progress != null ? progress : System.console() != null), stderr);
+        rd.threads = threadOptions.validate();
+        if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
+            throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
+                    + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");
+        }
         if (recording.equals("-")) {
             rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
         }
@@ -161,7 +169,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 rd.merged(out);
                 return done(rd, out);
             }
-            FunctionNames.Target target = FunctionNames.resolve(func, rd.code, recording
+            FunctionNames.Target target = FunctionNames.resolve(func, rd.code, rd.symbols, recording
                     + (rd.recordingUsed != null ? " and the archive" : ""));
             if (format.equals("perfetto")) {
                 ptfence.func.PerfettoWriter.Stream w = new ptfence.func.PerfettoWriter.Stream(func, out,
@@ -225,7 +233,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
                             return null; // inside the function: the address says it all
                         }
                     }
-                    return rd.code.describe(a, inv.entryTime());
+                    ptfence.symbol.Symbol sym = rd.symbols.symbol(a, inv.entryTime(), inv.pid());
+                    return sym != null ? sym.describe(a) : rd.code.describe(a, inv.entryTime());
                 });
                 long t = inv.entryTime() >= 0 ? rd.code.clock().toDecoder(inv.entryTime())
                         : ptfence.image.CodeSpace.ANY_TIME;

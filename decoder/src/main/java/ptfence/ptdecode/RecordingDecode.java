@@ -61,6 +61,10 @@ final class RecordingDecode {
 
     Sideband sideband = new Sideband();
     CodeMap code;
+    /** --pid/--tid/--comm (and the flow's --srcline, --per-thread); the invocations of --func obey the filters. */
+    ThreadOptions threads = new ThreadOptions().validate();
+    /** Names for the recording's code (every view asks here). */
+    ptfence.symbol.Symbolizer symbols = ptfence.symbol.Symbolizer.NONE;
     IntelPtInfo pt;
     FlowConfig config;
     List<CpuTrace> traces = new ArrayList<>();
@@ -171,6 +175,7 @@ final class RecordingDecode {
             code.addSidebandSymbols();
             code.applyPokes();
             code.symbols().describe(0); // sort once, before decoder threads share it
+            symbols = new ptfence.symbol.RecordingSymbols(sideband, code, req.sysroot(), buildIds(f), req.vmlinux());
             boolean snapshot = pt.snapshotMode();
             Map<Integer, List<List<AuxBuffer>>> byCpu = new TreeMap<>();
             Map<Integer, Integer> tids = new TreeMap<>();
@@ -188,6 +193,19 @@ final class RecordingDecode {
                 traces.add(new CpuTrace(cpu, tids.get(e.getKey()), e.getValue()));
             }
         }
+    }
+
+    /** The BUILD_ID header's ids by file name (none if the header is absent or damaged). */
+    private Map<String, byte[]> buildIds(PerfDataFile f) {
+        Map<String, byte[]> out = new java.util.HashMap<>();
+        try {
+            for (ptfence.perfdata.Feature.BuildIdEntry e : f.features().buildIds()) {
+                out.putIfAbsent(e.filename(), e.id());
+            }
+        } catch (BadInputException e) {
+            err.println("ptdecode: " + e.getMessage() + " (build ids not used)");
+        }
+        return out;
     }
 
     private static ByteBuffer copy(ByteBuffer b) {
@@ -521,7 +539,8 @@ final class RecordingDecode {
         this.<Invocation>decodeMerged((t, out) -> {
             InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, inv -> {
                 long entry = inv.entryTime();
-                if (entry < 0 || entry >= req.timeFrom() && entry <= req.timeTo()) {
+                if ((entry < 0 || entry >= req.timeFrom() && entry <= req.timeTo()) && (!threads.filters()
+                        || threads.accepts(inv.pid(), inv.tid(), sideband.commAt(inv.tid(), entry)))) {
                     out.add(entry, inv);
                 }
             });
@@ -660,6 +679,6 @@ final class RecordingDecode {
     }
 
     void merged(PrintWriter out) throws Exception {
-        MergedFlow.print(this, out, req);
+        MergedFlow.print(this, out, req, threads);
     }
 }

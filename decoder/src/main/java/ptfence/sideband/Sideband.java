@@ -38,6 +38,10 @@ public final class Sideband {
     public record Mapping(int pid, long address, long length, long pgoff, String file, long time, boolean kernel) {
     }
 
+    /** A thread's name from {@code time} on. */
+    public record Comm(long time, String comm) {
+    }
+
     /** A task on a CPU from {@code time} on; pid -1 when tracing knows nothing yet. */
     public record Task(long time, int pid, int tid) {
     }
@@ -48,6 +52,10 @@ public final class Sideband {
     private final List<Mapping> mappings = new ArrayList<>();
     private final Map<Integer, List<Task>> tasks = new TreeMap<>();
     private final Map<Integer, Long> execTimes = new HashMap<>();
+    /** Per thread, its names over time (COMM records; a forked child starts with its parent's). */
+    private final Map<Integer, List<Comm>> comms = new HashMap<>();
+    private final Map<String, byte[]> buildIds = new HashMap<>();
+    private final Map<Integer, Integer> pids = new HashMap<>();
     private final Map<Long, Integer> openSymbols = new HashMap<>();
     private long firstTime = Long.MAX_VALUE;
     private long lastTime = Long.MIN_VALUE;
@@ -69,10 +77,21 @@ public final class Sideband {
         } else if (r instanceof PerfRecord.TextPoke p) {
             pokes.add(new Poke(p.addr(), bytes(p.oldBytes()), bytes(p.newBytes()), t));
         } else if (r instanceof PerfRecord.Mmap2 m) {
+            if (m.hasBuildId()) {
+                buildIds.putIfAbsent(m.filename(), m.buildId());
+            }
             mapping(m.pid(), m.addr(), m.len(), m.pgoff(), m.filename(), m.misc(), t);
         } else if (r instanceof PerfRecord.Mmap m) {
             mapping(m.pid(), m.addr(), m.len(), m.pgoff(), m.filename(), m.misc(), t);
+        } else if (r instanceof PerfRecord.Fork f) {
+            String parent = commAt(f.ptid(), f.time());
+            pids.put(f.tid(), f.pid());
+            if (parent != null && f.tid() != f.ptid()) {
+                comm(f.tid(), f.time(), parent);
+            }
         } else if (r instanceof PerfRecord.Comm c) {
+            comm(c.tid(), t, c.comm());
+            pids.put(c.tid(), c.pid());
             if (c.exec()) {
                 execTimes.put(c.pid(), t);
                 task(cpu, t, c.pid(), c.tid());
@@ -126,6 +145,61 @@ public final class Sideband {
         } else {
             l.add(new Task(t, pid, tid));
         }
+    }
+
+    private void comm(int tid, long t, String name) {
+        List<Comm> l = comms.computeIfAbsent(tid, x -> new ArrayList<>(2));
+        int at = l.size();
+        while (at > 0 && l.get(at - 1).time() > t) {
+            at--;
+        }
+        l.add(at, new Comm(t, name));
+    }
+
+    /**
+     * The name of thread {@code tid} at perf time {@code time} (its newest name when {@code time} is -1, an
+     * untimed trace), or null if no record named it.
+     */
+    public String commAt(int tid, long time) {
+        List<Comm> l = comms.get(tid);
+        if (l == null || l.isEmpty()) {
+            return null;
+        }
+        if (time < 0) {
+            return l.get(l.size() - 1).comm();
+        }
+        String name = null;
+        for (Comm c : l) { // a thread has few names
+            if (c.time() > time) {
+                break;
+            }
+            name = c.comm();
+        }
+        return name != null ? name : l.get(0).comm();
+    }
+
+    /** When thread {@code tid} is next renamed after perf time {@code time}, or Long.MAX_VALUE. */
+    public long nextCommChange(int tid, long time) {
+        List<Comm> l = comms.get(tid);
+        if (l != null) {
+            for (Comm c : l) {
+                if (c.time() > time) {
+                    return c.time();
+                }
+            }
+        }
+        return Long.MAX_VALUE;
+    }
+
+    /** The process of thread {@code tid} (from its COMM records), else {@code tid} itself. */
+    public int pidOf(int tid) {
+        Integer p = pids.get(tid);
+        return p == null ? tid : p;
+    }
+
+    /** Build ids that MMAP2 records carried, by file name. */
+    public Map<String, byte[]> buildIds() {
+        return java.util.Collections.unmodifiableMap(buildIds);
     }
 
     public List<KernelSymbol> kernelSymbols() {

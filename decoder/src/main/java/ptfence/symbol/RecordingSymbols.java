@@ -1,0 +1,229 @@
+package ptfence.symbol;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import ptfence.image.Elf;
+import ptfence.image.Symbols;
+import ptfence.sideband.CodeMap;
+import ptfence.sideband.Sideband;
+
+/**
+ * Names for a recording's code. User space: the process's mappings (MMAP2) at the time, the mapped file found as
+ * the code map finds it (its path, --sysroot, next to the recording) or by the build id the recording gives (perf's
+ * ~/.debug cache), its ELF symbols and DWARF lines. Kernel: BPF programs and their JITed functions, KSYMBOLs, then
+ * kallsyms or vmlinux symbols (and vmlinux's lines). Safe to share between decoder threads.
+ */
+public final class RecordingSymbols implements Symbolizer {
+    public static final String KERNEL_DSO = "[kernel.kallsyms]";
+
+    private final Sideband sideband;
+    private final CodeMap code;
+    private final Path sysroot;
+    private final Map<Integer, Mapped[]> byPid = new HashMap<>();
+    private final Mapped[] all;
+    /** The last process asked about and its mappings (decoders ask for one process for long stretches). */
+    private volatile PidMappings lastPid = new PidMappings(Integer.MIN_VALUE, null);
+    private final Map<String, byte[]> buildIds = new HashMap<>();
+    private final Map<String, Optional<Dso>> dsos = new ConcurrentHashMap<>();
+    private final Dso vmlinux;
+
+    /**
+     * @param recordedBuildIds build ids by file name from the recording's BUILD_ID header (MMAP2 ones are taken from
+     *     the sideband)
+     * @param vmlinux the kernel ELF given by the user (its DWARF lines name kernel code), or null
+     */
+    public RecordingSymbols(Sideband sideband, CodeMap code, Path sysroot, Map<String, byte[]> recordedBuildIds,
+            Path vmlinux) {
+        this.sideband = sideband;
+        this.code = code;
+        this.sysroot = sysroot;
+        buildIds.putAll(recordedBuildIds);
+        buildIds.putAll(sideband.buildIds());
+        Map<Integer, List<Mapped>> lists = new HashMap<>();
+        List<Mapped> every = new ArrayList<>();
+        for (Sideband.Mapping m : sideband.mappings()) {
+            if (m.kernel() || m.file().startsWith("[") || m.file().startsWith("//")) {
+                continue;
+            }
+            Mapped mm = new Mapped(m);
+            lists.computeIfAbsent(m.pid(), p -> new ArrayList<>()).add(mm);
+            every.add(mm);
+        }
+        lists.forEach((pid, l) -> byPid.put(pid, l.toArray(Mapped[]::new)));
+        all = every.toArray(Mapped[]::new);
+        Elf v = vmlinux == null ? null : Elf.read(vmlinux);
+        this.vmlinux = v == null ? null : new Dso(v, null, vmlinux.toString());
+    }
+
+    /** A mapping and, once looked up, its file's symbols. */
+    private final class Mapped {
+        final Sideband.Mapping m;
+        private volatile Optional<Dso> dso;
+
+        Mapped(Sideband.Mapping m) {
+            this.m = m;
+        }
+
+        Dso dso() {
+            Optional<Dso> d = dso;
+            if (d == null) {
+                d = dsos.computeIfAbsent(m.file(), f -> Optional.ofNullable(load(f)));
+                dso = d;
+            }
+            return d.orElse(null);
+        }
+    }
+
+    private record PidMappings(int pid, Mapped[] mappings) {
+    }
+
+    @Override
+    public Symbol symbol(long address, long time, int pid) {
+        if (address < 0) {
+            return kernel(address, time);
+        }
+        Mapped mm = mapping(address, time, pid);
+        Dso d = mm == null ? null : mm.dso();
+        if (d == null) {
+            return null;
+        }
+        Sideband.Mapping m = mm.m;
+        long vaddr = vaddr(d, m, address);
+        Symbols.Entry e = vaddr == -1 ? null : d.symbols().at(vaddr);
+        if (e == null) {
+            return null;
+        }
+        long shift = address - vaddr;
+        return new Symbol(e.name(), e.start() + shift, e.end() + shift, m.file(), m.time(), Long.MAX_VALUE);
+    }
+
+    @Override
+    public SourceLine line(long address, long time, int pid) {
+        if (address < 0) {
+            return vmlinux == null ? null : vmlinux.line(address);
+        }
+        Mapped mm = mapping(address, time, pid);
+        Dso d = mm == null ? null : mm.dso();
+        long vaddr = d == null ? -1 : vaddr(d, mm.m, address);
+        SourceLine l = vaddr == -1 ? null : d.line(vaddr);
+        long shift = address - vaddr;
+        return l == null || shift == 0 ? l : new SourceLine(l.text(), l.start() + shift, l.end() + shift);
+    }
+
+    @Override
+    public List<Symbol> named(String name) {
+        Map<String, Symbol> out = new LinkedHashMap<>();
+        for (Mapped mm : all) {
+            Dso d = mm.dso();
+            Sideband.Mapping m = mm.m;
+            if (d == null) {
+                continue;
+            }
+            for (long[] s : d.symbols().named(name)) {
+                long a = addressOf(d, m, s[0]);
+                if (a != -1) {
+                    out.putIfAbsent(a + "@" + m.time(), new Symbol(name, a, a + s[1], m.file(), m.time(),
+                            Long.MAX_VALUE));
+                }
+            }
+        }
+        for (long[] s : code.symbols().named(name)) {
+            out.putIfAbsent(s[0] + "@k", new Symbol(name, s[0], s[0] + s[1], KERNEL_DSO, Long.MIN_VALUE,
+                    Long.MAX_VALUE));
+        }
+        return List.copyOf(out.values());
+    }
+
+    /** Kernel code: a BPF program's function, a KSYMBOL, else kallsyms/vmlinux. */
+    private Symbol kernel(long address, long time) {
+        long t = time < 0 ? ptfence.image.CodeSpace.ANY_TIME : time;
+        CodeMap.Program p = code.programAt(address, t);
+        if (p != null) {
+            for (CodeMap.Function f : p.functions()) {
+                if (f.covers(address, t == ptfence.image.CodeSpace.ANY_TIME ? f.from() : t)) {
+                    return new Symbol(f.name(), f.address(), f.address() + f.length(), p.fullName(), f.from(), f.to());
+                }
+            }
+        }
+        Sideband.KernelSymbol k = code.symbolAt(address, time < 0 ? Long.MAX_VALUE - 1 : time);
+        if (k != null) {
+            return new Symbol(k.name(), k.address(), k.address() + k.length(), k.bpf() ? k.name() : KERNEL_DSO,
+                    k.from(), k.to());
+        }
+        Symbols.Entry e = code.symbols().at(address);
+        return e == null ? null : new Symbol(e.name(), e.start(), e.end(), KERNEL_DSO, Long.MIN_VALUE, Long.MAX_VALUE);
+    }
+
+    /** The newest mapping of {@code pid} holding {@code address} at {@code time}; any process's when pid is unknown. */
+    private Mapped mapping(long address, long time, int pid) {
+        Mapped[] ms;
+        if (pid < 0) {
+            ms = all;
+        } else {
+            PidMappings last = lastPid;
+            if (last.pid() == pid) {
+                ms = last.mappings();
+            } else {
+                ms = byPid.get(pid);
+                lastPid = new PidMappings(pid, ms);
+            }
+        }
+        if (ms == null) {
+            return null;
+        }
+        for (int i = ms.length - 1; i >= 0; i--) {
+            Sideband.Mapping m = ms[i].m;
+            if (Long.compareUnsigned(address - m.address(), m.length()) < 0 && (time < 0 || m.time() <= time)) {
+                return ms[i];
+            }
+        }
+        return null;
+    }
+
+    /** The file's virtual address for a process address inside mapping {@code m}, or -1. */
+    private static long vaddr(Dso d, Sideband.Mapping m, long address) {
+        return d.elf().vaddrOf(address - m.address() + m.pgoff());
+    }
+
+    /** The process address of the file's virtual address {@code vaddr} through mapping {@code m}, or -1. */
+    private static long addressOf(Dso d, Sideband.Mapping m, long vaddr) {
+        for (Elf.Load l : d.elf().loads()) {
+            if (vaddr - l.vaddr() >= 0 && vaddr - l.vaddr() < Math.max(l.filesz(), 1)) {
+                long off = l.offset() + (vaddr - l.vaddr());
+                if (off >= m.pgoff() && off - m.pgoff() < m.length()) {
+                    return m.address() + off - m.pgoff();
+                }
+            }
+        }
+        return -1;
+    }
+
+    /** The file as recorded: where the code map finds it, unless its build id says perf's cache has the right one. */
+    private Dso load(String file) {
+        byte[] want = buildIds.get(file);
+        Path p = code.locate(file);
+        Elf e = p == null ? null : Elf.read(p);
+        if (want != null && want.length > 0 && (e == null || !java.util.Arrays.equals(want, e.buildId()))) {
+            String hex = HexFormat.of().formatHex(want);
+            String home = System.getProperty("user.home");
+            for (String c : new String[] {home + "/.debug/.build-id/" + hex.substring(0, 2) + "/" + hex.substring(2)
+                    + "/elf", home + "/.debug" + file + "/" + hex + "/elf"}) {
+                Path cp = Path.of(c);
+                Elf ce = Files.isRegularFile(cp) ? Elf.read(cp) : null;
+                if (ce != null) {
+                    e = ce;
+                    break;
+                }
+            }
+        }
+        return e == null ? null : new Dso(e, sysroot, file);
+    }
+}

@@ -1,0 +1,38 @@
+package ptfence.symbol;
+
+/**
+ * Names for code addresses: the function (and its offset) and the file holding it, and the source line, for an
+ * address run by process {@code pid} at perf time {@code time} (-1 when the trace has no time). One implementation
+ * serves every view of a recording ({@link RecordingSymbols}), so they all name code the same way.
+ */
+public interface Symbolizer {
+    /** The function holding {@code address}, or null when nothing names it. */
+    Symbol symbol(long address, long time, int pid);
+
+    /** The source line the code at {@code address} came from (DWARF line info) and the code it covers, or null. */
+    SourceLine line(long address, long time, int pid);
+
+    /** "file:line" of the source the code at {@code address} came from, or null. */
+    default String srcline(long address, long time, int pid) {
+        SourceLine l = line(address, time, pid);
+        return l == null ? null : l.text();
+    }
+
+    /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
+    java.util.List<Symbol> named(String name);
+
+    /** Names nothing. */
+    Symbolizer NONE = new Symbolizer() {
+        public Symbol symbol(long address, long time, int pid) {
+            return null;
+        }
+
+        public SourceLine line(long address, long time, int pid) {
+            return null;
+        }
+
+        public java.util.List<Symbol> named(String name) {
+            return java.util.List.of();
+        }
+    };
+}
