@@ -49,9 +49,13 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "line info.")
     boolean source;
 
-    @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto",
-            description = "Output format (default: ${DEFAULT-VALUE}); perfetto with --func only.")
+    @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto|folded",
+            description = "Output format (default: ${DEFAULT-VALUE}); perfetto: call stacks per thread (with --func: "
+                    + "its invocations); folded: stacks for flame graphs.")
     String format;
+
+    @picocli.CommandLine.Mixin
+    CallViews calls = new CallViews();
 
     @Option(names = "--archive", paramLabel = "DIR", description = "The ptfence archive (default: $PTFENCE_ARCHIVE, "
             + "else ptarchive's default).")
@@ -110,12 +114,13 @@ public final class PtdecodeCommand implements Callable<Integer> {
             p.stdout = stdout;
             return p.call();
         }
-        if (!List.of("text", "jsonl", "perfetto").contains(format)) {
-            throw new BadInputException("--format " + format + ": expected text, jsonl or perfetto");
+        if (!List.of("text", "jsonl", "perfetto", "folded").contains(format)) {
+            throw new BadInputException("--format " + format + ": expected text, jsonl, perfetto or folded");
         }
-        if (func == null && (summary || source || format.equals("perfetto"))) {
-            throw new BadInputException("--summary, --source and --format perfetto need --func NAME");
+        if (func == null && (summary || source)) {
+            throw new BadInputException("--summary and --source need --func NAME");
         }
+        calls.check(format, func);
         // Each is one view of the invocations; silently printing one of two asked for would hide the other.
         if (summary && source) {
             throw new BadInputException("--summary and --source are two views of --func: give one");
@@ -142,6 +147,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
         java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
+            if (func == null && calls.wanted(format)) {
+                calls.run(rd, rd.request(), format, out);
+                return Tool.EXIT_OK;
+            }
             if (func == null) {
                 rd.merged(out);
                 return Tool.EXIT_OK;

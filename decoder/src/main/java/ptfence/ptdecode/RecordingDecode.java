@@ -624,6 +624,10 @@ final class RecordingDecode {
         return false;
     }
 
+    Request request() {
+        return req;
+    }
+
     void merged(PrintWriter out) throws Exception {
         MergedFlow.print(this, out, req);
     }

@@ -251,7 +251,7 @@ public final class CodeMap {
      * Where a mapped file is here: under --sysroot, at its own path, else a file of the same name in one of the
      * search directories (the recording's, so a recording travels with its binaries).
      */
-    private Path locate(String file) {
+    public Path locate(String file) {
         Path own = sysroot == null ? Path.of(file) : sysroot.resolve(file.replaceFirst("^/+", ""));
         if (Files.isRegularFile(own)) {
             return own;

@@ -1,0 +1,238 @@
+package ptfence.calls;
+
+import java.util.function.LongSupplier;
+import ptfence.flow.Event;
+import ptfence.flow.FlowSink;
+import ptfence.flow.PtError;
+import ptfence.image.CodeSpace;
+import ptfence.insn.CodeCache;
+import ptfence.insn.InsnClass;
+
+/**
+ * One CPU's flow as {@link FlowItem}s: a branch is known once the next instruction (or an event) says where it went,
+ * so the last branch instruction is held until then; a conditional branch that fell through is not a branch taken.
+ * Only the instruction decoder's one-instruction calls are used.
+ */
+public final class BranchSink implements FlowSink {
+    /** Where the items go, with the CPU's clock. */
+    public interface Out {
+        void add(FlowItem item);
+    }
+
+    private final int cpu;
+    private final Out out;
+    private final CodeSpace space;
+    private final byte[] buf = new byte[16];
+    private LongSupplier clock = () -> -1;
+    private LongSupplier tsc = () -> CodeSpace.ANY_TIME;
+
+    private boolean pending;
+    private long pIp;
+    private int pSize;
+    private int pCls;
+    private long pTime;
+    private long lastIp;
+    private long insns;
+    private boolean inTx;
+    private boolean inPsb;
+
+    public BranchSink(int cpu, Out out, CodeSpace space) {
+        this.cpu = cpu;
+        this.out = out;
+        this.space = space;
+    }
+
+    /**
+     * The flow's current position in perf time (-1: unknown) and in the decoder's time ({@link CodeSpace#ANY_TIME}:
+     * unknown), which the code is read with.
+     */
+    public void clock(LongSupplier perfTime, LongSupplier decoderTime) {
+        clock = perfTime;
+        tsc = decoderTime;
+    }
+
+    @Override
+    public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        inPsb = false;
+        if (pending) {
+            pending = false;
+            if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
+                branch(pTime, pIp, ip, flagsOf(pCls, pIp), pSize);
+            }
+        }
+        insns++;
+        lastIp = ip;
+        if (InsnClass.isBranch(cls)) {
+            pending = true;
+            pIp = ip;
+            pSize = size;
+            pCls = cls;
+            pTime = clock.getAsLong();
+        }
+    }
+
+    private void branch(long from, long to, int flags, int len) {
+        branch(clock.getAsLong(), from, to, flags, len);
+    }
+
+    /** A branch at perf time {@code time}: a branch instruction's is the flow's time at the instruction. */
+    private void branch(long time, long from, long to, int flags, int len) {
+        out.add(new FlowItem.Branch(cpu, time, from, to, flags | (inTx ? BranchFlags.IN_TX : 0), len, insns));
+        insns = 0;
+    }
+
+    /** The pending branch went to {@code to} (where an asynchronous event found the flow). */
+    private void resolve(long to) {
+        if (pending) {
+            pending = false;
+            if (pCls != InsnClass.COND_JUMP || to != pIp + pSize) {
+                branch(pTime, pIp, to, flagsOf(pCls, pIp), pSize);
+            }
+        }
+    }
+
+    @Override
+    public void block(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
+        throw new UnsupportedOperationException("branches use the instruction decoder");
+    }
+
+    @Override
+    public void event(Event ev) {
+        if (ev.statusUpdate) {
+            if (!inPsb) {
+                inPsb = true;
+                mark("psb", 0, new String[] {"offset"}, new long[] {ev.offset});
+            }
+            return;
+        }
+        switch (ev.type) {
+            case Event.ENABLED -> {
+                pending = false;
+                branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+            }
+            case Event.DISABLED -> {
+                if (pending) {
+                    pending = false;
+                    branch(pTime, pIp, ev.ipSuppressed ? 0 : ev.ip, flagsOf(pCls, pIp) | BranchFlags.TRACE_END, pSize);
+                } else {
+                    branch(lastIp, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
+                }
+            }
+            case Event.ASYNC_DISABLED -> {
+                resolve(ev.from);
+                branch(ev.from, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
+            }
+            case Event.ASYNC_BRANCH -> {
+                resolve(ev.from);
+                branch(ev.from, ev.ip, BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.ASYNC
+                        | BranchFlags.INTERRUPT, 0);
+            }
+            case Event.OVERFLOW -> {
+                pending = false;
+                loss("overflow");
+                if (!ev.ipSuppressed && ev.ip != 0) {
+                    branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+                }
+            }
+            case Event.TSX -> {
+                if (ev.aborted) {
+                    branch(ev.ip, 0, BranchFlags.BRANCH | BranchFlags.TX_ABORT, 0);
+                }
+                inTx = ev.speculative;
+                mark("tsx", ev.ip, new String[] {"speculative", "aborted"},
+                        new long[] {ev.speculative ? 1 : 0, ev.aborted ? 1 : 0});
+            }
+            case Event.CBR -> mark("cbr", 0, new String[] {"ratio"}, new long[] {ev.ratio});
+            case Event.PTWRITE -> mark("ptwrite", ev.ipSuppressed ? 0 : ev.ip, new String[] {"payload"},
+                    new long[] {ev.payload});
+            case Event.MWAIT -> mark("mwait", ev.ip, new String[] {"hints", "ext"}, new long[] {ev.hints, ev.ext});
+            case Event.PWRE -> mark("pwre", 0, new String[] {"hw", "cstate", "substate"},
+                    new long[] {ev.hw ? 1 : 0, ev.state, ev.subState});
+            case Event.PWRX -> mark("pwrx", 0, new String[] {"deepest", "last", "wake"},
+                    new long[] {ev.deepest, ev.last, ev.interrupt ? 1 : ev.store ? 2 : ev.autonomous ? 4 : 0});
+            case Event.EXSTOP -> mark("exstop", ev.ipSuppressed ? 0 : ev.ip, new String[0], new long[0]);
+            default -> { }
+        }
+    }
+
+    private void mark(String name, long ip, String[] keys, long[] values) {
+        out.add(new FlowItem.Mark(cpu, clock.getAsLong(), name, ip, keys, values, insns));
+        insns = 0;
+    }
+
+    private void loss(String reason) {
+        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, insns));
+        insns = 0;
+    }
+
+    @Override
+    public void error(String kind, int code, long offset, long ip) {
+        pending = false;
+        loss(PtError.message(code));
+    }
+
+    @Override
+    public void endOfTrace() {
+        pending = false;
+    }
+
+    /** perf's flags for a branch instruction of class {@code cls} at {@code ip}. */
+    private int flagsOf(int cls, long ip) {
+        return switch (cls) {
+            case InsnClass.COND_JUMP -> BranchFlags.BRANCH | BranchFlags.CONDITIONAL;
+            case InsnClass.CALL, InsnClass.CALL_INDIRECT -> BranchFlags.BRANCH | BranchFlags.CALL;
+            case InsnClass.RETURN -> BranchFlags.BRANCH | BranchFlags.RETURN;
+            case InsnClass.FAR_CALL -> farCall(ip);
+            case InsnClass.FAR_RETURN -> farReturn(ip);
+            default -> BranchFlags.BRANCH;
+        };
+    }
+
+    /** The opcode after legacy and REX prefixes: {op, op2} (op2 for 0F xx), from the code at {@code ip}. */
+    private int[] opcode(long ip) {
+        int n = space.read(ip, tsc.getAsLong(), buf, 0, buf.length);
+        int i = 0;
+        while (i < n) {
+            int b = buf[i] & 0xff;
+            boolean prefix = b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36
+                    || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65 || (b & 0xf0) == 0x40;
+            if (!prefix) {
+                break;
+            }
+            i++;
+        }
+        if (i >= n) {
+            return new int[] {-1, -1, -1};
+        }
+        int op = buf[i] & 0xff;
+        return new int[] {op, i + 1 < n ? buf[i + 1] & 0xff : -1, i + 2 < n ? buf[i + 2] & 0xff : -1};
+    }
+
+    private int farCall(long ip) {
+        int[] o = opcode(ip);
+        if (o[0] == 0x0f && (o[1] == 0x05 || o[1] == 0x34)) {
+            return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.SYSCALLRET;
+        }
+        if (o[0] == 0x9a || o[0] == 0xff) {
+            return BranchFlags.BRANCH | BranchFlags.CALL; // far call
+        }
+        if (o[0] == 0x0f && o[1] == 0x01 && o[2] == 0xc1) {
+            return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.VMEXIT; // vmcall
+        }
+        return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.INTERRUPT;
+    }
+
+    private int farReturn(long ip) {
+        int[] o = opcode(ip);
+        if (o[0] == 0x0f && (o[1] == 0x07 || o[1] == 0x35)) {
+            return BranchFlags.BRANCH | BranchFlags.RETURN | BranchFlags.SYSCALLRET;
+        }
+        if (o[0] == 0x0f && o[1] == 0x01 && (o[2] == 0xc2 || o[2] == 0xc3)) {
+            return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.VMENTRY;
+        }
+        if (o[0] == 0xca || o[0] == 0xcb) {
+            return BranchFlags.BRANCH | BranchFlags.RETURN;
+        }
+        return BranchFlags.BRANCH | BranchFlags.RETURN | BranchFlags.INTERRUPT;
+    }
+}

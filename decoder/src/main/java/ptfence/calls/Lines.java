@@ -1,0 +1,82 @@
+package ptfence.calls;
+
+import ptfence.cli.Json;
+import ptfence.output.Columns;
+
+/** The parts the call-trace and branch lines share: who and when, events and losses, in text or JSON Lines. */
+final class Lines {
+    private Lines() {
+    }
+
+    /** perf script's line head: "pid/tid [cpu] seconds: " (text), or the opening fields of a JSON object. */
+    static StringBuilder head(StringBuilder sb, ThreadStack t, FlowItem item, boolean jsonl) {
+        sb.setLength(0);
+        if (jsonl) {
+            sb.append("{\"cpu\":").append(item.cpu()).append(",\"pid\":").append(t.pid()).append(",\"tid\":")
+                    .append(t.tid()).append(",\"time\":").append(item.time());
+            return sb;
+        }
+        String who = t.tid() > 0 ? t.pid() + "/" + t.tid() : "-/-";
+        Columns.right(sb, who, 13, ' ').append(" [");
+        Columns.right(sb, item.cpu() < 0 ? "-" : Integer.toString(item.cpu()), 3, '0').append("] ");
+        if (item.time() < 0) {
+            sb.append("                -");
+        } else {
+            StringBuilder s = Columns.seconds(new StringBuilder(), item.time());
+            Columns.right(sb, s.toString(), 17, ' ');
+        }
+        return sb.append(": ");
+    }
+
+    /** An event (cbr, psb, ptwrite, ...) or a loss as the rest of a line; null for a branch. */
+    static String other(StringBuilder sb, FlowItem item, boolean jsonl) {
+        if (item instanceof FlowItem.Mark m) {
+            if (jsonl) {
+                sb.append(",\"event\":\"").append(m.name()).append('"');
+                if (m.ip() != 0) {
+                    sb.append(",\"ip\":").append(Json.quote("0x" + Long.toHexString(m.ip())));
+                }
+                for (int i = 0; i < m.keys().length; i++) {
+                    sb.append(",\"").append(m.keys()[i]).append("\":");
+                    if (m.name().equals("ptwrite")) {
+                        sb.append(Json.quote("0x" + Long.toHexString(m.values()[i])));
+                    } else {
+                        sb.append(m.values()[i]);
+                    }
+                }
+                if (m.name().equals("cbr")) {
+                    sb.append(",\"mhz\":").append(m.values()[0] * 100);
+                }
+                return sb.append('}').toString();
+            }
+            sb.append('[').append(m.name());
+            for (int i = 0; i < m.keys().length; i++) {
+                sb.append(' ').append(m.keys()[i]).append('=');
+                if (m.name().equals("ptwrite") || m.name().equals("psb")) {
+                    sb.append("0x").append(Long.toHexString(m.values()[i]));
+                } else {
+                    sb.append(m.values()[i]);
+                }
+            }
+            if (m.name().equals("cbr")) {
+                sb.append(" freq=").append(m.values()[0] * 100).append("MHz");
+            }
+            if (m.ip() != 0) {
+                sb.append(" ip=").append(Long.toHexString(m.ip()));
+            }
+            return sb.append(']').toString();
+        }
+        if (item instanceof FlowItem.Loss l) {
+            if (jsonl) {
+                return sb.append(",\"event\":\"stack_lost\",\"reason\":").append(Json.quote(l.reason())).append('}')
+                        .toString();
+            }
+            return sb.append("[stack lost: ").append(l.reason()).append(']').toString();
+        }
+        return null;
+    }
+
+    static String hex(long a) {
+        return "\"0x" + Long.toHexString(a) + "\"";
+    }
+}
