@@ -35,6 +35,8 @@ public final class BranchSink implements FlowSink {
     private long insns;
     private boolean inTx;
     private boolean inPsb;
+    /** The flow was lost and has not yet said where it resumed. */
+    private boolean resuming;
 
     public BranchSink(int cpu, Out out, CodeSpace space) {
         this.cpu = cpu;
@@ -59,6 +61,10 @@ public final class BranchSink implements FlowSink {
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
                 branch(pTime, pIp, ip, flagsOf(pCls, pIp), pSize);
             }
+        }
+        if (resuming) {
+            resuming = false; // resynchronized inside traced code: the trace begins again here, as perf says
+            branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
         }
         insns++;
         lastIp = ip;
@@ -108,6 +114,7 @@ public final class BranchSink implements FlowSink {
         switch (ev.type) {
             case Event.ENABLED -> {
                 pending = false;
+                resuming = false;
                 branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
             }
             case Event.DISABLED -> {
@@ -130,9 +137,7 @@ public final class BranchSink implements FlowSink {
             case Event.OVERFLOW -> {
                 pending = false;
                 loss("overflow");
-                if (!ev.ipSuppressed && ev.ip != 0) {
-                    branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
-                }
+                resuming = true;
             }
             case Event.TSX -> {
                 if (ev.aborted) {
@@ -169,6 +174,7 @@ public final class BranchSink implements FlowSink {
     public void error(String kind, int code, long offset, long ip) {
         pending = false;
         loss(PtError.message(code));
+        resuming = true;
     }
 
     @Override
