@@ -61,7 +61,8 @@ public final class CallTraceView implements CallView {
         }
         String name = at == 0 ? null : names.function(at, b.time(), b.cpu());
         if (jsonl) {
-            sb.append(",\"class\":\"").append(BranchFlags.className(f)).append('"');
+            sb.append(",\"class\":\"").append(BranchFlags.className(f)).append("\",\"flags\":\"")
+                    .append(BranchFlags.perfName(f).trim()).append('"');
             if ((f & BranchFlags.TRACE_BEGIN) != 0) {
                 sb.append(",\"trace\":\"begin\"");
             } else if ((f & BranchFlags.TRACE_END) != 0) {
