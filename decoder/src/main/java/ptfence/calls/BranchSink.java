@@ -2,6 +2,7 @@ package ptfence.calls;
 
 import java.util.function.LongSupplier;
 import ptfence.flow.Event;
+import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PtError;
 import ptfence.image.CodeSpace;
@@ -25,6 +26,7 @@ public final class BranchSink implements FlowSink {
     private final byte[] buf = new byte[16];
     private LongSupplier clock = () -> -1;
     private LongSupplier tsc = () -> CodeSpace.ANY_TIME;
+    private LongSupplier psb = () -> -1;
 
     private boolean pending;
     private long pIp;
@@ -34,7 +36,7 @@ public final class BranchSink implements FlowSink {
     private long lastIp;
     private long insns;
     private boolean inTx;
-    private boolean inPsb;
+    private final EventMarks marks = new EventMarks();
     /** The flow was lost and has not yet said where it resumed. */
     private boolean resuming;
 
@@ -45,17 +47,18 @@ public final class BranchSink implements FlowSink {
     }
 
     /**
-     * The flow's current position in perf time (-1: unknown) and in the decoder's time ({@link CodeSpace#ANY_TIME}:
-     * unknown), which the code is read with.
+     * The decoder now reporting to this sink: its time in perf time ({@code toPerf} of its TSC; -1: unknown), its
+     * own time (which the code is read with) and its last PSB.
      */
-    public void clock(LongSupplier perfTime, LongSupplier decoderTime) {
-        clock = perfTime;
-        tsc = decoderTime;
+    public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator toPerf) {
+        clock = () -> d.time() < 0 ? -1 : toPerf.applyAsLong(d.time());
+        tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
+        psb = d::psbOffset;
     }
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
-        inPsb = false;
+        marks.insn();
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
@@ -104,11 +107,15 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void event(Event ev) {
+        FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psb.getAsLong());
+        if (m != null) {
+            out.add(m);
+            insns = 0;
+        }
+        if (ev.type == Event.TSX) {
+            inTx = ev.speculative;
+        }
         if (ev.statusUpdate) {
-            if (!inPsb) {
-                inPsb = true;
-                mark("psb", 0, new String[] {"offset"}, new long[] {ev.offset});
-            }
             return;
         }
         switch (ev.type) {
@@ -143,26 +150,9 @@ public final class BranchSink implements FlowSink {
                 if (ev.aborted) {
                     branch(ev.ip, 0, BranchFlags.BRANCH | BranchFlags.TX_ABORT, 0);
                 }
-                inTx = ev.speculative;
-                mark("tsx", ev.ip, new String[] {"speculative", "aborted"},
-                        new long[] {ev.speculative ? 1 : 0, ev.aborted ? 1 : 0});
             }
-            case Event.CBR -> mark("cbr", 0, new String[] {"ratio"}, new long[] {ev.ratio});
-            case Event.PTWRITE -> mark("ptwrite", ev.ipSuppressed ? 0 : ev.ip, new String[] {"payload"},
-                    new long[] {ev.payload});
-            case Event.MWAIT -> mark("mwait", ev.ip, new String[] {"hints", "ext"}, new long[] {ev.hints, ev.ext});
-            case Event.PWRE -> mark("pwre", 0, new String[] {"hw", "cstate", "substate"},
-                    new long[] {ev.hw ? 1 : 0, ev.state, ev.subState});
-            case Event.PWRX -> mark("pwrx", 0, new String[] {"deepest", "last", "wake"},
-                    new long[] {ev.deepest, ev.last, ev.interrupt ? 1 : ev.store ? 2 : ev.autonomous ? 4 : 0});
-            case Event.EXSTOP -> mark("exstop", ev.ipSuppressed ? 0 : ev.ip, new String[0], new long[0]);
             default -> { }
         }
-    }
-
-    private void mark(String name, long ip, String[] keys, long[] values) {
-        out.add(new FlowItem.Mark(cpu, clock.getAsLong(), name, ip, keys, values, insns));
-        insns = 0;
     }
 
     private void loss(String reason) {

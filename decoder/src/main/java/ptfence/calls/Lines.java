@@ -31,40 +31,7 @@ final class Lines {
     /** An event (cbr, psb, ptwrite, ...) or a loss as the rest of a line; null for a branch. */
     static String other(StringBuilder sb, FlowItem item, boolean jsonl) {
         if (item instanceof FlowItem.Mark m) {
-            if (jsonl) {
-                sb.append(",\"event\":\"").append(m.name()).append('"');
-                if (m.ip() != 0) {
-                    sb.append(",\"ip\":").append(Json.quote("0x" + Long.toHexString(m.ip())));
-                }
-                for (int i = 0; i < m.keys().length; i++) {
-                    sb.append(",\"").append(m.keys()[i]).append("\":");
-                    if (m.name().equals("ptwrite")) {
-                        sb.append(Json.quote("0x" + Long.toHexString(m.values()[i])));
-                    } else {
-                        sb.append(m.values()[i]);
-                    }
-                }
-                if (m.name().equals("cbr")) {
-                    sb.append(",\"mhz\":").append(m.values()[0] * 100);
-                }
-                return sb.append('}').toString();
-            }
-            sb.append('[').append(m.name());
-            for (int i = 0; i < m.keys().length; i++) {
-                sb.append(' ').append(m.keys()[i]).append('=');
-                if (m.name().equals("ptwrite") || m.name().equals("psb")) {
-                    sb.append("0x").append(Long.toHexString(m.values()[i]));
-                } else {
-                    sb.append(m.values()[i]);
-                }
-            }
-            if (m.name().equals("cbr")) {
-                sb.append(" freq=").append(m.values()[0] * 100).append("MHz");
-            }
-            if (m.ip() != 0) {
-                sb.append(" ip=").append(Long.toHexString(m.ip()));
-            }
-            return sb.append(']').toString();
+            return (jsonl ? EventMarks.json(sb, m).append('}') : EventMarks.text(sb, m)).toString();
         }
         if (item instanceof FlowItem.Loss l) {
             if (jsonl) {

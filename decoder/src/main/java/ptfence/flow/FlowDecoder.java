@@ -118,6 +118,12 @@ public final class FlowDecoder {
      * ran ahead (CYC/MTC extrapolation) is held rather than stepped back when the next timing packet lands a
      * little earlier, as perf does (up to {@link #TSC_SLIP} ticks); a bigger step back is the trace's own and stays.
      */
+    /** Offset of the last PSB read (in this decoder's input), or -1 before the first. */
+    public long psbOffset() {
+        long at = evd.syncOffset();
+        return at < 0 ? at : at + offsetBase;
+    }
+
     public long time() {
         if (!evd.time().hasTsc()) {
             return -1;

@@ -13,8 +13,6 @@ import ptfence.calls.FoldedView;
 import ptfence.calls.PerfettoView;
 import ptfence.calls.ThreadStack;
 import ptfence.cli.BadInputException;
-import ptfence.flow.FlowDecoder;
-import ptfence.image.CodeSpace;
 import ptfence.sideband.Sideband;
 
 /**
@@ -98,10 +96,8 @@ final class CallViews {
         rd.<FlowItem>decodeMerged((t, q) -> {
             BranchSink s = new BranchSink(t.cpu(), item -> q.add(item.time(), item),
                     rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1));
-            return new RecordingDecode.CpuPart(s, d -> s.clock(() -> perfTime(rd, d, timed), () -> {
-                long tsc = d.time();
-                return tsc >= 0 ? tsc : CodeSpace.ANY_TIME;
-            }), () -> { });
+            return new RecordingDecode.CpuPart(s, d -> s.decoder(d, tsc -> timed ? rd.code.clock().toPerf(tsc) : -1),
+                    () -> { });
         }, item -> {
             ThreadStack th = stacks.apply(item);
             try {
@@ -112,10 +108,5 @@ final class CallViews {
         });
         stacks.end();
         view.end();
-    }
-
-    private static long perfTime(RecordingDecode rd, FlowDecoder d, boolean timed) {
-        long tsc = d.time();
-        return timed && tsc >= 0 ? rd.code.clock().toPerf(tsc) : -1;
     }
 }

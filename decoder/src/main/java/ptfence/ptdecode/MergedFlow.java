@@ -40,6 +40,7 @@ final class MergedFlow {
         private final byte[] buf = new byte[15];
         FlowDecoder decoder;
         private final StringBuilder sb = new StringBuilder(128);
+        private final ptfence.calls.EventMarks marks = new ptfence.calls.EventMarks();
 
         LineSink(int cpu, TimeMerge<String>.Producer queue, CodeMap code, boolean jsonl, CodeSpace space,
                 RecordingDecode.Request req) {
@@ -84,6 +85,7 @@ final class MergedFlow {
 
         @Override
         public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+            marks.insn();
             long t = perfTime();
             long tsc = tsc() >= 0 ? tsc() : CodeSpace.ANY_TIME;
             int len = space.read(ip, tsc, buf, 0, buf.length);
@@ -105,6 +107,9 @@ final class MergedFlow {
                         .append(ptfence.cli.Json.quote(text == null ? "(bad)" : text));
                 if (sym != null) {
                     sb.append(",\"sym\":").append(ptfence.cli.Json.quote(sym));
+                }
+                if (ptfence.insn.InsnClass.isBranch(cls)) {
+                    sb.append(",\"class\":\"").append(ptfence.insn.InsnClass.name(cls)).append('"');
                 }
                 if (speculative) {
                     sb.append(",\"speculative\":true");
@@ -132,6 +137,19 @@ final class MergedFlow {
                 return;
             }
             long t = perfTime();
+            ptfence.calls.FlowItem.Mark m = marks.of(ev, cpu, t, 0, decoder == null ? -1 : decoder.psbOffset());
+            if (m != null) {
+                prefix(t);
+                if (jsonl) {
+                    ptfence.calls.EventMarks.json(sb, m).append('}');
+                } else {
+                    ptfence.calls.EventMarks.text(sb, m);
+                }
+                emit(t, sb.toString());
+                if (!ev.statusUpdate) {
+                    return; // shown with its numbers
+                }
+            }
             String name = EventNames.of(ev.type);
             if (ev.type == Event.EXEC_MODE || ev.type == Event.TICK || ev.type == Event.CBR || ev.type == Event.MNT) {
                 return; // state, not flow
