@@ -30,6 +30,10 @@ import ptfence.func.Invocation;
                 "  ptdecode --func bpf_prog_6deef7357e7b4530 perf.data   # each run of one BPF program",
                 "  ptdecode --func 6dee --summary perf.data        # (a unique tag prefix is enough) aggregate view",
                 "  ptdecode --func my_prog --format jsonl perf.data     # schema: docs/func.md",
+                "  ptdecode --call-trace perf.data                 # calls indented by depth (also --call-ret-trace)",
+                "  ptdecode --branches --format jsonl perf.data    # every taken branch with perf's flags",
+                "  ptdecode --format perfetto -o t.json perf.data  # call stacks per thread for ui.perfetto.dev",
+                "  ptdecode --format folded perf.data | flamegraph.pl > f.svg   # flame graph by instructions",
                 "  ptdecode --packets perf.data                    # the recording's PT packets, per AUX buffer",
                 "  ptdecode packets trace.pt                       # a raw trace, as libipt's ptdump prints it",
                 "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
