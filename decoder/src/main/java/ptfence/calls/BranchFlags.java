@@ -71,22 +71,15 @@ public final class BranchFlags {
      * begin/end).
      */
     public static String className(int flags) {
-        int f = flags & ~(IN_TX | TRACE);
-        return switch (f) {
-            case BRANCH | CALL -> "call";
-            case BRANCH | RETURN -> "return";
-            case BRANCH | CONDITIONAL -> "jcc";
-            case BRANCH -> "jmp";
-            case BRANCH | CALL | INTERRUPT -> "int";
-            case BRANCH | RETURN | INTERRUPT -> "iret";
-            case BRANCH | CALL | SYSCALLRET -> "syscall";
-            case BRANCH | RETURN | SYSCALLRET -> "sysret";
-            case BRANCH | ASYNC -> "async";
-            case BRANCH | CALL | ASYNC | INTERRUPT -> "interrupt";
-            case BRANCH | TX_ABORT -> "tx_abort";
-            case BRANCH | CALL | VMENTRY -> "vmentry";
-            case BRANCH | CALL | VMEXIT -> "vmexit";
-            default -> "none";
+        String n = base(flags & ~IN_TX); // "tr strt" / "tr end" alone: a start or end of tracing, no transfer
+        if (n == null) {
+            n = base(flags & ~(IN_TX | TRACE));
+        }
+        return n == null ? "none" : switch (n) {
+            case "hw int" -> "interrupt";
+            case "tx abrt" -> "tx_abort";
+            case "tr strt", "tr end" -> "none";
+            default -> n;
         };
     }
 

@@ -27,6 +27,8 @@ public final class BranchSink implements FlowSink {
     private LongSupplier clock = () -> -1;
     private LongSupplier tsc = () -> CodeSpace.ANY_TIME;
     private LongSupplier psb = () -> -1;
+    private LongSupplier cycles = () -> 0;
+    private long cyclesBefore;
 
     private boolean pending;
     private long pIp;
@@ -54,6 +56,8 @@ public final class BranchSink implements FlowSink {
         clock = () -> d.time() < 0 ? -1 : toPerf.applyAsLong(d.time());
         tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
         psb = d::psbOffset;
+        cycles = d::cycles;
+        cyclesBefore = 0; // each decoder counts from 0
     }
 
     @Override
@@ -86,7 +90,10 @@ public final class BranchSink implements FlowSink {
 
     /** A branch at perf time {@code time}: a branch instruction's is the flow's time at the instruction. */
     private void branch(long time, long from, long to, int flags, int len) {
-        out.add(new FlowItem.Branch(cpu, time, from, to, flags | (inTx ? BranchFlags.IN_TX : 0), len, insns));
+        long c = cycles.getAsLong();
+        out.add(new FlowItem.Branch(cpu, time, from, to, flags | (inTx ? BranchFlags.IN_TX : 0), len, insns,
+                c - cyclesBefore));
+        cyclesBefore = c;
         insns = 0;
     }
 

@@ -65,6 +65,11 @@ public final class CallStacks {
             root(t, b.from() != 0 ? b.from() : b.to(), time);
         }
         t.insns += item.insns();
+        t.returnInsns = -1;
+        t.returnCycles = -1;
+        if (item instanceof FlowItem.Branch b) {
+            t.cycles += b.cycles();
+        }
         if (t.depth >= 0 && item.insns() > 0) {
             listener.ran(t, item.insns(), time);
         }
@@ -102,6 +107,8 @@ public final class CallStacks {
         } else if ((f & BranchFlags.RETURN) != 0 && b.from() != 0) {
             for (int i = t.depth; i > 0; i--) {
                 if (t.ret[i] == b.to()) {
+                    t.returnInsns = t.insns - t.enterInsns[i];
+                    t.returnCycles = t.cycles - t.enterCycles[i];
                     while (t.depth >= i) {
                         listener.leave(t, t.depth--, time, false);
                     }

@@ -43,6 +43,21 @@ final class Lines {
         return null;
     }
 
+    /** A branch's kind in JSON: {@code ,"class":…,"flags":…} and "trace" (begin/end), "in_tx" where they apply. */
+    static StringBuilder kind(StringBuilder sb, int f) {
+        sb.append(",\"class\":\"").append(BranchFlags.className(f)).append("\",\"flags\":\"")
+                .append(BranchFlags.perfName(f).trim()).append('"');
+        if ((f & BranchFlags.TRACE_BEGIN) != 0) {
+            sb.append(",\"trace\":\"begin\"");
+        } else if ((f & BranchFlags.TRACE_END) != 0) {
+            sb.append(",\"trace\":\"end\"");
+        }
+        if ((f & BranchFlags.IN_TX) != 0) {
+            sb.append(",\"in_tx\":true");
+        }
+        return sb;
+    }
+
     static String hex(long a) {
         return "\"0x" + Long.toHexString(a) + "\"";
     }

@@ -20,10 +20,15 @@ public final class ThreadStack {
     long[] address = new long[16];
     long[] enterTime = new long[16];
     long[] enterInsns = new long[16];
+    long[] enterCycles = new long[16];
     long[] tag = new long[16];
     boolean[] traceEnd = new boolean[16];
-    /** Instructions this thread ran so far. */
+    /** Instructions this thread ran so far, and the core cycles CYC packets counted for it. */
     long insns;
+    long cycles;
+    /** The call the last return ended: its instructions and cycles; -1 when the return matched no call. */
+    long returnInsns = -1;
+    long returnCycles = -1;
     /** Time of the thread's last item (-1: none). */
     long lastTime = -1;
     int cpu;
@@ -72,6 +77,19 @@ public final class ThreadStack {
         return lastTime;
     }
 
+    /**
+     * The instructions the call the last item returned from ran, from its first instruction to its return (callees
+     * included); -1 if that item returned from no call seen.
+     */
+    public long returnInsns() {
+        return returnInsns;
+    }
+
+    /** The core cycles (CYC) of that call; 0 when the trace has no CYC, -1 as {@link #returnInsns}. */
+    public long returnCycles() {
+        return returnCycles;
+    }
+
     public long insns() {
         return insns;
     }
@@ -100,6 +118,7 @@ public final class ThreadStack {
             address = Arrays.copyOf(address, n);
             enterTime = Arrays.copyOf(enterTime, n);
             enterInsns = Arrays.copyOf(enterInsns, n);
+            enterCycles = Arrays.copyOf(enterCycles, n);
             tag = Arrays.copyOf(tag, n);
             traceEnd = Arrays.copyOf(traceEnd, n);
         }
@@ -107,6 +126,7 @@ public final class ThreadStack {
         address[i] = addr;
         enterTime[i] = time;
         enterInsns[i] = insns;
+        enterCycles[i] = cycles;
         tag[i] = 0;
         traceEnd[i] = end;
     }
