@@ -264,4 +264,17 @@ class CallViewsHaseTest {
         assertTrue(want.size() > 20, want.toString());
         sameCalls(want, branchLines(ours("--call-trace")), flowTimesDiffer(tmp), false);
     }
+
+    @Test
+    void twoViewsAtOnceAreRefusedRatherThanOneDropped() {
+        String rec = REC.toString();
+        for (String[] args : new String[][] {{"--call-trace", "--branches", rec}, {"--call-trace", "--format",
+                "perfetto", rec}, {"--branches", "--func", "main", rec}, {"--format", "folded", "--func", "main", rec},
+                {"--format", "folded", "--weight", "cycles", rec}}) {
+            RecordingFlowTest.Run r = RecordingFlowTest.ptdecode(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertEquals(1, r.err().strip().lines().count(), r.err());
+            assertEquals("", r.out());
+        }
+    }
 }
