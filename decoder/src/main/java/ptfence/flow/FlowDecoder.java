@@ -120,6 +120,17 @@ public final class FlowDecoder {
      * ran ahead (CYC/MTC extrapolation) is held rather than stepped back when the next timing packet lands a
      * little earlier, as perf does (up to {@link #TSC_SLIP} ticks); a bigger step back is the trace's own and stays.
      */
+    /** Core cycles the trace's CYC packets counted so far (0 without CYC): with instructions, the IPC. */
+    public long cycles() {
+        return evd.time().cycles();
+    }
+
+    /** Offset of the last PSB read (in this decoder's input), or -1 before the first. */
+    public long psbOffset() {
+        long at = evd.syncOffset();
+        return at < 0 ? at : at + offsetBase;
+    }
+
     public long time() {
         if (!evd.time().hasTsc()) {
             return -1;

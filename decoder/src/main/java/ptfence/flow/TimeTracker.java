@@ -11,6 +11,7 @@ import ptfence.timing.TimingError;
  * calibration, updated in libipt's order so event times match ptxed's to the tick.
  */
 public final class TimeTracker {
+    private long cycles;
     private final TimingConfig timingConfig;
     private final Timing time;
     private final TimeCalibration tcal;
@@ -75,6 +76,7 @@ public final class TimeTracker {
                     }
                     return 0;
                 }
+                cycles += p.payload;
                 e1 = tcal.updateCyc(p.payload);
                 e2 = e1 != null && e1 != TimingError.BAD_CONFIG ? null : time.updateCyc(p.payload, tcal.fcr());
             }
@@ -96,6 +98,11 @@ public final class TimeTracker {
             case NO_TIME -> PtError.NO_TIME;
             default -> PtError.INTERNAL;
         };
+    }
+
+    /** Core cycles the CYC packets so far counted (0 without CYC). */
+    public long cycles() {
+        return cycles;
     }
 
     public boolean hasTsc() {

@@ -171,6 +171,67 @@ public final class PerfettoWriter {
         }
     }
 
+    /**
+     * Nested slices streamed as they open and close ({@code "ph":"B"}/{@code "E"}), one track per thread of each
+     * process: a whole recording's call stacks over time. Each thread's begins and ends must come in its time order
+     * and nest, which a call stack gives; nothing is held back.
+     */
+    public static final class Slices {
+        private final Appendable out;
+        private final boolean timed;
+        private final Set<Long> named = new java.util.HashSet<>();
+        private long written;
+
+        /** @param timed  times are perf time (ns); else an instruction clock, one microsecond per instruction */
+        public Slices(String title, Appendable out, boolean timed) throws IOException {
+            this.out = out;
+            this.timed = timed;
+            out.append("{\"traceEvents\":[\n");
+            out.append(new Json().field("name", "process_name").field("ph", "M").field("pid", 0)
+                    .raw("args", new Json().field("name", title).toString()).toString());
+        }
+
+        /** Names the track of (pid, tid) the first time it is used. */
+        public void thread(int pid, int tid, String processName, String threadName) throws IOException {
+            long key = (long) pid << 32 | (tid & 0xffffffffL);
+            if (!named.add(key)) {
+                return;
+            }
+            if (named.add((long) pid << 32 | 0xffffffffL)) {
+                out.append(",\n").append(new Json().field("name", "process_name").field("ph", "M").field("pid", pid)
+                        .raw("args", new Json().field("name", processName).toString()).toString());
+            }
+            out.append(",\n").append(new Json().field("name", "thread_name").field("ph", "M").field("pid", pid)
+                    .field("tid", tid).raw("args", new Json().field("name", threadName).toString()).toString());
+        }
+
+        public void begin(int pid, int tid, String name, long time, Json args) throws IOException {
+            written++;
+            Json j = new Json().field("name", name).field("ph", "B").field("pid", pid).field("tid", tid)
+                    .raw("ts", timed ? micros(time) : Long.toString(time));
+            if (args != null) {
+                j.raw("args", args.toString());
+            }
+            out.append(",\n").append(j.toString());
+        }
+
+        public void end(int pid, int tid, long time, Json args) throws IOException {
+            Json j = new Json().field("ph", "E").field("pid", pid).field("tid", tid)
+                    .raw("ts", timed ? micros(time) : Long.toString(time));
+            if (args != null) {
+                j.raw("args", args.toString());
+            }
+            out.append(",\n").append(j.toString());
+        }
+
+        public void finish(Json otherData) throws IOException {
+            out.append("\n],\"displayTimeUnit\":\"ns\",\"otherData\":")
+                    .append(otherData.field("clock", timed ? "perf-time" : "instructions").field("slices", written)
+                            .toString())
+                    .append("}\n");
+        }
+    }
+
     private static boolean hasTimes(Invocation i) {
         return i.entryTime() >= 0 && i.exitTime() >= i.entryTime();
     }

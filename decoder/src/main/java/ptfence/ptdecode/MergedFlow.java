@@ -83,6 +83,7 @@ final class MergedFlow {
         private String jsonCommOf;
         private String jsonComm;
         private String jsonDso;
+        private final ptfence.calls.EventMarks marks = new ptfence.calls.EventMarks();
 
         LineSink(RecordingDecode.CpuTrace t, TimeMerge<Line>.Producer queue, RecordingDecode rd, boolean jsonl,
                 RecordingDecode.Request req, ThreadOptions threads) {
@@ -162,6 +163,7 @@ final class MergedFlow {
 
         @Override
         public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+            marks.insn();
             long t = perfTime();
             if (!wanted(t)) {
                 return;
@@ -191,6 +193,9 @@ final class MergedFlow {
                 }
                 if (src != null) {
                     jsonString(sb.append(",\"srcline\":"), src);
+                }
+                if (ptfence.insn.InsnClass.isBranch(cls)) {
+                    sb.append(",\"class\":\"").append(ptfence.insn.InsnClass.name(cls)).append('"');
                 }
                 if (speculative) {
                     sb.append(",\"speculative\":true");
@@ -228,6 +233,22 @@ final class MergedFlow {
                 return;
             }
             long t = perfTime();
+            ptfence.calls.FlowItem.Mark m = marks.of(ev, cpu, t, 0, decoder == null ? -1 : decoder.psbOffset());
+            if (m != null) {
+                if (wanted(t)) {
+                    prefix(t);
+                    if (jsonl) {
+                        ptfence.calls.EventMarks.json(sb, m);
+                        endJson();
+                    } else {
+                        ptfence.calls.EventMarks.text(sb, m);
+                    }
+                    emit(t, sb.toString());
+                }
+                if (!ev.statusUpdate) {
+                    return; // shown with its numbers
+                }
+            }
             String name = EventNames.of(ev.type);
             if (ev.type == Event.EXEC_MODE || ev.type == Event.TICK || ev.type == Event.CBR || ev.type == Event.MNT
                     || !wanted(t)) {

@@ -31,6 +31,10 @@ import ptfence.func.Invocation;
                 "  ptdecode --func bpf_prog_6deef7357e7b4530 perf.data   # each run of one BPF program",
                 "  ptdecode --func 6dee --summary perf.data        # (a unique tag prefix is enough) aggregate view",
                 "  ptdecode --func my_prog --format jsonl perf.data     # schema: docs/func.md",
+                "  ptdecode --call-trace perf.data                 # calls indented by depth (also --call-ret-trace)",
+                "  ptdecode --branches --format jsonl perf.data    # every taken branch with perf's flags",
+                "  ptdecode --format perfetto -o t.json perf.data  # call stacks per thread for ui.perfetto.dev",
+                "  ptdecode --format folded perf.data | flamegraph.pl > f.svg   # flame graph by instructions",
                 "  ptdecode --packets perf.data                    # the recording's PT packets, per AUX buffer",
                 "  ptdecode packets trace.pt                       # a raw trace, as libipt's ptdump prints it",
                 "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
@@ -51,9 +55,13 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "line info.")
     boolean source;
 
-    @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto",
-            description = "Output format (default: ${DEFAULT-VALUE}); perfetto with --func only.")
+    @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto|folded",
+            description = "Output format (default: ${DEFAULT-VALUE}); perfetto: call stacks per thread (with --func: "
+                    + "its invocations); folded: stacks for flame graphs.")
     String format;
+
+    @picocli.CommandLine.Mixin
+    CallViews calls = new CallViews();
 
     @Option(names = "--archive", paramLabel = "DIR", description = "The ptfence archive (default: $PTFENCE_ARCHIVE, "
             + "else ptarchive's default).")
@@ -125,12 +133,13 @@ public final class PtdecodeCommand implements Callable<Integer> {
             p.stdout = stdout;
             return p.call();
         }
-        if (!List.of("text", "jsonl", "perfetto").contains(format)) {
-            throw new BadInputException("--format " + format + ": expected text, jsonl or perfetto");
+        if (!List.of("text", "jsonl", "perfetto", "folded").contains(format)) {
+            throw new BadInputException("--format " + format + ": expected text, jsonl, perfetto or folded");
         }
-        if (func == null && (summary || source || format.equals("perfetto"))) {
-            throw new BadInputException("--summary, --source and --format perfetto need --func NAME");
+        if (func == null && (summary || source)) {
+            throw new BadInputException("--summary and --source need --func NAME");
         }
+        calls.check(format, func);
         // Each is one view of the invocations; silently printing one of two asked for would hide the other.
         if (summary && source) {
             throw new BadInputException("--summary and --source are two views of --func: give one");
@@ -165,6 +174,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
         java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
+            if (func == null && calls.wanted(format)) {
+                calls.run(rd, rd.request(), format, out);
+                return Tool.EXIT_OK;
+            }
             if (func == null) {
                 rd.merged(out);
                 return done(rd, out);

@@ -678,6 +678,10 @@ final class RecordingDecode {
         return false;
     }
 
+    Request request() {
+        return req;
+    }
+
     void merged(PrintWriter out) throws Exception {
         MergedFlow.print(this, out, req, threads);
     }

@@ -1,0 +1,241 @@
+package ptfence.calls;
+
+import java.util.function.LongSupplier;
+import ptfence.flow.Event;
+import ptfence.flow.FlowDecoder;
+import ptfence.flow.FlowSink;
+import ptfence.flow.PtError;
+import ptfence.image.CodeSpace;
+import ptfence.insn.CodeCache;
+import ptfence.insn.InsnClass;
+
+/**
+ * One CPU's flow as {@link FlowItem}s: a branch is known once the next instruction (or an event) says where it went,
+ * so the last branch instruction is held until then; a conditional branch that fell through is not a branch taken.
+ * Only the instruction decoder's one-instruction calls are used.
+ */
+public final class BranchSink implements FlowSink {
+    /** Where the items go, with the CPU's clock. */
+    public interface Out {
+        void add(FlowItem item);
+    }
+
+    private final int cpu;
+    private final Out out;
+    private final CodeSpace space;
+    private final byte[] buf = new byte[16];
+    private LongSupplier clock = () -> -1;
+    private LongSupplier tsc = () -> CodeSpace.ANY_TIME;
+    private LongSupplier psb = () -> -1;
+    private LongSupplier cycles = () -> 0;
+    private long cyclesBefore;
+
+    private boolean pending;
+    private long pIp;
+    private int pSize;
+    private int pCls;
+    private long pTime;
+    private long lastIp;
+    private long insns;
+    private boolean inTx;
+    private final EventMarks marks = new EventMarks();
+    /** The flow was lost and has not yet said where it resumed. */
+    private boolean resuming;
+
+    public BranchSink(int cpu, Out out, CodeSpace space) {
+        this.cpu = cpu;
+        this.out = out;
+        this.space = space;
+    }
+
+    /**
+     * The decoder now reporting to this sink: its time in perf time ({@code toPerf} of its TSC; -1: unknown), its
+     * own time (which the code is read with) and its last PSB.
+     */
+    public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator toPerf) {
+        clock = () -> d.time() < 0 ? -1 : toPerf.applyAsLong(d.time());
+        tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
+        psb = d::psbOffset;
+        cycles = d::cycles;
+        cyclesBefore = 0; // each decoder counts from 0
+    }
+
+    @Override
+    public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        marks.insn();
+        if (pending) {
+            pending = false;
+            if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
+                branch(pTime, pIp, ip, flagsOf(pCls, pIp), pSize);
+            }
+        }
+        if (resuming) {
+            resuming = false; // resynchronized inside traced code: the trace begins again here, as perf says
+            branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+        }
+        insns++;
+        lastIp = ip;
+        if (InsnClass.isBranch(cls)) {
+            pending = true;
+            pIp = ip;
+            pSize = size;
+            pCls = cls;
+            pTime = clock.getAsLong();
+        }
+    }
+
+    private void branch(long from, long to, int flags, int len) {
+        branch(clock.getAsLong(), from, to, flags, len);
+    }
+
+    /** A branch at perf time {@code time}: a branch instruction's is the flow's time at the instruction. */
+    private void branch(long time, long from, long to, int flags, int len) {
+        long c = cycles.getAsLong();
+        out.add(new FlowItem.Branch(cpu, time, from, to, flags | (inTx ? BranchFlags.IN_TX : 0), len, insns,
+                c - cyclesBefore));
+        cyclesBefore = c;
+        insns = 0;
+    }
+
+    /** The pending branch went to {@code to} (where an asynchronous event found the flow). */
+    private void resolve(long to) {
+        if (pending) {
+            pending = false;
+            if (pCls != InsnClass.COND_JUMP || to != pIp + pSize) {
+                branch(pTime, pIp, to, flagsOf(pCls, pIp), pSize);
+            }
+        }
+    }
+
+    @Override
+    public void block(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
+        throw new UnsupportedOperationException("branches use the instruction decoder");
+    }
+
+    @Override
+    public void event(Event ev) {
+        FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psb.getAsLong());
+        if (m != null) {
+            out.add(m);
+            insns = 0;
+        }
+        if (ev.type == Event.TSX) {
+            inTx = ev.speculative;
+        }
+        if (ev.statusUpdate) {
+            return;
+        }
+        switch (ev.type) {
+            case Event.ENABLED -> {
+                pending = false;
+                resuming = false;
+                branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+            }
+            case Event.DISABLED -> {
+                if (pending) {
+                    pending = false;
+                    branch(pTime, pIp, ev.ipSuppressed ? 0 : ev.ip, flagsOf(pCls, pIp) | BranchFlags.TRACE_END, pSize);
+                } else {
+                    branch(lastIp, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
+                }
+            }
+            case Event.ASYNC_DISABLED -> {
+                resolve(ev.from);
+                branch(ev.from, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
+            }
+            case Event.ASYNC_BRANCH -> {
+                resolve(ev.from);
+                branch(ev.from, ev.ip, BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.ASYNC
+                        | BranchFlags.INTERRUPT, 0);
+            }
+            case Event.OVERFLOW -> {
+                pending = false;
+                loss("overflow");
+                resuming = true;
+            }
+            case Event.TSX -> {
+                if (ev.aborted) {
+                    branch(ev.ip, 0, BranchFlags.BRANCH | BranchFlags.TX_ABORT, 0);
+                }
+            }
+            default -> { }
+        }
+    }
+
+    private void loss(String reason) {
+        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, insns));
+        insns = 0;
+    }
+
+    @Override
+    public void error(String kind, int code, long offset, long ip) {
+        pending = false;
+        loss(PtError.message(code));
+        resuming = true;
+    }
+
+    @Override
+    public void endOfTrace() {
+        pending = false;
+    }
+
+    /** perf's flags for a branch instruction of class {@code cls} at {@code ip}. */
+    private int flagsOf(int cls, long ip) {
+        return switch (cls) {
+            case InsnClass.COND_JUMP -> BranchFlags.BRANCH | BranchFlags.CONDITIONAL;
+            case InsnClass.CALL, InsnClass.CALL_INDIRECT -> BranchFlags.BRANCH | BranchFlags.CALL;
+            case InsnClass.RETURN -> BranchFlags.BRANCH | BranchFlags.RETURN;
+            case InsnClass.FAR_CALL -> farCall(ip);
+            case InsnClass.FAR_RETURN -> farReturn(ip);
+            default -> BranchFlags.BRANCH;
+        };
+    }
+
+    /** The opcode after legacy and REX prefixes: {op, op2} (op2 for 0F xx), from the code at {@code ip}. */
+    private int[] opcode(long ip) {
+        int n = space.read(ip, tsc.getAsLong(), buf, 0, buf.length);
+        int i = 0;
+        while (i < n) {
+            int b = buf[i] & 0xff;
+            boolean prefix = b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36
+                    || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65 || (b & 0xf0) == 0x40;
+            if (!prefix) {
+                break;
+            }
+            i++;
+        }
+        if (i >= n) {
+            return new int[] {-1, -1, -1};
+        }
+        int op = buf[i] & 0xff;
+        return new int[] {op, i + 1 < n ? buf[i + 1] & 0xff : -1, i + 2 < n ? buf[i + 2] & 0xff : -1};
+    }
+
+    private int farCall(long ip) {
+        int[] o = opcode(ip);
+        if (o[0] == 0x0f && (o[1] == 0x05 || o[1] == 0x34)) {
+            return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.SYSCALLRET;
+        }
+        if (o[0] == 0x9a || o[0] == 0xff) {
+            return BranchFlags.BRANCH | BranchFlags.CALL; // far call
+        }
+        if (o[0] == 0x0f && o[1] == 0x01 && o[2] == 0xc1) {
+            return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.VMEXIT; // vmcall
+        }
+        return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.INTERRUPT;
+    }
+
+    private int farReturn(long ip) {
+        int[] o = opcode(ip);
+        if (o[0] == 0x0f && (o[1] == 0x07 || o[1] == 0x35)) {
+            return BranchFlags.BRANCH | BranchFlags.RETURN | BranchFlags.SYSCALLRET;
+        }
+        if (o[0] == 0x0f && o[1] == 0x01 && (o[2] == 0xc2 || o[2] == 0xc3)) {
+            return BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.VMENTRY;
+        }
+        if (o[0] == 0xca || o[0] == 0xcb) {
+            return BranchFlags.BRANCH | BranchFlags.RETURN;
+        }
+        return BranchFlags.BRANCH | BranchFlags.RETURN | BranchFlags.INTERRUPT;
+    }
+}

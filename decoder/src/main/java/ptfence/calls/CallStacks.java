@@ -1,0 +1,147 @@
+package ptfence.calls;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Every thread's call stack, followed through the merged flow (one call at a time, in time order, so a thread that
+ * moves between CPUs keeps its stack). The rules are perf's thread stack's: a call pushes its return address (a call
+ * to the next instruction and a call whose target is not traced do not); a return pops to the newest frame with its
+ * target as return address, however deep (returns through thunks, longjmp), and pops nothing when no frame matches;
+ * frames of calls that left the traced code go when tracing begins again; an interrupt is a call whose return
+ * address is the interrupted instruction. Unlike perf, a return past the root moves the root to the caller, and
+ * where the flow was lost (overflow, decode error) the stack is dropped and the thread marked untrusted: the frames
+ * after that start at the resume point and none is invented.
+ */
+public final class CallStacks {
+    /** Hears a thread's stack change. */
+    public interface Listener {
+        /** {@code insns} instructions ran in the thread's innermost frame (its current depth), ending at {@code time}. */
+        default void ran(ThreadStack t, long insns, long time) {
+        }
+
+        /** Level {@code level} was entered (the root is level 0). */
+        default void enter(ThreadStack t, int level, long time) {
+        }
+
+        /** Level {@code level} was left: returned from, or dropped ({@code lost}) when the flow was lost. */
+        default void leave(ThreadStack t, int level, long time, boolean lost) {
+        }
+    }
+
+    /** Which thread ran on a CPU at a time. */
+    public interface Threads {
+        /** {pid, tid} of the task on {@code cpu} at perf time {@code time} (-1: unknown), or null if not known. */
+        int[] at(int cpu, long time);
+    }
+
+    private final Threads threads;
+    private final Listener listener;
+    private final Map<Long, ThreadStack> stacks = new HashMap<>();
+
+    public CallStacks(Threads threads, Listener listener) {
+        this.threads = threads;
+        this.listener = listener;
+    }
+
+    /** The thread {@code item} belongs to: by the sideband's task, else (no task known, or the idle task) per CPU. */
+    public ThreadStack threadOf(FlowItem item) {
+        int[] task = threads.at(item.cpu(), item.time());
+        long key = task == null || task[1] <= 0 ? -2L - item.cpu() : task[1];
+        ThreadStack t = stacks.get(key);
+        if (t == null) {
+            t = new ThreadStack(key, task == null ? -1 : task[0], task == null ? -1 : task[1]);
+            stacks.put(key, t);
+        }
+        t.cpu = item.cpu();
+        return t;
+    }
+
+    /** Takes one item of the merged flow in; returns its thread. */
+    public ThreadStack apply(FlowItem item) {
+        ThreadStack t = threadOf(item);
+        long time = item.time();
+        if (item instanceof FlowItem.Branch b && t.depth < 0) {
+            root(t, b.from() != 0 ? b.from() : b.to(), time);
+        }
+        t.insns += item.insns();
+        t.returnInsns = -1;
+        t.returnCycles = -1;
+        if (item instanceof FlowItem.Branch b) {
+            t.cycles += b.cycles();
+        }
+        if (t.depth >= 0 && item.insns() > 0) {
+            listener.ran(t, item.insns(), time);
+        }
+        if (time >= 0) {
+            t.lastTime = time;
+        }
+        if (item instanceof FlowItem.Loss) {
+            drop(t, time);
+            t.untrusted = true;
+        } else if (item instanceof FlowItem.Branch b) {
+            branch(t, b, time);
+        }
+        return t;
+    }
+
+    private void branch(ThreadStack t, FlowItem.Branch b, long time) {
+        int f = b.flags();
+        if ((f & BranchFlags.CALL) != 0) {
+            long ret = b.from() + b.insnLen();
+            if (b.to() == 0 || ret == b.to()) {
+                return; // target not traced, or a call to the next instruction (call/pop)
+            }
+            if (t.depth + 1 >= ThreadStack.MAX_DEPTH) {
+                drop(t, time);
+                t.untrusted = true;
+                root(t, b.to(), time);
+                return;
+            }
+            t.push(ret, b.to(), time, (f & BranchFlags.TRACE_END) != 0);
+            listener.enter(t, t.depth, time);
+        } else if ((f & BranchFlags.TRACE_BEGIN) != 0) {
+            while (t.depth > 0 && t.traceEnd[t.depth]) {
+                listener.leave(t, t.depth--, time, false);
+            }
+        } else if ((f & BranchFlags.RETURN) != 0 && b.from() != 0) {
+            for (int i = t.depth; i > 0; i--) {
+                if (t.ret[i] == b.to()) {
+                    t.returnInsns = t.insns - t.enterInsns[i];
+                    t.returnCycles = t.cycles - t.enterCycles[i];
+                    while (t.depth >= i) {
+                        listener.leave(t, t.depth--, time, false);
+                    }
+                    return;
+                }
+            }
+            if (t.depth == 0 && b.to() != 0) {
+                // returned from the root: the caller, unseen so far, is the new root
+                listener.leave(t, 0, time, false);
+                t.depth = -1;
+                root(t, b.to(), time);
+            }
+        }
+    }
+
+    private void root(ThreadStack t, long address, long time) {
+        t.push(0, address, time, false);
+        listener.enter(t, 0, time);
+    }
+
+    /** Drops every level, innermost first. */
+    private void drop(ThreadStack t, long time) {
+        while (t.depth >= 0) {
+            listener.leave(t, t.depth--, time, true);
+        }
+    }
+
+    /** Ends every thread's stack at the end of the trace (each thread at its last time). */
+    public void end() {
+        for (ThreadStack t : stacks.values()) {
+            while (t.depth >= 0) {
+                listener.leave(t, t.depth--, t.lastTime, false);
+            }
+        }
+    }
+}

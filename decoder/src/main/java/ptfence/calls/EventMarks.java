@@ -1,0 +1,100 @@
+package ptfence.calls;
+
+import ptfence.cli.Json;
+import ptfence.flow.Event;
+
+/**
+ * The events a recording's views show besides control flow, with their numbers: cbr (core:bus ratio and the
+ * frequency it means), psb (once per PSB+, with its offset in the CPU's trace), ptwrite (payload), mwait
+ * (hints, ext), pwre (hw, cstate, substate), pwrx (deepest, last, wake), exstop, tsx (speculative, aborted). One
+ * per CPU: it remembers whether the flow is inside a PSB+.
+ */
+public final class EventMarks {
+    /** The bus clock a core:bus ratio multiplies (perf's assumption too). */
+    private static final long BUS_MHZ = 100;
+
+    private boolean inPsb;
+
+    /** An instruction ran: the PSB+ (if any) is over. */
+    public void insn() {
+        inPsb = false;
+    }
+
+    /**
+     * The mark {@code ev} is shown as, or null when it is not one of these (or another status update of a PSB+);
+     * {@code psbOffset} is where the PSB the flow last read starts in the CPU's trace.
+     */
+    public FlowItem.Mark of(Event ev, int cpu, long time, long insns, long psbOffset) {
+        if (ev.statusUpdate) {
+            if (inPsb) {
+                return null;
+            }
+            inPsb = true;
+            return mark(cpu, time, "psb", 0, insns, "offset", psbOffset);
+        }
+        return switch (ev.type) {
+            case Event.CBR -> mark(cpu, time, "cbr", 0, insns, "ratio", ev.ratio);
+            case Event.PTWRITE -> mark(cpu, time, "ptwrite", ev.ipSuppressed ? 0 : ev.ip, insns, "payload",
+                    ev.payload);
+            case Event.MWAIT -> mark(cpu, time, "mwait", ev.ip, insns, "hints", ev.hints, "ext", ev.ext);
+            case Event.PWRE -> mark(cpu, time, "pwre", 0, insns, "hw", ev.hw ? 1 : 0, "cstate", ev.state, "substate",
+                    ev.subState);
+            case Event.PWRX -> mark(cpu, time, "pwrx", 0, insns, "deepest", ev.deepest, "last", ev.last, "wake",
+                    (ev.interrupt ? 1 : 0) | (ev.store ? 2 : 0) | (ev.autonomous ? 4 : 0));
+            case Event.EXSTOP -> mark(cpu, time, "exstop", ev.ipSuppressed ? 0 : ev.ip, insns);
+            case Event.TSX -> mark(cpu, time, "tsx", ev.ip, insns, "speculative", ev.speculative ? 1 : 0, "aborted",
+                    ev.aborted ? 1 : 0);
+            default -> null;
+        };
+    }
+
+    private static FlowItem.Mark mark(int cpu, long time, String name, long ip, long insns, Object... kv) {
+        String[] keys = new String[kv.length / 2];
+        long[] values = new long[kv.length / 2];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = (String) kv[2 * i];
+            values[i] = ((Number) kv[2 * i + 1]).longValue();
+        }
+        return new FlowItem.Mark(cpu, time, name, ip, keys, values, insns);
+    }
+
+    /** "[cbr ratio=33 freq=3300MHz]", "[ptwrite payload=0x2a ip=401000]". */
+    public static StringBuilder text(StringBuilder sb, FlowItem.Mark m) {
+        sb.append('[').append(m.name());
+        for (int i = 0; i < m.keys().length; i++) {
+            sb.append(' ').append(m.keys()[i]).append('=');
+            if (m.name().equals("ptwrite") || m.name().equals("psb")) {
+                sb.append("0x").append(Long.toHexString(m.values()[i]));
+            } else {
+                sb.append(m.values()[i]);
+            }
+        }
+        if (m.name().equals("cbr")) {
+            sb.append(" freq=").append(m.values()[0] * BUS_MHZ).append("MHz");
+        }
+        if (m.ip() != 0) {
+            sb.append(" ip=").append(Long.toHexString(m.ip()));
+        }
+        return sb.append(']');
+    }
+
+    /** The mark's fields after an object's opening ones: {@code ,"event":"cbr","ratio":33,"mhz":3300}. */
+    public static StringBuilder json(StringBuilder sb, FlowItem.Mark m) {
+        sb.append(",\"event\":\"").append(m.name()).append('"');
+        if (m.ip() != 0) {
+            sb.append(",\"ip\":").append(Json.quote("0x" + Long.toHexString(m.ip())));
+        }
+        for (int i = 0; i < m.keys().length; i++) {
+            sb.append(",\"").append(m.keys()[i]).append("\":");
+            if (m.name().equals("ptwrite")) {
+                sb.append(Json.quote("0x" + Long.toHexString(m.values()[i])));
+            } else {
+                sb.append(m.values()[i]);
+            }
+        }
+        if (m.name().equals("cbr")) {
+            sb.append(",\"mhz\":").append(m.values()[0] * BUS_MHZ);
+        }
+        return sb;
+    }
+}

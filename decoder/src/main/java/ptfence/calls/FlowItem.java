@@ -1,0 +1,37 @@
+package ptfence.calls;
+
+/**
+ * What one CPU's flow says about control transfers, in trace order: taken branches (with the instructions run since
+ * the previous item), events worth showing, and the points where the flow was lost.
+ */
+public sealed interface FlowItem permits FlowItem.Branch, FlowItem.Mark, FlowItem.Loss {
+    int cpu();
+
+    /** Perf time (ns), or -1 without timing. */
+    long time();
+
+    /** Instructions run on this CPU since its previous item (the branch instruction included). */
+    long insns();
+
+    /**
+     * A taken branch, or the start or end of tracing: {@code from} 0 for a trace begin, {@code to} 0 when the
+     * target is not traced. {@code insnLen} is the branch instruction's length (0 for an asynchronous transfer), so
+     * a call's return address is {@code from + insnLen}. {@code cycles}: the core cycles the trace's CYC packets
+     * counted since the previous branch (0 without CYC).
+     */
+    record Branch(int cpu, long time, long from, long to, int flags, int insnLen, long insns, long cycles)
+            implements FlowItem {
+    }
+
+    /**
+     * An event the trace carries besides control flow (cbr, psb, ptwrite, mwait, pwre, pwrx, exstop, tsx):
+     * {@code ip} 0 when it has none; {@code keys}/{@code values} its numbers, in order.
+     */
+    record Mark(int cpu, long time, String name, long ip, String[] keys, long[] values, long insns)
+            implements FlowItem {
+    }
+
+    /** The flow was lost here (an overflow or a decode error): what came before on this CPU is not continued. */
+    record Loss(int cpu, long time, String reason, long insns) implements FlowItem {
+    }
+}

@@ -1,0 +1,87 @@
+package ptfence.calls;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import ptfence.cli.Json;
+import ptfence.func.PerfettoWriter;
+
+/**
+ * {@code --format perfetto} for a whole recording: each thread a track, each call a slice nested in its caller's,
+ * from call to return (what magic-trace draws). A stack dropped where the flow was lost ends its slices there with
+ * {@code "lost":true}; the root (the function a thread was found in) is the outermost slice. Without timing the
+ * clock is each thread's instruction count.
+ */
+public final class PerfettoView implements CallView {
+    private final PerfettoWriter.Slices w;
+    private final Symbolizer names;
+    private final boolean timed;
+    private long untimed;
+
+    public PerfettoView(String title, Appendable out, Symbolizer names, boolean timed) throws IOException {
+        this.w = new PerfettoWriter.Slices(title, out, timed);
+        this.names = names;
+        this.timed = timed;
+    }
+
+    /** The slice time of an event of {@code t} at {@code time}: -1 when it has none. */
+    private long at(ThreadStack t, long time) {
+        if (!timed) {
+            return t.insns();
+        }
+        return time >= 0 ? time : t.lastTime();
+    }
+
+    private int pid(ThreadStack t) {
+        return t.tid() > 0 ? t.pid() : 0;
+    }
+
+    private int tid(ThreadStack t) {
+        return t.tid() > 0 ? t.tid() : 1_000_000 + Math.max(0, t.cpu());
+    }
+
+    @Override
+    public void enter(ThreadStack t, int level, long time) {
+        long ts = at(t, time);
+        if (ts < 0) {
+            untimed++;
+            t.tag(level, 0); // no place on a timed track: neither begun nor ended
+            return;
+        }
+        t.tag(level, 1);
+        long a = t.address(level);
+        String name = names.function(a, time, t.cpu());
+        try {
+            w.thread(pid(t), tid(t), t.tid() > 0 ? "pid " + t.pid() : "unknown task",
+                    t.tid() > 0 ? "tid " + t.tid() : "CPU " + t.cpu());
+            Json args = new Json().address("address", a);
+            if (level == 0 && t.untrusted()) {
+                args.field("after_loss", true);
+            }
+            w.begin(pid(t), tid(t), name == null ? "0x" + Long.toHexString(a) : name, ts, args);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void leave(ThreadStack t, int level, long time, boolean lost) {
+        if (t.tag(level) == 0) {
+            return;
+        }
+        long ts = Math.max(at(t, time), t.enterTime(level) >= 0 && timed ? t.enterTime(level) : 0);
+        try {
+            w.end(pid(t), tid(t), ts, lost ? new Json().field("lost", true) : null);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void item(ThreadStack t, FlowItem item) {
+    }
+
+    @Override
+    public void end() throws IOException {
+        w.finish(new Json().field("untimed_calls", untimed));
+    }
+}
