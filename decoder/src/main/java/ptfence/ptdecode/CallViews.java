@@ -67,7 +67,7 @@ final class CallViews {
 
     /** Runs the view asked for over the whole recording. */
     void run(RecordingDecode rd, RecordingDecode.Request req, String format, PrintWriter out) throws Exception {
-        CallNames names = new CallNames(rd.code, rd.sideband);
+        CallNames names = new CallNames(rd.symbols, rd.sideband);
         boolean jsonl = format.equals("jsonl");
         CallView view;
         if (format.equals("perfetto")) {
