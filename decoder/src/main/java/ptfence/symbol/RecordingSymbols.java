@@ -93,7 +93,9 @@ public final class RecordingSymbols implements Symbolizer {
         Mapped mm = mapping(address, time, pid);
         Dso d = mm == null ? null : mm.dso();
         if (d == null) {
-            return null;
+            // no file names it: tables tied to no process (dynamic text in the archive, KSYMBOLs, a symbol file
+            // given with --kallsyms) name whatever they cover
+            return kernel(address, time);
         }
         Sideband.Mapping m = mm.m;
         long vaddr = vaddr(d, m, address);
