@@ -15,12 +15,22 @@ public final class PerfettoView implements CallView {
     private final PerfettoWriter.Slices w;
     private final Symbolizer names;
     private final boolean timed;
+    private final java.util.function.IntFunction<String> comms;
     private long untimed;
 
-    public PerfettoView(String title, Appendable out, Symbolizer names, boolean timed) throws IOException {
+    /** @param comms a thread's name (its last, as perf report names a process), or null when the sideband has none */
+    public PerfettoView(String title, Appendable out, Symbolizer names, boolean timed,
+            java.util.function.IntFunction<String> comms) throws IOException {
         this.w = new PerfettoWriter.Slices(title, out, timed);
         this.names = names;
         this.timed = timed;
+        this.comms = comms;
+    }
+
+    /** "comm id" where the sideband names the thread, else "what id". */
+    private String label(int tid, String what, int id) {
+        String comm = comms.apply(tid);
+        return comm != null ? comm + " " + id : what + " " + id;
     }
 
     /** The slice time of an event of {@code t} at {@code time}: -1 when it has none. */
@@ -51,8 +61,8 @@ public final class PerfettoView implements CallView {
         long a = t.address(level);
         String name = names.function(a, time, t.cpu());
         try {
-            w.thread(pid(t), tid(t), t.tid() > 0 ? "pid " + t.pid() : "unknown task",
-                    t.tid() > 0 ? "tid " + t.tid() : "CPU " + t.cpu());
+            w.thread(pid(t), tid(t), t.tid() > 0 ? label(t.pid(), "pid", t.pid()) : "unknown task",
+                    t.tid() > 0 ? label(t.tid(), "tid", t.tid()) : "CPU " + t.cpu());
             Json args = new Json().address("address", a);
             if (level == 0 && t.untrusted()) {
                 args.field("after_loss", true);

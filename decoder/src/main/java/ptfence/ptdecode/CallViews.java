@@ -71,7 +71,8 @@ final class CallViews {
         boolean jsonl = format.equals("jsonl");
         CallView view;
         if (format.equals("perfetto")) {
-            view = new PerfettoView(req.recording().toString(), out, names, rd.tscEnabled);
+            view = new PerfettoView(req.recording().toString(), out, names, rd.tscEnabled,
+                    tid -> rd.sideband.commAt(tid, -1));
         } else if (format.equals("folded")) {
             view = new FoldedView(out, names, weight.equals("time"));
         } else if (branches) {
