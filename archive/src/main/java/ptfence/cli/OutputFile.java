@@ -43,6 +43,14 @@ public final class OutputFile implements Closeable {
         this.stream = new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16);
     }
 
+    /** A device or pipe (-o /dev/null, a FIFO): written in place, as there is no file to replace. */
+    private OutputFile(Path target, OutputStream special) {
+        this.target = target;
+        this.temp = null;
+        this.channel = null;
+        this.stream = new BufferedOutputStream(special, 1 << 16);
+    }
+
     /**
      * Opens a temporary file beside {@code target}, after checking that the target is not a
      * directory and is none of {@code inputs} (the same file by inode, whatever the path says).
@@ -52,6 +60,9 @@ public final class OutputFile implements Closeable {
         refuseInputs(target, inputs);
         if (Files.isDirectory(target)) {
             throw new BadInputException(target + ": is a directory, not a file to write");
+        }
+        if (Files.exists(target) && !Files.isRegularFile(target)) {
+            return new OutputFile(target, Files.newOutputStream(target));
         }
         Path abs = target.toAbsolutePath();
         Path dir = abs.getParent();
@@ -116,6 +127,12 @@ public final class OutputFile implements Closeable {
             throw new IllegalStateException("closed");
         }
         stream.flush();
+        if (temp == null) {
+            stream.close();
+            committed = true;
+            closed = true;
+            return;
+        }
         channel.force(true);
         channel.close();
         try {
@@ -134,6 +151,14 @@ public final class OutputFile implements Closeable {
             return;
         }
         closed = true;
+        if (temp == null) {
+            try {
+                stream.close();
+            } catch (IOException e) {
+                // nothing to keep
+            }
+            return;
+        }
         try {
             channel.close();
         } catch (IOException e) {

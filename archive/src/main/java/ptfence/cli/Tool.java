@@ -41,6 +41,9 @@ public final class Tool {
             return EXIT_BAD_INPUT;
         });
         cl.setExecutionExceptionHandler((ex, c, parsed) -> {
+            if (ReaderGone.in(ex)) {
+                return EXIT_OK; // ... | head: the reader has what it wanted
+            }
             PrintWriter err = c.getErr();
             err.println(name + ": " + describe(ex));
             if (System.getenv("PTFENCE_DEBUG") != null) {

@@ -82,6 +82,9 @@ public final class TraceSource implements AutoCloseable {
                 throw new BadInputException("not a file: " + file);
             }
             long fsize = ch.size();
+            if (fsize == 0) {
+                throw new BadInputException(file + ": empty file, no trace in it");
+            }
             if (from < 0 || from >= fsize) {
                 throw new BadInputException("bad offset 0x" + Long.toHexString(from) + " into " + file
                         + " (size 0x" + Long.toHexString(fsize) + ")");

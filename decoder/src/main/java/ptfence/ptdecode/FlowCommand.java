@@ -188,18 +188,24 @@ public final class FlowCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws java.io.IOException {
-        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : System.out;
-        PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
-        try {
-            decode(out);
-        } finally {
-            out.flush();
-            if (output != null) {
-                os.close();
-            }
+        List<Path> inputs = new ArrayList<>();
+        List<String> specs = new ArrayList<>(raw);
+        specs.addAll(elf);
+        specs.addAll(sideband.kcore);
+        sideband.files.forEach(f -> specs.add(f.spec()));
+        if (pt != null) {
+            specs.add(pt);
+        }
+        specs.forEach(x -> inputs.addAll(PacketsCommand.inputPaths(at(x))));
+        try (ptfence.cli.CommandOutput co = ptfence.cli.CommandOutput.open(output, stdout, inputs)) {
+            decode(co.writer());
+            co.commit();
         }
         return 0;
     }
+
+    /** Where output goes without -o (tests replace it). */
+    java.io.OutputStream stdout = ptfence.cli.Stdout.stream();
 
     /** Runs the decode and writes everything to {@code out} (tests call this directly). */
     public void decode(PrintWriter out) {
@@ -346,6 +352,9 @@ public final class FlowCommand implements Callable<Integer> {
     /** The trace bytes, memory-mapped (a 100 MB trace costs no heap). */
     private static ByteBuffer mapTrace(String spec) {
         FileRange r = FileRange.parse(spec, "--pt");
+        if (java.nio.file.Files.isDirectory(r.file())) {
+            throw new BadInputException("--pt " + spec + ": is a directory, not an Intel PT trace");
+        }
         try (FileChannel ch = FileChannel.open(r.file(), StandardOpenOption.READ)) {
             long size = ch.size();
             long to = r.to() < 0 ? size : Math.min(r.to(), size);
@@ -356,8 +365,10 @@ public final class FlowCommand implements Callable<Integer> {
                 throw new BadInputException("--pt " + spec + ": traces over 2 GiB must be split with FILE:from-to");
             }
             return ch.map(FileChannel.MapMode.READ_ONLY, r.from(), to - r.from());
+        } catch (java.nio.file.FileSystemException e) {
+            throw new UncheckedIOException(e); // no such file, permission: Tool names the file
         } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            throw new BadInputException("--pt " + spec + ": cannot read: " + e.getMessage());
         }
     }
 }

@@ -107,16 +107,32 @@ public final class PacketsCommand implements Callable<Integer> {
     @picocli.CommandLine.Mixin
     SidebandOptions sideband = new SidebandOptions();
 
-    // Large blocks go out through System.out (so tests can capture it); TextSink does the buffering.
-    OutputStream stdout = System.out;
+    @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
+    java.nio.file.Path output;
+
+    // Large blocks go out through standard output (tests replace it); TextSink does the buffering.
+    OutputStream stdout = ptfence.cli.Stdout.stream();
     java.io.PrintStream stderr = System.err;
 
     @Override
-    public Integer call() {
+    public Integer call() throws java.io.IOException {
         if (time && tcal) {
             throw new BadInputException("specify either --time or --tcal");
         }
-        TextSink out = new TextSink(stdout, 1 << 17);
+        java.util.List<java.nio.file.Path> inputs = new java.util.ArrayList<>(inputPaths(trace));
+        sideband.files.forEach(f -> inputs.addAll(inputPaths(f.spec())));
+        if (output == null) {
+            return dumpTo(ptfence.cli.Stdout.of(stdout));
+        }
+        try (ptfence.cli.OutputFile f = ptfence.cli.OutputFile.create(output, inputs)) {
+            int status = dumpTo(f.stream());
+            f.commit(); // a damaged trace's listing up to the damage is kept, as on stdout
+            return status;
+        }
+    }
+
+    private int dumpTo(OutputStream stream) {
+        TextSink out = new TextSink(stream, 1 << 17);
         Errata errata = Errata.NONE;
         if (cpu != null && !cpu.equals("none")) {
             Errata.Cpu c = Errata.Cpu.parse(cpu);
@@ -177,6 +193,13 @@ public final class PacketsCommand implements Callable<Integer> {
                 timeDelta, keepTcalOnOvf, quiet, noPad, noSync, noTcal, noWallClock, noTiming, noCyc,
                 errata, timing);
         return new PtdumpPrinter(opt, out, sideband).dump(cursor);
+    }
+
+    /** The file an argument names, with and without a ":from-to" range after it. */
+    static java.util.List<java.nio.file.Path> inputPaths(String arg) {
+        int colon = arg.indexOf(':');
+        return colon > 0 ? java.util.List.of(java.nio.file.Path.of(arg), java.nio.file.Path.of(arg.substring(0, colon)))
+                : java.util.List.of(java.nio.file.Path.of(arg));
     }
 
     /** perf.data recordings are read by the perf.data reader; raw traces are what this layer prints. */

@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import ptfence.cli.BadInputException;
+import ptfence.cli.CommandOutput;
 import ptfence.cli.Tool;
 import ptfence.func.FuncPrinter;
 import ptfence.func.InsnCounts;
@@ -112,7 +113,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
     boolean packets;
 
     /** Where output goes (tests replace it). */
-    java.io.OutputStream stdout = new java.io.FileOutputStream(java.io.FileDescriptor.out);
+    java.io.OutputStream stdout = ptfence.cli.Stdout.stream();
     PrintStream stderr = System.err;
     java.io.InputStream stdin = System.in;
     /** Where ./perf.data is looked for (the working directory; tests point it elsewhere). */
@@ -128,9 +129,15 @@ public final class PtdecodeCommand implements Callable<Integer> {
             }
         }
         if (packets) {
+            if (!List.of("text", "jsonl").contains(format)) {
+                throw new BadInputException("--packets --format " + format + ": expected text (ptdump's) or jsonl");
+            }
             PacketsCommand p = new PacketsCommand();
             p.trace = recording;
             p.stdout = stdout;
+            p.stderr = stderr;
+            p.output = output;
+            p.format = format.equals("jsonl") ? PacketsCommand.Format.jsonl : PacketsCommand.Format.ptdump;
             return p.call();
         }
         if (!List.of("text", "jsonl", "perfetto", "folded").contains(format)) {
@@ -147,6 +154,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
         if (format.equals("perfetto") && (summary || source)) {
             throw new BadInputException((summary ? "--summary" : "--source") + " has no perfetto form (--format "
                     + "perfetto draws the invocations themselves): use --format text or jsonl");
+        }
+        if (threads < 0) {
+            throw new BadInputException("--threads " + threads + ": expected a count of threads (0: one per core)");
         }
         long[] range = timeRange(time);
         Path file = Path.of(recording);
@@ -170,13 +180,25 @@ public final class PtdecodeCommand implements Callable<Integer> {
         if (recording.equals("-")) {
             rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
         }
-        rd.load();
-        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : stdout;
-        PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
-        try {
+        List<Path> inputs = new java.util.ArrayList<>(java.util.Arrays.asList(file, vmlinux, kallsyms));
+        if (archive != null) {
+            inputs.add(archive.resolve("data.mdb"));
+            inputs.add(archive.resolve("lock.mdb"));
+        }
+        try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
+            rd.load();
+            int status = decode(rd, co.writer());
+            co.commit();
+            return status;
+        }
+    }
+
+    /** The view asked for, into {@code out}; the exit status. */
+    private int decode(RecordingDecode rd, PrintWriter out) throws Exception {
+        {
             if (func == null && calls.wanted(format)) {
                 calls.run(rd, rd.request(), format, out);
-                return Tool.EXIT_OK;
+                return done(rd, out);
             }
             if (func == null) {
                 rd.merged(out);
@@ -256,11 +278,6 @@ public final class PtdecodeCommand implements Callable<Integer> {
             });
             p.summary(counts);
             return done(rd, out);
-        } finally {
-            out.flush();
-            if (output != null) {
-                os.close();
-            }
         }
     }
 
@@ -311,8 +328,12 @@ public final class PtdecodeCommand implements Callable<Integer> {
         if (comma < 0) {
             throw new BadInputException("--time " + spec + ": expected START,END in seconds (either may be empty)");
         }
-        return new long[] {seconds(spec.substring(0, comma), Long.MIN_VALUE, spec),
+        long[] range = {seconds(spec.substring(0, comma), Long.MIN_VALUE, spec),
                 seconds(spec.substring(comma + 1), Long.MAX_VALUE, spec)};
+        if (range[1] < range[0]) {
+            throw new BadInputException("--time " + spec + ": the end comes before the start");
+        }
+        return range;
     }
 
     private static long seconds(String s, long empty, String spec) {

@@ -94,6 +94,10 @@ final class RecordingDecode {
 
     /** Reads the recording and gathers the code. */
     void load() throws IOException {
+        if (stdinBytes == null && Files.isDirectory(req.recording())) {
+            throw new BadInputException(req.recording() + ": is a directory, not a perf.data (nor a 'perf record "
+                    + "--kcore' directory, which holds a file 'data')");
+        }
         if (stdinBytes == null && !Files.isRegularFile(req.recording())) {
             throw new BadInputException(req.recording() + ": no such file");
         }
@@ -116,6 +120,9 @@ final class RecordingDecode {
                 }
             } catch (BadInputException e) {
                 damage = e; // decode what came before, then report
+            }
+            if (damage != null && (info == null || buffers.isEmpty())) {
+                throw new BadInputException(damage.getMessage() + " (no Intel PT data before it)");
             }
             if (info == null || info.auxType() != PerfRecord.AuxtraceInfo.TYPE_INTEL_PT) {
                 throw new BadInputException(req.recording() + ": no Intel PT data (no intel_pt AUXTRACE_INFO); record "
@@ -184,6 +191,17 @@ final class RecordingDecode {
                 int key = b.cpu() >= 0 && b.cpu() != -1 ? b.cpu() : -2 - b.idx();
                 byCpu.computeIfAbsent(key, k -> new ArrayList<>()).add(run);
                 tids.put(key, b.cpu() == -1 ? b.tid() : -1);
+            }
+            if (req.cpus() != null) {
+                Set<Integer> have = new java.util.TreeSet<>();
+                byCpu.keySet().forEach(k -> have.add(k >= 0 ? k : -1));
+                for (int c : req.cpus()) {
+                    if (!have.contains(c)) {
+                        throw new BadInputException("-C " + c + ": no Intel PT trace of CPU " + c + " in "
+                                + req.recording() + " (it has CPUs " + have.toString().replaceAll("[\\[\\] ]", "")
+                                + ")");
+                    }
+                }
             }
             for (Map.Entry<Integer, List<List<AuxBuffer>>> e : byCpu.entrySet()) {
                 int cpu = e.getKey() >= 0 ? e.getKey() : -1;
@@ -570,7 +588,7 @@ final class RecordingDecode {
             producers.put(traces.get(i), merge.producer(i));
         }
         Map<CpuTrace, CpuPart> parts = java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
-        Exception[] failure = new Exception[1];
+        Throwable[] failure = new Throwable[1];
         Thread decode = new Thread(() -> {
             try {
                 decodeCpus(t -> {
@@ -587,16 +605,20 @@ final class RecordingDecode {
                         producers.get(t).end();
                     }
                 });
-            } catch (Exception e) {
+            } catch (Throwable e) { // an Error too (a mapped file cut short under us): the command reports it
                 failure[0] = e;
+                merge.abandon();
             }
         }, "ptdecode-decode");
         decode.setDaemon(true);
         decode.start();
         merge.drain(each);
         decode.join();
-        if (failure[0] != null) {
-            throw failure[0];
+        if (failure[0] instanceof Exception e) {
+            throw e;
+        }
+        if (failure[0] instanceof Error e) {
+            throw e;
         }
     }
 

@@ -25,6 +25,7 @@ final class TimeMerge<T> {
 
     private final List<BlockingQueue<Batch>> queues = new ArrayList<>();
     private final Semaphore turns;
+    private volatile boolean abandoned;
 
     TimeMerge(int sources, Semaphore turns) {
         this.turns = turns;
@@ -86,6 +87,11 @@ final class TimeMerge<T> {
         }
     }
 
+    /** The decode failed before every source could end: {@link #drain} returns (the failure is reported). */
+    void abandon() {
+        abandoned = true;
+    }
+
     /** Hands every item of every source to {@code out}, earliest first, until every source has ended. */
     @SuppressWarnings("unchecked")
     void drain(Consumer<T> out) throws InterruptedException {
@@ -100,7 +106,12 @@ final class TimeMerge<T> {
                     continue;
                 }
                 if (head[i] == null || pos[i] == head[i].count()) {
-                    Batch b = queues.get(i).take();
+                    Batch b;
+                    while ((b = queues.get(i).poll(100, java.util.concurrent.TimeUnit.MILLISECONDS)) == null) {
+                        if (abandoned) {
+                            return;
+                        }
+                    }
                     if (b == Batch.END) {
                         ended[i] = true;
                         head[i] = null;
