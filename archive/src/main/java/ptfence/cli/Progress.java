@@ -21,6 +21,7 @@ public final class Progress implements AutoCloseable {
     private final AtomicLong count = new AtomicLong();
     private volatile long total;
     private volatile String phase = "";
+    private volatile java.util.function.LongSupplier source;
     private volatile boolean finished;
     private Thread ticker;
     private boolean shown;
@@ -63,6 +64,11 @@ public final class Progress implements AutoCloseable {
         phase = what;
         total = steps;
         count.set(0);
+    }
+
+    /** Steps done are read from {@code steps} (a decoder's position in its trace) rather than counted. */
+    public void follow(java.util.function.LongSupplier steps) {
+        source = steps;
     }
 
     /** Steps done. */
@@ -113,7 +119,8 @@ public final class Progress implements AutoCloseable {
     }
 
     private String line() {
-        long n = count.get();
+        java.util.function.LongSupplier s = source;
+        long n = s != null ? s.getAsLong() : count.get();
         long t = total;
         String of = t > 0 ? String.format(java.util.Locale.ROOT, "%d/%d (%.0f%%)", n, t, 100.0 * n / t) : Long.toString(n);
         return label + ": " + phase + " " + of;

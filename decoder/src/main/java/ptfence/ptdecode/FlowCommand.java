@@ -186,6 +186,10 @@ public final class FlowCommand implements Callable<Integer> {
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
     java.nio.file.Path output;
 
+    @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
+            + "a terminal; a decode on one thread).")
+    Boolean progress;
+
     @Override
     public Integer call() throws java.io.IOException {
         List<Path> inputs = new ArrayList<>();
@@ -302,7 +306,13 @@ public final class FlowCommand implements Callable<Integer> {
             if (withSideband != null) {
                 withSideband.onCodeChange(decoder::codeChanged);
             }
-            decoder.run();
+            try (ptfence.cli.Progress prog = ptfence.cli.Progress.start(new PrintWriter(System.err, true),
+                    "ptdecode flow", ptfence.cli.Progress.wanted(progress))) {
+                prog.phase("bytes of trace", trace.remaining());
+                prog.follow(decoder::offset);
+                decoder.run();
+                prog.done();
+            }
             instructions = decoder.instructions;
             blockCount = decoder.blocks;
         }

@@ -110,6 +110,10 @@ public final class PacketsCommand implements Callable<Integer> {
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of stdout.")
     java.nio.file.Path output;
 
+    @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
+            + "a terminal).")
+    Boolean progress;
+
     // Large blocks go out through standard output (tests replace it); TextSink does the buffering.
     OutputStream stdout = ptfence.cli.Stdout.stream();
     java.io.PrintStream stderr = System.err;
@@ -172,7 +176,14 @@ public final class PacketsCommand implements Callable<Integer> {
         try (TraceSource source = TraceSource.parse(trace)) {
             rejectPerfData(source);
             PacketCursor cursor = new PacketCursor(source, errata);
-            DecodeSummary summary = dump(cursor, out, errata, timing, sidebandDump);
+            DecodeSummary summary;
+            try (ptfence.cli.Progress prog = ptfence.cli.Progress.start(new java.io.PrintWriter(stderr, true),
+                    "ptdecode packets", ptfence.cli.Progress.wanted(progress))) {
+                prog.phase("bytes of trace", source.size());
+                prog.follow(cursor::position);
+                summary = dump(cursor, out, errata, timing, sidebandDump);
+                prog.done();
+            }
             out.flush();
             String damage = summary.describe(source.name());
             if (damage != null) {

@@ -171,7 +171,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(file, archive,
                 archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
-                progress != null ? progress : System.console() != null), stderr);
+                ptfence.cli.Progress.wanted(progress)), stderr);
         rd.threads = threadOptions.validate();
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
