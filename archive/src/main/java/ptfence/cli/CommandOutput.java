@@ -29,7 +29,7 @@ public final class CommandOutput implements Closeable {
      */
     public static CommandOutput open(Path target, OutputStream stdout, Collection<Path> inputs) throws IOException {
         if (target == null) {
-            return new CommandOutput(null, Stdout.of(stdout));
+            return new CommandOutput(null, new java.io.BufferedOutputStream(Stdout.of(stdout), 1 << 16));
         }
         OutputFile f = OutputFile.create(target, inputs);
         return new CommandOutput(f, f.stream());

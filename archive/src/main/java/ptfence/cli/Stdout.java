@@ -1,14 +1,15 @@
 package ptfence.cli;
 
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 /**
- * The process's standard output for commands that print a lot: a write into a pipe whose reader has gone (EPIPE;
- * the JVM ignores SIGPIPE) throws {@link ReaderGone} instead of the IOException a PrintWriter or PrintStream would
- * swallow while the decode ran on for minutes. Other write errors (a full disk) stay IOExceptions.
+ * Standard output for commands that print a lot: when its reader has gone (EPIPE into a pipe; the JVM ignores
+ * SIGPIPE) a write throws {@link ReaderGone} instead of the error a PrintStream or PrintWriter would swallow while
+ * the decode ran on for minutes. Other write errors (a full disk) become IOExceptions that say so.
  */
 public final class Stdout extends OutputStream {
     private final OutputStream out;
@@ -17,13 +18,32 @@ public final class Stdout extends OutputStream {
         this.out = out;
     }
 
+    /** {@code System.out} as it is now (a test may have redirected it). */
     public static OutputStream stream() {
-        return new Stdout(new FileOutputStream(FileDescriptor.out));
+        return new Stdout(System.out);
     }
 
-    /** {@code out} with the same translation (tests give a pipe of their own). */
+    /** {@code out} with the same translation (tests give a stream of their own). */
     public static OutputStream of(OutputStream out) {
         return out instanceof Stdout ? out : new Stdout(out);
+    }
+
+    /** A PrintStream only flags its errors: ask after each chunk (printers write in chunks of kilobytes). */
+    private void check() throws IOException {
+        if (out instanceof PrintStream ps && ps.checkError()) {
+            if (ps == System.out && fdIsPipe()) {
+                throw new ReaderGone();
+            }
+            throw new IOException("standard output: write failed");
+        }
+    }
+
+    private static boolean fdIsPipe() {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc/self/fd/1")).toString().startsWith("pipe:");
+        } catch (IOException | UnsupportedOperationException | SecurityException e) {
+            return false;
+        }
     }
 
     private static IOException translate(IOException e) {
@@ -41,6 +61,7 @@ public final class Stdout extends OutputStream {
         } catch (IOException e) {
             throw translate(e);
         }
+        check();
     }
 
     @Override
@@ -50,6 +71,7 @@ public final class Stdout extends OutputStream {
         } catch (IOException e) {
             throw translate(e);
         }
+        check();
     }
 
     @Override
@@ -59,10 +81,11 @@ public final class Stdout extends OutputStream {
         } catch (IOException e) {
             throw translate(e);
         }
+        check();
     }
 
     @Override
     public void close() throws IOException {
-        out.close();
+        out.flush();
     }
 }
