@@ -25,6 +25,13 @@ import ptfence.image.CodeSpace;
  * is streams to the output a chunk at a time; the few segments decoded ahead of it (at most {@code window}) each
  * hold at most {@code segmentCap} chars, and their workers wait when they reach it. When the output fails (the
  * reader went away: {@link PrintWriter#checkError()}) every worker stops at its next chunk and {@link #run} returns.
+ *
+ * <p>With {@link #carrySeams}, each segment's decoder starts with the clock (TSC, MTC/CTC, CBR, TMA and the CYC
+ * calibration) and the execution modes the sequential decode has at that PSB ({@link SeamState}), from a pass over the
+ * packets alone that keeps a few segments ahead of the output. That pass cannot see what the flow does (an error makes
+ * the decoder look for the next PSB and start afresh there), so before a segment's text is written its starting state
+ * is checked against the state the segment before it reached that PSB with; if they differ, it is decoded again, on
+ * the output's thread, from the right state. Times and events are therefore exactly the sequential decode's.
  */
 public final class ParallelFlow {
     /** Chars a worker fills before handing them over (and the granularity of streaming). */
@@ -51,6 +58,18 @@ public final class ParallelFlow {
     /** Segments whose decode ran to its end (a closed output stops the rest). */
     final AtomicInteger segmentsFinished = new AtomicInteger();
     private volatile boolean stopped;
+    private boolean carrySeams;
+    /** Segments decoded again because the packet pass guessed their starting state wrong. */
+    int redone;
+
+    /**
+     * Start each segment with the sequential decode's clock and execution modes ({@link SeamState}): needed when times
+     * or events are printed; a count does not depend on them.
+     */
+    public ParallelFlow carrySeams(boolean on) {
+        carrySeams = on;
+        return this;
+    }
 
     public ParallelFlow(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, boolean blockMode,
             int threads, long chunkBytes) {
@@ -86,30 +105,37 @@ public final class ParallelFlow {
         return starts;
     }
 
-    /** The IP in the PSB+ at {@code psb} (its FUP), or -1 if tracing is off there. */
-    long psbIp(ByteBuffer trace, long psb) {
+    /**
+     * What a segment's decoder needs of each later segment's PSB: where it is, the IP its PSB+ gives (its FUP; -1 if
+     * tracing is off there) and where that PSB+ ends (after its PSBEND; -1 if it does not end within reach).
+     */
+    record Seam(long at, long ip, long headerEnd) {}
+
+    Seam seam(ByteBuffer trace, long psb) {
         int end = (int) Math.min(trace.limit(), psb + 4096);
         PacketInput in = packets.apply(trace.duplicate().position((int) psb).limit(end).slice());
         Pkt p = new Pkt();
         if (in.next(p) < 0 || p.type != Pkt.PSB) {
-            return -1;
+            return new Seam(psb, -1, -1);
         }
+        long ip = -1;
         while (in.next(p) == 0) {
             switch (p.type) {
-                case Pkt.FUP -> {
-                    return switch (p.ipc) {
-                        case 3 -> (p.ip << 16) >> 16;
-                        case 0 -> -1;
-                        default -> p.ip;
-                    };
+                case Pkt.FUP -> ip = switch (p.ipc) {
+                    case 3 -> (p.ip << 16) >> 16;
+                    case 0 -> -1;
+                    default -> p.ip;
+                };
+                case Pkt.PSBEND -> {
+                    return new Seam(psb, ip, psb + in.position());
                 }
-                case Pkt.PSBEND, Pkt.OVF -> {
-                    return -1;
+                case Pkt.OVF -> {
+                    return new Seam(psb, -1, -1);
                 }
                 default -> { }
             }
         }
-        return -1;
+        return new Seam(psb, ip, -1);
     }
 
     /**
@@ -126,27 +152,46 @@ public final class ParallelFlow {
             return t;
         });
         ArrayDeque<Segment> ahead = new ArrayDeque<>();
+        SeamState.Pass guesses = carrySeams ? new SeamState.Pass(packets.apply(trace.duplicate()), cfg) : null;
+        SeamState expected = carrySeams ? new SeamState(cfg) : null;
+        Seam[] seams = new Seam[n];
+        for (int i = 0; i < n; i++) {
+            seams[i] = seam(trace, starts.get(i));
+        }
         try {
             int next = 0;
-            for (int turn = 0; turn < n; turn++) {
+            int turn = 0;
+            while (turn < n) {
                 // Segments are started in order on a FIFO pool, so the one whose turn it is always has a worker:
                 // the workers waiting at their caps cannot starve it.
                 while (next < n && next < turn + window) {
                     int i = next++;
-                    long from = starts.get(i);
-                    long to = i + 1 < n ? starts.get(i + 1) : trace.limit();
-                    long nextIp = i + 1 < n ? psbIp(trace, to) : -1;
-                    Segment s = new Segment();
+                    Segment s = new Segment(i, seams, guesses == null ? null : guesses.at(starts.get(i)), null);
                     ahead.add(s);
-                    pool.execute(() -> s.decode(trace, from, to, nextIp, sinks));
+                    pool.execute(() -> s.decode(trace, sinks));
                 }
                 Segment s = ahead.poll();
+                if (carrySeams && !s.start.sameState(expected)) {
+                    s.cancel();
+                    redone++;
+                    s = new Segment(s.index, seams, expected, out);
+                    s.decode(trace, sinks);
+                }
                 if (!s.drainTo(out)) {
                     return;
                 }
+                expected = s.end;
                 instructions += s.instructions;
                 blocks += s.blocks;
                 errors += s.errors;
+                // A decode that failed at or after the next segment's PSB went on, as the sequential one does, to the
+                // first later PSB it passed cleanly: the segments it covered are dropped.
+                int reached = s.reached;
+                while (!ahead.isEmpty() && ahead.peek().index < reached) {
+                    ahead.poll().cancel();
+                }
+                next = Math.max(next, reached);
+                turn = reached;
             }
         } finally {
             stopped = true;
@@ -166,6 +211,16 @@ public final class ParallelFlow {
 
     /** One PSB segment: its decode's text, handed over a chunk at a time, and its counts. */
     private final class Segment extends Writer {
+        final int index;
+        final Seam[] seams;
+        /** The segment whose PSB this decode ended at (seams.length: the end of the trace). */
+        int reached;
+        /** The state at its PSB (null: not carried), and the state its decode reached the next PSB with. */
+        final SeamState start;
+        SeamState end;
+        /** Non-null: decoded on the output's thread, written straight there. */
+        private final PrintWriter direct;
+        private boolean directFailed;
         private char[] buf = new char[CHUNK];
         private int len;
         // Guarded by this:
@@ -180,17 +235,35 @@ public final class ParallelFlow {
         long blocks;
         long errors;
 
-        void decode(ByteBuffer trace, long from, long to, long nextIp, Function<PrintWriter, FlowSink> sinks) {
+        Segment(int index, Seam[] seams, SeamState start, PrintWriter direct) {
+            this.index = index;
+            this.seams = seams;
+            this.start = start;
+            this.direct = direct;
+        }
+
+        void decode(ByteBuffer trace, Function<PrintWriter, FlowSink> sinks) {
             Throwable failed = null;
             try {
                 if (stopped) {
                     return;
                 }
-                ByteBuffer slice = trace.duplicate().position((int) from).limit((int) to).slice();
+                // The decode runs on through the next segment's PSB+ and ends there (FlowDecoder#seams): the sequential
+                // decode reports that PSB's status events before it walks on to the PSB's IP, so this segment prints
+                // them, and the next one mutes them. The slice runs to the end of the trace for look-ahead (BDM70 looks
+                // past PSBEND for a TIP.PGE) and for a decode that fails there and must go on.
+                long from = seams[index].at();
+                ByteBuffer slice = trace.duplicate().position((int) from).slice();
                 PrintWriter pw = new PrintWriter(this);
-                FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), sinks.apply(pw), blockMode);
-                d.segment(from, to < trace.limit() ? nextIp : -1);
+                FlowSink sink = sinks.apply(pw);
+                FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), index == 0 ? sink : new SeamSink(sink),
+                        blockMode);
+                d.segment(from, -1);
+                d.seams(seams, index + 1);
+                d.startAt(start);
                 d.run();
+                reached = d.seamReached();
+                end = d.endSeam();
                 pw.flush();
                 handOver();
                 instructions = d.instructions;
@@ -210,8 +283,14 @@ public final class ParallelFlow {
             }
         }
 
+        /** Set while the segment's first PSB's status events go by (the segment before printed them). */
+        private boolean muted;
+
         @Override
         public void write(char[] c, int off, int n) {
+            if (muted) {
+                return;
+            }
             while (n > 0) {
                 int k = Math.min(n, CHUNK - len);
                 System.arraycopy(c, off, buf, len, k);
@@ -226,6 +305,9 @@ public final class ParallelFlow {
 
         @Override
         public void write(String s, int off, int n) {
+            if (muted) {
+                return;
+            }
             while (n > 0) {
                 int k = Math.min(n, CHUNK - len);
                 s.getChars(off, off + k, buf, len);
@@ -252,6 +334,15 @@ public final class ParallelFlow {
                 throw new Stopped();
             }
             if (len == 0) {
+                return;
+            }
+            if (direct != null) {
+                direct.write(buf, 0, len);
+                len = 0;
+                if (direct.checkError()) {
+                    directFailed = true;
+                    throw new Stopped();
+                }
                 return;
             }
             char[] full = buf;
@@ -293,7 +384,7 @@ public final class ParallelFlow {
                         if (failure != null) {
                             throw new ExecutionException(failure);
                         }
-                        return !stopped;
+                        return !stopped && !directFailed;
                     }
                     n = readyLength.poll();
                     held -= n;
@@ -304,6 +395,86 @@ public final class ParallelFlow {
                 if (out.checkError()) {
                     return false;
                 }
+            }
+        }
+
+        /**
+         * The segment's sink: the status events of its first PSB reach the sink (its state, e.g. a printer's time, must
+         * follow them) but print nothing, as the segment before ended with them.
+         */
+        private final class SeamSink implements FlowSink {
+            private final FlowSink sink;
+            private boolean initial = true;
+
+            SeamSink(FlowSink sink) {
+                this.sink = sink;
+            }
+
+            @Override
+            public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+                initial = false;
+                sink.insn(ip, size, cls, mode, speculative);
+            }
+
+            @Override
+            public void block(long ip, int count, ptfence.insn.CodeCache code, int off, int mode, boolean speculative) {
+                initial = false;
+                sink.block(ip, count, code, off, mode, speculative);
+            }
+
+            @Override
+            public void event(Event ev) {
+                if (initial && ev.statusUpdate) {
+                    muted = true;
+                    try {
+                        sink.event(ev);
+                    } finally {
+                        muted = false;
+                    }
+                    return;
+                }
+                initial = false;
+                sink.event(ev);
+            }
+
+            @Override
+            public void error(String kind, int code, long offset, long ip) {
+                initial = false;
+                sink.error(kind, code, offset, ip);
+            }
+
+            @Override
+            public void endOfTrace() {
+                initial = false;
+                sink.endOfTrace();
+            }
+
+            @Override
+            public void beginBlock() {
+                initial = false;
+                sink.beginBlock();
+            }
+
+            @Override
+            public boolean countsOnly() {
+                return sink.countsOnly();
+            }
+
+            @Override
+            public boolean edgesOnly() {
+                return sink.edgesOnly();
+            }
+
+            @Override
+            public void path(long base, int[] pairs, int pairCount, long first, long last) {
+                initial = false;
+                sink.path(base, pairs, pairCount, first, last);
+            }
+
+            @Override
+            public void disabledAfterResync() {
+                initial = false;
+                sink.disabledAfterResync();
             }
         }
 

@@ -275,7 +275,8 @@ public final class FlowCommand implements Callable<Integer> {
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
         // (Edges join the last branch of one PSB segment to the first instruction of the next: sequential.)
         if (nThreads > 1 && session == null && edgeSink == null && (threads > 0 || trace.remaining() > 2 * segment)) {
-            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment);
+            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment)
+                    .carrySeams(!quiet || !timeUnused());
             try {
                 par.run(trace, out, sinks);
             } catch (Exception e) {
