@@ -163,8 +163,8 @@ public final class FlowCommand implements Callable<Integer> {
     boolean att;
     @Option(names = "--threads", paramLabel = "N", defaultValue = "-1",
             description = "Decode PSB segments on N threads and stitch them in order (0: one per core). Default: one "
-                    + "per core, but one when times are printed (a segment's decoder starts without the time "
-                    + "calibration the trace before it gave) or with --pevent.")
+                    + "per core (times included: each segment starts with the clock and calibration the trace before "
+                    + "it set), but one with --pevent, --offset, --edges or --coverage.")
     int threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
             description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
@@ -268,7 +268,7 @@ public final class FlowCommand implements Callable<Integer> {
             default -> new JsonlPrinter(w).time(time);
         };
         int cores = Runtime.getRuntime().availableProcessors();
-        int nThreads = offset ? 1 : threads > 0 ? threads : threads == 0 || !(time || eventTime) ? cores : 1;
+        int nThreads = offset ? 1 : threads > 0 ? threads : cores;
         long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20;
         long instructions;
         long blockCount;
