@@ -73,7 +73,7 @@ public final class ParallelFlow {
 
     public ParallelFlow(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, boolean blockMode,
             int threads, long chunkBytes) {
-        this(image, cfg, packets, blockMode, threads, chunkBytes, 512 * 1024);
+        this(image, cfg, packets, blockMode, threads, chunkBytes, 1024 * 1024);
     }
 
     ParallelFlow(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, boolean blockMode,

@@ -167,7 +167,8 @@ public final class FlowCommand implements Callable<Integer> {
                     + "it set), but one with --pevent, --offset, --edges or --coverage.")
     int threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
-            description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
+            description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 32 KiB otherwise: a segment's "
+                    + "text should fit the 1M chars a segment decoded ahead may hold).")
     Long segmentBytes;
     @Option(names = "--skip-timing", hidden = true, defaultValue = "auto", paramLabel = "auto|on|off",
             description = "Pass over MTC/CYC without computing time: auto (when no time is printed), on, off (tests).")
@@ -188,7 +189,9 @@ public final class FlowCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws java.io.IOException {
-        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : System.out;
+        // (stdout as a plain stream, not System.out: a PrintStream hides EPIPE, and a parallel decode stops on checkError)
+        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output)
+                : new java.io.FileOutputStream(java.io.FileDescriptor.out);
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
             decode(out);
@@ -269,7 +272,7 @@ public final class FlowCommand implements Callable<Integer> {
         };
         int cores = Runtime.getRuntime().availableProcessors();
         int nThreads = offset ? 1 : threads > 0 ? threads : cores;
-        long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20;
+        long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 32L << 10;
         long instructions;
         long blockCount;
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
