@@ -559,14 +559,7 @@ public final class EventDecoder {
     }
 
     private SeamState seamState() {
-        SeamState s = new SeamState(config);
-        s.clock.seed(time);
-        s.modeValid = modeExecValid;
-        s.csl = csl;
-        s.csd = csd;
-        s.iflag = iflag;
-        s.flowMode = -1; // the flow decoder fills it in
-        return s;
+        return SeamState.of(config, time, modeExecValid, csl, csd, iflag, -1); // the flow decoder fills its mode in
     }
 
     /** The state just before the PSB at the mark (after any resync there), or null if the decode never read it. */

@@ -304,23 +304,6 @@ public final class ParallelFlow {
         }
 
         @Override
-        public void write(String s, int off, int n) {
-            if (muted) {
-                return;
-            }
-            while (n > 0) {
-                int k = Math.min(n, CHUNK - len);
-                s.getChars(off, off + k, buf, len);
-                len += k;
-                off += k;
-                n -= k;
-                if (len == CHUNK) {
-                    handOver();
-                }
-            }
-        }
-
-        @Override
         public void flush() {
         }
 

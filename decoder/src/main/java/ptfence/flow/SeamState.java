@@ -19,7 +19,8 @@ final class SeamState {
         clock = new TimeTracker(config);
     }
 
-    SeamState copy(FlowConfig config) {
+    static SeamState of(FlowConfig config, TimeTracker clock, boolean modeValid, boolean csl, boolean csd, boolean iflag,
+            int flowMode) {
         SeamState s = new SeamState(config);
         s.clock.seed(clock);
         s.modeValid = modeValid;
@@ -28,6 +29,10 @@ final class SeamState {
         s.iflag = iflag;
         s.flowMode = flowMode;
         return s;
+    }
+
+    SeamState copy(FlowConfig config) {
+        return of(config, clock, modeValid, csl, csd, iflag, flowMode);
     }
 
     /** True if a decode from here gives the same results from either state. */
