@@ -93,7 +93,11 @@ public final class ParallelFlow {
         return window * (segmentCap + CHUNK);
     }
 
-    /** Segment start offsets: the first PSB, then the first PSB at or after every {@code chunkBytes}. */
+    /**
+     * Segment start offsets: the first PSB, then the first PSB at or after every {@code chunkBytes} whose PSB+ has
+     * tracing on (gives an IP). Where it is off the flow's state (the IP tracing resumes at, which tells "resumed" from
+     * "enabled") comes from the code before the PSB, which a segment starting there could not know.
+     */
     List<Long> boundaries(ByteBuffer trace) {
         PacketInput in = packets.apply(trace.duplicate());
         List<Long> starts = new ArrayList<>();
@@ -101,8 +105,38 @@ public final class ParallelFlow {
         while (at >= 0) {
             starts.add(at);
             at = in.findPsb(at + Math.max(16, chunkBytes));
+            while (at >= 0 && !tracingOn(trace, seam(trace, at))) {
+                at = in.findPsb(at + 16);
+            }
         }
         return starts;
+    }
+
+    /** Whether tracing is on after the PSB+ of {@code seam}: it gives an IP, and BDM70 does not make it void. */
+    private boolean tracingOn(ByteBuffer trace, Seam seam) {
+        if (seam.ip() < 0 || seam.headerEnd() < 0) {
+            return false;
+        }
+        if (!cfg.bdm70) {
+            return true;
+        }
+        // BDM70: a PSB+ FUP followed (status packets aside) by a TIP.PGE enables nothing (EventDecoder#checkBdm70)
+        int end = (int) Math.min(trace.limit(), seam.headerEnd() + 4096);
+        PacketInput in = packets.apply(trace.duplicate().position((int) seam.headerEnd()).limit(end).slice());
+        Pkt p = new Pkt();
+        while (in.next(p) == 0) {
+            switch (p.type) {
+                case Pkt.TIP_PGE -> {
+                    return false;
+                }
+                case Pkt.PAD, Pkt.TSC, Pkt.CBR, Pkt.PSBEND, Pkt.PIP, Pkt.MODE_EXEC, Pkt.MODE_TSX, Pkt.VMCS, Pkt.TMA,
+                        Pkt.MTC, Pkt.CYC, Pkt.MNT -> { }
+                default -> {
+                    return true;
+                }
+            }
+        }
+        return true;
     }
 
     /**

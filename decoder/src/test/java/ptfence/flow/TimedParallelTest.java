@@ -98,4 +98,51 @@ class TimedParallelTest {
         assertEquals(List.of(), failures);
         assertTrue(timed > 4 * 59_234, "timed lines " + timed);
     }
+
+    /**
+     * The AUX data of real perf recordings (HASE's Skylake and Broadwell user traces with their static binaries; the
+     * quipper Skylake per-CPU trace, user and kernel, MTC and TSC, without its code: every instruction an error) with
+     * --time and --event:time, on one-PSB segments.
+     */
+    @Test
+    void realRecordingsTimesStitch() {
+        String shared = System.getProperty("ptfence.shared");
+        org.junit.jupiter.api.Assumptions.assumeTrue(shared != null, "ptfence.shared not set");
+        Path real = Path.of(shared, "real");
+        List<String> failures = new ArrayList<>();
+        long timed = 0;
+        int traces = 0;
+        String[][] hase = {
+            {"control_flow-20180404T163033", "aux-idx1.bin", "control_flow", "6/94/3"},
+            {"control_flow-20180515T180451", "aux-idx1.bin", "control_flow", "6/61/4"},
+            {"loopy-20180404T162955", "aux-idx2.bin", "loopy", "6/94/3"},
+            {"loopy-20180514T145114", "aux-idx1.bin", "loopy", "6/61/4"},
+        };
+        for (String[] h : hase) {
+            Path d = real.resolve("hase").resolve(h[0]);
+            if (!Files.isRegularFile(d.resolve(h[1]))) {
+                continue;
+            }
+            traces++;
+            for (String decoder : List.of("--insn-decoder", "--block-decoder")) {
+                List<String> args = List.of(decoder, "--elf", d.resolve(h[2]).toString(), "--cpu", h[3], "--event:time",
+                        "--pt", d.resolve(h[1]).toString());
+                timed += compare(h[0] + " " + decoder, d, args, FORMATS, failures);
+            }
+        }
+        Path q = real.resolve("quipper_perf_data_converter");
+        for (String aux : List.of("aux_file-idx0.bin", "aux_file-idx3.bin")) {
+            if (!Files.isRegularFile(q.resolve(aux))) {
+                continue;
+            }
+            traces++;
+            List<String> args = List.of("--cpu", "6/78/3", "--mtc-freq", "3", "--nom-freq", "12", "--cpuid-0x15.eax", "2",
+                    "--cpuid-0x15.ebx", "100", "--event:time", "--pt", q.resolve(aux).toString());
+            timed += compare("quipper " + aux, q, args, FORMATS, failures);
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(traces > 0, "no real recordings");
+        assertEquals(List.of(), failures);
+        assertEquals(6, traces);
+        assertTrue(timed > 3 * 2 * (57 + 1_092 + 57 + 956), "timed lines " + timed);
+    }
 }
