@@ -189,9 +189,7 @@ public final class FlowCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws java.io.IOException {
-        // (stdout as a plain stream, not System.out: a PrintStream hides EPIPE, and a parallel decode stops on checkError)
-        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output)
-                : new java.io.FileOutputStream(java.io.FileDescriptor.out);
+        java.io.OutputStream os = output != null ? java.nio.file.Files.newOutputStream(output) : System.out;
         PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), false);
         try {
             decode(out);
