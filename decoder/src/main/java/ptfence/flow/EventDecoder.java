@@ -97,6 +97,8 @@ public final class EventDecoder {
             bindings[i] = o.bindings[i];
         }
         time.copyFrom(o.time);
+        pastSeam = o.pastSeam;
+        seamRead = o.seamRead;
     }
 
     private static void copyPkt(Pkt d, Pkt s) {
@@ -244,6 +246,16 @@ public final class EventDecoder {
     // ---------------------------------------------------------------- packets
 
     private int fetchPacket() {
+        if (pastSeam && in.position() >= seamEnd) {
+            if (atSeam == null) {
+                atSeam = seamState(); // a PSB+ cut short: the state as this decode ends before it
+            }
+            // this segment's decode ends with the next one's PSB+ (look-ahead may read on, the decode may not)
+            packet.type = INVALID;
+            packet.size = 0;
+            status = PtError.EOS;
+            return 0;
+        }
         do {
             int st = in.next(packet);
             if (st < 0) {
@@ -273,7 +285,19 @@ public final class EventDecoder {
 
     /** Synchronizes at the first PSB at or after {@code from}; returns 0 or an error (EOS if none). */
     public int syncForward(long from) {
+        return syncForward(from, null);
+    }
+
+    /** As {@link #syncForward(long)}, starting from {@code seam}'s state (null: afresh) before the PSB. */
+    int syncForward(long from, SeamState seam) {
         reset();
+        if (seam != null) {
+            time.seed(seam.clock);
+            modeExecValid = seam.modeValid;
+            csl = seam.csl;
+            csd = seam.csd;
+            iflag = seam.iflag;
+        }
         long psb = in.findPsb(from);
         if (psb < 0) {
             return PtError.EOS;
@@ -509,8 +533,49 @@ public final class EventDecoder {
         return syncOffset;
     }
 
+    /** Where the next PSB segment starts in this decoder's input (-1: none), and the state as this decode reached it. */
+    private long seamOffset = -1;
+    private SeamState atSeam;
+    /**
+     * Set once the decode has read that PSB: the decode ends where its PSB+ ends ({@code seamEnd}). Without a known
+     * end (a PSB+ cut short), the decode ends before that PSB and takes the state it has there.
+     */
+    private boolean pastSeam;
+    private boolean seamRead;
+    private long seamEnd = Long.MAX_VALUE;
+
+    /** The next PSB segment's PSB is at {@code offset}, its PSB+ ends at {@code headerEnd} (-1: unknown; offset -1: none). */
+    void markSeamAt(long offset, long headerEnd) {
+        seamOffset = offset;
+        atSeam = null;
+        pastSeam = offset >= 0 && headerEnd < 0;
+        seamRead = false;
+        seamEnd = offset < 0 ? Long.MAX_VALUE : headerEnd < 0 ? offset : headerEnd;
+    }
+
+    /** True once this decode has read the marked PSB. */
+    boolean pastSeam() {
+        return seamRead;
+    }
+
+    private SeamState seamState() {
+        return SeamState.of(config, time, modeExecValid, csl, csd, iflag, -1); // the flow decoder fills its mode in
+    }
+
+    /** The state just before the PSB at the mark (after any resync there), or null if the decode never read it. */
+    SeamState atSeam() {
+        return atSeam;
+    }
+
     private int decodePsb() {
         syncOffset = offset();
+        if (syncOffset == seamOffset) {
+            pastSeam = true;
+            seamRead = true;
+        }
+        if (syncOffset == seamOffset && atSeam == null) {
+            atSeam = seamState();
+        }
         if (queued > 0) {
             return PtError.BAD_CONTEXT;
         }

@@ -115,6 +115,59 @@ public final class FlowDecoder {
         this.stopIp = nextSegmentIp;
     }
 
+    /** The state at the segment's first PSB (the trace before it set it); null: afresh. */
+    private SeamState startSeam;
+
+    /** A segment's decode starts with the state the sequential decode has at its first PSB. */
+    void startAt(SeamState seam) {
+        this.startSeam = seam;
+    }
+
+    private ParallelFlow.Seam[] seams;
+    private int seamIndex;
+
+    /**
+     * PSB-segment decoding: the decode ends where the PSB+ of {@code seams[next]} ends (remembering the state as it
+     * reaches that PSB), or, if it fails from that PSB on, where it first passes a later one cleanly, as the sequential
+     * decode would go on. Trace offsets in {@code seams} are the whole trace's ({@link #segment}'s base).
+     */
+    void seams(ParallelFlow.Seam[] seams, int next) {
+        this.seams = seams;
+        this.seamIndex = next - 1;
+        nextSeam();
+    }
+
+    /** The index of the PSB this decode ended at (seams.length: the end of the trace). */
+    int seamReached() {
+        return seamIndex;
+    }
+
+    private void nextSeam() {
+        seamIndex++;
+        seamPending = true;
+        if (seamIndex < seams.length) {
+            ParallelFlow.Seam s = seams[seamIndex];
+            evd.markSeamAt(s.at() - offsetBase, s.headerEnd() > 0 ? s.headerEnd() - offsetBase : -1);
+            stopIp = s.ip();
+        } else {
+            evd.markSeamAt(-1, -1);
+            stopIp = -1;
+        }
+    }
+
+    /** An error was reported: one at or after the next segment's PSB means this decode goes on past it. */
+    private void seamError() {
+        if (seams != null && evd.pastSeam()) {
+            nextSeam();
+        }
+    }
+
+    /** The state just before the marked PSB, as the sequential decode has it there; a fresh one if never reached. */
+    SeamState endSeam() {
+        SeamState s = evd.atSeam();
+        return s != null ? s : new SeamState(cfg);
+    }
+
     /**
      * The trace's time now (TSC, as the timing packets so far estimate it), or -1 before any TSC. An estimate that
      * ran ahead (CYC/MTC extrapolation) is held rather than stepped back when the next timing packet lands a
@@ -185,13 +238,18 @@ public final class FlowDecoder {
         while (true) {
             resetState();
             long syncAt = in.findPsb(from);
-            int st = syncAt < 0 ? PtError.EOS : evd.syncForward(from);
+            if (startSeam != null) {
+                mode = startSeam.flowMode;
+            }
+            int st = syncAt < 0 ? PtError.EOS : evd.syncForward(from, startSeam);
+            startSeam = null;
             if (st == PtError.EOS) {
                 return;
             }
             if (st < 0) {
                 errors++;
                 sink.error("sync error", st, offsetBase + evd.offset(), 0);
+                seamError();
                 long pos = in.position();
                 if (pos <= from) {
                     return;
@@ -210,6 +268,7 @@ public final class FlowDecoder {
                 long errOffset = evd.offset();
                 long errIp = errorIp(st);
                 sink.error("error", st, offsetBase + errOffset, errIp);
+                seamError();
                 if (!(cfg.resyncOnError || cfg.resyncAtIp)
                         || (errOffset == lastErrorOffset && errIp == lastErrorIp)) {
                     break; // no progress since the last resync: give up on this segment
@@ -223,6 +282,7 @@ public final class FlowDecoder {
                         if (st != PtError.EOS && evd.offset() != errOffset) {
                             errors++;
                             sink.error("error", st, offsetBase + evd.offset(), errorIp(st));
+                            seamError();
                         }
                         break; // on at the next PSB
                     }
@@ -233,6 +293,7 @@ public final class FlowDecoder {
                     flushRun();
                     errors++;
                     sink.error("resync error", st, offsetBase + evd.offset(), errorIp(st));
+                    seamError();
                     break;
                 }
                 if (!enabled) {
@@ -442,12 +503,19 @@ public final class FlowDecoder {
         sink.event(tick);
     }
 
+    private boolean seamPending;
+
     private void fetchEvent() {
         if (ev.type != Event.NONE) {
             decoderTsc = ev.tsc;
         }
         findTrigAnchor();
         status = evd.next(ev);
+        if (seamPending && evd.atSeam() != null) {
+            // the event layer just read the next segment's PSB: this is the flow's mode there
+            seamPending = false;
+            evd.atSeam().flowMode = mode;
+        }
         if (status < 0) {
             ev.type = Event.NONE;
         } else if (!ev.statusUpdate) {

@@ -1,13 +1,16 @@
 package ptfence.flow;
 
 import java.io.PrintWriter;
-import java.io.StringWriter;
+import java.io.Writer;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import ptfence.flow.PacketInput.Pkt;
 import ptfence.image.CodeSpace;
@@ -16,32 +19,85 @@ import ptfence.image.CodeSpace;
  * Decodes a trace in PSB segments on several threads and stitches the results in order. Each segment
  * starts at a PSB (whose PSB+ gives the full decoder state) and runs to the next segment's PSB; there it
  * walks on without trace to the IP that PSB+ reports, which is what the sequential decoder does when it
- * passes a PSB. Output of each segment is buffered and written in trace order, a wave of segments at a
- * time, so memory stays bounded.
+ * passes a PSB.
+ *
+ * <p>Memory is bounded whatever the trace's density (a MiB of TNT prints GBs of text): the segment whose turn it
+ * is streams to the output a chunk at a time; the few segments decoded ahead of it (at most {@code window}) each
+ * hold at most {@code segmentCap} chars, and their workers wait when they reach it. When the output fails (the
+ * reader went away: {@link PrintWriter#checkError()}) every worker stops at its next chunk and {@link #run} returns.
+ *
+ * <p>With {@link #carrySeams}, each segment's decoder starts with the clock (TSC, MTC/CTC, CBR, TMA and the CYC
+ * calibration) and the execution modes the sequential decode has at that PSB ({@link SeamState}), from a pass over the
+ * packets alone that keeps a few segments ahead of the output. That pass cannot see what the flow does (an error makes
+ * the decoder look for the next PSB and start afresh there), so before a segment's text is written its starting state
+ * is checked against the state the segment before it reached that PSB with; if they differ, it is decoded again, on
+ * the output's thread, from the right state. Times and events are therefore exactly the sequential decode's.
  */
 public final class ParallelFlow {
+    /** Chars a worker fills before handing them over (and the granularity of streaming). */
+    static final int CHUNK = 16 * 1024;
+
     private final CodeSpace image;
     private final FlowConfig cfg;
     private final Function<ByteBuffer, PacketInput> packets;
     private final boolean blockMode;
     private final int threads;
     private final long chunkBytes;
+    /** Chars a segment may hold before its worker waits for its turn. */
+    private final long segmentCap;
+    /** Segments decoded at once: the one whose turn it is and those ahead of it. */
+    private final int window;
 
     public long instructions;
     public long blocks;
     public long errors;
 
+    /** Chars held in segment buffers now, and the most ever held (tests and the bench read them). */
+    private final AtomicLong buffered = new AtomicLong();
+    final AtomicLong peakBuffered = new AtomicLong();
+    /** Segments whose decode ran to its end (a closed output stops the rest). */
+    final AtomicInteger segmentsFinished = new AtomicInteger();
+    private volatile boolean stopped;
+    private boolean carrySeams;
+    /** Segments decoded again because the packet pass guessed their starting state wrong. */
+    int redone;
+
+    /**
+     * Start each segment with the sequential decode's clock and execution modes ({@link SeamState}): needed when times
+     * or events are printed; a count does not depend on them.
+     */
+    public ParallelFlow carrySeams(boolean on) {
+        carrySeams = on;
+        return this;
+    }
+
     public ParallelFlow(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, boolean blockMode,
             int threads, long chunkBytes) {
+        this(image, cfg, packets, blockMode, threads, chunkBytes, 1024 * 1024);
+    }
+
+    ParallelFlow(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, boolean blockMode,
+            int threads, long chunkBytes, long segmentCap) {
         this.image = image;
         this.cfg = cfg;
         this.packets = packets;
         this.blockMode = blockMode;
         this.threads = threads;
         this.chunkBytes = chunkBytes;
+        this.segmentCap = Math.max(CHUNK, segmentCap);
+        this.window = threads * 2;
     }
 
-    /** Segment start offsets: the first PSB, then the first PSB at or after every {@code chunkBytes}. */
+    /** The most chars ever held at once: {@code window} segments of at most a cap and a chunk each. */
+    long bufferBound() {
+        return window * (segmentCap + CHUNK);
+    }
+
+    /**
+     * Segment start offsets: the first PSB, then the first PSB at or after every {@code chunkBytes} whose PSB+ has
+     * tracing on (gives an IP). Where it is off the flow's state (the IP tracing resumes at, which tells "resumed" from
+     * "enabled") comes from the code before the PSB, which a segment starting there could not know.
+     */
     List<Long> boundaries(ByteBuffer trace) {
         PacketInput in = packets.apply(trace.duplicate());
         List<Long> starts = new ArrayList<>();
@@ -49,73 +105,401 @@ public final class ParallelFlow {
         while (at >= 0) {
             starts.add(at);
             at = in.findPsb(at + Math.max(16, chunkBytes));
+            while (at >= 0 && !tracingOn(trace, seam(trace, at))) {
+                at = in.findPsb(at + 16);
+            }
         }
         return starts;
     }
 
-    /** The IP in the PSB+ at {@code psb} (its FUP), or -1 if tracing is off there. */
-    long psbIp(ByteBuffer trace, long psb) {
+    /** Whether tracing is on after the PSB+ of {@code seam}: it gives an IP, and BDM70 does not make it void. */
+    private boolean tracingOn(ByteBuffer trace, Seam seam) {
+        if (seam.ip() < 0 || seam.headerEnd() < 0) {
+            return false;
+        }
+        if (!cfg.bdm70) {
+            return true;
+        }
+        // BDM70: a PSB+ FUP followed (status packets aside) by a TIP.PGE enables nothing (EventDecoder#checkBdm70)
+        int end = (int) Math.min(trace.limit(), seam.headerEnd() + 4096);
+        PacketInput in = packets.apply(trace.duplicate().position((int) seam.headerEnd()).limit(end).slice());
+        Pkt p = new Pkt();
+        while (in.next(p) == 0) {
+            switch (p.type) {
+                case Pkt.TIP_PGE -> {
+                    return false;
+                }
+                case Pkt.PAD, Pkt.TSC, Pkt.CBR, Pkt.PSBEND, Pkt.PIP, Pkt.MODE_EXEC, Pkt.MODE_TSX, Pkt.VMCS, Pkt.TMA,
+                        Pkt.MTC, Pkt.CYC, Pkt.MNT -> { }
+                default -> {
+                    return true;
+                }
+            }
+        }
+        return true;
+    }
+
+    /**
+     * What a segment's decoder needs of each later segment's PSB: where it is, the IP its PSB+ gives (its FUP; -1 if
+     * tracing is off there) and where that PSB+ ends (after its PSBEND; -1 if it does not end within reach).
+     */
+    record Seam(long at, long ip, long headerEnd) {}
+
+    Seam seam(ByteBuffer trace, long psb) {
         int end = (int) Math.min(trace.limit(), psb + 4096);
         PacketInput in = packets.apply(trace.duplicate().position((int) psb).limit(end).slice());
         Pkt p = new Pkt();
         if (in.next(p) < 0 || p.type != Pkt.PSB) {
-            return -1;
+            return new Seam(psb, -1, -1);
         }
+        long ip = -1;
         while (in.next(p) == 0) {
             switch (p.type) {
-                case Pkt.FUP -> {
-                    return switch (p.ipc) {
-                        case 3 -> (p.ip << 16) >> 16;
-                        case 0 -> -1;
-                        default -> p.ip;
-                    };
+                case Pkt.FUP -> ip = switch (p.ipc) {
+                    case 3 -> (p.ip << 16) >> 16;
+                    case 0 -> -1;
+                    default -> p.ip;
+                };
+                case Pkt.PSBEND -> {
+                    return new Seam(psb, ip, psb + in.position());
                 }
-                case Pkt.PSBEND, Pkt.OVF -> {
-                    return -1;
+                case Pkt.OVF -> {
+                    return new Seam(psb, -1, -1);
                 }
                 default -> { }
             }
         }
-        return -1;
+        return new Seam(psb, ip, -1);
     }
 
-    /** Decodes everything, writing the stitched output through sinks made by {@code sinks}. */
+    /**
+     * Decodes everything, writing the stitched output through sinks made by {@code sinks}. Returns early, with no
+     * error, when {@code out} reports an error (its reader went away).
+     */
     public void run(ByteBuffer trace, PrintWriter out, Function<PrintWriter, FlowSink> sinks) throws Exception {
         List<Long> starts = boundaries(trace);
         int n = starts.size();
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        AtomicInteger names = new AtomicInteger();
+        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "ptdecode-segment-" + names.incrementAndGet());
+            t.setDaemon(true); // a worker still decoding when the output closed must not keep the JVM up
+            return t;
+        });
+        ArrayDeque<Segment> ahead = new ArrayDeque<>();
+        SeamState.Pass guesses = carrySeams ? new SeamState.Pass(packets.apply(trace.duplicate()), cfg) : null;
+        SeamState expected = carrySeams ? new SeamState(cfg) : null;
+        Seam[] seams = new Seam[n];
+        for (int i = 0; i < n; i++) {
+            seams[i] = seam(trace, starts.get(i));
+        }
         try {
-            for (int wave = 0; wave < n; wave += threads * 4) {
-                List<Future<Segment>> futures = new ArrayList<>();
-                for (int i = wave; i < Math.min(n, wave + threads * 4); i++) {
-                    long from = starts.get(i);
-                    long to = i + 1 < n ? starts.get(i + 1) : trace.limit();
-                    long nextIp = i + 1 < n ? psbIp(trace, to) : -1;
-                    futures.add(pool.submit(() -> decodeSegment(trace, from, to, nextIp, sinks)));
+            int next = 0;
+            int turn = 0;
+            while (turn < n) {
+                // Segments are started in order on a FIFO pool, so the one whose turn it is always has a worker:
+                // the workers waiting at their caps cannot starve it.
+                while (next < n && next < turn + window) {
+                    int i = next++;
+                    Segment s = new Segment(i, seams, guesses == null ? null : guesses.at(starts.get(i)), null);
+                    ahead.add(s);
+                    pool.execute(() -> s.decode(trace, sinks));
                 }
-                for (Future<Segment> f : futures) {
-                    Segment s = f.get();
-                    out.append(s.text);
-                    instructions += s.instructions;
-                    blocks += s.blocks;
-                    errors += s.errors;
+                Segment s = ahead.poll();
+                if (carrySeams && !s.start.sameState(expected)) {
+                    s.cancel();
+                    redone++;
+                    s = new Segment(s.index, seams, expected, out);
+                    s.decode(trace, sinks);
                 }
+                if (!s.drainTo(out)) {
+                    return;
+                }
+                expected = s.end;
+                instructions += s.instructions;
+                blocks += s.blocks;
+                errors += s.errors;
+                // A decode that failed at or after the next segment's PSB went on, as the sequential one does, to the
+                // first later PSB it passed cleanly: the segments it covered are dropped.
+                int reached = s.reached;
+                while (!ahead.isEmpty() && ahead.peek().index < reached) {
+                    ahead.poll().cancel();
+                }
+                next = Math.max(next, reached);
+                turn = reached;
             }
         } finally {
+            stopped = true;
+            for (Segment s : ahead) {
+                s.cancel();
+            }
             pool.shutdownNow();
         }
     }
 
-    private record Segment(CharSequence text, long instructions, long blocks, long errors) {}
+    /** Thrown out of a worker's sink when the decode stops (output closed): unwinds the decoder, no trace. */
+    private static final class Stopped extends RuntimeException {
+        Stopped() {
+            super("stopped", null, false, false);
+        }
+    }
 
-    private Segment decodeSegment(ByteBuffer trace, long from, long to, long nextIp, Function<PrintWriter, FlowSink> sinks) {
-        ByteBuffer slice = trace.duplicate().position((int) from).limit((int) to).slice();
-        StringWriter sw = new StringWriter();
-        PrintWriter pw = new PrintWriter(sw);
-        FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), sinks.apply(pw), blockMode);
-        d.segment(from, to < trace.limit() ? nextIp : -1);
-        d.run();
-        pw.flush();
-        return new Segment(sw.getBuffer(), d.instructions, d.blocks, d.errors);
+    /** One PSB segment: its decode's text, handed over a chunk at a time, and its counts. */
+    private final class Segment extends Writer {
+        final int index;
+        final Seam[] seams;
+        /** The segment whose PSB this decode ended at (seams.length: the end of the trace). */
+        int reached;
+        /** The state at its PSB (null: not carried), and the state its decode reached the next PSB with. */
+        final SeamState start;
+        SeamState end;
+        /** Non-null: decoded on the output's thread, written straight there. */
+        private final PrintWriter direct;
+        private boolean directFailed;
+        private char[] buf = new char[CHUNK];
+        private int len;
+        // Guarded by this:
+        private final ArrayDeque<char[]> ready = new ArrayDeque<>();
+        private final ArrayDeque<Integer> readyLength = new ArrayDeque<>();
+        private long held;
+        private boolean finished;
+        private boolean cancelled;
+        private Throwable failure;
+
+        long instructions;
+        long blocks;
+        long errors;
+
+        Segment(int index, Seam[] seams, SeamState start, PrintWriter direct) {
+            this.index = index;
+            this.seams = seams;
+            this.start = start;
+            this.direct = direct;
+        }
+
+        void decode(ByteBuffer trace, Function<PrintWriter, FlowSink> sinks) {
+            Throwable failed = null;
+            try {
+                if (stopped) {
+                    return;
+                }
+                // The decode runs on through the next segment's PSB+ and ends there (FlowDecoder#seams): the sequential
+                // decode reports that PSB's status events before it walks on to the PSB's IP, so this segment prints
+                // them, and the next one mutes them. The slice runs to the end of the trace for look-ahead (BDM70 looks
+                // past PSBEND for a TIP.PGE) and for a decode that fails there and must go on.
+                long from = seams[index].at();
+                ByteBuffer slice = trace.duplicate().position((int) from).slice();
+                PrintWriter pw = new PrintWriter(this);
+                FlowSink sink = sinks.apply(pw);
+                FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), index == 0 ? sink : new SeamSink(sink),
+                        blockMode);
+                d.segment(from, -1);
+                d.seams(seams, index + 1);
+                d.startAt(start);
+                d.run();
+                reached = d.seamReached();
+                end = d.endSeam();
+                pw.flush();
+                handOver();
+                instructions = d.instructions;
+                blocks = d.blocks;
+                errors = d.errors;
+                segmentsFinished.incrementAndGet();
+            } catch (Stopped e) {
+                // the output closed: nothing more to do
+            } catch (Throwable e) {
+                failed = e;
+            } finally {
+                synchronized (this) {
+                    failure = failed;
+                    finished = true;
+                    notifyAll();
+                }
+            }
+        }
+
+        /** Set while the segment's first PSB's status events go by (the segment before printed them). */
+        private boolean muted;
+
+        @Override
+        public void write(char[] c, int off, int n) {
+            if (muted) {
+                return;
+            }
+            while (n > 0) {
+                int k = Math.min(n, CHUNK - len);
+                System.arraycopy(c, off, buf, len, k);
+                len += k;
+                off += k;
+                n -= k;
+                if (len == CHUNK) {
+                    handOver();
+                }
+            }
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+
+        /** Worker: queues the chunk in hand, first waiting while this segment holds its cap. */
+        private void handOver() {
+            if (stopped) {
+                throw new Stopped();
+            }
+            if (len == 0) {
+                return;
+            }
+            if (direct != null) {
+                direct.write(buf, 0, len);
+                len = 0;
+                if (direct.checkError()) {
+                    directFailed = true;
+                    throw new Stopped();
+                }
+                return;
+            }
+            char[] full = buf;
+            int n = len;
+            synchronized (this) {
+                while (held >= segmentCap && !cancelled) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new Stopped();
+                    }
+                }
+                if (cancelled) {
+                    throw new Stopped();
+                }
+                ready.add(full);
+                readyLength.add(n);
+                held += n;
+                notifyAll();
+            }
+            long now = buffered.addAndGet(n);
+            peakBuffered.accumulateAndGet(now, Math::max);
+            buf = new char[CHUNK];
+            len = 0;
+        }
+
+        /** Coordinator: writes this segment's text as it comes; false if the output failed (decode stopped). */
+        boolean drainTo(PrintWriter out) throws Exception {
+            while (true) {
+                char[] c;
+                int n;
+                synchronized (this) {
+                    while (ready.isEmpty() && !finished) {
+                        wait();
+                    }
+                    c = ready.poll();
+                    if (c == null) {
+                        if (failure != null) {
+                            throw new ExecutionException(failure);
+                        }
+                        return !stopped && !directFailed;
+                    }
+                    n = readyLength.poll();
+                    held -= n;
+                    notifyAll();
+                }
+                buffered.addAndGet(-n);
+                out.write(c, 0, n);
+                if (out.checkError()) {
+                    return false;
+                }
+            }
+        }
+
+        /**
+         * The segment's sink: the status events of its first PSB reach the sink (its state, e.g. a printer's time, must
+         * follow them) but print nothing, as the segment before ended with them.
+         */
+        private final class SeamSink implements FlowSink {
+            private final FlowSink sink;
+            private boolean initial = true;
+
+            SeamSink(FlowSink sink) {
+                this.sink = sink;
+            }
+
+            @Override
+            public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+                initial = false;
+                sink.insn(ip, size, cls, mode, speculative);
+            }
+
+            @Override
+            public void block(long ip, int count, ptfence.insn.CodeCache code, int off, int mode, boolean speculative) {
+                initial = false;
+                sink.block(ip, count, code, off, mode, speculative);
+            }
+
+            @Override
+            public void event(Event ev) {
+                if (initial && ev.statusUpdate) {
+                    muted = true;
+                    try {
+                        sink.event(ev);
+                    } finally {
+                        muted = false;
+                    }
+                    return;
+                }
+                initial = false;
+                sink.event(ev);
+            }
+
+            @Override
+            public void error(String kind, int code, long offset, long ip) {
+                initial = false;
+                sink.error(kind, code, offset, ip);
+            }
+
+            @Override
+            public void endOfTrace() {
+                initial = false;
+                sink.endOfTrace();
+            }
+
+            @Override
+            public void beginBlock() {
+                initial = false;
+                sink.beginBlock();
+            }
+
+            @Override
+            public boolean countsOnly() {
+                return sink.countsOnly();
+            }
+
+            @Override
+            public boolean edgesOnly() {
+                return sink.edgesOnly();
+            }
+
+            @Override
+            public void path(long base, int[] pairs, int pairCount, long first, long last) {
+                initial = false;
+                sink.path(base, pairs, pairCount, first, last);
+            }
+
+            @Override
+            public void disabledAfterResync() {
+                initial = false;
+                sink.disabledAfterResync();
+            }
+        }
+
+        void cancel() {
+            synchronized (this) {
+                cancelled = true;
+                notifyAll();
+            }
+        }
     }
 }

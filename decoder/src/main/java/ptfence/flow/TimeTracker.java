@@ -23,6 +23,18 @@ public final class TimeTracker {
         this.tcal = new TimeCalibration(timingConfig);
     }
 
+    /** Takes over {@code o}'s state. */
+    void seed(TimeTracker o) {
+        cycles = o.cycles;
+        time.copyFrom(o.time);
+        tcal.copyFrom(o.tcal);
+    }
+
+    /** True if the two clocks give the same times from here on, whatever packets follow. */
+    boolean sameState(TimeTracker o) {
+        return cycles == o.cycles && time.sameState(o.time) && tcal.sameState(o.tcal);
+    }
+
     void reset() {
         time.reset();
         tcal.reset();
@@ -47,7 +59,7 @@ public final class TimeTracker {
         return apply(p, true);
     }
 
-    private int apply(Pkt p, boolean header) {
+    int apply(Pkt p, boolean header) {
         TimingError e1;
         TimingError e2;
         switch (p.type) {

@@ -44,7 +44,8 @@ public final class Symbols {
     }
 
     private final List<Sym> pending = new ArrayList<>();
-    private Sym[] sorted = new Sym[0];
+    /** Published only once sorted: a parallel decode's printers look symbols up from several threads. */
+    private volatile Sym[] sorted = new Sym[0];
 
     /** Adds the FUNC symbols of an ELF's .symtab (or .dynsym), moved like {@link ElfSegments} with BASE. */
     public Symbols addElf(ElfSegments elf) {
@@ -150,11 +151,14 @@ public final class Symbols {
         return pending.isEmpty();
     }
 
-    private void sort() {
-        if (sorted == null) {
-            sorted = pending.toArray(Sym[]::new);
-            Arrays.sort(sorted, ORDER);
+    private Sym[] sort() {
+        Sym[] s = sorted;
+        if (s == null) {
+            s = pending.toArray(Sym[]::new);
+            Arrays.sort(s, ORDER);
+            sorted = s;
         }
+        return s;
     }
 
     /** "name" or "name+0xN" for the function containing {@code addr}, or null. */
@@ -169,7 +173,7 @@ public final class Symbols {
 
     /** The function containing {@code addr}, or null. */
     public Entry at(long addr) {
-        sort();
+        Sym[] sorted = sort();
         int lo = 0;
         int hi = sorted.length - 1;
         int found = -1;

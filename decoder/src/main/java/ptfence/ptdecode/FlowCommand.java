@@ -163,11 +163,12 @@ public final class FlowCommand implements Callable<Integer> {
     boolean att;
     @Option(names = "--threads", paramLabel = "N", defaultValue = "-1",
             description = "Decode PSB segments on N threads and stitch them in order (0: one per core). Default: one "
-                    + "per core, but one when times are printed (a segment's decoder starts without the time "
-                    + "calibration the trace before it gave) or with --pevent.")
+                    + "per core (times included: each segment starts with the clock and calibration the trace before "
+                    + "it set), but one with --pevent, --offset, --edges or --coverage.")
     int threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
-            description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 1 MiB otherwise).")
+            description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 32 KiB otherwise: a segment's "
+                    + "text should fit the 1M chars a segment decoded ahead may hold).")
     Long segmentBytes;
     @Option(names = "--skip-timing", hidden = true, defaultValue = "auto", paramLabel = "auto|on|off",
             description = "Pass over MTC/CYC without computing time: auto (when no time is printed), on, off (tests).")
@@ -278,14 +279,15 @@ public final class FlowCommand implements Callable<Integer> {
             default -> new JsonlPrinter(w).time(time);
         };
         int cores = Runtime.getRuntime().availableProcessors();
-        int nThreads = offset ? 1 : threads > 0 ? threads : threads == 0 || !(time || eventTime) ? cores : 1;
-        long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 1L << 20;
+        int nThreads = offset ? 1 : threads > 0 ? threads : cores;
+        long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 32L << 10;
         long instructions;
         long blockCount;
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
         // (Edges join the last branch of one PSB segment to the first instruction of the next: sequential.)
         if (nThreads > 1 && session == null && edgeSink == null && (threads > 0 || trace.remaining() > 2 * segment)) {
-            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment);
+            ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment)
+                    .carrySeams(!quiet || !timeUnused());
             try {
                 par.run(trace, out, sinks);
             } catch (Exception e) {

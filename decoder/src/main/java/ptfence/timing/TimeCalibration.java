@@ -40,6 +40,27 @@ public final class TimeCalibration {
         checkSkl168 = false;
     }
 
+    /** Takes over {@code o}'s calibration (a PSB segment's decoder starts with the trace's calibration so far). */
+    public void copyFrom(TimeCalibration o) {
+        fcr = o.fcr;
+        minFcr = o.minFcr;
+        maxFcr = o.maxFcr;
+        tsc = o.tsc;
+        cycTsc = o.cycTsc;
+        cycMtc = o.cycMtc;
+        ctc = o.ctc;
+        lostMtc = o.lostMtc;
+        haveMtc = o.haveMtc;
+        checkSkl168 = o.checkSkl168;
+    }
+
+    /** True if every later update gives the same results on this and on {@code o}. */
+    public boolean sameState(TimeCalibration o) {
+        return fcr == o.fcr && minFcr == o.minFcr && maxFcr == o.maxFcr && tsc == o.tsc && cycTsc == o.cycTsc
+                && cycMtc == o.cycMtc && ctc == o.ctc && lostMtc == o.lostMtc && haveMtc == o.haveMtc
+                && checkSkl168 == o.checkSkl168;
+    }
+
     /** Whether a ratio is known. */
     public boolean haveFcr() {
         return Long.compareUnsigned(minFcr, maxFcr) <= 0;

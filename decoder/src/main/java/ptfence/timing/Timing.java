@@ -45,6 +45,29 @@ public final class Timing {
         haveMtc = false;
     }
 
+    /** Takes over {@code o}'s state (a PSB segment's decoder starts where the trace before it left the clock). */
+    public void copyFrom(Timing o) {
+        tsc = o.tsc;
+        base = o.base;
+        fc = o.fc;
+        ctc = o.ctc;
+        ctcCyc = o.ctcCyc;
+        lostMtc = o.lostMtc;
+        lostCyc = o.lostCyc;
+        cbr = o.cbr;
+        haveTsc = o.haveTsc;
+        haveCbr = o.haveCbr;
+        haveTma = o.haveTma;
+        haveMtc = o.haveMtc;
+    }
+
+    /** True if every later update gives the same results on this and on {@code o}. */
+    public boolean sameState(Timing o) {
+        return tsc == o.tsc && base == o.base && fc == o.fc && ctc == o.ctc && ctcCyc == o.ctcCyc && lostMtc == o.lostMtc
+                && lostCyc == o.lostCyc && cbr == o.cbr && haveTsc == o.haveTsc && haveCbr == o.haveCbr
+                && haveTma == o.haveTma && haveMtc == o.haveMtc;
+    }
+
     /** The current TSC estimate (0 before any TSC); check {@link #haveTsc()}. */
     public long tsc() {
         return tsc;

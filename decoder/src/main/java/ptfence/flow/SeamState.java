@@ -1,0 +1,134 @@
+package ptfence.flow;
+
+import ptfence.flow.PacketInput.Pkt;
+
+/**
+ * What the sequential decode carries into a PSB that the PSB+ does not restate, so that a PSB segment decoded on its
+ * own starts where the sequential decode is: the clock (TSC, MTC/CTC, CBR, TMA, the CYC calibration), the event
+ * layer's execution mode (a MODE.Exec that repeats it is no event), and the flow's execution mode.
+ */
+final class SeamState {
+    final TimeTracker clock;
+    boolean modeValid;
+    boolean csl;
+    boolean csd;
+    boolean iflag;
+    int flowMode;
+
+    SeamState(FlowConfig config) {
+        clock = new TimeTracker(config);
+    }
+
+    static SeamState of(FlowConfig config, TimeTracker clock, boolean modeValid, boolean csl, boolean csd, boolean iflag,
+            int flowMode) {
+        SeamState s = new SeamState(config);
+        s.clock.seed(clock);
+        s.modeValid = modeValid;
+        s.csl = csl;
+        s.csd = csd;
+        s.iflag = iflag;
+        s.flowMode = flowMode;
+        return s;
+    }
+
+    SeamState copy(FlowConfig config) {
+        return of(config, clock, modeValid, csl, csd, iflag, flowMode);
+    }
+
+    /** True if a decode from here gives the same results from either state. */
+    boolean sameState(SeamState o) {
+        return clock.sameState(o.clock) && modeValid == o.modeValid && csl == o.csl && csd == o.csd && iflag == o.iflag
+                && flowMode == o.flowMode;
+    }
+
+    private void reset() {
+        clock.reset();
+        modeValid = false;
+        flowMode = 0;
+    }
+
+    /**
+     * A pass over the packets alone (no flow), doing with each what the event layer does to this state, in and out of
+     * PSB+, so that at each PSB it guesses the state the full decode will have there. It cannot see the flow's errors
+     * (after one the decoder looks for the next PSB and starts afresh there): {@link ParallelFlow} checks each guess.
+     */
+    static final class Pass {
+        private final SeamState s;
+        private final PacketInput in;
+        private final Pkt p = new Pkt();
+        private final FlowConfig config;
+        private boolean header;
+        private boolean ended;
+
+        Pass(PacketInput in, FlowConfig config) {
+            this.in = in;
+            this.config = config;
+            this.s = new SeamState(config);
+            long psb = in.findPsb(0);
+            ended = psb < 0;
+            if (!ended) {
+                in.seek(psb);
+            }
+        }
+
+        /** The state just before the packet at {@code offset} (a PSB; offsets only grow from call to call). */
+        SeamState at(long offset) {
+            while (!ended && in.position() < offset) {
+                long pos = in.position();
+                int st = in.next(p);
+                if (st < 0) {
+                    if (st == PtError.EOS) {
+                        ended = true;
+                        break;
+                    }
+                    // the decoder reports an error and synchronizes at the next PSB, starting afresh
+                    s.reset();
+                    header = false;
+                    long psb = in.findPsb(pos + 1);
+                    if (psb < 0) {
+                        ended = true;
+                        break;
+                    }
+                    in.seek(psb);
+                    continue;
+                }
+                switch (p.type) {
+                    case Pkt.PSB -> header = true;
+                    case Pkt.PSBEND -> header = false;
+                    case Pkt.OVF -> {
+                        header = false;
+                        s.modeValid = false;
+                        s.clock.overflow(config.keepTcalOnOvf);
+                    }
+                    case Pkt.MODE_EXEC -> modeExec(p.flagA, p.flagB, p.flagC);
+                    case Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC, Pkt.CBR -> s.clock.apply(p, header);
+                    default -> { }
+                }
+            }
+            return in.position() == offset ? s.copy(config) : new SeamState(config);
+        }
+
+        /** As EventDecoder's headerModeExec and decodeModeExec (a mismatch in PSB+ is an error: left to the check). */
+        private void modeExec(boolean pcsl, boolean pcsd, boolean pif) {
+            if (header) {
+                if (!s.modeValid) {
+                    s.modeValid = true;
+                    s.iflag = pif;
+                    s.csl = pcsl;
+                    s.csd = pcsd;
+                    s.flowMode = EventDecoder.execMode(pcsl, pcsd);
+                }
+                return;
+            }
+            if (!s.modeValid || s.csl != pcsl || s.csd != pcsd) {
+                s.csl = pcsl;
+                s.csd = pcsd;
+                s.flowMode = EventDecoder.execMode(pcsl, pcsd);
+            }
+            if (config.iflagsEvents && (!s.modeValid || s.iflag != pif)) {
+                s.iflag = pif;
+            }
+            s.modeValid = true;
+        }
+    }
+}
