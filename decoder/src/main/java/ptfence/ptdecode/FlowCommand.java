@@ -161,11 +161,11 @@ public final class FlowCommand implements Callable<Integer> {
     boolean rawInsn;
     @Option(names = "--att", description = "Disassemble in AT&T syntax (--format text).")
     boolean att;
-    @Option(names = "--threads", paramLabel = "N", defaultValue = "-1",
+    @Option(names = "--threads", paramLabel = "N",
             description = "Decode PSB segments on N threads and stitch them in order (0: one per core). Default: one "
                     + "per core (times included: each segment starts with the clock and calibration the trace before "
                     + "it set), but one with --pevent, --offset, --edges or --coverage.")
-    int threads;
+    Integer threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
             description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 32 KiB otherwise: a segment's "
                     + "text should fit the 1M chars a segment decoded ahead may hold).")
@@ -279,13 +279,17 @@ public final class FlowCommand implements Callable<Integer> {
             default -> new JsonlPrinter(w).time(time);
         };
         int cores = Runtime.getRuntime().availableProcessors();
-        int nThreads = offset ? 1 : threads > 0 ? threads : cores;
+        if (threads != null && threads < 0) {
+            throw new BadInputException("--threads " + threads + ": expected a count of threads (0: one per core)");
+        }
+        boolean threadsGiven = threads != null && threads > 0;
+        int nThreads = offset ? 1 : threadsGiven ? threads : cores;
         long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 32L << 10;
         long instructions;
         long blockCount;
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
         // (Edges join the last branch of one PSB segment to the first instruction of the next: sequential.)
-        if (nThreads > 1 && session == null && edgeSink == null && (threads > 0 || trace.remaining() > 2 * segment)) {
+        if (nThreads > 1 && session == null && edgeSink == null && (threadsGiven || trace.remaining() > 2 * segment)) {
             ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment)
                     .carrySeams(!quiet || !timeUnused());
             try {

@@ -106,6 +106,8 @@ class OutputSafetyTest {
         Files.write(empty, new byte[0]);
         oneLine(RecordingFlowTest.ptdecode("packets", empty.toString()), "empty.pt: empty file");
         oneLine(RecordingFlowTest.ptdecode("--threads", "-1", REC.toString()), "--threads -1");
+        oneLine(RecordingFlowTest.ptdecode("flow", "--threads", "-1", "--pt", empty.toString(), "--raw",
+                REC + ":0x1000"), "--threads -1");
         oneLine(RecordingFlowTest.ptdecode("--time", "5,1", REC.toString()), "the end comes before the start");
         oneLine(RecordingFlowTest.ptdecode("-C", "99", REC.toString()), "(it has CPUs 2)");
     }
