@@ -57,7 +57,16 @@ public final class Tool {
 
     /** Entry point for the launchers. */
     public static void main(String name, Object command, String... args) {
-        System.exit(run(name, command, args));
+        // what a command prints through picocli ('ptarchive ls') stops quietly when its reader goes away
+        PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(Stdout.stream(),
+                java.nio.charset.StandardCharsets.UTF_8), true);
+        int status = run(name, command, out, null, args);
+        try {
+            out.flush();
+        } catch (ReaderGone e) {
+            // the reader has what it wanted
+        }
+        System.exit(status);
     }
 
     static boolean isUserError(Throwable ex) {
