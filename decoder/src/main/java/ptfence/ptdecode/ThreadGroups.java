@@ -38,7 +38,25 @@ final class ThreadGroups implements AutoCloseable {
         this.header = header;
     }
 
+    private Key last;
+    private Writer lastWriter;
+    private String lastComm;
+
     void add(int pid, int tid, String comm, String line) {
+        try {
+            // a thread's lines come in runs (it holds its CPU for a while): the run's writer and name stay at hand
+            if (last != null && pid == last.pid() && tid == last.tid()) {
+                if (comm != null && comm != lastComm) {
+                    comms.put(last, comm);
+                    lastComm = comm;
+                }
+                lastWriter.write(line);
+                lastWriter.write('\n');
+                return;
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
         Key k = new Key(pid, tid);
         try {
             Writer w = open.get(k);
@@ -47,6 +65,9 @@ final class ThreadGroups implements AutoCloseable {
                     var eldest = open.entrySet().iterator().next();
                     eldest.getValue().close();
                     open.remove(eldest.getKey());
+                    if (eldest.getKey().equals(last)) {
+                        last = null;
+                    }
                 }
                 Path f = files.computeIfAbsent(k, x -> dir.resolve(x.pid() + "_" + x.tid()));
                 w = new BufferedWriter(Files.newBufferedWriter(f, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
@@ -56,6 +77,9 @@ final class ThreadGroups implements AutoCloseable {
             if (comm != null) {
                 comms.put(k, comm); // the thread's latest name heads its group
             }
+            last = k;
+            lastWriter = w;
+            lastComm = comm;
             w.write(line);
             w.write('\n');
         } catch (IOException e) {
@@ -65,6 +89,7 @@ final class ThreadGroups implements AutoCloseable {
 
     /** Writes every thread's lines to {@code out}. */
     void finish(Appendable out) throws IOException {
+        last = null;
         for (Writer w : open.values()) {
             w.close();
         }
