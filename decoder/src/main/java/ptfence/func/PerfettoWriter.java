@@ -83,7 +83,7 @@ public final class PerfettoWriter {
             this.out = out;
             this.untimedTrace = untimed;
             out.append("{\"traceEvents\":[\n");
-            out.append(new Json().field("name", "process_name").field("ph", "M").field("pid", PID)
+            out.append(new Json().field("name", "process_name").field("cat", "__metadata").field("ph", "M").field("pid", PID)
                     .raw("args", new Json().field("name", title).toString()).toString());
         }
 
@@ -123,10 +123,10 @@ public final class PerfettoWriter {
             written++;
             if (cpus.add(inv.cpu())) {
                 int cpu = inv.cpu();
-                out.append(",\n").append(new Json().field("name", "thread_name").field("ph", "M").field("pid", PID)
+                out.append(",\n").append(new Json().field("name", "thread_name").field("cat", "__metadata").field("ph", "M").field("pid", PID)
                         .field("tid", trackOf(cpu)).raw("args", new Json().field("name", "CPU " + cpu).toString())
                         .toString());
-                out.append(",\n").append(new Json().field("name", "thread_sort_index").field("ph", "M")
+                out.append(",\n").append(new Json().field("name", "thread_sort_index").field("cat", "__metadata").field("ph", "M")
                         .field("pid", PID).field("tid", trackOf(cpu))
                         .raw("args", new Json().field("sort_index", cpu).toString()).toString());
             }
@@ -187,7 +187,7 @@ public final class PerfettoWriter {
             this.out = out;
             this.timed = timed;
             out.append("{\"traceEvents\":[\n");
-            out.append(new Json().field("name", "process_name").field("ph", "M").field("pid", 0)
+            out.append(new Json().field("name", "process_name").field("cat", "__metadata").field("ph", "M").field("pid", 0)
                     .raw("args", new Json().field("name", title).toString()).toString());
         }
 
@@ -198,16 +198,16 @@ public final class PerfettoWriter {
                 return;
             }
             if (named.add((long) pid << 32 | 0xffffffffL)) {
-                out.append(",\n").append(new Json().field("name", "process_name").field("ph", "M").field("pid", pid)
+                out.append(",\n").append(new Json().field("name", "process_name").field("cat", "__metadata").field("ph", "M").field("pid", pid)
                         .raw("args", new Json().field("name", processName).toString()).toString());
             }
-            out.append(",\n").append(new Json().field("name", "thread_name").field("ph", "M").field("pid", pid)
+            out.append(",\n").append(new Json().field("name", "thread_name").field("cat", "__metadata").field("ph", "M").field("pid", pid)
                     .field("tid", tid).raw("args", new Json().field("name", threadName).toString()).toString());
         }
 
         public void begin(int pid, int tid, String name, long time, Json args) throws IOException {
             written++;
-            Json j = new Json().field("name", name).field("ph", "B").field("pid", pid).field("tid", tid)
+            Json j = new Json().field("name", name).field("cat", "call").field("ph", "B").field("pid", pid).field("tid", tid)
                     .raw("ts", timed ? micros(time) : Long.toString(time));
             if (args != null) {
                 j.raw("args", args.toString());
@@ -216,7 +216,7 @@ public final class PerfettoWriter {
         }
 
         public void end(int pid, int tid, long time, Json args) throws IOException {
-            Json j = new Json().field("ph", "E").field("pid", pid).field("tid", tid)
+            Json j = new Json().field("cat", "call").field("ph", "E").field("pid", pid).field("tid", tid)
                     .raw("ts", timed ? micros(time) : Long.toString(time));
             if (args != null) {
                 j.raw("args", args.toString());
@@ -237,7 +237,7 @@ public final class PerfettoWriter {
     }
 
     private static String event(String name, int cpu, long start, long length, boolean timed, Json args) {
-        return new Json().field("name", name).field("ph", "X").field("pid", PID).field("tid", trackOf(cpu))
+        return new Json().field("name", name).field("cat", "function").field("ph", "X").field("pid", PID).field("tid", trackOf(cpu))
                 .raw("ts", timed ? micros(start) : Long.toString(start))
                 .raw("dur", timed ? micros(length) : Long.toString(length))
                 .raw("args", args.toString()).toString();
