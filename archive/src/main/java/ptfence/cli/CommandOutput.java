@@ -43,6 +43,9 @@ public final class CommandOutput implements Closeable {
     public void commit() throws IOException {
         writer.flush();
         if (file == null) {
+            if (writer.checkError()) { // a redirect to a full disk, say: the PrintWriter swallowed the error
+                throw new BadInputException("standard output: writing failed (disk full?)");
+            }
             return;
         }
         if (writer.checkError()) {
