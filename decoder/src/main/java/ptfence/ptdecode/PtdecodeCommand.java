@@ -147,6 +147,13 @@ public final class PtdecodeCommand implements Callable<Integer> {
             throw new BadInputException("--summary and --source need --func NAME");
         }
         calls.check(format, func);
+        if (func == null && calls.wanted(format) && (threadOptions.srcline || threadOptions.dso
+                || threadOptions.perThread)) {
+            // the call views name functions, one per thread already: these shape the instruction listing only
+            throw new BadInputException((threadOptions.srcline ? "--srcline" : threadOptions.dso ? "--dso"
+                    : "--per-thread") + " is an option of the instruction listing, not of the call views (--call-trace, "
+                    + "--call-ret-trace, --branches, --format perfetto or folded)");
+        }
         // Each is one view of the invocations; silently printing one of two asked for would hide the other.
         if (summary && source) {
             throw new BadInputException("--summary and --source are two views of --func: give one");

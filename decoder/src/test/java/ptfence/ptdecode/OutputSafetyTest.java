@@ -110,6 +110,10 @@ class OutputSafetyTest {
                 REC + ":0x1000"), "--threads -1");
         oneLine(RecordingFlowTest.ptdecode("--time", "5,1", REC.toString()), "the end comes before the start");
         oneLine(RecordingFlowTest.ptdecode("-C", "99", REC.toString()), "(it has CPUs 2)");
+        oneLine(RecordingFlowTest.ptdecode("--per-thread", "--format", "perfetto", REC.toString()),
+                "--per-thread is an option of the instruction listing");
+        oneLine(RecordingFlowTest.ptdecode("--srcline", "--call-trace", REC.toString()),
+                "--srcline is an option of the instruction listing");
     }
 
     /**
