@@ -79,6 +79,22 @@ public final class CursorInput implements PacketInput {
         return 0;
     }
 
+    @Override
+    public int nextTnt(Pkt p) {
+        if (!skipTiming || pending != NONE) {
+            return -1;
+        }
+        int r = c.nextTntAfterTiming();
+        if (r >= 0) {
+            p.type = Pkt.TNT;
+            p.offset = c.offset();
+            p.size = 1;
+            p.tntBits = c.tntBits();
+            p.tntSize = c.tntCount();
+        }
+        return r;
+    }
+
     private static int error(Pkt p, TraceDecodeException e) {
         p.offset = e.offset();
         p.size = 0;

@@ -391,6 +391,47 @@ public final class EventDecoder {
         return 0;
     }
 
+    /**
+     * The counting decoder's TNT lane: when the next event is a plain TNT (the packets ahead are a run of timing packets
+     * whose time nobody reads, then a TNT-8), puts it into {@code out} as {@link #next} would, reading the packet after
+     * it through {@link PacketInput#nextTnt} where it can, and returns true. Returns false, having moved nothing or only
+     * past the timing run (as {@link #next} would have), when the general path must decide.
+     */
+    public boolean nextTnt(Event out) {
+        if (status != 0 || event != null || !enabled) {
+            return false;
+        }
+        Pkt p = packet;
+        while (p.type == Pkt.CYC && p.small != 0) {
+            if ((p.small & 2) != 0) {
+                time.mtcSkipped();
+            }
+            bound = false;
+            fetchPacket();
+            if (status != 0) {
+                return false;
+            }
+        }
+        if (p.type != Pkt.TNT) {
+            return false;
+        }
+        out.type = Event.TNT;
+        out.tntBits = p.tntBits;
+        out.tntSize = p.tntSize;
+        out.statusUpdate = false;
+        out.ipSuppressed = false;
+        out.hasTsc = false;
+        eventTime(out);
+        out.offset = offset();
+        int r = pastSeam ? -1 : in.nextTnt(p);
+        if (r < 0) {
+            fetchPacket();
+        } else if (r != 0) {
+            time.mtcSkipped(); // the run the lane passed held an MTC, as if the next call had read it
+        }
+        return true;
+    }
+
     private int decodePacket() {
         Pkt p = packet;
         // The packets of the hot loop first, the rest in decodeOther: small enough for the JIT to inline.

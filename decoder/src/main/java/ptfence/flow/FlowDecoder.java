@@ -419,7 +419,7 @@ public final class FlowDecoder {
      */
     private long errorIp(int err) {
         if (eventLayerError) {
-            return emitted ? lastEmittedNext : 0;
+            return emitted ? lastEmittedNext() : 0;
         }
         if (err == PtError.BAD_QUERY && emitted) {
             return lastEmittedIp;
@@ -429,6 +429,19 @@ public final class FlowDecoder {
 
     private boolean eventLayerError;
     private long lastEmittedNext;
+    /** When the last instruction emitted ended a TNT path: its code and offset there (null otherwise). */
+    private CodeCache pathLastCache;
+    private int pathLastOff;
+
+    private long lastEmittedNext() {
+        CodeCache c = pathLastCache;
+        if (c != null) {
+            int o = pathLastOff;
+            lastEmittedNext = displacedNext(lastEmittedIp, c.length(o, x86), c.cls(o), c.displacement(o));
+            pathLastCache = null;
+        }
+        return lastEmittedNext;
+    }
 
     private void resetState() {
         enabled = false;
@@ -1271,6 +1284,7 @@ public final class FlowDecoder {
         blockEndedWithBranch = false;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
+        pathLastCache = null;
         emitted = true;
         if (!blockMode) {
             sink.insn(lIp, lSize, lCls, mode, speculative);
@@ -1290,6 +1304,7 @@ public final class FlowDecoder {
         blockEndedWithBranch = false;
         lastEmittedIp = lIp;
         lastEmittedNext = displacedNext(lIp, lSize, lCls, lDisp);
+        pathLastCache = null;
         emitted = true;
         if (countOnly) {
             return;
@@ -1401,7 +1416,8 @@ public final class FlowDecoder {
             icnt += t.insns;
             blocks += t.used;
             lastEmittedIp = secBase + t.last;
-            lastEmittedNext = displacedNext(lastEmittedIp, c.length(t.last, x86), c.cls(t.last), c.displacement(t.last));
+            pathLastCache = c; // lastEmittedNext is worked out from it only if an error asks for it
+            pathLastOff = t.last;
             emitted = true;
             blockEndedWithBranch = true; // a path ends at the branch that used its last bit (BDM64 looks at it)
             progress = true;
@@ -1419,10 +1435,27 @@ public final class FlowDecoder {
             }
             ev.tntSize = size - t.used;
             if (ev.tntSize == 0) {
-                fetchEvent();
+                nextTnt();
             }
         }
         return progress;
+    }
+
+    /** {@link #fetchEvent} after a used-up TNT, through the event layer's TNT lane where the next event is a TNT too. */
+    private void nextTnt() {
+        long tsc = ev.tsc;
+        if (evd.nextTnt(ev)) {
+            decoderTsc = tsc;
+            hasIcnt = true; // what findTrigAnchor does after a TNT
+            icnt = 0;
+            initialPsb = false;
+            if (seamPending && evd.atSeam() != null) {
+                seamPending = false;
+                evd.atSeam().flowMode = mode;
+            }
+            return;
+        }
+        fetchEvent();
     }
 
     /** The instruction in l* needs trace; the head event must supply it. */

@@ -12,6 +12,15 @@ public interface PacketInput {
      */
     int next(Pkt p);
 
+    /**
+     * The counting decoder's TNT lane, for inputs that pass timing runs over: if the packets at the position are MTC,
+     * CYC or PAD (maybe none) and then a TNT-8, reads up to and including that TNT into {@code p} and returns 0, or 2
+     * if the run held an MTC; otherwise returns -1 and moves nothing ({@link #next} then reads on as usual).
+     */
+    default int nextTnt(Pkt p) {
+        return -1;
+    }
+
     /** Offset of the next packet {@link #next} will read. */
     long position();
 

@@ -132,4 +132,9 @@ public final class TimeTracker {
     void copyFrom(TimeTracker o) {
         // Look-ahead (deferred TIPs) never crosses timing packets that matter for the flow; keep ours.
     }
+
+    /** A run of MTC/CYC packets passed over without computing its time held an MTC (see {@link Timing#mtcSkipped}). */
+    void mtcSkipped() {
+        time.mtcSkipped();
+    }
 }

@@ -56,18 +56,20 @@ public final class TntPaths {
     private Table lastTable;
     private final long[] calls = new long[8];
 
+    /**
+     * Open addressing, one 32-byte slot per path in {@link #slots} (a hit reads one or two cache lines, not one per
+     * field): key; end (int) | last << 32; min | max << 32; insns | shape << 32, shape = used bits | pops << 8 |
+     * pushCount << 9. The calls left open and the edges, rarer, sit in arrays beside it.
+     */
     private static final class Table {
-        long[] key = new long[1 << 10];
-        long[] end = new long[1 << 10];
-        int[] insns = new int[1 << 10];
-        int[] last = new int[1 << 10];
-        int[] min = new int[1 << 10];
-        int[] max = new int[1 << 10];
-        /** used bits | pops << 8 | pushCount << 9 */
-        int[] shape = new int[1 << 10];
+        long[] slots = new long[4 << 10];
         int[][] pushes = new int[1 << 10][];
         int[][] edges = new int[1 << 10][];
         int used;
+
+        int capacity() {
+            return pushes.length;
+        }
     }
 
     /**
@@ -87,20 +89,25 @@ public final class TntPaths {
         Table t = cc == lastCache ? lastTable : table(cc);
         long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63
                 | (withEdges ? 1L << 62 : 0);
-        int mask = t.key.length - 1;
+        long[] slots = t.slots;
+        int mask = t.capacity() - 1;
         int h = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
         while (true) {
-            long k = t.key[h];
+            int s = h << 2;
+            long k = slots[s];
             if (k == key) {
-                if (t.insns[h] < 0) {
+                long w3 = slots[s + 3];
+                insns = (int) w3;
+                if (insns < 0) {
                     return false;
                 }
-                end = t.end[h];
-                insns = t.insns[h];
-                last = t.last[h];
-                min = t.min[h];
-                max = t.max[h];
-                int sh = t.shape[h];
+                long w1 = slots[s + 1];
+                long w2 = slots[s + 2];
+                end = (int) w1;
+                last = (int) (w1 >>> 32);
+                min = (int) w2;
+                max = (int) (w2 >>> 32);
+                int sh = (int) (w3 >>> 32);
                 used = sh & 0xff;
                 pops = (sh & 0x100) != 0;
                 pushCount = sh >>> 9;
@@ -120,34 +127,33 @@ public final class TntPaths {
             h = (h + 1) & mask;
         }
         misses++;
-        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec);
-        if (t.used * 2 >= t.key.length) {
-            if (t.key.length >= 2 * MAX_ENTRIES) {
-                java.util.Arrays.fill(t.key, 0); // full: start over rather than grow without bound
+        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec) && end == (int) end;
+        if (t.used * 2 >= t.capacity()) {
+            if (t.capacity() >= 2 * MAX_ENTRIES) {
+                java.util.Arrays.fill(t.slots, 0); // full: start over rather than grow without bound
                 java.util.Arrays.fill(t.pushes, null);
                 java.util.Arrays.fill(t.edges, null);
                 t.used = 0;
             } else {
                 grow(t);
             }
-            mask = t.key.length - 1;
+            slots = t.slots;
+            mask = t.capacity() - 1;
             h = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-            while (t.key[h] != 0) {
+            while (slots[h << 2] != 0) {
                 h = (h + 1) & mask;
             }
         }
-        t.key[h] = key;
+        int s = h << 2;
+        slots[s] = key;
         t.used++;
         if (!ok) {
-            t.insns[h] = -1;
+            slots[s + 3] = -1;
             return false;
         }
-        t.end[h] = end;
-        t.insns[h] = insns;
-        t.last[h] = last;
-        t.min[h] = min;
-        t.max[h] = max;
-        t.shape[h] = used | (pops ? 0x100 : 0) | pushCount << 9;
+        slots[s + 1] = (end & 0xffffffffL) | (long) last << 32;
+        slots[s + 2] = (min & 0xffffffffL) | (long) max << 32;
+        slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9) << 32;
         t.pushes[h] = pushCount > 0 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
         t.edges[h] = withEdges ? java.util.Arrays.copyOf(edges, 2 * edgeCount) : null;
         return true;
@@ -264,41 +270,24 @@ public final class TntPaths {
     }
 
     private static void grow(Table t) {
-        long[] ok = t.key;
-        long[] oe = t.end;
-        int[] oi = t.insns;
-        int[] ol = t.last;
-        int[] omin = t.min;
-        int[] omax = t.max;
-        int[] osh = t.shape;
+        long[] os = t.slots;
         int[][] opu = t.pushes;
         int[][] oed = t.edges;
-        int n = ok.length * 2;
-        t.key = new long[n];
-        t.end = new long[n];
-        t.insns = new int[n];
-        t.last = new int[n];
-        t.min = new int[n];
-        t.max = new int[n];
-        t.shape = new int[n];
+        int n = opu.length * 2;
+        t.slots = new long[4 * n];
         t.pushes = new int[n][];
         t.edges = new int[n][];
         int mask = n - 1;
-        for (int i = 0; i < ok.length; i++) {
-            if (ok[i] == 0) {
+        for (int i = 0; i < opu.length; i++) {
+            long k = os[i << 2];
+            if (k == 0) {
                 continue;
             }
-            int h = (int) ((ok[i] * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-            while (t.key[h] != 0) {
+            int h = (int) ((k * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+            while (t.slots[h << 2] != 0) {
                 h = (h + 1) & mask;
             }
-            t.key[h] = ok[i];
-            t.end[h] = oe[i];
-            t.insns[h] = oi[i];
-            t.last[h] = ol[i];
-            t.min[h] = omin[i];
-            t.max[h] = omax[i];
-            t.shape[h] = osh[i];
+            System.arraycopy(os, i << 2, t.slots, h << 2, 4);
             t.pushes[h] = opu[i];
             t.edges[h] = oed[i];
         }

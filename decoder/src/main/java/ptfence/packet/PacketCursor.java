@@ -392,7 +392,7 @@ public final class PacketCursor {
     /**
      * Steps over the MTC, CYC and PAD packets at the position, as {@link #next()} would decode them, for a decoder
      * that computes no time from them. Stops before any other packet, and before any it leaves to {@link #next()}
-     * (near the window's end, a CYC longer than 9 bytes, a 2-byte CYC when SKD007 may make it an OVF, inside a
+     * (near the window's end, a CYC longer than 9 bytes, a 2-byte CYC that SKD007 makes an OVF, inside a
      * BBP block). Returns 0 if it moved nothing, else 1, or 3 if it passed an MTC.
      */
     public int skipTiming() {
@@ -400,64 +400,131 @@ public final class PacketCursor {
         if (rel < 0 || rel >= fastLimit || blockPayload != 0) {
             return 0;
         }
-        ByteBuffer b = buf;
-        int i = (int) rel;
-        int start = i;
-        int lim = fastLimit;
-        int seen = 0;
-        // Eight bytes at a time for the common packets (PAD, MTC, one- and two-byte CYC); the byte loop below
-        // takes whatever this one stops at. Reading 8 bytes is safe: MAX_PACKET bytes remain below fastLimit.
-        words:
-        while (i < lim) {
-            long w = b.getLong(i);
-            int k = 0;
-            while (k < 7) {
-                int opc = (int) (w >>> (k << 3)) & 0xff;
-                if (opc == 0x00) {
-                    k++;
-                } else if (opc == 0x59) {
-                    k += 2;
-                    seen = 2;
-                } else if ((opc & 7) == 3) {
-                    k++;
-                } else if ((opc & 7) == 7 && !skd007 && ((w >>> ((k + 1) << 3)) & 1) == 0) {
-                    k += 2;
-                } else {
-                    i += k;
-                    break words;
-                }
-            }
-            i += k;
-        }
-        while (i < lim) {
-            int opc = b.get(i) & 0xff;
-            if (opc == 0x00) {
-                i++;
-            } else if (opc == 0x59) {
-                i += 2;
-                seen = 2;
-            } else if ((opc & 3) == 3) {
-                if ((opc & 4) == 0) {
-                    i++;
-                    continue;
-                }
-                int k = 1;
-                while (k < 10 && (b.get(i + k) & 1) != 0) {
-                    k++;
-                }
-                if (k == 10 || (skd007 && k == 1)) {
-                    break; // too long (the parser reports it), or a 2-byte CYC SKD007 may turn into an OVF
-                }
-                i += k + 1;
-            } else {
-                break;
-            }
-        }
+        int start = (int) rel;
+        long r = passTiming(buf, start, fastLimit);
+        int i = (int) r;
         if (i == start) {
             return 0;
         }
         pos = winBase + i;
-        return 1 | seen;
+        return 1 | (int) (r >>> 32);
+    }
+
+    /**
+     * The counting decoder's TNT lane: steps over the MTC, CYC and PAD packets at the position (as {@link #skipTiming})
+     * and, if a TNT-8 follows, decodes it as {@link #next()} would (its fields are then the current packet's).
+     * Returns -1, with the position unchanged, if anything else follows or the lane cannot tell here (near the window's
+     * end, inside a BBP block, a packet {@link #skipTiming} leaves to {@link #next()}); else 0, or 2 if it passed an MTC.
+     */
+    public int nextTntAfterTiming() {
+        long rel = pos - winBase;
+        if (rel < 0 || rel >= fastLimit || blockPayload != 0) {
+            return -1;
+        }
+        ByteBuffer b = buf;
+        int i = (int) rel;
+        int opc = b.get(i) & 0xff;
+        long r = 0;
+        if (FAST_TYPE[opc] != TNT_8) {
+            r = passTiming(b, i, fastLimit);
+            i = (int) r;
+            if (i >= fastLimit) {
+                return -1;
+            }
+            opc = b.get(i) & 0xff;
+            if (FAST_TYPE[opc] != TNT_8) {
+                return -1;
+            }
+        }
+        long p = winBase + i;
+        offset = p;
+        pos = p + 1;
+        payload = TNT8_BITS[opc];
+        count = TNT8_COUNT[opc];
+        size = 1;
+        type = TNT_8;
+        return (int) (r >>> 32);
+    }
+
+    /**
+     * Steps over the PAD, MTC and CYC packets from window index {@code i} (below {@code lim}, with MAX_PACKET bytes
+     * after it) as {@link #timingSize} allows; returns the index of the first packet it did not pass (at least
+     * {@code lim} if it ran to it), with 2 in the upper half if it passed an MTC.
+     */
+    private long passTiming(ByteBuffer b, int i, int lim) {
+        byte[] steps = TIMING_STEP;
+        int seen = 0;
+        while (i < lim) {
+            // Two bytes at a time through a table (no branch per packet kind: real runs mix MTC and CYC at random).
+            long w = b.getLong(i);
+            int k = 0;
+            int st;
+            while (k <= 6 && (st = steps[(int) (w >>> (k << 3)) & 0xffff]) != 0) {
+                seen |= st;
+                k += st & 3;
+            }
+            i += k;
+            if (k <= 6) {
+                int opc = b.get(i) & 0xff;
+                int n = timingSize(b, i, opc); // a longer CYC, or not a timing packet at all
+                if (n == 0) {
+                    break;
+                }
+                i += n;
+            }
+        }
+        return i | (long) (seen >>> 2 << 1) << 32;
+    }
+
+    /**
+     * The size of the PAD, MTC or CYC packet at window index {@code i} (opcode {@code opc}) as {@link #skipTiming}
+     * steps over it, or 0 for any other packet and for those it leaves to {@link #next()}: a CYC longer than 9
+     * bytes (the parser reports it), a 2-byte CYC that SKD007 turns into an OVF (second byte 0x02, then 0xf3).
+     */
+    private int timingSize(ByteBuffer b, int i, int opc) {
+        if (opc == 0x00) {
+            return 1;
+        }
+        if (opc == 0x59) {
+            return 2;
+        }
+        if ((opc & 3) != 3) {
+            return 0;
+        }
+        if ((opc & 4) == 0) {
+            return 1;
+        }
+        int k = 1;
+        while (k < 10 && (b.get(i + k) & 1) != 0) {
+            k++;
+        }
+        if (k == 10 || (skd007 && k == 1 && b.get(i + 1) == 0x02 && (b.get(i + 2) & 0xff) == 0xf3)) {
+            return 0;
+        }
+        return k + 1;
+    }
+
+    /**
+     * passTiming's table over two bytes (the first in the low byte): the size of the PAD, MTC, one-byte or two-byte
+     * CYC there, | 4 for an MTC; 0 for anything else, and for a two-byte CYC whose second byte is 0x02 (SKD007 may
+     * make it an OVF: {@link #timingSize} decides).
+     */
+    private static final byte[] TIMING_STEP = new byte[65536];
+
+    static {
+        for (int w = 0; w < 65536; w++) {
+            int opc = w & 0xff;
+            int next = w >>> 8;
+            int st = 0;
+            if (opc == 0x00 || (opc & 7) == 3) {
+                st = 1;
+            } else if (opc == 0x59) {
+                st = 2 | 4;
+            } else if ((opc & 7) == 7 && (next & 1) == 0 && next != 0x02) {
+                st = 2;
+            }
+            TIMING_STEP[w] = (byte) st;
+        }
     }
 
     /** Packets decoded by the last {@link #skipAll()} (up to the error if it threw). */

@@ -25,6 +25,7 @@ import ptfence.packet.TraceSource;
  *
  * <pre>
  * java -cp ... ptfence.flow.FlowProfile [--cpu F/M/S] (--elf FILE[:BASE] | --raw FILE:ADDR)... --pt FILE [--repeat N]
+ *     [--quiet-only]   (only the counting runs; -Dptfence.profile.skipOnly=true: only those passing timing over)
  * </pre>
  */
 public final class FlowProfile {
@@ -176,7 +177,8 @@ public final class FlowProfile {
 
     /** The counting fast path (--quiet), timing packets computed and passed over, repeated (warm caches, JIT). */
     private static void quietRuns(Image image, FlowConfig cfg, ByteBuffer trace, int repeat, double mb) {
-        for (boolean skip : new boolean[] {false, true}) {
+        boolean[] modes = Boolean.getBoolean("ptfence.profile.skipOnly") ? new boolean[] {true} : new boolean[] {false, true};
+        for (boolean skip : modes) {
             for (int r = 0; r < repeat; r++) {
                 CountingSink quiet = new CountingSink(new PrintWriter(Writer.nullWriter()));
                 java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
