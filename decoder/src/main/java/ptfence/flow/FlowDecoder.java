@@ -1100,11 +1100,11 @@ public final class FlowDecoder {
             if (kind == WALK_TO_IP && ip == target) {
                 return 1;
             }
-            if (kind != WALK_TO_INSN && !cfg.endOnCall && !cfg.endOnJump) {
-                int fast = walkCachedBlock(kind, target);
+            if (!cfg.endOnCall && !cfg.endOnJump) {
+                int fast = walkCachedBlock(kind, target, pred);
                 if (fast != 0) {
-                    if (fast < 0) {
-                        return fast;
+                    if (fast < 0 || fast == FOUND) {
+                        return fast == FOUND ? 1 : fast;
                     }
                     continue;
                 }
@@ -1167,7 +1167,10 @@ public final class FlowDecoder {
      * Emits a whole cached block when it cannot contain the walk's target. Returns 1 if it advanced,
      * BAD_QUERY if the block's last instruction needs trace, 0 if the slow path must be used.
      */
-    private int walkCachedBlock(int kind, long target) {
+    /** walkCachedBlock: the block's last instruction is the one a WALK_TO_INSN walk looks for (ip stays on it). */
+    private static final int FOUND = 2;
+
+    private int walkCachedBlock(int kind, long target, int pred) {
         if (pieceStale(ip)) {
             return 0;
         }
@@ -1187,12 +1190,19 @@ public final class FlowDecoder {
         }
         lIp = lastIp;
         lSize = lastLen;
+        lSlow = false;
         lCls = cc.cls(last);
         lOp = cc.op(last);
         lDisp = cc.displacement(last);
         emitRun(ip, count, off);
         if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
             logCall();
+        }
+        // Every instruction a WALK_TO_INSN predicate matches ends a block (a branch, or one with an op): only the last
+        // can match.
+        if (kind == WALK_TO_INSN && matches(pred)) {
+            ip = lIp;
+            return FOUND;
         }
         long next = nextIpNoTrace(lIp, lSize, lCls, lDisp);
         if (next == NEEDS_TRACE) {

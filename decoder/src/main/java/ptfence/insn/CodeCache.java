@@ -138,10 +138,13 @@ public final class CodeCache {
         return fillBlock(off, dec);
     }
 
-    /** Every instruction from {@code start} up to {@code end} starts a run that cannot be cached. */
+    /**
+     * Every instruction from {@code start} up to and including {@code end} (the one that cannot be decoded, or past the
+     * content) starts a run that cannot be cached: marked, so that the next ask does not build it again.
+     */
     private void markNoBlock(int start, int end, X86Decoder dec) {
         int[] bl = blockLast;
-        for (int o = start; o < end && o < code.length; o += len[o]) {
+        for (int o = start; o <= end && o < code.length; o += len[o]) {
             bl[o] = NO_BLOCK;
             if (len[o] <= 0 || len[o] >= TRUNCATED) {
                 break;
