@@ -33,6 +33,13 @@ public final class EdgeCoverage implements FlowSink {
     private boolean pending;
     private long pendingFrom;
 
+    // TNT paths seen, keyed by the identity of their pair arrays (the memo hands out arrays it never changes) and their
+    // base, with how often each ran: one probe per path instead of one per edge; expanded into edges when read.
+    private int[][] pathPairs = new int[1 << 10][];
+    private long[] pathBase = new long[1 << 10];
+    private long[] pathHits = new long[1 << 10];
+    private int pathsUsed;
+
     /**
      * @param errorOut where errors go (as ptxed prints them)
      * @param counting keep exact counts per edge (--edges)
@@ -72,19 +79,82 @@ public final class EdgeCoverage implements FlowSink {
         if (pending) {
             edge(pendingFrom, first);
         }
-        for (int i = 0; i < pairCount; i++) {
-            edge(base + pairs[2 * i], base + pairs[2 * i + 1]);
+        if (pairCount > 0) {
+            countPath(base, pairs);
         }
         pending = true; // a path ends at a branch
         pendingFrom = last;
     }
 
+    private void countPath(long base, int[] pairs) {
+        int mask = pathPairs.length - 1;
+        int h = (int) (((System.identityHashCode(pairs) ^ base) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+        while (pathPairs[h] != null) {
+            if (pathPairs[h] == pairs && pathBase[h] == base) {
+                pathHits[h]++;
+                return;
+            }
+            h = (h + 1) & mask;
+        }
+        pathPairs[h] = pairs;
+        pathBase[h] = base;
+        pathHits[h] = 1;
+        if (++pathsUsed * 2 > pathPairs.length) {
+            growPaths();
+        }
+    }
+
+    private void growPaths() {
+        int[][] op = pathPairs;
+        long[] ob = pathBase;
+        long[] oh = pathHits;
+        pathPairs = new int[op.length * 2][];
+        pathBase = new long[op.length * 2];
+        pathHits = new long[op.length * 2];
+        int mask = pathPairs.length - 1;
+        for (int i = 0; i < op.length; i++) {
+            if (op[i] == null) {
+                continue;
+            }
+            int h = (int) (((System.identityHashCode(op[i]) ^ ob[i]) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+            while (pathPairs[h] != null) {
+                h = (h + 1) & mask;
+            }
+            pathPairs[h] = op[i];
+            pathBase[h] = ob[i];
+            pathHits[h] = oh[i];
+        }
+    }
+
+    /** Adds the edges of the paths counted so far to the edge counts and the bitmap. */
+    private void flushPaths() {
+        if (pathsUsed == 0) {
+            return;
+        }
+        for (int i = 0; i < pathPairs.length; i++) {
+            int[] p = pathPairs[i];
+            if (p == null) {
+                continue;
+            }
+            long base = pathBase[i];
+            long n = pathHits[i];
+            for (int k = 0; k + 1 < p.length; k += 2) {
+                edge(base + p[k], base + p[k + 1], n);
+            }
+            pathPairs[i] = null;
+        }
+        pathsUsed = 0;
+    }
+
     private void edge(long f, long t) {
+        edge(f, t, 1);
+    }
+
+    /** Counts the edge (f, t) n times; the bitmap's counter saturates at 255. */
+    private void edge(long f, long t, long n) {
         if (bitmap != null) {
             int i = index(f, t);
-            if (bitmap[i] != (byte) 0xff) {
-                bitmap[i]++;
-            }
+            bitmap[i] = (byte) Math.min(255, (bitmap[i] & 0xff) + n);
         }
         if (!counting) {
             return;
@@ -93,14 +163,14 @@ public final class EdgeCoverage implements FlowSink {
         int h = (int) (((f * 31 + t) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
         while (count[h] != 0) {
             if (from[h] == f && to[h] == t) {
-                count[h]++;
+                count[h] += n;
                 return;
             }
             h = (h + 1) & mask;
         }
         from[h] = f;
         to[h] = t;
-        count[h] = 1;
+        count[h] = n;
         if (++used * 2 > from.length) {
             grow();
         }
@@ -160,6 +230,7 @@ public final class EdgeCoverage implements FlowSink {
 
     /** Every edge with its count, ordered by from, then to: {from, to, count} rows. */
     public long[][] edges() {
+        flushPaths();
         long[][] rows = new long[used][];
         int k = 0;
         for (int i = 0; i < from.length; i++) {
@@ -173,6 +244,7 @@ public final class EdgeCoverage implements FlowSink {
 
     /** The AFL-style bitmap (null unless asked for). */
     public byte[] bitmap() {
+        flushPaths();
         return bitmap;
     }
 

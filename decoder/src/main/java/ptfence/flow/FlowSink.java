@@ -42,7 +42,9 @@ public interface FlowSink {
     /**
      * A TNT path of an {@link #edgesOnly} sink: its first instruction at {@code first}, its edges as {@code pairs}
      * (branch, next) offset pairs from {@code base}, and its last instruction (a branch) at {@code last}; the
-     * instructions themselves are counted by the decoder.
+     * instructions themselves are counted by the decoder. {@code pairs} holds exactly {@code pairCount} pairs and is
+     * the decoder's memo of that path: the same array each time the path runs, never changed, so a sink may keep it
+     * and count paths by its identity.
      */
     default void path(long base, int[] pairs, int pairCount, long first, long last) {
     }

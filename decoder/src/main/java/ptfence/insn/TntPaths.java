@@ -43,8 +43,10 @@ public final class TntPaths {
      * With edges asked for: the path's edges as (branch, next instruction) offset pairs, {@link #edgeCount} of them
      * (the last branch's edge is not among them: its next instruction lies beyond the path).
      */
-    public final int[] edges = new int[2 * MAX_EDGES];
+    public int[] edges = new int[2 * MAX_EDGES];
     public int edgeCount;
+    /** Where {@link #simulate} builds a path's edges; {@link #edges} then refers to the memo's copy, never changed. */
+    private final int[] edgeBuffer = new int[2 * MAX_EDGES];
     private static final int MAX_EDGES = 64;
 
     /** Profile counters: lookups, and those that had to walk the path (misses); not on any decision. */
@@ -117,7 +119,7 @@ public final class TntPaths {
                 if (withEdges) {
                     int[] e = t.edges[h];
                     edgeCount = e.length / 2;
-                    System.arraycopy(e, 0, edges, 0, e.length);
+                    edges = e;
                 }
                 return true;
             }
@@ -155,7 +157,10 @@ public final class TntPaths {
         slots[s + 2] = (min & 0xffffffffL) | (long) max << 32;
         slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9) << 32;
         t.pushes[h] = pushCount > 0 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
-        t.edges[h] = withEdges ? java.util.Arrays.copyOf(edges, 2 * edgeCount) : null;
+        if (withEdges) {
+            edges = java.util.Arrays.copyOf(edgeBuffer, 2 * edgeCount);
+            t.edges[h] = edges;
+        }
         return true;
     }
 
@@ -169,6 +174,7 @@ public final class TntPaths {
     private boolean simulate(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean withEdges,
             X86Decoder dec) {
         edgeCount = 0;
+        int[] edges = edgeBuffer;
         int prevLast = -1;
         int n = 0;
         int lo = off;
