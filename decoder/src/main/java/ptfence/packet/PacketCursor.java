@@ -512,18 +512,27 @@ public final class PacketCursor {
     private static final byte[] TIMING_STEP = new byte[65536];
 
     static {
-        for (int w = 0; w < 65536; w++) {
-            int opc = w & 0xff;
-            int next = w >>> 8;
+        // Row by row (the second byte matters only after a CYC with more bytes), so that the start of every decoder
+        // does not run 65,536 interpreted iterations: one row, copies of it, then the exceptions.
+        for (int opc = 0; opc < 256; opc++) {
             int st = 0;
             if (opc == 0x00 || (opc & 7) == 3) {
                 st = 1;
             } else if (opc == 0x59) {
                 st = 2 | 4;
-            } else if ((opc & 7) == 7 && (next & 1) == 0 && next != 0x02) {
+            } else if ((opc & 7) == 7) {
                 st = 2;
             }
-            TIMING_STEP[w] = (byte) st;
+            TIMING_STEP[opc] = (byte) st;
+        }
+        for (int next = 1; next < 256; next++) {
+            System.arraycopy(TIMING_STEP, 0, TIMING_STEP, next << 8, 256);
+        }
+        for (int opc = 7; opc < 256; opc += 8) {
+            TIMING_STEP[0x02 << 8 | opc] = 0;
+            for (int next = 1; next < 256; next += 2) {
+                TIMING_STEP[next << 8 | opc] = 0;
+            }
         }
     }
 
