@@ -1,6 +1,5 @@
 package ptfence.insn;
 
-import java.lang.invoke.VarHandle;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -23,20 +22,19 @@ public final class CodeCache {
 
     private final byte[] code;
     private final int mode;
-    private final byte[] len;
-    private final byte[] cls;
-    private final byte[] op;
-    private final int[] disp;
-    private volatile int[] blockLast;
-    private volatile int[] blockCount;
+    /**
+     * Per offset, everything about the instruction there in one long: length | class << 8 | op << 16 | displacement
+     * << 32; 0 until decoded. One read gives all fields, so threads that fill and read the cache concurrently need no
+     * fences on the hot path (HotSpot reads and writes 64-bit array elements whole on 64-bit platforms).
+     */
+    private final long[] insn;
+    /** Per offset, the block starting there: (last instruction's offset + 1) | instruction count << 32; 0 unknown. */
+    private volatile long[] blocks;
 
     private CodeCache(byte[] code, int mode) {
         this.code = code;
         this.mode = mode;
-        this.len = new byte[code.length];
-        this.cls = new byte[code.length];
-        this.op = new byte[code.length];
-        this.disp = new int[code.length];
+        this.insn = new long[code.length];
     }
 
     /** The shared cache for this content in this mode. */
@@ -54,22 +52,24 @@ public final class CodeCache {
 
     /** Length of the instruction at {@code off}, or {@link #INVALID} / {@link #TRUNCATED}. */
     public int length(int off, X86Decoder dec) {
-        byte l = len[off];
-        if (l == 0) {
-            l = fill(off, dec);
-        } else {
-            VarHandle.acquireFence(); // pairs with the release in fill(): class/op/displacement are visible
+        long v = insn[off];
+        if (v == 0) {
+            v = fill(off, dec);
         }
-        return l;
+        return (int) v & 0xff;
     }
 
     /** Profile counters over all caches: instruction decode misses (capstone batches), blocks built. */
     public static final java.util.concurrent.atomic.LongAdder DECODE_MISSES = new java.util.concurrent.atomic.LongAdder();
     public static final java.util.concurrent.atomic.LongAdder BLOCK_MISSES = new java.util.concurrent.atomic.LongAdder();
 
-    private synchronized byte fill(int off, X86Decoder dec) {
-        if (len[off] != 0) {
-            return len[off];
+    private static long pack(int len, byte cls, byte op, int disp) {
+        return (len & 0xff) | (cls & 0xffL) << 8 | (op & 0xffL) << 16 | (long) disp << 32;
+    }
+
+    private synchronized long fill(int off, X86Decoder dec) {
+        if (insn[off] != 0) {
+            return insn[off];
         }
         DECODE_MISSES.increment();
         int avail = code.length - off;
@@ -78,48 +78,40 @@ public final class CodeCache {
             // Fill every instruction of the straight-line sweep; each is what decoding at its offset gives.
             for (int i = count - 1; i >= 0; i--) {
                 int o = off + dec.batchOffset[i];
-                if (len[o] != 0) {
+                if (insn[o] != 0) {
                     continue;
                 }
                 int l = dec.batchLength[i];
                 dec.classifyKnown(code, o, l, mode);
-                cls[o] = dec.cls;
-                op[o] = dec.op;
-                disp[o] = dec.displacement;
-                VarHandle.releaseFence();
-                len[o] = (byte) l;
+                insn[o] = pack(l, dec.cls, dec.op, dec.displacement);
             }
-            return len[off];
+            return insn[off];
         }
         int n = dec.decode(code, off, avail, mode);
         if (n == 0) {
-            len[off] = avail < 15 ? TRUNCATED : INVALID;
-            return len[off];
+            insn[off] = avail < 15 ? TRUNCATED : INVALID;
+            return insn[off];
         }
-        cls[off] = dec.cls;
-        op[off] = dec.op;
-        disp[off] = dec.displacement;
-        VarHandle.releaseFence(); // readers that see the length also see the rest
-        len[off] = (byte) n;
-        return len[off];
+        insn[off] = pack(n, dec.cls, dec.op, dec.displacement);
+        return insn[off];
     }
 
     /** Valid after {@link #length} returned a real length. */
     public byte cls(int off) {
-        return cls[off];
+        return (byte) (insn[off] >>> 8);
     }
 
     public byte op(int off) {
-        return op[off];
+        return (byte) (insn[off] >>> 16);
     }
 
     public int displacement(int off) {
-        return disp[off];
+        return (int) (insn[off] >>> 32);
     }
 
     /** True for instructions that end a block: branches, PTWRITE, and event anchors (MOV CR3, VMPTRLD). */
     public boolean endsBlock(int off) {
-        return cls[off] != InsnClass.OTHER || op[off] != InsnOp.NONE;
+        return cls(off) != InsnClass.OTHER || op(off) != InsnOp.NONE;
     }
 
     /**
@@ -127,12 +119,11 @@ public final class CodeCache {
      * cacheable. {@link #blockCount} then gives its instruction count.
      */
     public int blockLast(int off, X86Decoder dec) {
-        int[] bl = blockLast;
-        if (bl != null) {
-            int v = bl[off];
+        long[] b = blocks;
+        if (b != null) {
+            long v = b[off];
             if (v != 0) {
-                VarHandle.acquireFence();
-                return v == NO_BLOCK ? -1 : v - 1;
+                return v == NO_BLOCK ? -1 : (int) v - 1;
             }
         }
         return fillBlock(off, dec);
@@ -142,42 +133,42 @@ public final class CodeCache {
      * Every instruction from {@code start} up to and including {@code end} (the one that cannot be decoded, or past the
      * content) starts a run that cannot be cached: marked, so that the next ask does not build it again.
      */
-    private void markNoBlock(int start, int end, X86Decoder dec) {
-        int[] bl = blockLast;
-        for (int o = start; o <= end && o < code.length; o += len[o]) {
-            bl[o] = NO_BLOCK;
-            if (len[o] <= 0 || len[o] >= TRUNCATED) {
+    private void markNoBlock(int start, int end) {
+        long[] b = blocks;
+        for (int o = start; o <= end && o < code.length; ) {
+            b[o] = NO_BLOCK;
+            int l = (int) insn[o] & 0xff;
+            if (l <= 0 || l >= TRUNCATED) {
                 break;
             }
+            o += l;
         }
     }
 
+    /** Valid after {@link #blockLast} returned a block. */
     public int blockCount(int off) {
-        return blockCount[off];
+        return (int) (blocks[off] >>> 32);
     }
 
-
-    /** blockLast marker: the run from here is not cacheable (ends in bad bytes or runs off the end). */
-    private static final int NO_BLOCK = Integer.MIN_VALUE;
+    /** blocks marker: the run from here is not cacheable (ends in bad bytes or runs off the end). */
+    private static final long NO_BLOCK = -1L;
 
     private synchronized int fillBlock(int start, X86Decoder dec) {
         BLOCK_MISSES.increment();
-        if (blockLast == null) {
-            blockCount = new int[code.length];
-            blockLast = new int[code.length];
+        if (blocks == null) {
+            blocks = new long[code.length];
         }
-        int[] blockLast = this.blockLast;
-        int[] blockCount = this.blockCount;
+        long[] b = blocks;
         int off = start;
         int n = 0;
         while (true) {
-            if (off >= code.length || blockLast[off] == NO_BLOCK) {
-                markNoBlock(start, off, dec);
+            if (off >= code.length || b[off] == NO_BLOCK) {
+                markNoBlock(start, off);
                 return -1;
             }
             int l = length(off, dec);
             if (l == INVALID || l == TRUNCATED) {
-                markNoBlock(start, off, dec);
+                markNoBlock(start, off);
                 return -1;
             }
             n++;
@@ -191,10 +182,8 @@ public final class CodeCache {
         int o = start;
         int k = n;
         while (k > 0) {
-            blockCount[o] = k;
-            VarHandle.releaseFence();
-            blockLast[o] = last + 1;
-            o += len[o];
+            b[o] = (last + 1L) | (long) k << 32;
+            o += (int) insn[o] & 0xff;
             k--;
         }
         return last;
