@@ -1319,6 +1319,14 @@ public final class FlowDecoder {
         if (countOnly) {
             return;
         }
+        if (edgeMode) {
+            // Only branches make edges, and in a block only its last instruction is one.
+            sink.insn(first, cc.length(off, x86), cc.cls(off), mode, speculative);
+            if (count > 1) {
+                sink.insn(lIp, lSize, lCls, mode, speculative);
+            }
+            return;
+        }
         if (!blockMode) {
             long a = first;
             int o = off;

@@ -33,7 +33,8 @@ public interface FlowSink {
 
     /**
      * True if the sink wants edges, not instructions one by one inside TNT paths (coverage): the decoder may then
-     * apply whole TNT packets through its memo and report each path with {@link #path}.
+     * apply whole TNT packets through its memo and report each path with {@link #path}, and of a straight-line run of
+     * instructions (a cached block: none but the last is a branch) report only the first and the last to {@link #insn}.
      */
     default boolean edgesOnly() {
         return false;
