@@ -1409,7 +1409,7 @@ public final class FlowDecoder {
 
     private boolean tntFast() {
         boolean progress = false;
-        while (status == 0 && ev.type == Event.TNT && ev.tntSize <= 8) {
+        while (status == 0 && ev.type == Event.TNT && ev.tntSize > 0) {
             if (pieceStale(ip)) {
                 if (decodeAt(ip) < 0 || lSlow) {
                     return progress;
@@ -1419,7 +1419,10 @@ public final class FlowDecoder {
             CodeCache c = cc;
             TntPaths t = tntPaths;
             int size = ev.tntSize;
-            if (!t.lookup(c, off, ev.tntBits & ((1L << size) - 1), size, cfg.noRetComp, edgeMode, x86)) {
+            // A TNT-64 goes through the memo 8 bits at a time, oldest first, as TNT-8s with nothing between them.
+            int chunk = Math.min(size, 8);
+            long bits = (ev.tntBits >>> (size - chunk)) & ((1L << chunk) - 1);
+            if (!t.lookup(c, off, bits, chunk, cfg.noRetComp, edgeMode, x86)) {
                 return progress;
             }
             long lo = pieceStart - secBase;
