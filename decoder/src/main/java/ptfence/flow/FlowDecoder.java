@@ -1427,7 +1427,7 @@ public final class FlowDecoder {
             }
             long lo = pieceStart - secBase;
             long hi = pieceEnd - secBase;
-            if (t.min < lo || t.max >= hi || (t.pops && rsCount == 0)) {
+            if ((t.pops && rsCount == 0) || !t.within(lo, hi - 1, c.code().length)) {
                 return progress; // the walk reports the unmapped code or the empty return stack
             }
             if (edgeMode) {

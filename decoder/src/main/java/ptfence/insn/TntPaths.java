@@ -30,12 +30,26 @@ public final class TntPaths {
     public long end;
     public int insns;
     public int last;
-    public int min;
-    public int max;
     /** Bits the path used: all of them, or fewer when it ends at a return that pops the decoder's stack. */
     public int used;
     /** True if the path ends at a compressed return to a call made before it ({@link #end} is then unused). */
     public boolean pops;
+    /** Lowest and highest offsets the path being simulated touched. */
+    private int min;
+    private int max;
+
+    /**
+     * True if every byte the last path found touches lies in [{@code lo}, {@code hi}] (offsets into its content): the
+     * piece of code the decoder has mapped there holds it.
+     */
+    public boolean within(long lo, long hi, int contentLength) {
+        if (lo <= 0 && hi >= contentLength - 1) {
+            return true; // a path never leaves its content
+        }
+        long b = hitTable.bounds[hitSlot];
+        return (int) b >= lo && (int) (b >>> 32) <= hi;
+    }
+
     /** Return addresses (offsets into the content) of the calls the path left open, oldest first. */
     public final int[] pushes = new int[8];
     public int pushCount;
@@ -60,12 +74,15 @@ public final class TntPaths {
 
     /**
      * Open addressing, one 32-byte slot per path in {@link #slots} (a hit reads one or two cache lines, not one per
-     * field): key; end (int) | last << 32; min | max << 32; insns | shape << 32, shape = used bits | pops << 8 |
-     * pushCount << 9. The calls left open and the edges, rarer, sit in arrays beside it.
+     * field): key; end (int) | last << 32; the first two calls left open (offsets) | second << 32; insns | shape << 32,
+     * shape = used bits | pops << 8 | pushCount << 9. Beside it, read only when needed: all open calls of a path that
+     * leaves more than two, the lowest and highest offset a path touches (only a piece that does not map its whole
+     * content needs them), and the edges.
      */
     private static final class Table {
         long[] slots = new long[4 << 10];
         int[][] pushes = new int[1 << 10][];
+        long[] bounds = new long[1 << 10];
         int[][] edges = new int[1 << 10][];
         int used;
 
@@ -74,11 +91,15 @@ public final class TntPaths {
         }
     }
 
+    /** The table and slot of the last successful lookup, for {@link #within}. */
+    private Table hitTable;
+    private int hitSlot;
+
     /**
      * Follows {@code size} (at most 8) TNT bits, oldest highest in {@code bits}, from {@code off} in
      * {@code cc}. Returns false if the path is not of the simple kind; otherwise fills the result fields:
      * the offset after the last branch (may lie outside the content), the instruction count, the offset of
-     * the last instruction, and the lowest/highest offsets touched (the caller checks they are mapped).
+     * the last instruction, and the calls left open ({@link #within} tells whether the code it touched is mapped).
      */
     public boolean lookup(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
         return lookup(cc, off, bits, size, noRetComp, false, dec);
@@ -104,18 +125,21 @@ public final class TntPaths {
                     return false;
                 }
                 long w1 = slots[s + 1];
-                long w2 = slots[s + 2];
                 end = (int) w1;
                 last = (int) (w1 >>> 32);
-                min = (int) w2;
-                max = (int) (w2 >>> 32);
                 int sh = (int) (w3 >>> 32);
                 used = sh & 0xff;
                 pops = (sh & 0x100) != 0;
                 pushCount = sh >>> 9;
-                if (pushCount > 0) {
+                if (pushCount > 2) {
                     System.arraycopy(t.pushes[h], 0, pushes, 0, pushCount);
+                } else if (pushCount > 0) {
+                    long w2 = slots[s + 2];
+                    pushes[0] = (int) w2;
+                    pushes[1] = (int) (w2 >>> 32);
                 }
+                hitTable = t;
+                hitSlot = h;
                 if (withEdges) {
                     int[] e = t.edges[h];
                     edgeCount = e.length / 2;
@@ -154,9 +178,12 @@ public final class TntPaths {
             return false;
         }
         slots[s + 1] = (end & 0xffffffffL) | (long) last << 32;
-        slots[s + 2] = (min & 0xffffffffL) | (long) max << 32;
+        slots[s + 2] = (pushes[0] & 0xffffffffL) | (long) pushes[1] << 32;
         slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9) << 32;
-        t.pushes[h] = pushCount > 0 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
+        t.pushes[h] = pushCount > 2 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
+        t.bounds[h] = (min & 0xffffffffL) | (long) max << 32;
+        hitTable = t;
+        hitSlot = h;
         if (withEdges) {
             edges = java.util.Arrays.copyOf(edgeBuffer, 2 * edgeCount);
             t.edges[h] = edges;
@@ -278,10 +305,12 @@ public final class TntPaths {
     private static void grow(Table t) {
         long[] os = t.slots;
         int[][] opu = t.pushes;
+        long[] obo = t.bounds;
         int[][] oed = t.edges;
         int n = opu.length * 2;
         t.slots = new long[4 * n];
         t.pushes = new int[n][];
+        t.bounds = new long[n];
         t.edges = new int[n][];
         int mask = n - 1;
         for (int i = 0; i < opu.length; i++) {
@@ -295,6 +324,7 @@ public final class TntPaths {
             }
             System.arraycopy(os, i << 2, t.slots, h << 2, 4);
             t.pushes[h] = opu[i];
+            t.bounds[h] = obo[i];
             t.edges[h] = oed[i];
         }
     }
