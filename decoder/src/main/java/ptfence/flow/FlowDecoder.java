@@ -1181,7 +1181,8 @@ public final class FlowDecoder {
         }
         int count = cc.blockCount(off);
         long lastIp = secBase + last;
-        int lastLen = cc.length(last, x86);
+        long lastInsn = cc.blockLastInsn(off, last, x86);
+        int lastLen = CodeCache.lengthOf(lastInsn);
         if (Long.compareUnsigned(lastIp + lastLen - pieceStart, pieceEnd - pieceStart) > 0) {
             return 0;
         }
@@ -1191,9 +1192,9 @@ public final class FlowDecoder {
         lIp = lastIp;
         lSize = lastLen;
         lSlow = false;
-        lCls = cc.cls(last);
-        lOp = cc.op(last);
-        lDisp = cc.displacement(last);
+        lCls = CodeCache.clsOf(lastInsn);
+        lOp = CodeCache.opOf(lastInsn);
+        lDisp = CodeCache.displacementOf(lastInsn);
         emitRun(ip, count, off);
         if (lCls == InsnClass.CALL || lCls == InsnClass.CALL_INDIRECT) {
             logCall();

@@ -28,7 +28,11 @@ public final class CodeCache {
      * fences on the hot path (HotSpot reads and writes 64-bit array elements whole on 64-bit platforms).
      */
     private final long[] insn;
-    /** Per offset, the block starting there: (last instruction's offset + 1) | instruction count << 32; 0 unknown. */
+    /**
+     * Per offset, two longs for the block starting there: (last instruction's offset + 1) | instruction count << 32 (0:
+     * unknown), then the last instruction's {@link #insn} value, so that a walk learns the whole block from one cache
+     * line.
+     */
     private volatile long[] blocks;
 
     private CodeCache(byte[] code, int mode) {
@@ -121,7 +125,7 @@ public final class CodeCache {
     public int blockLast(int off, X86Decoder dec) {
         long[] b = blocks;
         if (b != null) {
-            long v = b[off];
+            long v = b[2 * off];
             if (v != 0) {
                 return v == NO_BLOCK ? -1 : (int) v - 1;
             }
@@ -136,7 +140,7 @@ public final class CodeCache {
     private void markNoBlock(int start, int end) {
         long[] b = blocks;
         for (int o = start; o <= end && o < code.length; ) {
-            b[o] = NO_BLOCK;
+            b[2 * o] = NO_BLOCK;
             int l = (int) insn[o] & 0xff;
             if (l <= 0 || l >= TRUNCATED) {
                 break;
@@ -147,7 +151,37 @@ public final class CodeCache {
 
     /** Valid after {@link #blockLast} returned a block. */
     public int blockCount(int off) {
-        return (int) (blocks[off] >>> 32);
+        return (int) (blocks[2 * off] >>> 32);
+    }
+
+    /**
+     * The last instruction ({@code last}, what {@link #blockLast} returned) of the block at {@code off}, as one value
+     * for {@link #lengthOf}, {@link #clsOf}, {@link #opOf} and {@link #displacementOf}.
+     */
+    public long blockLastInsn(int off, int last, X86Decoder dec) {
+        long v = blocks[2 * off + 1];
+        if (v == 0) {
+            // Filled by another thread and not yet seen here (the two longs are not published together).
+            length(last, dec);
+            v = insn[last];
+        }
+        return v;
+    }
+
+    public static int lengthOf(long insn) {
+        return (int) insn & 0xff;
+    }
+
+    public static byte clsOf(long insn) {
+        return (byte) (insn >>> 8);
+    }
+
+    public static byte opOf(long insn) {
+        return (byte) (insn >>> 16);
+    }
+
+    public static int displacementOf(long insn) {
+        return (int) (insn >>> 32);
     }
 
     /** blocks marker: the run from here is not cacheable (ends in bad bytes or runs off the end). */
@@ -156,13 +190,13 @@ public final class CodeCache {
     private synchronized int fillBlock(int start, X86Decoder dec) {
         BLOCK_MISSES.increment();
         if (blocks == null) {
-            blocks = new long[code.length];
+            blocks = new long[2 * code.length];
         }
         long[] b = blocks;
         int off = start;
         int n = 0;
         while (true) {
-            if (off >= code.length || b[off] == NO_BLOCK) {
+            if (off >= code.length || b[2 * off] == NO_BLOCK) {
                 markNoBlock(start, off);
                 return -1;
             }
@@ -181,8 +215,10 @@ public final class CodeCache {
         // Every instruction on the way starts a suffix of the same block.
         int o = start;
         int k = n;
+        long lastInsn = insn[last];
         while (k > 0) {
-            b[o] = (last + 1L) | (long) k << 32;
+            b[2 * o + 1] = lastInsn;
+            b[2 * o] = (last + 1L) | (long) k << 32;
             o += (int) insn[o] & 0xff;
             k--;
         }
