@@ -314,13 +314,7 @@ public final class PacketCursor {
             int opc = buf.get(i) & 0xff;
             int t = FAST_TYPE[opc];
             if (t == TNT_8 && blockPayload == 0) {
-                offset = p;
-                pos = p + 1;
-                payload = TNT8_BITS[opc];
-                count = TNT8_COUNT[opc];
-                size = 1;
-                type = TNT_8;
-                return TNT_8;
+                return tnt8(p, opc);
             }
             if (t >= 0 && blockPayload == 0) {
                 // TNT-8, TIP/TIP.PGE/TIP.PGD/FUP and PAD: one-byte opcodes whose size and fields come straight
@@ -436,14 +430,19 @@ public final class PacketCursor {
                 return -1;
             }
         }
-        long p = winBase + i;
+        tnt8(winBase + i, opc);
+        return (int) (r >>> 32);
+    }
+
+    /** The TNT-8 with opcode {@code opc} at offset {@code p} is the current packet. */
+    private int tnt8(long p, int opc) {
         offset = p;
         pos = p + 1;
         payload = TNT8_BITS[opc];
         count = TNT8_COUNT[opc];
         size = 1;
         type = TNT_8;
-        return (int) (r >>> 32);
+        return TNT_8;
     }
 
     /**

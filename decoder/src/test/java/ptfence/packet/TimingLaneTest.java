@@ -41,39 +41,31 @@ class TimingLaneTest {
 
     /** Every packet through next(); timing packets only mark whether an MTC came before the next other packet. */
     private static List<Seen> byParser(byte[] trace, Errata e) {
-        PacketCursor c = new PacketCursor(TraceSource.of(ByteBuffer.wrap(trace)), e);
-        List<Seen> out = new ArrayList<>();
-        boolean mtc = false;
-        while (true) {
-            int t = c.next();
-            if (t == PacketCursor.END) {
-                return out;
-            }
-            if (t == PacketCursor.MTC) {
-                mtc = true;
-            } else if (t != PacketCursor.CYC && t != PacketCursor.PAD) {
-                out.add(new Seen(c.offset(), t, t == PacketCursor.TNT_8 ? c.tntBits() : 0, mtc));
-                mtc = false;
-            }
-        }
+        return read(trace, e, false);
     }
 
     /** The lane where it takes a TNT; else skipTiming and next(), as the flow's input does. */
     private static List<Seen> byLane(byte[] trace, Errata e) {
+        return read(trace, e, true);
+    }
+
+    private static List<Seen> read(byte[] trace, Errata e, boolean lane) {
         PacketCursor c = new PacketCursor(TraceSource.of(ByteBuffer.wrap(trace)), e);
         List<Seen> out = new ArrayList<>();
         boolean mtc = false;
         while (true) {
-            long before = c.position();
-            int r = c.nextTntAfterTiming();
-            if (r >= 0) {
-                out.add(new Seen(c.offset(), PacketCursor.TNT_8, c.tntBits(), mtc || r == 2));
-                mtc = false;
-                continue;
-            }
-            assertEquals(before, c.position(), "a lane that fails moves nothing");
-            if ((c.skipTiming() & 2) != 0) {
-                mtc = true;
+            if (lane) {
+                long before = c.position();
+                int r = c.nextTntAfterTiming();
+                if (r >= 0) {
+                    out.add(new Seen(c.offset(), PacketCursor.TNT_8, c.tntBits(), mtc || r == 2));
+                    mtc = false;
+                    continue;
+                }
+                assertEquals(before, c.position(), "a lane that fails moves nothing");
+                if ((c.skipTiming() & 2) != 0) {
+                    mtc = true;
+                }
             }
             int t = c.next();
             if (t == PacketCursor.END) {
