@@ -504,34 +504,46 @@ public final class PacketCursor {
     }
 
     /**
-     * passTiming's table over two bytes (the first in the low byte): the size of the PAD, MTC, one-byte or two-byte
-     * CYC there, | 4 for an MTC; 0 for anything else, and for a two-byte CYC whose second byte is 0x02 (SKD007 may
-     * make it an OVF: {@link #timingSize} decides).
+     * passTiming's table over two bytes (the first in the low byte): how many bytes the one or two PAD, MTC or CYC
+     * packets that start there take (a one-byte packet and the MTC opcode after it: 3, the MTC's payload unread), | 4
+     * if one is an MTC; 0 if the first is anything else, and for a two-byte CYC whose second byte is 0x02 (SKD007 may
+     * make it an OVF: {@link #timingSize} decides). Real timing runs alternate CYC and MTC: a step per pair halves the
+     * chain of dependent loads.
      */
     private static final byte[] TIMING_STEP = new byte[65536];
 
+    /** One entry of {@link #TIMING_STEP}: the packets at {@code b0} and {@code b1}. */
+    private static int timingStep(int b0, int b1) {
+        boolean oneByte0 = b0 == 0x00 || (b0 & 7) == 3;
+        if (oneByte0) {
+            if (b1 == 0x59) {
+                return 3 | 4;
+            }
+            return b1 == 0x00 || (b1 & 7) == 3 ? 2 : 1;
+        }
+        if (b0 == 0x59) {
+            return 2 | 4;
+        }
+        if ((b0 & 7) == 7 && (b1 & 1) == 0 && b1 != 0x02) {
+            return 2;
+        }
+        return 0;
+    }
+
     static {
-        // Row by row (the second byte matters only after a CYC with more bytes), so that the start of every decoder
-        // does not run 65,536 interpreted iterations: one row, copies of it, then the exceptions.
-        for (int opc = 0; opc < 256; opc++) {
-            int st = 0;
-            if (opc == 0x00 || (opc & 7) == 3) {
-                st = 1;
-            } else if (opc == 0x59) {
-                st = 2 | 4;
-            } else if ((opc & 7) == 7) {
-                st = 2;
+        // An entry depends on the second byte only through its kind (MTC, PAD, one-byte CYC, 0x02, other even, other
+        // odd): one row per kind, copied to every second byte of that kind, so that the start of every decoder does not
+        // run 65,536 interpreted iterations.
+        int[] kinds = {0x59, 0x00, 0x03, 0x02, 0x04, 0x01};
+        byte[][] rows = new byte[kinds.length][256];
+        for (int k = 0; k < kinds.length; k++) {
+            for (int b0 = 0; b0 < 256; b0++) {
+                rows[k][b0] = (byte) timingStep(b0, kinds[k]);
             }
-            TIMING_STEP[opc] = (byte) st;
         }
-        for (int next = 1; next < 256; next++) {
-            System.arraycopy(TIMING_STEP, 0, TIMING_STEP, next << 8, 256);
-        }
-        for (int opc = 7; opc < 256; opc += 8) {
-            TIMING_STEP[0x02 << 8 | opc] = 0;
-            for (int next = 1; next < 256; next += 2) {
-                TIMING_STEP[next << 8 | opc] = 0;
-            }
+        for (int b1 = 0; b1 < 256; b1++) {
+            int k = b1 == 0x59 ? 0 : b1 == 0x00 ? 1 : (b1 & 7) == 3 ? 2 : b1 == 0x02 ? 3 : (b1 & 1) == 0 ? 4 : 5;
+            System.arraycopy(rows[k], 0, TIMING_STEP, b1 << 8, 256);
         }
     }
 
