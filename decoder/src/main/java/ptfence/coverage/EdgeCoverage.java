@@ -198,12 +198,11 @@ public final class EdgeCoverage implements FlowSink {
      * that joins the pending branch of the segment before to this segment's first listed instruction is counted when
      * the segments are appended in trace order ({@link #append}), unless an event or error that clears it came first
      * (this coverage's own rules decide: it starts with a branch pending, and whether that branch is still pending at
-     * the first instruction is the answer). The segment's first PSB's status events were the segment before's: they
-     * are not this segment's to clear it.
+     * the first instruction is the answer). The segment's first PSB's status events were the segment before's: its
+     * decode does not pass them here.
      */
     public static final class Segment implements FlowSink {
         private final EdgeCoverage cov;
-        private boolean initial = true;
         private boolean listed;
         private long first;
         private boolean open;
@@ -228,14 +227,12 @@ public final class EdgeCoverage implements FlowSink {
 
         @Override
         public void insn(long ip, int size, int cls, int mode, boolean speculative) {
-            initial = false;
             list(ip);
             cov.insn(ip, size, cls, mode, speculative);
         }
 
         @Override
         public void path(long base, int[] pairs, int pairCount, long first, long last) {
-            initial = false;
             list(first);
             cov.path(base, pairs, pairCount, first, last);
         }
@@ -247,34 +244,26 @@ public final class EdgeCoverage implements FlowSink {
 
         @Override
         public void event(Event ev) {
-            if (initial && ev.statusUpdate) {
-                return; // the seam's PSB+: the segment before reported it
-            }
-            initial = false;
             cov.event(ev);
         }
 
         @Override
         public void error(String kind, int code, long offset, long ip) {
-            initial = false;
             cov.error(kind, code, offset, ip);
         }
 
         @Override
         public void endOfTrace() {
-            initial = false;
             cov.endOfTrace();
         }
 
         @Override
         public void disabledAfterResync() {
-            initial = false;
             cov.disabledAfterResync();
         }
 
         @Override
         public void beginBlock() {
-            initial = false;
             cov.beginBlock();
         }
 

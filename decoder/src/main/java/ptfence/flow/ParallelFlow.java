@@ -34,6 +34,9 @@ import ptfence.image.CodeSpace;
  * the output's thread, from the right state. Times and events are therefore exactly the sequential decode's.
  */
 public final class ParallelFlow {
+    /** Bytes of trace before a PSB whose packets guess the execution modes there when the clock is not carried. */
+    static final long MODE_REACH = 64 * 1024;
+
     /** Chars a worker fills before handing them over (and the granularity of streaming). */
     static final int CHUNK = 16 * 1024;
 
@@ -194,8 +197,8 @@ public final class ParallelFlow {
                     if (guesses != null) {
                         guess = guesses.at(starts.get(i));
                     } else {
-                        guess = new SeamState(cfg); // the flow's part only (0: the IP tracing is off at is not known)
-                        guess.carried = false;
+                        // a count: the modes only (instructions are decoded in them), from the trace just before
+                        guess = SeamState.near(packets.apply(trace.duplicate()), cfg, starts.get(i), MODE_REACH);
                     }
                     Segment s = new Segment(i, seams, guess, null);
                     s.reads = new CarriedReads(guess, resumedShown);
@@ -207,7 +210,7 @@ public final class ParallelFlow {
                     s.cancel();
                     redone++;
                     SeamState exact = expected.copy(cfg);
-                    exact.carried = carrySeams;
+                    exact.clockCarried = carrySeams;
                     s = new Segment(s.index, seams, exact, out);
                     s.reads = CarriedReads.settled(exact);
                     s.decode(trace, sinks);
@@ -283,7 +286,7 @@ public final class ParallelFlow {
          * state reads the same (later reads take {@code real}).
          */
         boolean startedRight(SeamState real) {
-            if (carrySeams && !start.sameState(real)) {
+            if (carrySeams ? !start.sameState(real) : !start.sameModes(real)) {
                 return false;
             }
             return reads.settle(real);
@@ -323,8 +326,12 @@ public final class ParallelFlow {
                 ByteBuffer slice = trace.duplicate().position((int) from).slice();
                 PrintWriter pw = new PrintWriter(this);
                 sink = sinks.apply(pw);
-                FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), index == 0 ? sink : new SeamSink(sink),
+                SeamSink seamSink = index == 0 ? null : new SeamSink(sink, from);
+                FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), index == 0 ? sink : seamSink,
                         blockMode);
+                if (seamSink != null) {
+                    seamSink.decoder = d;
+                }
                 d.segment(from, -1);
                 d.seams(seams, index + 1);
                 d.startAt(start);
@@ -451,14 +458,18 @@ public final class ParallelFlow {
 
         /**
          * The segment's sink: the status events of its first PSB reach the sink (its state, e.g. a printer's time, must
-         * follow them) but print nothing, as the segment before ended with them.
+         * follow them) but print nothing, as the segment before ended with them. Edge coverage does not see them: the
+         * segment before's last branch (still pending after them) may join this segment's first instruction.
          */
         private final class SeamSink implements FlowSink {
             private final FlowSink sink;
+            private final long firstPsb;
+            FlowDecoder decoder;
             private boolean initial = true;
 
-            SeamSink(FlowSink sink) {
+            SeamSink(FlowSink sink, long firstPsb) {
                 this.sink = sink;
+                this.firstPsb = firstPsb;
             }
 
             @Override
@@ -475,7 +486,11 @@ public final class ParallelFlow {
 
             @Override
             public void event(Event ev) {
-                if (initial && ev.statusUpdate) {
+                // only the first PSB's: a PSB right after it (no event between) is this segment's to print
+                if (initial && ev.statusUpdate && decoder.psbOffset() == firstPsb) {
+                    if (sink.edgesOnly()) {
+                        return; // coverage has no state to follow them, and they may not clear a branch pending
+                    }
                     muted = true;
                     try {
                         sink.event(ev);

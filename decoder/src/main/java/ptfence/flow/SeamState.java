@@ -16,8 +16,10 @@ final class SeamState {
     boolean csd;
     boolean iflag;
     int flowMode;
-    /** The clock and modes are the sequential decode's (or its guess); false: a segment starts them afresh. */
+    /** The modes are the sequential decode's (or its guess); false: a segment starts them afresh. */
     boolean carried = true;
+    /** The clock too (a count or coverage does not read it). */
+    boolean clockCarried = true;
     long resumeIp;
     boolean emitted;
     long lastEmittedIp;
@@ -45,6 +47,7 @@ final class SeamState {
     SeamState copy(FlowConfig config) {
         SeamState s = of(config, clock, modeValid, csl, csd, iflag, flowMode);
         s.carried = carried;
+        s.clockCarried = clockCarried;
         s.resumeIp = resumeIp;
         s.emitted = emitted;
         s.lastEmittedIp = lastEmittedIp;
@@ -59,6 +62,26 @@ final class SeamState {
     boolean sameState(SeamState o) {
         return clock.sameState(o.clock) && modeValid == o.modeValid && csl == o.csl && csd == o.csd && iflag == o.iflag
                 && flowMode == o.flowMode;
+    }
+
+    /** True if a decode from here lists the same flow (times aside) from either state: the execution modes agree. */
+    boolean sameModes(SeamState o) {
+        return modeValid == o.modeValid && csl == o.csl && csd == o.csd && iflag == o.iflag && flowMode == o.flowMode;
+    }
+
+    /**
+     * A guess of the modes at the PSB at {@code psb} without a pass over the whole trace before it: the pass over the
+     * last {@code reach} bytes before it (from a PSB), where some MODE.Exec restates them. The clock is not guessed.
+     */
+    static SeamState near(PacketInput in, FlowConfig config, long psb, long reach) {
+        long from = psb <= reach ? 0 : in.findPsbBackward(psb - reach);
+        if (from < 0) {
+            from = 0;
+        }
+        Pass pass = new Pass(in, config, from);
+        SeamState s = pass.at(psb);
+        s.clockCarried = false;
+        return s;
     }
 
     private void reset() {
@@ -98,10 +121,14 @@ final class SeamState {
         }
 
         Pass(PacketInput in, FlowConfig config) {
+            this(in, config, 0);
+        }
+
+        Pass(PacketInput in, FlowConfig config, long from) {
             this.in = in;
             this.config = config;
             this.s = new SeamState(config);
-            long psb = in.findPsb(0);
+            long psb = in.findPsb(from);
             ended = psb < 0;
             if (!ended) {
                 in.seek(psb);
