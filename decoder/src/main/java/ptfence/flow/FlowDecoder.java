@@ -370,6 +370,13 @@ public final class FlowDecoder {
 
     /** After an error: find a place in the event stream to continue from (ptxed --resync-on-error). */
     private int resync() {
+        if (carriedIpLive) {
+            // the events it passes may read the IP (an enable) or set it: read the carried one now
+            carriedIpLive = false;
+            if (ip == carriedIp) {
+                ip = carried.errorIp();
+            }
+        }
         postponed = false;
         boundPaging = boundVmcs = boundPtwrite = false;
         boundInsnEvents = 0;
@@ -723,6 +730,7 @@ public final class FlowDecoder {
             case Event.ENABLED -> {
                 if (ev.statusUpdate) {
                     if (initialPsb && !enabled) {
+                        carriedIpLive = false; // the PSB+ gives the IP
                         enabled = true;
                         ip = ev.ip;
                     } else if (!enabled) {
@@ -833,6 +841,7 @@ public final class FlowDecoder {
             case Event.OVERFLOW -> {
                 boolean sup = ev.ipSuppressed;
                 long oip = ev.ip;
+                carriedIpLive = false; // the overflow sets the IP
                 report();
                 if (sup) {
                     enabled = false;
