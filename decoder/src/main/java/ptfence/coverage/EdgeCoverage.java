@@ -156,23 +156,8 @@ public final class EdgeCoverage implements FlowSink {
             int i = index(f, t);
             bitmap[i] = (byte) Math.min(255, (bitmap[i] & 0xff) + n);
         }
-        if (!counting) {
-            return;
-        }
-        int mask = from.length - 1;
-        int h = (int) (((f * 31 + t) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-        while (count[h] != 0) {
-            if (from[h] == f && to[h] == t) {
-                count[h] += n;
-                return;
-            }
-            h = (h + 1) & mask;
-        }
-        from[h] = f;
-        to[h] = t;
-        count[h] = n;
-        if (++used * 2 > from.length) {
-            grow();
+        if (counting) {
+            add(f, t, n);
         }
     }
 
@@ -260,6 +245,143 @@ public final class EdgeCoverage implements FlowSink {
                 sb.append(String.format("%016x %016x %d%n", e[0], e[1], e[2]));
             }
             out.append(sb);
+        }
+    }
+
+    // ---------------------------------------------------------------- PSB segments (ParallelFlow)
+
+    /**
+     * A PSB segment's coverage, for a decode on several threads: its own edges, and what the seam needs. The edge
+     * that joins the pending branch of the segment before to this segment's first listed instruction is counted when
+     * the segments are appended in trace order ({@link #append}), unless an event or error that clears it came first
+     * (this coverage's own rules decide: it starts with a branch pending, and whether that branch is still pending at
+     * the first instruction is the answer). The segment's first PSB's status events were the segment before's: its
+     * decode does not pass them here.
+     */
+    public static final class Segment implements FlowSink {
+        private final EdgeCoverage cov;
+        private boolean listed;
+        private long first;
+        private boolean open;
+
+        public Segment(PrintWriter errorOut, boolean counting, boolean bitmap) {
+            cov = new EdgeCoverage(errorOut, counting, bitmap);
+            cov.pending = true; // the segment before's last branch, if it was pending (its IP comes with the merge)
+        }
+
+        public EdgeCoverage coverage() {
+            return cov;
+        }
+
+        private void list(long ip) {
+            if (!listed) {
+                listed = true;
+                first = ip;
+                open = cov.pending;
+                cov.pending = false;
+            }
+        }
+
+        @Override
+        public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+            list(ip);
+            cov.insn(ip, size, cls, mode, speculative);
+        }
+
+        @Override
+        public void path(long base, int[] pairs, int pairCount, long first, long last) {
+            list(first);
+            cov.path(base, pairs, pairCount, first, last);
+        }
+
+        @Override
+        public void block(long ip, int n, CodeCache code, int off, int mode, boolean speculative) {
+            cov.block(ip, n, code, off, mode, speculative);
+        }
+
+        @Override
+        public void event(Event ev) {
+            cov.event(ev);
+        }
+
+        @Override
+        public void error(String kind, int code, long offset, long ip) {
+            cov.error(kind, code, offset, ip);
+        }
+
+        @Override
+        public void endOfTrace() {
+            cov.endOfTrace();
+        }
+
+        @Override
+        public void disabledAfterResync() {
+            cov.disabledAfterResync();
+        }
+
+        @Override
+        public void beginBlock() {
+            cov.beginBlock();
+        }
+
+        @Override
+        public boolean countsOnly() {
+            return cov.countsOnly();
+        }
+
+        @Override
+        public boolean edgesOnly() {
+            return cov.edgesOnly();
+        }
+    }
+
+    /**
+     * Adds the coverage of the PSB segment that follows what this holds in the trace (segments appended in trace
+     * order): its edges and counts (bitmap counters saturating), and the seam's edge from this flow's pending branch to
+     * the segment's first instruction, as the flow decoded in one piece counts it. The segment's pending branch is then
+     * this flow's.
+     */
+    public void append(Segment s) {
+        EdgeCoverage c = s.cov;
+        if (s.listed) {
+            if (pending && s.open) {
+                edge(pendingFrom, s.first);
+            }
+            pending = c.pending;
+            pendingFrom = c.pendingFrom;
+        } else if (!c.pending) {
+            pending = false; // cleared before anything was listed
+        }
+        if (counting) {
+            for (long[] e : c.edges()) {
+                add(e[0], e[1], e[2]);
+            }
+        }
+        byte[] other = c.bitmap(); // with the segment's counted paths in it
+        if (bitmap != null && other != null) {
+            for (int i = 0; i < MAP_SIZE; i++) {
+                int sum = (bitmap[i] & 0xff) + (other[i] & 0xff);
+                bitmap[i] = (byte) Math.min(255, sum);
+            }
+        }
+    }
+
+    /** Counts {@code n} more of the edge (from, to) in the exact table (not the bitmap). */
+    private void add(long f, long t, long n) {
+        int mask = from.length - 1;
+        int h = (int) (((f * 31 + t) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+        while (count[h] != 0) {
+            if (from[h] == f && to[h] == t) {
+                count[h] += n;
+                return;
+            }
+            h = (h + 1) & mask;
+        }
+        from[h] = f;
+        to[h] = t;
+        count[h] = n;
+        if (++used * 2 > from.length) {
+            grow();
         }
     }
 }

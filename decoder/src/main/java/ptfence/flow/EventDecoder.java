@@ -292,7 +292,9 @@ public final class EventDecoder {
     int syncForward(long from, SeamState seam) {
         reset();
         if (seam != null) {
-            time.seed(seam.clock);
+            if (seam.clockCarried) {
+                time.seed(seam.clock);
+            }
             modeExecValid = seam.modeValid;
             csl = seam.csl;
             csd = seam.csd;

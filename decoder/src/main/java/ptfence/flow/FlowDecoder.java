@@ -162,10 +162,36 @@ public final class FlowDecoder {
         }
     }
 
-    /** The state just before the marked PSB, as the sequential decode has it there; a fresh one if never reached. */
+    /**
+     * The state just before the marked PSB, as the sequential decode has it there; a fresh one if never reached. The
+     * flow's part (the IP tracing is off at, the last instruction emitted) is the flow's as its PSB+ ended: a PSB+
+     * restates neither while tracing is off.
+     */
     SeamState endSeam() {
         SeamState s = evd.atSeam();
-        return s != null ? s : new SeamState(cfg);
+        if (s == null) {
+            return new SeamState(cfg);
+        }
+        s.resumeIp = ip;
+        s.emitted = emitted;
+        s.lastEmittedIp = lastEmittedIp;
+        s.lastEmittedNext = lastEmittedNext();
+        // still the segment's own start (the guess, or the real state if settled): ParallelFlow fills in the real one
+        s.ipFromStart = carriedIpLive && ip == carriedIp;
+        s.emitFromStart = carriedEmitLive && !emitted;
+        return s;
+    }
+
+    // The carried flow state of a segment started from a guess (null: sequential), while the decode has not yet
+    // replaced it: reads go through CarriedReads, which ParallelFlow settles with the real state.
+    private CarriedReads carried;
+    private long carriedIp;
+    private boolean carriedIpLive;
+    private boolean carriedEmitLive;
+
+    /** A segment's decode: reads of the flow state carried to its PSB go through {@code reads}. */
+    void carriedReads(CarriedReads reads) {
+        this.carried = reads;
     }
 
     /**
@@ -239,9 +265,21 @@ public final class FlowDecoder {
             resetState();
             long syncAt = in.findPsb(from);
             if (startSeam != null) {
-                mode = startSeam.flowMode;
+                if (startSeam.carried) {
+                    mode = startSeam.flowMode;
+                }
+                // where tracing is off at the PSB, its PSB+ does not restate these: a later enable or error reads them
+                ip = startSeam.resumeIp;
+                emitted = startSeam.emitted;
+                lastEmittedIp = startSeam.lastEmittedIp;
+                lastEmittedNext = startSeam.lastEmittedNext;
+                pathLastCache = null;
+                carriedIp = ip;
+                carriedIpLive = carried != null;
+                carriedEmitLive = carried != null && !emitted;
             }
-            int st = syncAt < 0 ? PtError.EOS : evd.syncForward(from, startSeam);
+            int st = syncAt < 0 ? PtError.EOS
+                    : evd.syncForward(from, startSeam != null && startSeam.carried ? startSeam : null);
             startSeam = null;
             if (st == PtError.EOS) {
                 return;
@@ -333,6 +371,13 @@ public final class FlowDecoder {
 
     /** After an error: find a place in the event stream to continue from (ptxed --resync-on-error). */
     private int resync() {
+        if (carriedIpLive) {
+            // the events it passes may read the IP (an enable) or set it: read the carried one now
+            carriedIpLive = false;
+            if (ip == carriedIp) {
+                ip = carried.errorIp();
+            }
+        }
         postponed = false;
         boundPaging = boundVmcs = boundPtwrite = false;
         boundInsnEvents = 0;
@@ -418,11 +463,25 @@ public final class FlowDecoder {
      * IP the flow stopped at.
      */
     private long errorIp(int err) {
+        if (carriedEmitLive && !emitted && (eventLayerError || err == PtError.BAD_QUERY)) {
+            SeamState real = carried.emitted();
+            if (real != null) {
+                carriedEmitLive = false;
+                emitted = real.emitted;
+                lastEmittedIp = real.lastEmittedIp;
+                lastEmittedNext = real.lastEmittedNext;
+                pathLastCache = null;
+            }
+        }
         if (eventLayerError) {
             return emitted ? lastEmittedNext() : 0;
         }
         if (err == PtError.BAD_QUERY && emitted) {
             return lastEmittedIp;
+        }
+        if (carriedIpLive && ip == carriedIp) {
+            ip = carried.errorIp();
+            carriedIp = ip;
         }
         return ip;
     }
@@ -444,6 +503,9 @@ public final class FlowDecoder {
     }
 
     private void resetState() {
+        pathLastCache = null;
+        carriedIpLive = false;
+        carriedEmitLive = false;
         enabled = false;
         ip = 0;
         mode = 0;
@@ -684,6 +746,7 @@ public final class FlowDecoder {
             case Event.ENABLED -> {
                 if (ev.statusUpdate) {
                     if (initialPsb && !enabled) {
+                        carriedIpLive = false; // the PSB+ gives the IP
                         enabled = true;
                         ip = ev.ip;
                     } else if (!enabled) {
@@ -697,6 +760,12 @@ public final class FlowDecoder {
                 }
                 if (enabled) {
                     return PtError.BAD_CONTEXT;
+                }
+                if (carriedIpLive) {
+                    carriedIpLive = false; // from here on the IP is the trace's
+                    if (ip == carriedIp) {
+                        ip = carried.resume(ev.ip);
+                    }
                 }
                 ev.resumed = ev.ip == ip;
                 ip = ev.ip;
@@ -788,6 +857,7 @@ public final class FlowDecoder {
             case Event.OVERFLOW -> {
                 boolean sup = ev.ipSuppressed;
                 long oip = ev.ip;
+                carriedIpLive = false; // the overflow sets the IP
                 report();
                 if (sup) {
                     enabled = false;

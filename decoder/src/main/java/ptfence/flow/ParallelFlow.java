@@ -34,6 +34,9 @@ import ptfence.image.CodeSpace;
  * the output's thread, from the right state. Times and events are therefore exactly the sequential decode's.
  */
 public final class ParallelFlow {
+    /** Bytes of trace before a PSB whose packets guess the execution modes there when the clock is not carried. */
+    static final long MODE_REACH = 64 * 1024;
+
     /** Chars a worker fills before handing them over (and the granularity of streaming). */
     static final int CHUNK = 16 * 1024;
 
@@ -61,6 +64,19 @@ public final class ParallelFlow {
     private boolean carrySeams;
     /** Segments decoded again because the packet pass guessed their starting state wrong. */
     int redone;
+    /** Given each segment's sink once its output is written, in trace order (coverage merges its edges). */
+    private java.util.function.Consumer<FlowSink> segmentDone;
+
+    /** Calls {@code done} with each segment's sink, in trace order, after its output (each segment has its own sink). */
+    public ParallelFlow onSegmentDone(java.util.function.Consumer<FlowSink> done) {
+        segmentDone = done;
+        return this;
+    }
+
+    /** Segments decoded again (tests read it). */
+    int redone() {
+        return redone;
+    }
 
     /**
      * Start each segment with the sequential decode's clock and execution modes ({@link SeamState}): needed when times
@@ -94,9 +110,10 @@ public final class ParallelFlow {
     }
 
     /**
-     * Segment start offsets: the first PSB, then the first PSB at or after every {@code chunkBytes} whose PSB+ has
-     * tracing on (gives an IP). Where it is off the flow's state (the IP tracing resumes at, which tells "resumed" from
-     * "enabled") comes from the code before the PSB, which a segment starting there could not know.
+     * Segment start offsets: the first PSB, then the first PSB at or after every {@code chunkBytes} whose PSB+ ends
+     * within reach. Where tracing is off at the PSB, the flow's state there (the IP it will resume at, which tells
+     * "resumed" from "enabled"; the last instruction, which errors report) comes from the code before the PSB: a segment
+     * starts from a guess ({@link SeamState.Pass}) and is decoded again if what it read of it was wrong.
      */
     List<Long> boundaries(ByteBuffer trace) {
         PacketInput in = packets.apply(trace.duplicate());
@@ -105,38 +122,11 @@ public final class ParallelFlow {
         while (at >= 0) {
             starts.add(at);
             at = in.findPsb(at + Math.max(16, chunkBytes));
-            while (at >= 0 && !tracingOn(trace, seam(trace, at))) {
+            while (at >= 0 && seam(trace, at).headerEnd() < 0) {
                 at = in.findPsb(at + 16);
             }
         }
         return starts;
-    }
-
-    /** Whether tracing is on after the PSB+ of {@code seam}: it gives an IP, and BDM70 does not make it void. */
-    private boolean tracingOn(ByteBuffer trace, Seam seam) {
-        if (seam.ip() < 0 || seam.headerEnd() < 0) {
-            return false;
-        }
-        if (!cfg.bdm70) {
-            return true;
-        }
-        // BDM70: a PSB+ FUP followed (status packets aside) by a TIP.PGE enables nothing (EventDecoder#checkBdm70)
-        int end = (int) Math.min(trace.limit(), seam.headerEnd() + 4096);
-        PacketInput in = packets.apply(trace.duplicate().position((int) seam.headerEnd()).limit(end).slice());
-        Pkt p = new Pkt();
-        while (in.next(p) == 0) {
-            switch (p.type) {
-                case Pkt.TIP_PGE -> {
-                    return false;
-                }
-                case Pkt.PAD, Pkt.TSC, Pkt.CBR, Pkt.PSBEND, Pkt.PIP, Pkt.MODE_EXEC, Pkt.MODE_TSX, Pkt.VMCS, Pkt.TMA,
-                        Pkt.MTC, Pkt.CYC, Pkt.MNT -> { }
-                default -> {
-                    return true;
-                }
-            }
-        }
-        return true;
     }
 
     /**
@@ -187,7 +177,10 @@ public final class ParallelFlow {
         });
         ArrayDeque<Segment> ahead = new ArrayDeque<>();
         SeamState.Pass guesses = carrySeams ? new SeamState.Pass(packets.apply(trace.duplicate()), cfg) : null;
-        SeamState expected = carrySeams ? new SeamState(cfg) : null;
+        SeamState expected = new SeamState(cfg);
+        // a count or coverage does not show "resumed" (the carried IP then matters only to errors)
+        FlowSink probe = sinks.apply(new PrintWriter(Writer.nullWriter()));
+        boolean resumedShown = !probe.countsOnly() && !probe.edgesOnly();
         Seam[] seams = new Seam[n];
         for (int i = 0; i < n; i++) {
             seams[i] = seam(trace, starts.get(i));
@@ -200,21 +193,35 @@ public final class ParallelFlow {
                 // the workers waiting at their caps cannot starve it.
                 while (next < n && next < turn + window) {
                     int i = next++;
-                    Segment s = new Segment(i, seams, guesses == null ? null : guesses.at(starts.get(i)), null);
+                    SeamState guess;
+                    if (guesses != null) {
+                        guess = guesses.at(starts.get(i));
+                    } else {
+                        // a count: the modes only (instructions are decoded in them), from the trace just before
+                        guess = SeamState.near(packets.apply(trace.duplicate()), cfg, starts.get(i), MODE_REACH);
+                    }
+                    Segment s = new Segment(i, seams, guess, null);
+                    s.reads = new CarriedReads(guess, resumedShown);
                     ahead.add(s);
                     pool.execute(() -> s.decode(trace, sinks));
                 }
                 Segment s = ahead.poll();
-                if (carrySeams && !s.start.sameState(expected)) {
+                if (s.index > 0 && !s.startedRight(expected)) {
                     s.cancel();
                     redone++;
-                    s = new Segment(s.index, seams, expected, out);
+                    SeamState exact = expected.copy(cfg);
+                    exact.clockCarried = carrySeams;
+                    s = new Segment(s.index, seams, exact, out);
+                    s.reads = CarriedReads.settled(exact);
                     s.decode(trace, sinks);
                 }
                 if (!s.drainTo(out)) {
                     return;
                 }
-                expected = s.end;
+                expected = s.endFrom(expected);
+                if (segmentDone != null) {
+                    segmentDone.accept(s.sink);
+                }
                 instructions += s.instructions;
                 blocks += s.blocks;
                 errors += s.errors;
@@ -268,6 +275,35 @@ public final class ParallelFlow {
         long instructions;
         long blocks;
         long errors;
+        FlowSink sink;
+
+        /** What the decode reads of the flow state carried to its PSB (settled when its turn comes). */
+        CarriedReads reads;
+
+        /**
+         * Coordinator: whether the decode from its guessed state gives what one from {@code real} (the state the segment
+         * before reached its PSB with) gives: the same clock and modes (when carried), and what it read of the flow's
+         * state reads the same (later reads take {@code real}).
+         */
+        boolean startedRight(SeamState real) {
+            if (carrySeams ? !start.sameState(real) : !start.sameModes(real)) {
+                return false;
+            }
+            return reads.settle(real);
+        }
+
+        /** The state this decode reached its last PSB with, the parts it kept from its start taken from {@code real}. */
+        SeamState endFrom(SeamState real) {
+            if (end.ipFromStart) {
+                end.resumeIp = real.resumeIp;
+            }
+            if (end.emitFromStart) {
+                end.emitted = real.emitted;
+                end.lastEmittedIp = real.lastEmittedIp;
+                end.lastEmittedNext = real.lastEmittedNext;
+            }
+            return end;
+        }
 
         Segment(int index, Seam[] seams, SeamState start, PrintWriter direct) {
             this.index = index;
@@ -289,12 +325,17 @@ public final class ParallelFlow {
                 long from = seams[index].at();
                 ByteBuffer slice = trace.duplicate().position((int) from).slice();
                 PrintWriter pw = new PrintWriter(this);
-                FlowSink sink = sinks.apply(pw);
-                FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), index == 0 ? sink : new SeamSink(sink),
+                sink = sinks.apply(pw);
+                SeamSink seamSink = index == 0 ? null : new SeamSink(sink, from);
+                FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), index == 0 ? sink : seamSink,
                         blockMode);
+                if (seamSink != null) {
+                    seamSink.decoder = d;
+                }
                 d.segment(from, -1);
                 d.seams(seams, index + 1);
                 d.startAt(start);
+                d.carriedReads(reads);
                 d.run();
                 reached = d.seamReached();
                 end = d.endSeam();
@@ -417,14 +458,18 @@ public final class ParallelFlow {
 
         /**
          * The segment's sink: the status events of its first PSB reach the sink (its state, e.g. a printer's time, must
-         * follow them) but print nothing, as the segment before ended with them.
+         * follow them) but print nothing, as the segment before ended with them. Edge coverage does not see them: the
+         * segment before's last branch (still pending after them) may join this segment's first instruction.
          */
         private final class SeamSink implements FlowSink {
             private final FlowSink sink;
+            private final long firstPsb;
+            FlowDecoder decoder;
             private boolean initial = true;
 
-            SeamSink(FlowSink sink) {
+            SeamSink(FlowSink sink, long firstPsb) {
                 this.sink = sink;
+                this.firstPsb = firstPsb;
             }
 
             @Override
@@ -441,7 +486,11 @@ public final class ParallelFlow {
 
             @Override
             public void event(Event ev) {
-                if (initial && ev.statusUpdate) {
+                // only the first PSB's: a PSB right after it (no event between) is this segment's to print
+                if (initial && ev.statusUpdate && decoder.psbOffset() == firstPsb) {
+                    if (sink.edgesOnly()) {
+                        return; // coverage has no state to follow them, and they may not clear a branch pending
+                    }
                     muted = true;
                     try {
                         sink.event(ev);

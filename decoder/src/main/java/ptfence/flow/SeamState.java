@@ -5,7 +5,9 @@ import ptfence.flow.PacketInput.Pkt;
 /**
  * What the sequential decode carries into a PSB that the PSB+ does not restate, so that a PSB segment decoded on its
  * own starts where the sequential decode is: the clock (TSC, MTC/CTC, CBR, TMA, the CYC calibration), the event
- * layer's execution mode (a MODE.Exec that repeats it is no event), and the flow's execution mode.
+ * layer's execution mode (a MODE.Exec that repeats it is no event), and the flow's execution mode; and the flow's part
+ * a PSB+ with tracing off does not restate: the IP tracing was disabled at (an enable there is "resumed", else
+ * "enabled"; an error while disabled reports it) and the last instruction emitted (an error reports the IP after it).
  */
 final class SeamState {
     final TimeTracker clock;
@@ -14,6 +16,17 @@ final class SeamState {
     boolean csd;
     boolean iflag;
     int flowMode;
+    /** The modes are the sequential decode's (or its guess); false: a segment starts them afresh. */
+    boolean carried = true;
+    /** The clock too (a count or coverage does not read it). */
+    boolean clockCarried = true;
+    long resumeIp;
+    boolean emitted;
+    long lastEmittedIp;
+    long lastEmittedNext;
+    /** In a segment's end state: the flow's part is still what the segment started with (the real start fills it). */
+    boolean ipFromStart;
+    boolean emitFromStart;
 
     SeamState(FlowConfig config) {
         clock = new TimeTracker(config);
@@ -32,19 +45,50 @@ final class SeamState {
     }
 
     SeamState copy(FlowConfig config) {
-        return of(config, clock, modeValid, csl, csd, iflag, flowMode);
+        SeamState s = of(config, clock, modeValid, csl, csd, iflag, flowMode);
+        s.carried = carried;
+        s.clockCarried = clockCarried;
+        s.resumeIp = resumeIp;
+        s.emitted = emitted;
+        s.lastEmittedIp = lastEmittedIp;
+        s.lastEmittedNext = lastEmittedNext;
+        return s;
     }
 
-    /** True if a decode from here gives the same results from either state. */
+    /**
+     * True if a decode from here gives the same times and events from either state (the flow's part is checked by what
+     * the decode read of it: {@link FlowDecoder#carriedReadsAgree}).
+     */
     boolean sameState(SeamState o) {
         return clock.sameState(o.clock) && modeValid == o.modeValid && csl == o.csl && csd == o.csd && iflag == o.iflag
                 && flowMode == o.flowMode;
+    }
+
+    /** True if a decode from here lists the same flow (times aside) from either state: the execution modes agree. */
+    boolean sameModes(SeamState o) {
+        return modeValid == o.modeValid && csl == o.csl && csd == o.csd && iflag == o.iflag && flowMode == o.flowMode;
+    }
+
+    /**
+     * A guess of the modes at the PSB at {@code psb} without a pass over the whole trace before it: the pass over the
+     * last {@code reach} bytes before it (from a PSB), where some MODE.Exec restates them. The clock is not guessed.
+     */
+    static SeamState near(PacketInput in, FlowConfig config, long psb, long reach) {
+        long from = psb <= reach ? 0 : in.findPsbBackward(psb - reach);
+        if (from < 0) {
+            from = 0;
+        }
+        Pass pass = new Pass(in, config, from);
+        SeamState s = pass.at(psb);
+        s.clockCarried = false;
+        return s;
     }
 
     private void reset() {
         clock.reset();
         modeValid = false;
         flowMode = 0;
+        resumeIp = 0;
     }
 
     /**
@@ -59,12 +103,32 @@ final class SeamState {
         private final FlowConfig config;
         private boolean header;
         private boolean ended;
+        // For the guess of the IP tracing is off at: the last IP (IP compression), a FUP that may pair with a TIP.PGD
+        private long lastIp;
+        private boolean fup;
+        private long fupIp;
+        private boolean bound;
+
+        private void lastIp(Pkt p) {
+            switch (p.ipc) {
+                case 1 -> lastIp = (lastIp & ~0xffffL) | (p.ip & 0xffffL);
+                case 2 -> lastIp = (lastIp & ~0xffffffffL) | (p.ip & 0xffffffffL);
+                case 3 -> lastIp = (p.ip << 16) >> 16;
+                case 4 -> lastIp = (lastIp & ~0xffffffffffffL) | (p.ip & 0xffffffffffffL);
+                case 6 -> lastIp = p.ip;
+                default -> { }
+            }
+        }
 
         Pass(PacketInput in, FlowConfig config) {
+            this(in, config, 0);
+        }
+
+        Pass(PacketInput in, FlowConfig config, long from) {
             this.in = in;
             this.config = config;
             this.s = new SeamState(config);
-            long psb = in.findPsb(0);
+            long psb = in.findPsb(from);
             ended = psb < 0;
             if (!ended) {
                 in.seek(psb);
@@ -84,6 +148,8 @@ final class SeamState {
                     // the decoder reports an error and synchronizes at the next PSB, starting afresh
                     s.reset();
                     header = false;
+                    fup = false;
+                    bound = false;
                     long psb = in.findPsb(pos + 1);
                     if (psb < 0) {
                         ended = true;
@@ -93,16 +159,51 @@ final class SeamState {
                     continue;
                 }
                 switch (p.type) {
-                    case Pkt.PSB -> header = true;
+                    case Pkt.PSB -> {
+                        header = true;
+                        lastIp = 0;
+                        fup = false;
+                    }
                     case Pkt.PSBEND -> header = false;
                     case Pkt.OVF -> {
                         header = false;
                         s.modeValid = false;
                         s.clock.overflow(config.keepTcalOnOvf);
+                        s.resumeIp = 0;
+                        fup = false;
+                        bound = true; // the FUP after an OVF says where tracing resumed
                     }
                     case Pkt.MODE_EXEC -> modeExec(p.flagA, p.flagB, p.flagC);
                     case Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC, Pkt.CBR -> s.clock.apply(p, header);
-                    default -> { }
+                    case Pkt.PAD, Pkt.PIP, Pkt.VMCS, Pkt.MNT -> { }
+                    case Pkt.FUP -> {
+                        lastIp(p);
+                        fup = !header && !bound && p.ipc != 0;
+                        fupIp = lastIp;
+                        bound = false;
+                    }
+                    case Pkt.TIP_PGD -> {
+                        lastIp(p);
+                        // FUP + TIP.PGD: disabled asynchronously at the FUP's IP; else at the TIP.PGD's IP (a
+                        // suppressed IP: where the flow stops, which only the flow knows; 0 guesses "not known")
+                        s.resumeIp = fup ? fupIp : p.ipc != 0 ? lastIp : 0;
+                        fup = false;
+                        bound = false;
+                    }
+                    case Pkt.TIP, Pkt.TIP_PGE -> {
+                        lastIp(p);
+                        fup = false;
+                        bound = false;
+                    }
+                    // these take the FUP that follows them
+                    case Pkt.MODE_TSX, Pkt.PTW, Pkt.EXSTOP, Pkt.MWAIT, Pkt.TRIG, Pkt.CFE -> {
+                        fup = false;
+                        bound = true;
+                    }
+                    default -> {
+                        fup = false;
+                        bound = false;
+                    }
                 }
             }
             return in.position() == offset ? s.copy(config) : new SeamState(config);

@@ -164,7 +164,7 @@ public final class FlowCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N",
             description = "Decode PSB segments on N threads and stitch them in order (0: one per core). Default: one "
                     + "per core (times included: each segment starts with the clock and calibration the trace before "
-                    + "it set), but one with --pevent, --offset, --edges or --coverage.")
+                    + "it set), but one with --pevent or --offset.")
     Integer threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
             description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 32 KiB otherwise: a segment's "
@@ -284,14 +284,18 @@ public final class FlowCommand implements Callable<Integer> {
         }
         boolean threadsGiven = threads != null && threads > 0;
         int nThreads = offset ? 1 : threadsGiven ? threads : cores;
-        long segment = segmentBytes != null ? segmentBytes : quiet ? 8L << 20 : 32L << 10;
+        long segment = segmentBytes != null ? segmentBytes : quiet || coverageOnly ? 8L << 20 : 32L << 10;
         long instructions;
         long blockCount;
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
-        // (Edges join the last branch of one PSB segment to the first instruction of the next: sequential.)
-        if (nThreads > 1 && session == null && edgeSink == null && (threadsGiven || trace.remaining() > 2 * segment)) {
+        if (nThreads > 1 && session == null && (threadsGiven || trace.remaining() > 2 * segment)) {
             ParallelFlow par = new ParallelFlow(image, cfg, packetSource, blocks, nThreads, segment)
-                    .carrySeams(!quiet || !timeUnused());
+                    .carrySeams(!(quiet || coverageOnly) || !timeUnused());
+            if (edgeSink != null) {
+                // each segment counts its own edges; merged in trace order with the edge across each seam
+                sinks = w -> new EdgeCoverage.Segment(w, edges, coverage != null);
+                par.onSegmentDone(s -> edgeSink.append((EdgeCoverage.Segment) s));
+            }
             try {
                 par.run(trace, out, sinks);
             } catch (Exception e) {

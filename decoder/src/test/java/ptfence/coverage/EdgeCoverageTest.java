@@ -111,7 +111,29 @@ class EdgeCoverageTest {
         if (!java.util.Arrays.equals(bitmap(want), bits)) {
             failures.add(name + " --coverage");
         }
+        parallel(name, dir, args, tmp, failures);
         return want.size();
+    }
+
+    /**
+     * {@code --edges} (text, jsonl; errors included) and {@code --coverage} on 2 and 4 threads with a segment per PSB
+     * equal the one-thread decode's: each segment's edges merged in trace order, with the edge across each seam.
+     */
+    static void parallel(String name, Path dir, List<String> args, Path tmp, List<String> failures) throws IOException {
+        Path map = tmp.resolve("map");
+        for (List<String> out : List.of(List.of("--edges"), List.of("--edges", "--format", "jsonl"),
+                List.of("--coverage", map.toString()))) {
+            String one = ptfence.flow.PtxedCorpusTestAccess.decode(dir, with(with(args, "--threads", "1"),
+                    out.toArray(String[]::new)));
+            byte[] oneMap = out.contains("--coverage") ? Files.readAllBytes(map) : null;
+            for (String threads : List.of("2", "4")) {
+                String par = ptfence.flow.PtxedCorpusTestAccess.decode(dir, with(with(args, "--threads", threads,
+                        "--segment-bytes", "1"), out.toArray(String[]::new)));
+                if (!par.equals(one) || oneMap != null && !java.util.Arrays.equals(oneMap, Files.readAllBytes(map))) {
+                    failures.add(name + " " + out + " threads " + threads);
+                }
+            }
+        }
     }
 
     @Test
@@ -145,6 +167,27 @@ class EdgeCoverageTest {
         }
         assertEquals(List.of(), failures);
         assertTrue(edges > 1000, "edges " + edges);
+    }
+
+    /**
+     * The DynamoRIO trace 4 times over (each copy starts at a PSB where tracing is off) and with PSBs forged after each
+     * disable of its first copy (TimedParallelTest): on threads, edges and bitmap equal the one-thread decode's, which
+     * equals the listing's.
+     */
+    @Test
+    void realTraceRepeatedEdgesOnThreads(@TempDir Path tmp) throws IOException {
+        Path d = ptfence.flow.PtxedCorpusTestAccess.real("test_simple.tracedir_2022-07-06");
+        List<String> failures = new ArrayList<>();
+        long edges = 0;
+        int i = 0;
+        for (byte[] t : ptfence.flow.PtxedCorpusTestAccess.dynamorioWithPsbsWhereTracingIsOff()) {
+            Path trace = tmp.resolve("t" + i++ + ".pt");
+            Files.write(trace, t);
+            edges += check(trace.getFileName().toString(), tmp, List.of("--elf", d.resolve("hello").toString(), "--cpu",
+                    "6/85/4", "--pt", trace.toString()), tmp, failures);
+        }
+        assertEquals(List.of(), failures);
+        assertTrue(edges > 4 * 1000, "edges " + edges);
     }
 
     @Test

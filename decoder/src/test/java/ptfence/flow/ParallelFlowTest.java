@@ -197,6 +197,30 @@ class ParallelFlowTest {
         assertTrue(afterClose[0] < 1_000_000, "written after the reader went away: " + afterClose[0]);
     }
 
+    /**
+     * Coverage on threads: the bench generator's traces (16 PSB segments of 64 KiB) cut into 4 KiB segments, --edges
+     * and the --coverage bitmap on 2 and 4 threads equal --threads 1 (each segment's edges merged in trace order, with
+     * the edge across each seam); so does the count.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tnt", "mixed"})
+    void coverageOnThreadsEqualsOneThread(String variant, @TempDir Path dir) throws Exception {
+        String trace = bench(dir, variant, 16).getFileName().toString();
+        Path one = dir.resolve("one.map");
+        Path par = dir.resolve("par.map");
+        String edges = decode(dir, trace, "--edges", "--coverage", one.toString(), "--threads", "1");
+        String count = decode(dir, trace, "--quiet", "--stat", "--threads", "1");
+        long taken = edges.lines().mapToLong(l -> Long.parseLong(l.split(" ")[2])).sum();
+        assertTrue(taken > 100_000, "edges taken " + taken); // a few edges (the bench's loops), taken very often
+        for (String threads : List.of("2", "4")) {
+            assertEquals(edges, decode(dir, trace, "--edges", "--coverage", par.toString(), "--threads", threads,
+                    "--segment-bytes", "4096"), "--edges on " + threads + " threads");
+            assertTrue(java.util.Arrays.equals(Files.readAllBytes(one), Files.readAllBytes(par)),
+                    "--coverage on " + threads + " threads");
+            assertEquals(count, decode(dir, trace, "--quiet", "--stat", "--threads", threads, "--segment-bytes", "4096"));
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"tnt", "mixed"})
     void segmentsStitchToTheSequentialOutput(String variant, @TempDir Path dir) throws Exception {

@@ -33,4 +33,15 @@ public final class PtxedCorpusTestAccess {
     public static Path real(String sub) {
         return RealTraceTest.dir(sub);
     }
+
+    /**
+     * The DynamoRIO trace 4 times over, and with PSBs where tracing is off forged after each disable of its first copy,
+     * without and with errors there (TimedParallelTest#withPsbsWhereTracingIsOff).
+     */
+    public static List<byte[]> dynamorioWithPsbsWhereTracingIsOff() throws IOException {
+        byte[] four = TimedParallelTest.dynamorio(4);
+        return List.of(four, TimedParallelTest.withPsbsWhereTracingIsOff(four, 1, 0),
+                TimedParallelTest.withPsbsWhereTracingIsOff(four, 1, 2, 0x04),
+                TimedParallelTest.withPsbsWhereTracingIsOff(four, 1, 2, 0x01));
+    }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -33,20 +34,41 @@ class TimedParallelTest {
      * the number of timed lines compared.
      */
     static long compare(String name, Path dir, List<String> args, List<String> formats, List<String> failures) {
+        return compare(name, dir, args, formats, List.of(List.of("--time")), failures);
+    }
+
+    /**
+     * Output options: the time column; none (what "resumed" is, and errors, decide alone); event IPs; a count (errors
+     * and the count only).
+     */
+    static final List<List<String>> VARIANTS = List.of(List.of("--time"), List.of(), List.of("--event:ip"),
+            List.of("--quiet", "--stat"));
+
+    /**
+     * As above with each of {@code variants} added to the options (the count only once, it has no format); returns the
+     * number of timed lines compared.
+     */
+    static long compare(String name, Path dir, List<String> args, List<String> formats, List<List<String>> variants,
+            List<String> failures) {
         long timed = 0;
-        for (String format : formats) {
-            List<String> a = with(args, "--format", format);
-            if (!a.contains("--time")) {
-                a.add("--time");
-            }
-            String seq = PtxedCorpusTest.decode(dir, with(a, "--threads", "1"));
-            for (String threads : List.of("2", "4")) {
-                String par = PtxedCorpusTest.decode(dir, with(a, "--threads", threads, "--segment-bytes", "1"));
-                if (!seq.equals(par)) {
-                    failures.add(name + " " + format + " threads " + threads);
+        for (List<String> variant : variants) {
+            boolean quiet = variant.contains("--quiet");
+            for (String format : quiet ? formats.subList(0, 1) : formats) {
+                List<String> a = with(args, "--format", format);
+                for (String v : variant) {
+                    if (!a.contains(v)) {
+                        a.add(v);
+                    }
                 }
+                String seq = PtxedCorpusTest.decode(dir, with(a, "--threads", "1"));
+                for (String threads : List.of("2", "4")) {
+                    String par = PtxedCorpusTest.decode(dir, with(a, "--threads", threads, "--segment-bytes", "1"));
+                    if (!seq.equals(par)) {
+                        failures.add(name + " " + format + " " + variant + " threads " + threads);
+                    }
+                }
+                timed += seq.lines().filter(l -> l.matches("[0-9a-f]{16}  .*") || l.contains("\"tsc\":")).count();
             }
-            timed += seq.lines().filter(l -> l.matches("[0-9a-f]{16}  .*") || l.contains("\"tsc\":")).count();
         }
         return timed;
     }
@@ -63,7 +85,7 @@ class TimedParallelTest {
             }
             Path d = dir.resolve(r.name());
             List<String> args = new ArrayList<>(r.args());
-            timed += compare(r.name() + (r.block() ? " block" : " insn"), d, args, FORMATS, failures);
+            timed += compare(r.name() + (r.block() ? " block" : " insn"), d, args, FORMATS, VARIANTS, failures);
             runs++;
         }
         assertEquals(List.of(), failures);
@@ -97,6 +119,172 @@ class TimedParallelTest {
         }
         assertEquals(List.of(), failures);
         assertTrue(timed > 4 * 59_234, "timed lines " + timed);
+    }
+
+    /**
+     * The DynamoRIO trace with a PSB+ where tracing is off (PSB, PSBEND) put right after each TIP.PGD of its first
+     * {@code copies} copies, and the TIP.PGE after it given its IP in full (a PSB resets IP compression); with
+     * {@code tntEvery} > 0, a TNT packet after every {@code tntEvery}-th such PSB+ that follows a synchronous disable
+     * without IP (an error while tracing is off: it reports the IP after the last instruction). So segments start where the IP tracing resumes at is the code's: after
+     * a disable without IP (the instruction after a system call, which the packets do not tell) or one at a FUP.
+     */
+    static byte[] withPsbsWhereTracingIsOff(byte[] trace, int copies, int tntEvery) {
+        return withPsbsWhereTracingIsOff(trace, copies, tntEvery, 0x04);
+    }
+
+    /**
+     * As above, the packet put after every {@code every}-th PSB+ being the one byte {@code packet} (0x01, a TIP.PGD
+     * without IP: an error of the flow, which reports the IP tracing was disabled at).
+     */
+    static byte[] withPsbsWhereTracingIsOff(byte[] trace, int copies, int every, int packet) {
+        int tntEvery = every;
+        FlowConfig cfg = new FlowConfig();
+        cfg.setCpu("6/85/4");
+        PacketInput in = CursorInput.of(ByteBuffer.wrap(trace), cfg.errata);
+        PacketInput.Pkt p = new PacketInput.Pkt();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        byte[] psbPlus = new byte[18];
+        for (int i = 0; i < 16; i += 2) {
+            psbPlus[i] = 0x02;
+            psbPlus[i + 1] = (byte) 0x82;
+        }
+        psbPlus[16] = 0x02;
+        psbPlus[17] = 0x23;
+        long lastIp = 0;
+        int copied = 0;
+        int psbs = 0;
+        int inserted = 0;
+        boolean fullNextIp = false;
+        boolean lastFup = false;
+        while (true) {
+            int at = (int) in.position();
+            if (in.next(p) < 0) {
+                break;
+            }
+            int end = (int) in.position();
+            switch (p.ipc) {
+                case 1 -> lastIp = (lastIp & ~0xffffL) | (p.ip & 0xffffL);
+                case 2 -> lastIp = (lastIp & ~0xffffffffL) | (p.ip & 0xffffffffL);
+                case 3 -> lastIp = (p.ip << 16) >> 16;
+                case 4 -> lastIp = (lastIp & ~0xffffffffffffL) | (p.ip & 0xffffffffffffL);
+                case 6 -> lastIp = p.ip;
+                default -> { }
+            }
+            if (p.type == PacketInput.Pkt.PSB) {
+                lastIp = 0;
+                psbs++;
+            }
+            boolean afterFup = lastFup;
+            if (p.type != PacketInput.Pkt.CYC && p.type != PacketInput.Pkt.MTC && p.type != PacketInput.Pkt.PAD) {
+                lastFup = p.type == PacketInput.Pkt.FUP;
+            }
+            boolean ipPacket = p.type == PacketInput.Pkt.TIP || p.type == PacketInput.Pkt.TIP_PGE
+                    || p.type == PacketInput.Pkt.TIP_PGD || p.type == PacketInput.Pkt.FUP;
+            if (fullNextIp && ipPacket && p.ipc != 0) {
+                out.write(trace, copied, at - copied);
+                out.write(0xc0 | (trace[at] & 0x1f)); // the same packet, its IP in full
+                for (int k = 0; k < 8; k++) {
+                    out.write((int) (lastIp >>> (8 * k)));
+                }
+                copied = end;
+                fullNextIp = false;
+            }
+            if (p.type == PacketInput.Pkt.TIP_PGD && psbs <= copies) {
+                out.write(trace, copied, end - copied);
+                out.write(psbPlus, 0, psbPlus.length);
+                boolean sync = p.ipc == 0 && !afterFup; // the IP it resumes at is the code's
+                inserted += sync ? 1 : 0;
+                if (tntEvery > 0 && sync && inserted % tntEvery == 0) {
+                    out.write(packet);
+                }
+                copied = end;
+                fullNextIp = true;
+            }
+        }
+        out.write(trace, copied, trace.length - copied);
+        return out.toByteArray();
+    }
+
+    /** The DynamoRIO trace (without the stray bytes before its first PSB) {@code n} times over. */
+    static byte[] dynamorio(int n) throws IOException {
+        byte[] one = Files.readAllBytes(RealTraceTest.dir("test_simple.tracedir_2022-07-06").resolve("pt.bin"));
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
+        for (int i = 0; i < n; i++) {
+            all.write(one, 8, one.length - 8);
+        }
+        return all.toByteArray();
+    }
+
+    /** ParallelFlow on the DynamoRIO image, ptxed format (or a count), one PSB per segment; returns its text. */
+    static String parallel(byte[] trace, int threads, boolean count, ParallelFlow[] used) throws Exception {
+        FlowConfig cfg = new FlowConfig();
+        cfg.setCpu("6/85/4");
+        ptfence.image.Image image = new ptfence.image.Image();
+        image.addAll(ptfence.image.ElfSegments.parse(
+                RealTraceTest.dir("test_simple.tracedir_2022-07-06").resolve("hello").toString()));
+        ParallelFlow par = new ParallelFlow(image, cfg, b -> CursorInput.of(b, cfg.errata), false, threads, 1)
+                .carrySeams(!count);
+        java.io.StringWriter sw = new java.io.StringWriter();
+        java.io.PrintWriter pw = new java.io.PrintWriter(sw);
+        par.run(ByteBuffer.wrap(trace), pw, w -> count ? new ptfence.output.CountingSink(w)
+                : new ptfence.output.PtxedPrinter(w, false, false));
+        pw.flush();
+        used[0] = par;
+        return sw.toString();
+    }
+
+    /**
+     * Segments start at PSBs where tracing is off. The DynamoRIO trace x4 (each copy starts disabled, at a PSB without
+     * FUP) and with such PSBs forged after every disable of its first copy: where the IP tracing resumes at is the
+     * code's (the instruction after the system call that disabled it: "[resumed]"), a segment's guess (0: not known)
+     * is wrong and the segment is decoded again; where it is the FUP's (an asynchronous disable) the guess is right.
+     * And where an error while tracing is off reports that IP. Every format and output option equals --threads 1.
+     */
+    @Test
+    void segmentsStartWhereTracingIsOff(@TempDir Path tmp) throws Exception {
+        Path d = RealTraceTest.dir("test_simple.tracedir_2022-07-06");
+        byte[] four = dynamorio(4);
+        byte[] forged = withPsbsWhereTracingIsOff(four, 1, 0);
+        byte[] errors = withPsbsWhereTracingIsOff(four, 1, 2, 0x04); // the event layer's error
+        byte[] flowErrors = withPsbsWhereTracingIsOff(four, 1, 2, 0x01); // the flow's
+        List<String> failures = new ArrayList<>();
+        int i = 0;
+        for (byte[] t : List.of(four, forged, errors, flowErrors)) {
+            Path trace = tmp.resolve("t" + i++ + ".pt");
+            Files.write(trace, t);
+            List<String> args = List.of("--elf", d.resolve("hello").toString(), "--cpu", "6/85/4", "--pt", trace.toString());
+            compare(trace.getFileName().toString(), tmp, args, FORMATS, VARIANTS, failures);
+            compare(trace.getFileName() + " block", tmp, with(args, "--block-decoder"), List.of("ptxed"),
+                    List.of(List.of()), failures);
+        }
+        assertEquals(List.of(), failures);
+
+        // the forged PSBs are seams, resumed where the flow says, and the wrong guesses were decoded again
+        String seq = PtxedCorpusTest.decode(tmp, List.of("--elf", d.resolve("hello").toString(), "--cpu", "6/85/4",
+                "--pt", tmp.resolve("t1.pt").toString(), "--threads", "1"));
+        long resumed = seq.lines().filter(l -> l.equals("[resumed]")).count();
+        ParallelFlow[] used = new ParallelFlow[1];
+        assertEquals(seq, parallel(forged, 2, false, used));
+        int seams = used[0].boundaries(ByteBuffer.wrap(forged)).size();
+        assertTrue(seams > 4 + 25, "segments " + seams);
+        assertTrue(resumed > 4 * 25, "resumed " + resumed);
+        assertTrue(used[0].redone > 4, "decoded again " + used[0].redone);
+        assertTrue(used[0].redone < seams / 2, "decoded again " + used[0].redone + " of " + seams);
+        // a count does not show "resumed": no segment is decoded again for it
+        String count = parallel(forged, 2, true, used);
+        assertEquals(PtxedCorpusTest.decode(tmp, List.of("--elf", d.resolve("hello").toString(), "--cpu", "6/85/4",
+                "--pt", tmp.resolve("t1.pt").toString(), "--threads", "1", "--quiet", "--stat")), count + "insn: "
+                + used[0].instructions + ".\n");
+        assertEquals(0, used[0].redone);
+        // errors while tracing is off report the IP after the last instruction, or the IP tracing was disabled at:
+        // known only from the segment before (the instruction after a system call)
+        for (String t : List.of("t2.pt", "t3.pt")) {
+            String seqErrors = PtxedCorpusTest.decode(tmp, List.of("--elf", d.resolve("hello").toString(), "--cpu",
+                    "6/85/4", "--pt", tmp.resolve(t).toString(), "--threads", "1", "--quiet"));
+            assertTrue(seqErrors.lines().anyMatch(l -> l.matches("\\[[0-9a-f]+, 468867: error: .*")), seqErrors);
+            assertEquals(seqErrors, parallel(Files.readAllBytes(tmp.resolve(t)), 2, true, used));
+            assertTrue(used[0].redone > 0, t + " decoded again " + used[0].redone);
+        }
     }
 
     /**
