@@ -167,8 +167,8 @@ public final class FlowCommand implements Callable<Integer> {
                     + "it set), but one with --pevent or --offset.")
     Integer threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
-            description = "With --threads: bytes of trace per segment (default 8 MiB quiet, 32 KiB otherwise: a segment's "
-                    + "text should fit the 1M chars a segment decoded ahead may hold).")
+            description = "With --threads: bytes of trace per segment (default 8 MiB quiet or with --edges/--coverage, 32 "
+                    + "KiB otherwise: a segment's text should fit the 1M chars a segment decoded ahead may hold).")
     Long segmentBytes;
     @Option(names = "--skip-timing", hidden = true, defaultValue = "auto", paramLabel = "auto|on|off",
             description = "Pass over MTC/CYC without computing time: auto (when no time is printed), on, off (tests).")
