@@ -6,6 +6,7 @@ import ptfence.flow.Event;
 import ptfence.flow.FlowSink;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
+import ptfence.insn.TntPaths;
 import ptfence.output.PtxedPrinter;
 
 /**
@@ -33,12 +34,24 @@ public final class EdgeCoverage implements FlowSink {
     private boolean pending;
     private long pendingFrom;
 
-    // TNT paths seen, keyed by the identity of their pair arrays (the memo hands out arrays it never changes) and their
-    // base, with how often each ran: one probe per path instead of one per edge; expanded into edges when read.
-    private int[][] pathPairs = new int[1 << 10][];
-    private long[] pathBase = new long[1 << 10];
-    private long[] pathHits = new long[1 << 10];
-    private int pathsUsed;
+    // TNT paths seen, with how often each ran, counted in an array by the memo's path number (a run is one increment in
+    // a dense array, not a hash probe); one such array per memo table and base. Expanded into edges when read.
+    private PathRuns runs;
+    private final java.util.ArrayList<PathRuns> allRuns = new java.util.ArrayList<>();
+
+    /** Runs of the paths of one memo table mapped at one base. */
+    private static final class PathRuns {
+        final long table;
+        final long base;
+        long[] hits = new long[256];
+        int[][] pairs = new int[256][];
+        int top; // numbers below it may have hits
+
+        PathRuns(long table, long base) {
+            this.table = table;
+            this.base = base;
+        }
+    }
 
     /**
      * @param errorOut where errors go (as ptxed prints them)
@@ -75,75 +88,59 @@ public final class EdgeCoverage implements FlowSink {
     }
 
     @Override
-    public void path(long base, int[] pairs, int pairCount, long first, long last) {
+    public void path(long base, TntPaths memo, long first, long last) {
         if (pending) {
             edge(pendingFrom, first);
         }
-        if (pairCount > 0) {
-            countPath(base, pairs);
-        }
+        countPath(base, memo);
         pending = true; // a path ends at a branch
         pendingFrom = last;
     }
 
-    private void countPath(long base, int[] pairs) {
-        int mask = pathPairs.length - 1;
-        int h = (int) (((System.identityHashCode(pairs) ^ base) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-        while (pathPairs[h] != null) {
-            if (pathPairs[h] == pairs && pathBase[h] == base) {
-                pathHits[h]++;
-                return;
-            }
-            h = (h + 1) & mask;
+    private void countPath(long base, TntPaths memo) {
+        PathRuns r = runs;
+        if (r == null || r.table != memo.pathTable() || r.base != base) {
+            r = runsOf(memo.pathTable(), base);
         }
-        pathPairs[h] = pairs;
-        pathBase[h] = base;
-        pathHits[h] = 1;
-        if (++pathsUsed * 2 > pathPairs.length) {
-            growPaths();
+        int id = memo.pathId();
+        if (id >= r.hits.length) {
+            int n = Math.max(r.hits.length * 2, id + 1);
+            r.hits = Arrays.copyOf(r.hits, n);
+            r.pairs = Arrays.copyOf(r.pairs, n);
+        }
+        if (r.hits[id]++ == 0) {
+            r.pairs[id] = memo.pathEdges();
+            r.top = Math.max(r.top, id + 1);
         }
     }
 
-    private void growPaths() {
-        int[][] op = pathPairs;
-        long[] ob = pathBase;
-        long[] oh = pathHits;
-        pathPairs = new int[op.length * 2][];
-        pathBase = new long[op.length * 2];
-        pathHits = new long[op.length * 2];
-        int mask = pathPairs.length - 1;
-        for (int i = 0; i < op.length; i++) {
-            if (op[i] == null) {
-                continue;
+    private PathRuns runsOf(long table, long base) {
+        for (PathRuns r : allRuns) {
+            if (r.table == table && r.base == base) {
+                return runs = r;
             }
-            int h = (int) (((System.identityHashCode(op[i]) ^ ob[i]) * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-            while (pathPairs[h] != null) {
-                h = (h + 1) & mask;
-            }
-            pathPairs[h] = op[i];
-            pathBase[h] = ob[i];
-            pathHits[h] = oh[i];
         }
+        PathRuns r = new PathRuns(table, base);
+        allRuns.add(r);
+        return runs = r;
     }
 
     /** Adds the edges of the paths counted so far to the edge counts and the bitmap. */
     private void flushPaths() {
-        if (pathsUsed == 0) {
-            return;
-        }
-        for (int i = 0; i < pathPairs.length; i++) {
-            int[] p = pathPairs[i];
-            if (p == null) {
-                continue;
+        for (PathRuns r : allRuns) {
+            for (int id = 0; id < r.top; id++) {
+                long n = r.hits[id];
+                if (n == 0) {
+                    continue;
+                }
+                int[] p = r.pairs[id];
+                for (int k = 0; k + 1 < p.length; k += 2) {
+                    edge(r.base + p[k], r.base + p[k + 1], n);
+                }
+                r.hits[id] = 0;
             }
-            long base = pathBase[i];
-            long n = pathHits[i];
-            for (int k = 0; k + 1 < p.length; k += 2) {
-                edge(base + p[k], base + p[k + 1], n);
-            }
-            pathPairs[i] = null;
+            r.top = 0;
         }
-        pathsUsed = 0;
     }
 
     private void edge(long f, long t) {
@@ -289,9 +286,9 @@ public final class EdgeCoverage implements FlowSink {
         }
 
         @Override
-        public void path(long base, int[] pairs, int pairCount, long first, long last) {
+        public void path(long base, TntPaths memo, long first, long last) {
             list(first);
-            cov.path(base, pairs, pairCount, first, last);
+            cov.path(base, memo, first, last);
         }
 
         @Override

@@ -1502,7 +1502,7 @@ public final class FlowDecoder {
                 return progress; // the walk reports the unmapped code or the empty return stack
             }
             if (edgeMode) {
-                sink.path(secBase, t.edges, t.edgeCount, ip, secBase + t.last);
+                sink.path(secBase, t, ip, secBase + t.last);
             }
             instructions += t.insns;
             icnt += t.insns;

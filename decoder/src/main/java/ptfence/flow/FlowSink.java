@@ -1,6 +1,7 @@
 package ptfence.flow;
 
 import ptfence.insn.CodeCache;
+import ptfence.insn.TntPaths;
 
 /** Receives the reconstructed flow: instructions (one at a time or as straight-line runs), events, errors. */
 public interface FlowSink {
@@ -41,13 +42,13 @@ public interface FlowSink {
     }
 
     /**
-     * A TNT path of an {@link #edgesOnly} sink: its first instruction at {@code first}, its edges as {@code pairs}
-     * (branch, next) offset pairs from {@code base}, and its last instruction (a branch) at {@code last}; the
-     * instructions themselves are counted by the decoder. {@code pairs} holds exactly {@code pairCount} pairs and is
-     * the decoder's memo of that path: the same array each time the path runs, never changed, so a sink may keep it
-     * and count paths by its identity.
+     * A TNT path of an {@link #edgesOnly} sink: its first instruction at {@code first}, its last (a branch) at
+     * {@code last}, the content it runs in mapped at {@code base}. {@code paths} is the decoder's memo, which names the
+     * path ({@link TntPaths#pathKey}, {@link TntPaths#pathTable}: the same each time it runs) and gives its edges as
+     * offset pairs from {@code base} ({@link TntPaths#pathEdges}); both only during this call. The instructions
+     * themselves are counted by the decoder.
      */
-    default void path(long base, int[] pairs, int pairCount, long first, long last) {
+    default void path(long base, TntPaths paths, long first, long last) {
     }
 
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */

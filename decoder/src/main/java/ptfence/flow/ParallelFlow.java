@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import ptfence.flow.PacketInput.Pkt;
 import ptfence.image.CodeSpace;
+import ptfence.insn.TntPaths;
 
 /**
  * Decodes a trace in PSB segments on several threads and stitches the results in order. Each segment
@@ -532,9 +533,9 @@ public final class ParallelFlow {
             }
 
             @Override
-            public void path(long base, int[] pairs, int pairCount, long first, long last) {
+            public void path(long base, TntPaths paths, long first, long last) {
                 initial = false;
-                sink.path(base, pairs, pairCount, first, last);
+                sink.path(base, paths, first, last);
             }
 
             @Override

@@ -53,15 +53,35 @@ public final class TntPaths {
     /** Return addresses (offsets into the content) of the calls the path left open, oldest first. */
     public final int[] pushes = new int[8];
     public int pushCount;
-    /**
-     * With edges asked for: the path's edges as (branch, next instruction) offset pairs, {@link #edgeCount} of them
-     * (the last branch's edge is not among them: its next instruction lies beyond the path).
-     */
-    public int[] edges = new int[2 * MAX_EDGES];
-    public int edgeCount;
-    /** Where {@link #simulate} builds a path's edges; {@link #edges} then refers to the memo's copy, never changed. */
+    /** Where {@link #simulate} builds a path's edges; the memo keeps a copy per path, never changed. */
     private final int[] edgeBuffer = new int[2 * MAX_EDGES];
+    private int edgeCount;
     private static final int MAX_EDGES = 64;
+
+    /**
+     * The path of the last successful lookup with edges, as a coverage sink counts it: its number in its memo table,
+     * dense from 0 ({@link #pathTable} names the table; the same pair each time the same path runs in this process, never
+     * the same for another path), so a sink can count runs in an array; {@link #pathEdges} gives its edges, read once per
+     * distinct path.
+     */
+    public int pathId() {
+        return hitId;
+    }
+
+    /** See {@link #pathId}: the memo table (one per content and thread, a new one after it starts over). */
+    public long pathTable() {
+        return hitTable.id;
+    }
+
+    /**
+     * The edges of the last path found with edges: (branch, next instruction) offset pairs, the last branch's own edge
+     * not among them (its next instruction lies beyond the path). The memo's array, never changed: a sink may keep it.
+     */
+    public int[] pathEdges() {
+        return hitTable.edges[hitSlot];
+    }
+
+    private static final java.util.concurrent.atomic.AtomicLong TABLE_IDS = new java.util.concurrent.atomic.AtomicLong();
 
     /** Profile counters: lookups, and those that had to walk the path (misses); not on any decision. */
     public long lookups;
@@ -75,11 +95,13 @@ public final class TntPaths {
     /**
      * Open addressing, one 32-byte slot per path in {@link #slots} (a hit reads one or two cache lines, not one per
      * field): key; end (int) | last << 32; the first two calls left open (offsets) | second << 32; insns | shape << 32,
-     * shape = used bits | pops << 8 | pushCount << 9. Beside it, read only when needed: all open calls of a path that
-     * leaves more than two, the lowest and highest offset a path touches (only a piece that does not map its whole
-     * content needs them), and the edges.
+     * shape = used bits | pops << 8 | pushCount << 9 | path number << 13 (paths with edges). Beside it, read only when
+     * needed: all open calls of a path that leaves more than two, the lowest and highest offset a path touches (only a
+     * piece that does not map its whole content needs them), and the edges.
      */
     private static final class Table {
+        long id = TABLE_IDS.incrementAndGet();
+        int pathIds;
         long[] slots = new long[4 << 10];
         int[][] pushes = new int[1 << 10][];
         long[] bounds = new long[1 << 10];
@@ -94,6 +116,7 @@ public final class TntPaths {
     /** The table and slot of the last successful lookup, for {@link #within}. */
     private Table hitTable;
     private int hitSlot;
+    private int hitId;
 
     /**
      * Follows {@code size} (at most 8) TNT bits, oldest highest in {@code bits}, from {@code off} in
@@ -130,7 +153,7 @@ public final class TntPaths {
                 int sh = (int) (w3 >>> 32);
                 used = sh & 0xff;
                 pops = (sh & 0x100) != 0;
-                pushCount = sh >>> 9;
+                pushCount = (sh >>> 9) & 0xf;
                 if (pushCount > 2) {
                     System.arraycopy(t.pushes[h], 0, pushes, 0, pushCount);
                 } else if (pushCount > 0) {
@@ -140,11 +163,7 @@ public final class TntPaths {
                 }
                 hitTable = t;
                 hitSlot = h;
-                if (withEdges) {
-                    int[] e = t.edges[h];
-                    edgeCount = e.length / 2;
-                    edges = e;
-                }
+                hitId = sh >>> 13;
                 return true;
             }
             if (k == 0) {
@@ -160,6 +179,8 @@ public final class TntPaths {
                 java.util.Arrays.fill(t.pushes, null);
                 java.util.Arrays.fill(t.edges, null);
                 t.used = 0;
+                t.id = TABLE_IDS.incrementAndGet(); // its path numbers start over too
+                t.pathIds = 0;
             } else {
                 grow(t);
             }
@@ -179,14 +200,14 @@ public final class TntPaths {
         }
         slots[s + 1] = (end & 0xffffffffL) | (long) last << 32;
         slots[s + 2] = (pushes[0] & 0xffffffffL) | (long) pushes[1] << 32;
-        slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9) << 32;
+        hitId = withEdges ? t.pathIds++ : 0;
+        slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9 | hitId << 13) << 32;
         t.pushes[h] = pushCount > 2 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
         t.bounds[h] = (min & 0xffffffffL) | (long) max << 32;
         hitTable = t;
         hitSlot = h;
         if (withEdges) {
-            edges = java.util.Arrays.copyOf(edgeBuffer, 2 * edgeCount);
-            t.edges[h] = edges;
+            t.edges[h] = java.util.Arrays.copyOf(edgeBuffer, 2 * edgeCount);
         }
         return true;
     }
