@@ -16,6 +16,8 @@ public final class Tool {
     public static final int EXIT_BAD_INPUT = 2;
     public static final int EXIT_INTERNAL = 70;
 
+    private static final String CONVERTERS_EXCLUDES = "picocli.converters.excludes";
+
     private Tool() {}
 
     /** Parses, runs and returns the exit code; never calls System.exit, so tests can use it. */
@@ -25,6 +27,11 @@ public final class Tool {
 
     /** Same, with the command's output and error streams given (tests capture them). */
     public static int run(String name, Object command, PrintWriter out, PrintWriter errOut, String... args) {
+        // No option is a java.time or java.sql type, yet picocli registers their converters by reflection, loading
+        // and initialising 82 JDK classes (DateTimeFormatter's tables among them) in every process.
+        if (System.getProperty(CONVERTERS_EXCLUDES) == null) {
+            System.setProperty(CONVERTERS_EXCLUDES, "java\\.time\\..*,java\\.sql\\..*");
+        }
         CommandLine cl = new CommandLine(command);
         if (out != null) {
             cl.setOut(out);
