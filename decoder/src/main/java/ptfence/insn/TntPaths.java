@@ -19,7 +19,18 @@ public final class TntPaths {
     /** Paths kept per content and thread (about 40 bytes each). */
     static final int MAX_ENTRIES = 1 << 18;
 
-    private static final ThreadLocal<TntPaths> PER_THREAD = ThreadLocal.withInitial(TntPaths::new);
+    private static final ThreadLocal<TntPaths> PER_THREAD = ThreadLocal.withInitial(() -> new TntPaths(MAX_ENTRIES));
+
+    private final int maxEntries;
+
+    private TntPaths(int maxEntries) {
+        this.maxEntries = maxEntries;
+    }
+
+    /** A memo of its own keeping at most {@code maxEntries} paths per content (tests: a table that starts over). */
+    public static TntPaths bounded(int maxEntries) {
+        return new TntPaths(maxEntries);
+    }
 
     /** This thread's memo. */
     public static TntPaths ofThisThread() {
@@ -174,7 +185,7 @@ public final class TntPaths {
         misses++;
         boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec) && end == (int) end;
         if (t.used * 2 >= t.capacity()) {
-            if (t.capacity() >= 2 * MAX_ENTRIES) {
+            if (t.capacity() >= 2 * maxEntries) {
                 java.util.Arrays.fill(t.slots, 0); // full: start over rather than grow without bound
                 java.util.Arrays.fill(t.pushes, null);
                 java.util.Arrays.fill(t.edges, null);
