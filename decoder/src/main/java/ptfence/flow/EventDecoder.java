@@ -1,6 +1,8 @@
 package ptfence.flow;
 
 import ptfence.flow.PacketInput.Pkt;
+import ptfence.packet.LastIp;
+import ptfence.packet.PacketCursor;
 
 /**
  * Turns packets into events in the order the flow needs them. Packets that only make sense together are
@@ -193,20 +195,14 @@ public final class EventDecoder {
     // ---------------------------------------------------------------- last IP
 
     private int updateIp(Pkt p) {
-        switch (p.ipc) {
-            case 0 -> {
-                ipSuppressed = true;
-                return 0;
-            }
-            case 1 -> lastIp = (lastIp & ~0xffffL) | (p.ip & 0xffffL);
-            case 2 -> lastIp = (lastIp & ~0xffffffffL) | (p.ip & 0xffffffffL);
-            case 3 -> lastIp = (p.ip << 16) >> 16;
-            case 4 -> lastIp = (lastIp & ~0xffffffffffffL) | (p.ip & 0xffffffffffffL);
-            case 6 -> lastIp = p.ip;
-            default -> {
-                return PtError.BAD_PACKET;
-            }
+        if (p.ipc == PacketCursor.IPC_SUPPRESSED) {
+            ipSuppressed = true;
+            return 0;
         }
+        if (!LastIp.isCompression(p.ipc)) {
+            return PtError.BAD_PACKET;
+        }
+        lastIp = LastIp.combine(lastIp, p.ipc, p.ip);
         haveIp = true;
         ipSuppressed = false;
         return 0;

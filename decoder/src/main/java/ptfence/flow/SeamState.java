@@ -1,6 +1,7 @@
 package ptfence.flow;
 
 import ptfence.flow.PacketInput.Pkt;
+import ptfence.packet.LastIp;
 
 /**
  * What the sequential decode carries into a PSB that the PSB+ does not restate, so that a PSB segment decoded on its
@@ -110,14 +111,7 @@ final class SeamState {
         private boolean bound;
 
         private void lastIp(Pkt p) {
-            switch (p.ipc) {
-                case 1 -> lastIp = (lastIp & ~0xffffL) | (p.ip & 0xffffL);
-                case 2 -> lastIp = (lastIp & ~0xffffffffL) | (p.ip & 0xffffffffL);
-                case 3 -> lastIp = (p.ip << 16) >> 16;
-                case 4 -> lastIp = (lastIp & ~0xffffffffffffL) | (p.ip & 0xffffffffffffL);
-                case 6 -> lastIp = p.ip;
-                default -> { }
-            }
+            lastIp = LastIp.combine(lastIp, p.ipc, p.ip);
         }
 
         Pass(PacketInput in, FlowConfig config) {

@@ -23,31 +23,34 @@ public final class LastIp {
      * @return false if {@code ipc} is not a valid compression (state unchanged)
      */
     public boolean update(int ipc, long payload) {
-        switch (ipc) {
-            case PacketCursor.IPC_SUPPRESSED:
-                suppressed = true;
-                return true;
-            case PacketCursor.IPC_UPDATE_16:
-                ip = (ip & ~0xffffL) | (payload & 0xffffL);
-                break;
-            case PacketCursor.IPC_UPDATE_32:
-                ip = (ip & ~0xffffffffL) | (payload & 0xffffffffL);
-                break;
-            case PacketCursor.IPC_SEXT_48:
-                ip = (payload << 16) >> 16;
-                break;
-            case PacketCursor.IPC_UPDATE_48:
-                ip = (ip & ~0xffffffffffffL) | (payload & 0xffffffffffffL);
-                break;
-            case PacketCursor.IPC_FULL:
-                ip = payload;
-                break;
-            default:
-                return false;
+        if (ipc == PacketCursor.IPC_SUPPRESSED) {
+            suppressed = true;
+            return true;
         }
+        if (!isCompression(ipc)) {
+            return false;
+        }
+        ip = combine(ip, ipc, payload);
         have = true;
         suppressed = false;
         return true;
+    }
+
+    /** True if {@code ipc} gives an IP (any valid compression but suppressed). */
+    public static boolean isCompression(int ipc) {
+        return ipc >= PacketCursor.IPC_UPDATE_16 && ipc <= PacketCursor.IPC_UPDATE_48 || ipc == PacketCursor.IPC_FULL;
+    }
+
+    /** The full IP a payload with compression {@code ipc} gives after {@code last}; {@code last} if it gives none. */
+    public static long combine(long last, int ipc, long payload) {
+        return switch (ipc) {
+            case PacketCursor.IPC_UPDATE_16 -> (last & ~0xffffL) | (payload & 0xffffL);
+            case PacketCursor.IPC_UPDATE_32 -> (last & ~0xffffffffL) | (payload & 0xffffffffL);
+            case PacketCursor.IPC_SEXT_48 -> (payload << 16) >> 16;
+            case PacketCursor.IPC_UPDATE_48 -> (last & ~0xffffffffffffL) | (payload & 0xffffffffffffL);
+            case PacketCursor.IPC_FULL -> payload;
+            default -> last;
+        };
     }
 
     /** Whether an IP is known (some packet has provided one since the last reset). */

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import ptfence.packet.LastIp;
 
 /**
  * Issue 14: PSB-segment decoding on several threads prints exactly the sequential decode's times: each segment starts
@@ -162,14 +163,7 @@ class TimedParallelTest {
                 break;
             }
             int end = (int) in.position();
-            switch (p.ipc) {
-                case 1 -> lastIp = (lastIp & ~0xffffL) | (p.ip & 0xffffL);
-                case 2 -> lastIp = (lastIp & ~0xffffffffL) | (p.ip & 0xffffffffL);
-                case 3 -> lastIp = (p.ip << 16) >> 16;
-                case 4 -> lastIp = (lastIp & ~0xffffffffffffL) | (p.ip & 0xffffffffffffL);
-                case 6 -> lastIp = p.ip;
-                default -> { }
-            }
+            lastIp = LastIp.combine(lastIp, p.ipc, p.ip);
             if (p.type == PacketInput.Pkt.PSB) {
                 lastIp = 0;
                 psbs++;
