@@ -36,7 +36,8 @@ final class CarriedReads {
     /** Coordinator: the real state; false if a read so far differs (the segment must be decoded again). */
     synchronized boolean settle(SeamState actual) {
         if (emitRead && actual.emitted) {
-            return false; // the guess has none emitted: an error printed 0 where the sequential decode prints the next IP
+            // the guess has none emitted: an error printed 0 where the sequential decode prints the next IP
+            return false;
         }
         if (actual.resumeIp != guessIp) {
             if (ipErrorRead) {

@@ -581,16 +581,29 @@ public final class FlowDecoder {
     private boolean seamPending;
 
     private void fetchEvent() {
+        leaveEvent();
+        nextEvent();
+    }
+
+    /** What moving past the current event does to the flow's own state (the TSC for ticks, the TRIG anchor). */
+    private void leaveEvent() {
         if (ev.type != Event.NONE) {
             decoderTsc = ev.tsc;
         }
         findTrigAnchor();
-        status = evd.next(ev);
+    }
+
+    /** After the event layer read the next segment's PSB: the flow's mode there. */
+    private void noteSeam() {
         if (seamPending && evd.atSeam() != null) {
-            // the event layer just read the next segment's PSB: this is the flow's mode there
             seamPending = false;
             evd.atSeam().flowMode = mode;
         }
+    }
+
+    private void nextEvent() {
+        status = evd.next(ev);
+        noteSeam();
         if (status < 0) {
             ev.type = Event.NONE;
         } else if (!ev.statusUpdate) {
@@ -1535,19 +1548,13 @@ public final class FlowDecoder {
 
     /** {@link #fetchEvent} after a used-up TNT, through the event layer's TNT lane where the next event is a TNT too. */
     private void nextTnt() {
-        long tsc = ev.tsc;
-        if (evd.nextTnt(ev)) {
-            decoderTsc = tsc;
-            hasIcnt = true; // what findTrigAnchor does after a TNT
-            icnt = 0;
-            initialPsb = false;
-            if (seamPending && evd.atSeam() != null) {
-                seamPending = false;
-                evd.atSeam().flowMode = mode;
-            }
+        leaveEvent();
+        if (!evd.nextTnt(ev)) {
+            nextEvent();
             return;
         }
-        fetchEvent();
+        noteSeam();
+        initialPsb = false; // a TNT is no status update
     }
 
     /** The instruction in l* needs trace; the head event must supply it. */

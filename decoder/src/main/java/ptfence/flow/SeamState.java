@@ -58,11 +58,10 @@ final class SeamState {
 
     /**
      * True if a decode from here gives the same times and events from either state (the flow's part is checked by what
-     * the decode read of it: {@link FlowDecoder#carriedReadsAgree}).
+     * the decode read of it: {@link CarriedReads#settle}).
      */
     boolean sameState(SeamState o) {
-        return clock.sameState(o.clock) && modeValid == o.modeValid && csl == o.csl && csd == o.csd && iflag == o.iflag
-                && flowMode == o.flowMode;
+        return clock.sameState(o.clock) && sameModes(o);
     }
 
     /** True if a decode from here lists the same flow (times aside) from either state: the execution modes agree. */

@@ -16,7 +16,7 @@ import java.util.Map;
  * underlying instruction and block caches are shared by all threads.
  */
 public final class TntPaths {
-    /** Paths kept per content and thread (about 40 bytes each). */
+    /** Paths kept per content and thread (48 bytes each: slot, bounds, two references; tables at most half full). */
     static final int MAX_ENTRIES = 1 << 18;
 
     private static final ThreadLocal<TntPaths> PER_THREAD = ThreadLocal.withInitial(() -> new TntPaths(MAX_ENTRIES));
@@ -70,10 +70,10 @@ public final class TntPaths {
     private static final int MAX_EDGES = 64;
 
     /**
-     * The path of the last successful lookup with edges, as a coverage sink counts it: its number in its memo table,
-     * dense from 0 ({@link #pathTable} names the table; the same pair each time the same path runs in this process, never
-     * the same for another path), so a sink can count runs in an array; {@link #pathEdges} gives its edges, read once per
-     * distinct path.
+     * The path of the last successful lookup with edges, as a coverage sink counts it: its number in its memo
+     * table, dense from 0 ({@link #pathTable} names the table; the same pair each time the same path runs in this
+     * process, never the same for another path), so a sink can count runs in an array; {@link #pathEdges} gives its
+     * edges, read once per distinct path.
      */
     public int pathId() {
         return hitId;
