@@ -65,6 +65,11 @@ public final class ParallelFlow {
     private boolean carrySeams;
     /** Segments decoded again because the packet pass guessed their starting state wrong. */
     int redone;
+    /** Segments decoded (those a failed decode ran over are not counted). */
+    private int segments;
+    /** Decision-point memo lookups and misses of the segments' decodes (profiling). */
+    public long memoLookups;
+    public long memoMisses;
     /** Given each segment's sink once its output is written, in trace order (coverage merges its edges). */
     private java.util.function.Consumer<FlowSink> segmentDone;
 
@@ -74,9 +79,14 @@ public final class ParallelFlow {
         return this;
     }
 
-    /** Segments decoded again (tests read it). */
-    int redone() {
+    /** Segments decoded again because the state guessed at their PSB was wrong. */
+    public int redone() {
         return redone;
+    }
+
+    /** Segments whose decode went to the output. */
+    public int segments() {
+        return segments;
     }
 
     /**
@@ -226,6 +236,9 @@ public final class ParallelFlow {
                 instructions += s.instructions;
                 blocks += s.blocks;
                 errors += s.errors;
+                memoLookups += s.memoLookups;
+                memoMisses += s.memoMisses;
+                segments++;
                 // A decode that failed at or after the next segment's PSB went on, as the sequential one does, to the
                 // first later PSB it passed cleanly: the segments it covered are dropped.
                 int reached = s.reached;
@@ -276,6 +289,8 @@ public final class ParallelFlow {
         long instructions;
         long blocks;
         long errors;
+        long memoLookups;
+        long memoMisses;
         FlowSink sink;
 
         /** What the decode reads of the flow state carried to its PSB (settled when its turn comes). */
@@ -337,7 +352,11 @@ public final class ParallelFlow {
                 d.seams(seams, index + 1);
                 d.startAt(start);
                 d.carriedReads(reads);
+                long lookups0 = d.tntPaths().lookups;
+                long misses0 = d.tntPaths().misses;
                 d.run();
+                memoLookups = d.tntPaths().lookups - lookups0;
+                memoMisses = d.tntPaths().misses - misses0;
                 reached = d.seamReached();
                 end = d.endSeam();
                 pw.flush();
