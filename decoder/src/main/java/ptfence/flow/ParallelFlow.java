@@ -38,6 +38,9 @@ public final class ParallelFlow {
     /** Bytes of trace before a PSB whose packets guess the execution modes there when the clock is not carried. */
     static final long MODE_REACH = 64 * 1024;
 
+    /** Segments per thread a count or coverage decodes ahead of the one whose turn it is. */
+    static final int COUNT_WINDOW = 8;
+
     /** Chars a worker fills before handing them over (and the granularity of streaming). */
     static final int CHUNK = 16 * 1024;
 
@@ -192,6 +195,9 @@ public final class ParallelFlow {
         // a count or coverage does not show "resumed" (the carried IP then matters only to errors)
         FlowSink probe = sinks.apply(new PrintWriter(Writer.nullWriter()));
         boolean resumedShown = !probe.countsOnly() && !probe.edgesOnly();
+        // A count or coverage holds no text: more segments may run ahead, so that a slow segment whose turn it is (the
+        // first ones run while the JIT compiles) does not leave the other threads idle.
+        int runAhead = resumedShown ? window : COUNT_WINDOW * threads;
         Seam[] seams = new Seam[n];
         for (int i = 0; i < n; i++) {
             seams[i] = seam(trace, starts.get(i));
@@ -202,7 +208,7 @@ public final class ParallelFlow {
             while (turn < n) {
                 // Segments are started in order on a FIFO pool, so the one whose turn it is always has a worker:
                 // the workers waiting at their caps cannot starve it.
-                while (next < n && next < turn + window) {
+                while (next < n && next < turn + runAhead) {
                     int i = next++;
                     SeamState guess;
                     if (guesses != null) {
