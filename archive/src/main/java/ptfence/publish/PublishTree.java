@@ -137,8 +137,11 @@ public final class PublishTree {
      */
     public boolean touch(Path file) {
         try {
-            Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis()));
-            return true;
+            long now = System.currentTimeMillis();
+            Files.setLastModifiedTime(file, FileTime.fromMillis(now));
+            // The JDK opens the file, then sets the time through the descriptor: a gc may have renamed it aside (and
+            // be about to delete it) in between. So look again by name: only a file there now, marked, counts.
+            return Files.getLastModifiedTime(file).toMillis() >= now;
         } catch (NoSuchFileException e) {
             return false;
         } catch (IOException e) {
