@@ -42,9 +42,9 @@ final class PublishCommand extends ArchiveSubcommand implements Callable<Integer
     String since;
     @Option(names = "--recording", paramLabel = "ID", description = "Only this recording.")
     String recording;
-    @Option(names = "--sync", negatable = true, defaultValue = "true", description = "Force each object to disk "
-            + "before it appears (default; --no-sync is faster and safe against kills, not against power loss).")
-    boolean sync;
+    @Option(names = "--no-sync", description = "Do not force each object to disk before it appears (faster; still "
+            + "safe against kills, not against power loss).")
+    boolean noSync;
     @Option(names = "--json", description = "Print the report as one JSON object.")
     boolean json;
     @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
@@ -61,7 +61,7 @@ final class PublishCommand extends ArchiveSubcommand implements Callable<Integer
         Publisher.Report r;
         try (Archive a = openArchiveReadOnly();
                 Progress p = Progress.start(spec.commandLine().getErr(), "publish", Progress.wanted(progress))) {
-            PublishTree tree = PublishTree.create(dir, sync);
+            PublishTree tree = PublishTree.create(dir, !noSync);
             r = Publisher.publish(a, tree, selection, hostname(), p);
             p.done();
         }

@@ -76,11 +76,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "perf.data moved (default: matched by path, else by its BPF programs).")
     String recordingId;
 
-    @Option(names = "--debuginfod", negatable = true, defaultValue = "true", description = "Fetch the images the "
-            + "recording names and the archive lacks, and mapped files that are nowhere here, from the servers in "
-            + "DEBUGINFOD_URLS (as perf and gdb do; default when it is set); images are kept in the archive. "
-            + "--no-debuginfod asks no server.")
-    boolean debuginfod;
+    @Option(names = "--no-debuginfod", description = "Ask no debuginfod server. By default, with DEBUGINFOD_URLS set "
+            + "(as perf and gdb read it), the images the recording names and the archive lacks, and mapped files "
+            + "found nowhere here, are fetched by key or build id, checked, and images kept in the archive.")
+    boolean noDebuginfod;
     @Option(names = "--kcore", paramLabel = "DIR", description = "A kcore copy (perf record --kcore's directory).")
     Path kcore;
 
@@ -187,7 +186,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(file, archive,
                 archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
-                ptfence.cli.Progress.wanted(progress), debuginfod), stderr);
+                ptfence.cli.Progress.wanted(progress), !noDebuginfod), stderr);
         rd.threads = threadOptions.validate();
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "

@@ -77,6 +77,8 @@ final class RecordingDecode {
     /** The PT event had the TSC bit: the trace carries times (else no instruction will have one). */
     boolean tscEnabled;
     private String recordingBoot;
+    /** The text regions the recording names (ptrec writes them), or null. */
+    private Feature.TextRegions namedRegions;
 
     RecordingDecode(Request req, PrintStream err) {
         this.req = req;
@@ -173,13 +175,14 @@ final class RecordingDecode {
             config.noRetComp = pt.noretcompBit() != 0 && (ptConfig & pt.noretcompBit()) != 0;
             tscEnabled = pt.tscBit() != 0 && (ptConfig & pt.tscBit()) != 0;
             Optional<Feature.TextRegions> named = textRegions(f);
+            namedRegions = named.orElse(null);
             ClientSettings settings = req.debuginfod() ? ClientSettings.fromEnvironment() : null;
             DebuginfodClient client = settings != null && settings.enabled() ? new DebuginfodClient(settings, err)
                     : null;
             try {
                 RemoteImages.Outcome fetched = named.isPresent() ? completeArchive(named.get(), settings, client)
                         : RemoteImages.Outcome.NOTHING;
-                addArchive(named.orElse(null), fetched);
+                addArchive(named.orElse(null), fetched, client != null);
                 RemoteFiles remote = client == null ? null : new RemoteFiles(client);
                 code.fetchFilesFrom(remote);
                 addFileCode(f);
@@ -331,14 +334,15 @@ final class RecordingDecode {
         }
     }
 
-    private void addArchive(Feature.TextRegions named, RemoteImages.Outcome fetched) {
+    /** @param fetching whether debuginfod was asked (then an --archive that does not exist is where it would keep) */
+    private void addArchive(Feature.TextRegions named, RemoteImages.Outcome fetched, boolean fetching) {
         Path dir = ArchiveLocation.resolve(req.archive());
         if (!Files.isDirectory(dir) || !Files.exists(dir.resolve("data.mdb"))) {
             if (!fetched.regions().isEmpty()) {
                 addUnkept(named, fetched, null); // fetched, but no archive could be made to keep them
                 return;
             }
-            if (req.archiveGiven() || req.recordingId() != null) {
+            if ((req.archiveGiven() || req.recordingId() != null) && !(fetching && named != null)) {
                 throw new BadInputException(dir + ": no ptfence archive there (--archive)");
             }
             return; // no archive: perf's own data only
@@ -638,6 +642,20 @@ final class RecordingDecode {
         };
     }
 
+    /** The region the recording names at this address (the latest one), or null. */
+    private Feature.TextRegion namedAt(long ip) {
+        Feature.TextRegion found = null;
+        if (namedRegions != null) {
+            for (Feature.TextRegion r : namedRegions.regions()) {
+                if (Long.compareUnsigned(ip - r.address(), r.length()) < 0
+                        && (found == null || r.validFrom() > found.validFrom())) {
+                    found = r;
+                }
+            }
+        }
+        return found;
+    }
+
     private void reportMissing(long ip) {
         Sideband.KernelSymbol k = code.symbolAt(ip, Long.MAX_VALUE - 1);
         String key = k != null ? k.name() + "@" + k.from() : "0x" + Long.toHexString(ip >>> 12);
@@ -645,7 +663,12 @@ final class RecordingDecode {
             return;
         }
         String msg;
-        if (k != null && k.bpf()) {
+        Feature.TextRegion named = namedAt(ip);
+        if (named != null) {
+            msg = named.name() + ": no image for 0x" + Long.toHexString(ip) + " at t=" + named.validFrom()
+                    + "; the recording names it (image " + named.key() + "), but neither the archive nor "
+                    + (req.debuginfod() ? "a server in DEBUGINFOD_URLS" : "--no-debuginfod") + " gave it (docs/fleet.md)";
+        } else if (k != null && k.bpf()) {
             msg = k.name() + ": no image in the archive for 0x" + Long.toHexString(ip) + " at t=" + k.from()
                     + "; was this recorded with ptrec (its text fence archives BPF code)?";
         } else if (k != null) {
