@@ -15,6 +15,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import ptfence.cli.BadInputException;
 import ptfence.cli.Progress;
 import ptfence.recording.Recording;
@@ -41,6 +45,8 @@ public final class Publisher {
     /** Marks younger than this are not renewed. */
     public static final Duration REFRESH = Duration.ofHours(6);
     static final int CHUNK = 500;
+    /** Objects written at once (their forced writes share the file system's journal commits). */
+    static final int WRITERS = 8;
 
     /** Which recordings to publish: all (and every image any region uses), those active since a time, or one. */
     public record Selection(long sinceMillis, String recordingId) {
@@ -118,6 +124,22 @@ public final class Publisher {
 
         List<ContentKey> keys = new ArrayList<>(regionsByKey.keySet());
         progress.phase("publishing images", keys.size());
+        ExecutorService writers = Executors.newFixedThreadPool(WRITERS,
+                r -> {
+                    Thread t = new Thread(r, "publish-writer");
+                    t.setDaemon(true);
+                    return t;
+                });
+        try {
+            return publishImages(archive, tree, keys, regionsByKey, manifests.size(), writers, progress);
+        } finally {
+            writers.shutdownNow();
+        }
+    }
+
+    private static Report publishImages(Archive archive, PublishTree tree, List<ContentKey> keys,
+            Map<ContentKey, List<Long>> regionsByKey, int recordings, ExecutorService writers,
+            Progress progress) {
         long[] counts = new long[4]; // written, present, bytes, vanished
         long now = System.currentTimeMillis();
         for (int i = 0; i < keys.size(); i += CHUNK) {
@@ -147,8 +169,14 @@ public final class Publisher {
                 }
                 return null;
             });
+            // several writers at once: the file system commits their forced writes together
+            List<Future<Boolean>> put = new ArrayList<>();
             for (Map.Entry<ContentKey, byte[]> e : objects.entrySet()) {
-                if (tree.putObject(e.getKey(), e.getValue())) {
+                put.add(writers.submit(() -> tree.putObject(e.getKey(), e.getValue())));
+            }
+            int n = 0;
+            for (Map.Entry<ContentKey, byte[]> e : objects.entrySet()) {
+                if (join(put.get(n++))) {
                     counts[0]++;
                     counts[2] += e.getValue().length;
                 } else {
@@ -158,7 +186,21 @@ public final class Publisher {
             }
             progress.add(chunk.size());
         }
-        return new Report(manifests.size(), keys.size(), counts[0], counts[1], counts[2], counts[3]);
+        return new Report(recordings, keys.size(), counts[0], counts[1], counts[2], counts[3]);
+    }
+
+    private static boolean join(Future<Boolean> f) {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("publish interrupted", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
     }
 
     /** Writes a manifest unless the same one is there; a same one older than {@link #REFRESH} is marked now. */
