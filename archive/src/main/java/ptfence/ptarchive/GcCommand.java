@@ -56,7 +56,7 @@ import ptfence.store.Archive;
                 "",
                 "A publish tree (ptarchive publish DIR, served by debuginfod; docs/fleet.md) is collected apart, on the",
                 "machine that holds it: objects no recording published within --keep names go, never anything younger",
-                "than --grace (default 1d, at least 12h), so publishes running meanwhile on any host lose nothing:",
+                "than --grace (default 1d, at least 1h); publishes running meanwhile on any host lose nothing:",
                 "  37 3 * * * /usr/local/bin/ptarchive gc --published /srv/ptfence --keep 30d", ""})
 final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Option(names = "--keep", paramLabel = "DURATION", defaultValue = "30d",
@@ -72,7 +72,7 @@ final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
             + "archive: remove objects no recording published within --keep names.")
     java.nio.file.Path published;
     @Option(names = "--grace", paramLabel = "DURATION", description = "With --published: never remove what is "
-            + "younger than this (default 1d, at least 12h; covers clock skew between publishing hosts).")
+            + "younger than this (default 1d, at least 1h; covers clock skew between publishing hosts).")
     String grace;
     @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
             + "a terminal).")
@@ -126,8 +126,8 @@ final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
         }
         java.time.Duration g = grace == null ? TreeGc.DEFAULT_GRACE : Units.duration(grace);
         if (g.compareTo(TreeGc.MIN_GRACE) < 0) {
-            throw new ptfence.cli.BadInputException("--grace " + grace + ": at least " + TreeGc.MIN_GRACE.toHours()
-                    + "h (publishes renew their marks every " + ptfence.publish.Publisher.REFRESH.toHours() + "h)");
+            throw new ptfence.cli.BadInputException("--grace " + grace + ": at least " + TreeGc.MIN_GRACE.toMinutes()
+                    + "m (it covers clock skew between publishing hosts and network file systems' caches)");
         }
         TreeGc.Report r;
         try (Progress p = Progress.start(spec.commandLine().getErr(), "gc", Progress.wanted(progress))) {

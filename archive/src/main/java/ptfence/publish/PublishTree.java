@@ -51,10 +51,23 @@ public final class PublishTree {
         this.sync = sync;
     }
 
-    /** A tree to publish into: created if absent. {@code sync} forces each file to disk before it appears. */
+    /**
+     * A tree to publish into: created if absent, its top directory 0750 (kernel text reveals kernel addresses: the
+     * owner and a group the server runs in may read it; widen it deliberately). {@code sync} forces each file to disk
+     * before it appears.
+     */
     public static PublishTree create(Path dir, boolean sync) {
         Path root = dir.toAbsolutePath().normalize();
         try {
+            if (!Files.isDirectory(root)) {
+                Files.createDirectories(root.getParent());
+                try {
+                    Files.createDirectory(root, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                            java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-x---")));
+                } catch (FileAlreadyExistsException raced) {
+                    // another host made it
+                }
+            }
             Files.createDirectories(root.resolve(OBJECTS));
             Files.createDirectories(root.resolve(RECORDINGS));
         } catch (FileAlreadyExistsException e) {
@@ -105,13 +118,14 @@ public final class PublishTree {
                 } finally {
                     Files.deleteIfExists(temp);
                 }
-            } catch (NoSuchFileException e) {
-                // gc removed the key's empty directory between our mkdir and our write: make it again
+            } catch (NoSuchFileException | FileAlreadyExistsException e) {
+                // gc removed the key's empty directory between our mkdir and our write (or, inside the JDK's
+                // createDirectories, between its "exists" and its "is a directory"): make it again
                 if (attempt > 3) {
-                    throw new UncheckedIOException("publish tree " + root + ": writing " + target, e);
+                    throw new UncheckedIOException("publish tree " + root + ": writing " + target + ": " + e, e);
                 }
             } catch (IOException e) {
-                throw new UncheckedIOException("publish tree " + root + ": writing " + target, e);
+                throw new UncheckedIOException("publish tree " + root + ": writing " + target + ": " + e, e);
             }
         }
     }

@@ -33,16 +33,15 @@ import ptfence.store.ContentKey;
  * {@link PublishedRecording} manifest per recording.
  *
  * <p>Order matters for {@code gc --published} running at the same time on another host: the manifests are written
- * first, then every image they name is written or, if present, marked as published now ({@link PublishTree#touch});
- * so any image a recording names either was named by a manifest the gc read, or was touched after the gc began
- * ({@link TreeGc}). A mark younger than {@link #REFRESH} is left alone, so hourly publishes do not make debuginfod
- * rescan every object each hour; {@code gc --published} never removes anything younger than its grace, which is at
- * least twice that.
+ * (or, unchanged, marked as published now) first, then every image they name is looked for and written if absent;
+ * so an image gc set aside in the meantime is written again, and one it sets aside later is named by a manifest gc
+ * reads before it deletes anything ({@link TreeGc}). Objects themselves are never touched once written: debuginfod
+ * rescans a file whose time changes, and a tree of millions of objects must not be rescanned every hour.
  *
  * <p>The archive is only read, in snapshots of {@link #CHUNK} images, so a publish never holds back a capture.
  */
 public final class Publisher {
-    /** Marks younger than this are not renewed. */
+    /** A manifest's mark younger than this is not renewed (gc ages recordings in days). */
     public static final Duration REFRESH = Duration.ofHours(6);
     static final int CHUNK = 500;
     /** Objects written at once (their forced writes share the file system's journal commits). */
@@ -141,12 +140,11 @@ public final class Publisher {
             Map<ContentKey, List<Long>> regionsByKey, int recordings, ExecutorService writers,
             Progress progress) {
         long[] counts = new long[4]; // written, present, bytes, vanished
-        long now = System.currentTimeMillis();
         for (int i = 0; i < keys.size(); i += CHUNK) {
             List<ContentKey> chunk = keys.subList(i, Math.min(keys.size(), i + CHUNK));
             List<ContentKey> absent = new ArrayList<>();
             for (ContentKey k : chunk) {
-                if (refresh(tree, tree.objectPath(k), now)) {
+                if (Files.exists(tree.objectPath(k))) {
                     counts[1]++;
                 } else {
                     absent.add(k);
@@ -180,8 +178,7 @@ public final class Publisher {
                     counts[0]++;
                     counts[2] += e.getValue().length;
                 } else {
-                    counts[1]++;
-                    refresh(tree, tree.objectPath(e.getKey()), now);
+                    counts[1]++; // another publisher linked its own first
                 }
             }
             progress.add(chunk.size());
@@ -220,7 +217,7 @@ public final class Publisher {
         tree.putManifest(m.recording().id(), json);
     }
 
-    /** True if the file is there (its mark renewed when older than {@link #REFRESH}); false if absent. */
+    /** True if the manifest is there (its mark renewed when older than {@link #REFRESH}); false if absent. */
     private static boolean refresh(PublishTree tree, Path file, long now) {
         try {
             long mtime = Files.getLastModifiedTime(file).toMillis();

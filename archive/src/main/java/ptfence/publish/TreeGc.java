@@ -10,8 +10,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import ptfence.cli.Progress;
@@ -26,18 +28,26 @@ import ptfence.store.ContentKey;
  * host's cron publish renews the manifests of the recordings its own archive still keeps (its own gc's liveness
  * rules: leases of running captures, pins, perf.data present, age), so a recording any host keeps stays live here.
  *
- * <p>Safe next to publishes on any number of hosts. gc notes its start T0, then reads the manifests; a publish writes
- * its manifest before it writes or marks ({@link PublishTree#touch}) the objects the manifest names. So an object
- * that a manifest gc did not read names was marked after T0. gc removes only what is older than {@code grace} at T0,
- * and it removes a file by first renaming it aside and checking its time again (restoring it if a publish marked it
- * in between), so nothing published or marked after gc began is ever removed. {@code grace} also absorbs clock
- * skew between the hosts that write the tree; it must be at least twice {@link Publisher#REFRESH}.
+ * <p>Safe next to publishes on any number of hosts, without ever touching an object (debuginfod rescans a file whose
+ * time changes). A publish writes (or marks) its manifest before it looks for the objects the manifest names and
+ * writes those it does not find. gc reads the manifests, sets the objects no live one names aside (renames them
+ * within their directory), then reads the manifests again and puts back every object set aside that a manifest
+ * written or marked meanwhile names, and only then deletes the rest. So an object a publish relies on was either named
+ * by a manifest gc read the second time (put back), or set aside before that publish looked for it (written again).
+ * Manifests are removed the same way: set aside, their time looked at again, put back if a publish marked them in
+ * between. Nothing younger than {@code grace} is removed at all: that covers clock skew between the hosts writing the
+ * tree and directory caches of network file systems. A gc killed midway leaves objects set aside: the next run puts
+ * back those a live manifest names and deletes the others.
  */
 public final class TreeGc {
-    /** The least grace allowed: publishes renew marks older than {@link Publisher#REFRESH}. */
-    public static final Duration MIN_GRACE = Publisher.REFRESH.multipliedBy(2);
+    /** The least grace allowed. */
+    public static final Duration MIN_GRACE = Duration.ofHours(1);
     /** The default grace. */
     public static final Duration DEFAULT_GRACE = Duration.ofDays(1);
+    /** The file a running gc holds a lock on. */
+    static final String LOCK = ".gc.lock";
+    /** How an object set aside is named (within its key's directory), so a later run knows it. */
+    static final String ASIDE = "." + PublishTree.OBJECT_FILE + ".gc-";
 
     /**
      * What a run did (or, dry, would do).
@@ -57,12 +67,35 @@ public final class TreeGc {
 
     private TreeGc() {}
 
-    /** Runs gc over the tree. */
+    /** Runs gc over the tree; one at a time per tree (a second is a one-line error while the first runs). */
     public static Report run(PublishTree tree, Duration keep, Duration grace, boolean dryRun, Progress progress) {
         if (grace.compareTo(MIN_GRACE) < 0) {
-            throw new IllegalArgumentException("--grace must be at least " + MIN_GRACE.toHours() + "h (publishes "
-                    + "renew their marks every " + Publisher.REFRESH.toHours() + "h)");
+            throw new IllegalArgumentException("--grace must be at least " + MIN_GRACE.toMinutes() + " minutes");
         }
+        Path lockFile = tree.root().resolve(LOCK);
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+                java.nio.channels.FileLock lock = tryLock(ch)) {
+            if (lock == null) {
+                throw new ptfence.cli.BadInputException("publish tree " + tree.root() + ": another gc --published "
+                        + "is running (it holds " + lockFile + ")");
+            }
+            return collect(tree, keep, grace, dryRun, progress);
+        } catch (IOException e) {
+            throw new UncheckedIOException("publish tree " + tree.root() + ": locking " + lockFile, e);
+        }
+    }
+
+    /** The lock, or null when another process (or another gc of this one) holds it. */
+    private static java.nio.channels.FileLock tryLock(java.nio.channels.FileChannel ch) throws IOException {
+        try {
+            return ch.tryLock();
+        } catch (java.nio.channels.OverlappingFileLockException e) {
+            return null;
+        }
+    }
+
+    private static Report collect(PublishTree tree, Duration keep, Duration grace, boolean dryRun, Progress progress) {
         long t0 = System.currentTimeMillis();
         long liveFrom = t0 - keep.toMillis();
         long oldBefore = t0 - grace.toMillis();
@@ -70,27 +103,16 @@ public final class TreeGc {
         List<String> unreadable = new ArrayList<>();
 
         progress.phase("reading manifests", 0);
+        Map<Path, Long> read = new HashMap<>();
         Set<ContentKey> live = new HashSet<>();
         List<Path> expired = new ArrayList<>();
-        for (Path m : list(tree.root().resolve(PublishTree.RECORDINGS))) {
-            String name = m.getFileName().toString();
-            if (name.endsWith(PublishTree.TEMP_SUFFIX)) {
-                removeStaleTemp(m, oldBefore, dryRun, c);
-                continue;
-            }
+        for (Path m : manifests(tree, oldBefore, dryRun, c)) {
             long mtime = mtime(m);
-            if (mtime < 0) {
-                continue; // replaced or removed meanwhile
+            PublishedRecording pr = parse(m, unreadable);
+            if (mtime < 0 || pr == null) {
+                continue; // replaced or removed meanwhile, or unreadable (kept, named in the report)
             }
-            PublishedRecording pr;
-            try {
-                pr = PublishedRecording.parse(Files.readAllBytes(m), m.toString());
-            } catch (NoSuchFileException e) {
-                continue;
-            } catch (IOException | RuntimeException e) {
-                unreadable.add(m + ": " + e.getMessage());
-                continue;
-            }
+            read.put(m, mtime);
             if (mtime >= liveFrom || mtime >= oldBefore) {
                 live.addAll(pr.images());
                 c.manifestsKept++;
@@ -108,7 +130,8 @@ public final class TreeGc {
             progress.add(1);
         }
 
-        progress.phase("sweeping objects", 0);
+        progress.phase("setting objects aside", 0);
+        List<Aside> aside = new ArrayList<>();
         for (Path dir : list(tree.root().resolve(PublishTree.OBJECTS))) {
             String hex = dir.getFileName().toString();
             if (hex.endsWith(PublishTree.TEMP_SUFFIX)) {
@@ -119,30 +142,129 @@ public final class TreeGc {
                 continue; // not ours: leave it
             }
             ContentKey key = ContentKey.parse(hex);
+            Path object = dir.resolve(PublishTree.OBJECT_FILE);
             for (Path f : list(dir)) {
-                if (f.getFileName().toString().endsWith(PublishTree.TEMP_SUFFIX)) {
-                    removeStaleTemp(f, oldBefore, dryRun, c);
+                String name = f.getFileName().toString();
+                if (name.startsWith(ASIDE) && live.contains(key) && !dryRun) {
+                    restore(f, object); // set aside by a gc that was killed
+                } else if (name.endsWith(PublishTree.TEMP_SUFFIX)) {
+                    removeStaleTemp(f, name.startsWith(ASIDE) ? Long.MAX_VALUE : oldBefore, dryRun, c);
                 }
             }
-            Path object = dir.resolve(PublishTree.OBJECT_FILE);
             long size = size(object);
             if (size < 0) {
                 removeEmptyDir(dir, dryRun);
-                continue;
-            }
-            if (live.contains(key) || mtime(object) >= oldBefore) {
+            } else if (live.contains(key) || mtime(object) >= oldBefore) {
                 c.objectsKept++;
-            } else if (remove(object, oldBefore, dryRun, c)) {
+            } else if (dryRun) {
                 c.objectsRemoved++;
                 c.bytesFreed += size;
-                removeEmptyDir(dir, dryRun);
             } else {
-                c.objectsKept++;
+                Path to = dir.resolve(ASIDE + Long.toHexString(ThreadLocalRandom.current().nextLong())
+                        + PublishTree.TEMP_SUFFIX);
+                if (rename(object, to)) {
+                    aside.add(new Aside(key, object, to, size));
+                }
             }
             progress.add(1);
         }
+        if (dryRun) {
+            return report(true, c, unreadable);
+        }
+
+        // manifests written or marked since the first read name what publishes rely on: put those objects back
+        progress.phase("reading manifests again", 0);
+        Set<ContentKey> late = new HashSet<>();
+        for (Path m : manifests(tree, oldBefore, false, c)) {
+            Long before = read.get(m);
+            long mtime = mtime(m);
+            if (mtime >= 0 && (before == null || before != mtime || mtime >= t0)) {
+                PublishedRecording pr = parse(m, unreadable);
+                if (pr != null) {
+                    late.addAll(pr.images());
+                }
+            }
+        }
+        progress.phase("removing objects", aside.size());
+        for (Aside a : aside) {
+            if (late.contains(a.key())) {
+                restore(a.aside(), a.object());
+                c.spared++;
+                c.objectsKept++;
+            } else {
+                delete(a.aside());
+                c.objectsRemoved++;
+                c.bytesFreed += a.size();
+                removeEmptyDir(a.object().getParent(), false);
+            }
+            progress.add(1);
+        }
+        return report(false, c, unreadable);
+    }
+
+    /** An object set aside: its key, where it was, where it is, its size. */
+    private record Aside(ContentKey key, Path object, Path aside, long size) {}
+
+    private static Report report(boolean dryRun, Counts c, List<String> unreadable) {
         return new Report(dryRun, c.manifestsKept, c.manifestsRemoved, c.objectsKept, c.objectsRemoved,
                 c.bytesFreed, c.spared, c.tempsRemoved, List.copyOf(unreadable));
+    }
+
+    /** The manifests (temporary files older than the grace among them are removed on the way). */
+    private static List<Path> manifests(PublishTree tree, long oldBefore, boolean dryRun, Counts c) {
+        List<Path> out = new ArrayList<>();
+        for (Path m : list(tree.root().resolve(PublishTree.RECORDINGS))) {
+            if (m.getFileName().toString().endsWith(PublishTree.TEMP_SUFFIX)) {
+                removeStaleTemp(m, oldBefore, dryRun, c);
+            } else {
+                out.add(m);
+            }
+        }
+        return out;
+    }
+
+    private static PublishedRecording parse(Path m, List<String> unreadable) {
+        try {
+            return PublishedRecording.parse(Files.readAllBytes(m), m.toString());
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException | RuntimeException e) {
+            if (!unreadable.contains(m + ": " + e.getMessage())) {
+                unreadable.add(m + ": " + e.getMessage());
+            }
+            return null;
+        }
+    }
+
+    /** Puts an object set aside back (unless a publish wrote it again meanwhile), and drops the aside copy. */
+    private static void restore(Path aside, Path object) {
+        try {
+            Files.createLink(object, aside);
+        } catch (FileAlreadyExistsException | NoSuchFileException e) {
+            // written again by a publish, or already put back
+        } catch (IOException e) {
+            throw new UncheckedIOException("publish tree: putting back " + object, e);
+        }
+        delete(aside);
+    }
+
+    private static boolean rename(Path from, Path to) {
+        try {
+            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+            return true;
+        } catch (NoSuchFileException e) {
+            return false; // another gc took it
+        } catch (IOException e) {
+            throw new UncheckedIOException("publish tree: setting aside " + from, e);
+        }
+    }
+
+    private static void delete(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException e) {
+            throw new UncheckedIOException("publish tree: removing " + p, e);
+        }
     }
 
     private static final class Counts {

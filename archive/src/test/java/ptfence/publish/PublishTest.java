@@ -99,29 +99,13 @@ class PublishTest {
         Random rnd = new Random(11);
         for (int round = 0; round < 40; round++) {
             PublishTree tree = PublishTree.create(tmp.resolve("tree" + round), false);
-            CyclicBarrier start = new CyclicBarrier(2);
-            List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
             long[] written = new long[2];
-            List<Thread> threads = new ArrayList<>();
             HostArchive[] hosts = {a, b};
-            for (int h = 0; h < 2; h++) {
-                int host = h;
-                int delay = rnd.nextInt(3000);
-                threads.add(new Thread(() -> {
-                    try {
-                        start.await();
-                        busyWait(delay);
-                        written[host] = publish(hosts[host], tree, Publisher.Selection.all()).written();
-                    } catch (Throwable e) {
-                        failures.add(e);
-                    }
-                }));
-            }
-            threads.forEach(Thread::start);
-            for (Thread t : threads) {
-                t.join();
-            }
-            assertEquals(List.of(), failures);
+            int[] delays = {rnd.nextInt(3000), rnd.nextInt(3000)};
+            atOnce(host -> {
+                busyWait(delays[host]);
+                written[host] = publish(hosts[host], tree, Publisher.Selection.all()).written();
+            }, 2);
             assertEquals(60, written[0] + written[1], "round " + round + ": each image written once");
             for (ContentKey k : a.images.keySet()) {
                 byte[] got = Files.readAllBytes(tree.objectPath(k));
@@ -162,6 +146,9 @@ class PublishTest {
             Thread.sleep(fullMs / 4 + rnd.nextInt((int) Math.max(1, fullMs * 3 / 4)));
             p.destroyForcibly();
             assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+            if (!Files.isDirectory(treeDir.resolve(PublishTree.RECORDINGS))) {
+                continue; // killed before it made the tree
+            }
             PublishTree tree = PublishTree.open(treeDir);
             int present = 0;
             for (ContentKey k : a.images.keySet()) {
@@ -179,6 +166,35 @@ class PublishTest {
         for (ContentKey k : a.images.keySet()) {
             assertArrayEquals(expected.get(k), Files.readAllBytes(PublishTree.open(treeDir).objectPath(k)));
         }
+    }
+
+    /** One of the tasks {@link #atOnce} runs, by index. */
+    @FunctionalInterface
+    interface Task {
+        void run(int index) throws Exception;
+    }
+
+    /** Runs {@code n} tasks on their own threads, released at the same instant; fails with the first failure. */
+    static void atOnce(Task task, int n) throws Exception {
+        CyclicBarrier start = new CyclicBarrier(n);
+        List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            int index = i;
+            threads.add(new Thread(() -> {
+                try {
+                    start.await();
+                    task.run(index);
+                } catch (Throwable e) {
+                    failures.add(e);
+                }
+            }));
+        }
+        threads.forEach(Thread::start);
+        for (Thread t : threads) {
+            t.join();
+        }
+        assertEquals(List.of(), failures);
     }
 
     static void deleteTree(Path dir) throws IOException {

@@ -16,7 +16,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.CyclicBarrier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -70,11 +69,11 @@ class TreeGcTest {
         PublishTest.publish(a, tree, new Publisher.Selection(Long.MIN_VALUE, "new"));   // ... "new" again today
         PublishTest.publish(a, tree, new Publisher.Selection(Long.MIN_VALUE, "shared"));
         age(tree.manifestPath("shared"), 29 * DAY);        // within the keep window
-        // an object nobody names but published an hour ago (inside the grace), and a killed publish's leftovers
+        // an object nobody names but published half an hour ago (inside the grace), and a killed publish's leftovers
         byte[] young = {1, 2, 3};
         Region y = ImageObjectTest.region(young, 0x1000, 1, "young");
         tree.putObject(y.key(), ImageObject.write(y.key(), young, List.of(y)));
-        age(tree.objectPath(y.key()), Duration.ofHours(1).toMillis());
+        age(tree.objectPath(y.key()), Duration.ofMinutes(30).toMillis());
         Path staleTemp = Files.write(tree.objectPath(y.key()).resolveSibling(".executable.dead.tmp"), young);
         age(staleTemp, 2 * DAY);
         Path freshTemp = Files.write(tree.root().resolve(PublishTree.RECORDINGS).resolve(".x.json.1.tmp"), young);
@@ -101,10 +100,17 @@ class TreeGcTest {
     }
 
     @Test
-    void aGraceShorterThanTwicePublishesRefreshIsRefused() {
+    void aGraceShorterThanAnHourIsRefusedAndOneGcRunsAtATime() throws Exception {
         PublishTree tree = PublishTree.create(tmp.resolve("tree"), false);
         assertThrows(IllegalArgumentException.class,
-                () -> TreeGc.run(tree, KEEP, Duration.ofHours(1), false, Progress.NONE));
+                () -> TreeGc.run(tree, KEEP, Duration.ofMinutes(30), false, Progress.NONE));
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(tree.root().resolve(TreeGc.LOCK),
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+                java.nio.channels.FileLock held = ch.lock()) {
+            ptfence.cli.BadInputException e = assertThrows(ptfence.cli.BadInputException.class,
+                    () -> TreeGc.run(tree, KEEP, GRACE, false, Progress.NONE));
+            assertTrue(e.getMessage().contains("another gc --published is running"), e.getMessage());
+        }
     }
 
     /**
@@ -124,39 +130,20 @@ class TreeGcTest {
             PublishTree tree = PublishTree.create(tmp.resolve("tree" + round), false);
             PublishTest.publish(a, tree, Publisher.Selection.all());
             ageAll(tree, 40 * DAY);
-            CyclicBarrier start = new CyclicBarrier(2);
-            List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
             long[] began = new long[2];
             long[] finished = new long[2];
             TreeGc.Report[] report = new TreeGc.Report[1];
-            int delayGc = rnd.nextInt(10_000);
-            int delayPublish = rnd.nextInt(10_000);
-            List<Thread> threads = new ArrayList<>(List.of(new Thread(() -> {
-                try {
-                    start.await();
-                    PublishTest.busyWait(delayGc);
-                    began[0] = System.nanoTime();
+            int[] delays = {rnd.nextInt(10_000), rnd.nextInt(10_000)};
+            PublishTest.atOnce(i -> {
+                PublishTest.busyWait(delays[i]);
+                began[i] = System.nanoTime();
+                if (i == 0) {
                     report[0] = TreeGc.run(tree, KEEP, GRACE, false, Progress.NONE);
-                    finished[0] = System.nanoTime();
-                } catch (Throwable e) {
-                    failures.add(e);
-                }
-            }), new Thread(() -> {
-                try {
-                    start.await();
-                    PublishTest.busyWait(delayPublish);
-                    began[1] = System.nanoTime();
+                } else {
                     PublishTest.publish(b, tree, Publisher.Selection.all());
-                    finished[1] = System.nanoTime();
-                } catch (Throwable e) {
-                    failures.add(e);
                 }
-            })));
-            threads.forEach(Thread::start);
-            for (Thread t : threads) {
-                t.join();
-            }
-            assertEquals(List.of(), failures);
+                finished[i] = System.nanoTime();
+            }, 2);
             if (began[0] < finished[1] && began[1] < finished[0]) {
                 overlapped++;
             }
