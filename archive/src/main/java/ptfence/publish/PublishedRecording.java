@@ -1,7 +1,6 @@
 package ptfence.publish;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SortedSet;
@@ -93,10 +92,5 @@ public record PublishedRecording(Recording recording, String host, SortedSet<Con
             throw new IllegalArgumentException("field '" + key + "' missing or not an integer");
         }
         return n;
-    }
-
-    /** Keys as a list, for callers that index. */
-    public List<ContentKey> imageList() {
-        return new ArrayList<>(images);
     }
 }

@@ -58,7 +58,7 @@ public final class TreeGc {
      * @param objectsKept      objects left
      * @param objectsRemoved   objects removed
      * @param bytesFreed       their bytes
-     * @param spared           candidates spared because a publish marked them while gc ran
+     * @param spared           candidates kept because a publish wrote or marked a manifest naming them while gc ran
      * @param tempsRemoved     temporary files of killed publishes removed
      * @param unreadable       manifests that could not be read (kept, their objects not counted live: named here)
      */

@@ -56,7 +56,8 @@ public final class RemoteImages {
 
     /**
      * Adds to the archive in {@code dir} (created if absent when there is something to add) every region of
-     * {@code named} it lacks, fetching images through {@code client} (null: none is asked).
+     * {@code named} it lacks, fetching images through {@code client} (null: none is asked). The recording is
+     * registered with {@code perfData}'s path (null: a recording read from a pipe, aged by gc's --keep only).
      */
     public static Outcome complete(Feature.TextRegions named, Path dir, Path perfData, DebuginfodClient client) {
         // which regions (by id) are not in the archive, and which of their images are
@@ -196,8 +197,9 @@ public final class RemoteImages {
     private static String keep(Feature.TextRegions named, Path dir, Path perfData, List<Region> add,
             Map<ContentKey, byte[]> images) {
         try (Archive a = Archive.open(dir)) {
-            Recording rec = new Recording(named.recordingId(), perfData.toAbsolutePath().normalize().toString(),
-                    named.bootId(), named.start(), named.end(), System.currentTimeMillis());
+            Recording rec = new Recording(named.recordingId(), perfData == null ? ""
+                    : perfData.toAbsolutePath().normalize().toString(), named.bootId(), named.start(), named.end(),
+                    System.currentTimeMillis());
             for (int i = 0; i < add.size(); i += BATCH) {
                 List<Region> chunk = add.subList(i, Math.min(add.size(), i + BATCH));
                 a.write(b -> {
