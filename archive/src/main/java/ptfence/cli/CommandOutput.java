@@ -22,34 +22,7 @@ public final class CommandOutput implements Closeable {
 
     private CommandOutput(OutputFile file, OutputStream stream) {
         this.file = file;
-        OutputStream remembering = new java.io.FilterOutputStream(stream) {
-            @Override
-            public void write(byte[] b, int off, int len) throws IOException {
-                try {
-                    out.write(b, off, len);
-                } catch (IOException e) {
-                    throw remember(e);
-                }
-            }
-
-            @Override
-            public void write(int b) throws IOException {
-                try {
-                    out.write(b);
-                } catch (IOException e) {
-                    throw remember(e);
-                }
-            }
-
-            @Override
-            public void flush() throws IOException {
-                try {
-                    out.flush();
-                } catch (IOException e) {
-                    throw remember(e);
-                }
-            }
-        };
+        OutputStream remembering = new MappedErrors(stream, this::remember);
         this.writer = new PrintWriter(new OutputStreamWriter(remembering, StandardCharsets.UTF_8), false);
     }
 

@@ -56,8 +56,8 @@ public final class OutputFile implements Closeable {
         this.target = target;
         this.temp = temp;
         this.channel = channel;
-        this.stream = new BufferedOutputStream(new NamedErrors(Channels.newOutputStream(channel), target, true),
-                1 << 16);
+        this.stream = new BufferedOutputStream(new MappedErrors(Channels.newOutputStream(channel),
+                e -> named(e, target, true)), 1 << 16);
     }
 
     /** A device or pipe (-o /dev/null, a FIFO): written in place, as there is no file to replace. */
@@ -65,7 +65,7 @@ public final class OutputFile implements Closeable {
         this.target = target;
         this.temp = null;
         this.channel = null;
-        this.stream = new BufferedOutputStream(new NamedErrors(special, target, false), 1 << 16);
+        this.stream = new BufferedOutputStream(new MappedErrors(special, e -> named(e, target, false)), 1 << 16);
     }
 
     /**
@@ -254,54 +254,17 @@ public final class OutputFile implements Closeable {
     }
 
     /**
-     * Write errors name the file the user gave (a {@link java.nio.file.FileSystemException}, which every tool reports
-     * as one line, exit 2), not the temporary file: {@code -o /dev/full} is "no space left", not an internal error.
+     * A write error naming the file the user gave (a {@link java.nio.file.FileSystemException}, which every tool
+     * reports as one line, exit 2), not the temporary file: {@code -o /dev/full} is "no space left", not an internal
+     * error.
      */
-    private static final class NamedErrors extends java.io.FilterOutputStream {
-        private final Path target;
-        private final boolean replaces;
-
-        NamedErrors(OutputStream out, Path target, boolean replaces) {
-            super(out);
-            this.target = target;
-            this.replaces = replaces;
+    private static IOException named(IOException e, Path target, boolean replaces) {
+        if (e instanceof java.nio.file.FileSystemException) {
+            return e;
         }
-
-        @Override
-        public void write(byte[] b, int off, int len) throws IOException {
-            try {
-                out.write(b, off, len);
-            } catch (IOException e) {
-                throw named(e);
-            }
-        }
-
-        @Override
-        public void write(int b) throws IOException {
-            try {
-                out.write(b);
-            } catch (IOException e) {
-                throw named(e);
-            }
-        }
-
-        @Override
-        public void flush() throws IOException {
-            try {
-                out.flush();
-            } catch (IOException e) {
-                throw named(e);
-            }
-        }
-
-        private IOException named(IOException e) {
-            if (e instanceof java.nio.file.FileSystemException) {
-                return e;
-            }
-            String why = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-            return new java.nio.file.FileSystemException(target.toString(), null, "writing failed: " + why
-                    + (replaces ? " (the file was left as it was)" : ""));
-        }
+        String why = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        return new java.nio.file.FileSystemException(target.toString(), null, "writing failed: " + why
+                + (replaces ? " (the file was left as it was)" : ""));
     }
 
     public boolean committed() {

@@ -153,8 +153,8 @@ public final class GarbageCollector {
         for (Recording r : Recordings.all(s)) {
             if (pinnedRecordings.contains(r.id()) || liveRecordings.contains(r.id())) {
                 kept.add(r);
-            } else if (r.endTime() != Recording.RUNNING && now - r.createdMillis() >= GcPolicy.PERF_DATA_GRACE.toMillis()
-                    && perfDataGone(r)) {
+            } else if (r.endTime() != Recording.RUNNING
+                    && now - r.createdMillis() >= GcPolicy.PERF_DATA_GRACE.toMillis() && perfDataGone(r)) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "perf.data gone (" + r.perfDataPath() + ")"));
             } else if (lastActiveMillis(r) < cutoff) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "older than " + policy.keep()));

@@ -69,13 +69,15 @@ public final class Archive implements AutoCloseable {
     /** LMDB's writer mutex, watched so a write waits a bounded time for another process's transaction. */
     private LockWait.WriterLock writerLock;
     private final Duration lockTimeout;
-    private volatile BooleanSupplier stopWaiting = () -> false;
+    private final BooleanSupplier stopWaiting;
 
-    private Archive(Path directory, Env<byte[]> env, boolean readOnly, Duration lockTimeout) {
+    private Archive(Path directory, Env<byte[]> env, boolean readOnly, Duration lockTimeout,
+            BooleanSupplier stopWaiting) {
         this.directory = directory;
         this.env = env;
         this.readOnly = readOnly;
         this.lockTimeout = lockTimeout;
+        this.stopWaiting = stopWaiting;
     }
 
     private void awaitWriter() {
@@ -154,8 +156,8 @@ public final class Archive implements AutoCloseable {
         long fileSize = 0;
         if (Files.exists(data)) {
             // LMDB trusts its file: what it would walk is checked here first, with plain reads (see LmdbFile); a
-            // writer checks as deeply as verify does (key order, entry counts, overflow headers): it must not
-            // rewrite, or delete by, pages that are damaged
+            // writer checks as deeply as verify does (key order, entry counts, overflow headers, the free-page lists
+            // its commits reuse): it must not rewrite, or delete by, pages that are damaged
             fileSize = LmdbFile.check(data, !readOnly).fileSize();
         }
         Duration lockTimeout = LockWait.timeout();
@@ -171,8 +173,7 @@ public final class Archive implements AutoCloseable {
                 throw e;
             }
         }
-        Archive archive = new Archive(dir, env, readOnly, lockTimeout);
-        archive.stopWaiting = stopWaiting;
+        Archive archive = new Archive(dir, env, readOnly, lockTimeout, stopWaiting);
         try {
             if (!readOnly) {
                 restrict(data);

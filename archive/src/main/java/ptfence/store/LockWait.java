@@ -226,7 +226,10 @@ final class LockWait {
             return pid == ProcessHandle.current().pid() ? 0 : pid;
         }
 
-        /** The process of thread {@code tid} if it maps this lock file (so the tid is LMDB's, not a stale or foreign one), else 0. */
+        /**
+         * The process of thread {@code tid} if it maps this lock file (so the tid is LMDB's, not a stale or foreign
+         * one), else 0.
+         */
         private long lmdbProcess(int tid) {
             try {
                 long pid = 0;

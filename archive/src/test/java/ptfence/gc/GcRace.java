@@ -71,8 +71,9 @@ public final class GcRace {
         AtomicLong started = new AtomicLong();
         AtomicLong crashed = new AtomicLong();
         AtomicLong regionsCommitted = new AtomicLong();
-        AtomicLong lostRegions = new AtomicLong();
-        AtomicLong lostRecordings = new AtomicLong();
+        // each lost recording, each lost (recording, region) once, however many rounds see it missing
+        Set<String> lostRegions = ConcurrentHashMap.newKeySet();
+        Set<String> lostRecordings = ConcurrentHashMap.newKeySet();
         AtomicLong gcRuns = new AtomicLong();
         AtomicLong dropped = new AtomicLong();
         AtomicLong freed = new AtomicLong();
@@ -134,8 +135,8 @@ public final class GcRace {
             // and once more at rest: every kept recording whole, the archive verified
             check(archive, captures, problems, lostRegions, lostRecordings, round);
             checks[0]++;
-            return new Result(round, started.get(), crashed.get(), regionsCommitted.get(), lostRegions.get(),
-                    lostRecordings.get(), gcRuns.get(), dropped.get(), freed.get(), checks[0],
+            return new Result(round, started.get(), crashed.get(), regionsCommitted.get(), lostRegions.size(),
+                    lostRecordings.size(), gcRuns.get(), dropped.get(), freed.get(), checks[0],
                     (System.nanoTime() - t0) / 1_000_000, List.copyOf(problems).subList(0, Math.min(10,
                             problems.size())));
         }
@@ -144,7 +145,7 @@ public final class GcRace {
     /** One capture, as ptrec makes it: begin, batches of regions over a few milliseconds, finish (or crash). */
     private static void capture(Archive archive, Path dir, Random rnd, List<byte[]> pool, Map<String, Capture> captures,
             AtomicLong started, AtomicLong crashed, AtomicLong regionsCommitted, ConcurrentLinkedQueue<String> problems,
-            AtomicLong lostRecordings) throws Exception {
+            Set<String> lostRecordings) throws Exception {
         String id = UUID.randomUUID().toString();
         Path perfData = dir.resolve(id + ".data");
         boolean crash = rnd.nextInt(8) == 0;
@@ -191,7 +192,8 @@ public final class GcRace {
                 // Recordings.link: the recording is gone
                 if (c.live) {
                     problems.add("live capture " + id + ": its recording was dropped (" + e.getMessage() + ")");
-                    lostRecordings.incrementAndGet();
+                    lostRecordings.add(id);
+                    c.live = false; // it cannot go on
                 }
                 return;
             }
@@ -204,7 +206,7 @@ public final class GcRace {
         }
         if (!archive.write(b -> Recordings.finish(b, id, 1_000_000))) {
             problems.add("live capture " + id + ": its recording was gone at its end");
-            lostRecordings.incrementAndGet();
+            lostRecordings.add(id);
         }
         Recordings.closeLease(archive, lease.id());
         c.live = false;
@@ -221,7 +223,7 @@ public final class GcRace {
 
     /** The invariants, in one snapshot (see the class comment); counts what is missing. */
     private static void check(Archive archive, Map<String, Capture> captures, ConcurrentLinkedQueue<String> problems,
-            AtomicLong lostRegions, AtomicLong lostRecordings, long round) {
+            Set<String> lostRegions, Set<String> lostRecordings, long round) {
         try {
             Archive.inspect(archive.directory(), true); // the page check, while the others write
         } catch (RuntimeException e) {
@@ -245,8 +247,7 @@ public final class GcRace {
             Set<String> present = new HashSet<>();
             Recordings.all(s).forEach(r -> present.add(r.id()));
             for (String id : live) {
-                if (!present.contains(id)) {
-                    lostRecordings.incrementAndGet();
+                if (!present.contains(id) && lostRecordings.add(id)) {
                     problems.add("round " + round + ": live capture " + id + " has no recording");
                 }
             }
@@ -257,8 +258,8 @@ public final class GcRace {
                 Set<Long> linked = new HashSet<>(Recordings.regionIds(s, e.getKey()));
                 for (long rid : e.getValue()) {
                     Region r = RegionIndex.get(s, rid).orElse(null);
-                    if (r == null || !linked.contains(rid) || !s.hasImage(r.key())) {
-                        lostRegions.incrementAndGet();
+                    if ((r == null || !linked.contains(rid) || !s.hasImage(r.key()))
+                            && lostRegions.add(e.getKey() + "/" + rid)) {
                         problems.add("round " + round + ": recording " + e.getKey() + (live.contains(e.getKey())
                                 ? " (live)" : " (kept)") + " lost region " + Region.idHex(rid) + (r == null
                                 ? "" : !linked.contains(rid) ? " (unlinked)" : " (its image)"));

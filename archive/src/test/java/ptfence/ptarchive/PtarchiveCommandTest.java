@@ -454,6 +454,15 @@ class PtarchiveCommandTest {
         assertTrue(gc.out().contains("kept 1 recording(s)"), gc.out());
     }
 
+    // issue 20: 'export ... -o /dev/full' was an internal error (exit 70)
+    @Test
+    void exportToAFullDeviceIsOneLineExit2() {
+        Assumptions.assumeTrue(Files.exists(Path.of("/dev/full")), "/dev/full");
+        Result r = run("export", "rec-1", "-o", "/dev/full");
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("ptarchive: /dev/full: writing failed: No space left on device\n", r.err());
+    }
+
     // issue 20: 'gc --keep=0' dropped every recording without a word
     @Test
     void gcKeepZeroNeedsForce() {

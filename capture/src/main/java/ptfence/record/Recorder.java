@@ -237,7 +237,8 @@ public final class Recorder implements AutoCloseable {
         // $0 names ptrec in the shell's own messages (the command was looked up beforehand; an exec can still fail)
         List<String> argv = new ArrayList<>();
         if (Files.isExecutable(SETPRIV)) {
-            // the command never outlives ptrec, even a SIGKILLed one: the kernel kills it when ptrec's thread goes
+            // the command never outlives ptrec, even a SIGKILLed one: the kernel kills it when the thread that started
+            // it ends (this one, which runs the recording to its end)
             argv.addAll(List.of(SETPRIV.toString(), "--pdeathsig", "KILL", "--"));
         }
         argv.addAll(List.of("/bin/sh", "-c", "read _ < \"$1\"; shift; exec \"$@\"", "ptrec", fifo.toString()));
