@@ -517,7 +517,7 @@ class PtrecLiveTest {
     void aCommandsMappingsSurviveAFloodOfContextSwitches() throws Exception {
         List<Process> flood = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            flood.add(new ProcessBuilder("timeout", "120", "perf", "bench", "sched", "pipe", "-l", "100000000")
+            flood.add(new ProcessBuilder("timeout", "-s", "KILL", "120", "perf", "bench", "sched", "pipe", "-l", "100000000")
                     .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start());
         }
         try {
@@ -550,7 +550,11 @@ class PtrecLiveTest {
                 System.out.println("flood round " + round + ": " + m.group() + "; MMAP2 of ls " + ownLs);
             }
         } finally {
-            for (Process p : flood) p.destroyForcibly().waitFor();
+            // SIGKILL to timeout alone would leave its perf bench (and perf's forked peer) running for ever
+            for (Process p : flood) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly().waitFor();
+            }
         }
     }
 
