@@ -4,6 +4,7 @@ import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import ptfence.cli.BadInputException;
 import ptfence.cli.Json;
 import ptfence.cli.Progress;
 import ptfence.gc.GarbageCollector;
@@ -16,8 +17,13 @@ import ptfence.store.Archive;
 @Command(name = "gc", mixinStandardHelpOptions = true, usageHelpWidth = 120, description = {
         "Drop recordings older than --keep or whose perf.data is gone (unless pinned), then the oldest ones while "
                 + "the images still referenced exceed --max-size; remove every region and image nothing kept needs.",
-        "Safe while ptrec writes and ptdecode reads (short write transactions; live captures hold leases), safe to kill "
-                + "at any moment, idempotent. Prints what it freed."},
+        "A live capture's recording is never dropped: ptrec (and import) hold a lease from the capture's start to its "
+                + "end, and gc keeps the recording and everything it archives meanwhile, whatever --keep says. A "
+                + "recording whose perf.data is gone is dropped only once it is an hour old (an imported perf.data may "
+                + "still be on its way).",
+        "Safe while ptrec writes and ptdecode reads (short write transactions), safe to kill at any moment, idempotent. "
+                + "It first checks the pages and records it decides by, and deletes nothing from a damaged archive "
+                + "(exit 2; see 'ptarchive verify'). Prints what it freed."},
         footer = {"", "Examples:",
                 "  ptarchive gc                              keep 30 days",
                 "  ptarchive gc --keep 7d --max-size 20G --dry-run",
@@ -33,7 +39,7 @@ import ptfence.store.Archive;
                 "",
                 "  [Service]",
                 "  Type=oneshot",
-                "  ExecStart=/usr/local/bin/ptarchive gc --keep 30d --max-size 20G",
+                "  ExecStart=/usr/bin/ptarchive gc --keep 30d --max-size 20G",
                 "  Nice=10",
                 "  IOSchedulingClass=idle",
                 "",
@@ -52,16 +58,19 @@ import ptfence.store.Archive;
                 "  systemctl daemon-reload && systemctl enable --now ptfence-gc.timer",
                 "",
                 "or from cron (crontab -e):",
-                "  17 3 * * * /usr/local/bin/ptarchive gc --keep 30d --max-size 20G >>/var/log/ptfence-gc.log 2>&1",
+                "  17 3 * * * /usr/bin/ptarchive gc --keep 30d --max-size 20G >>/var/log/ptfence-gc.log 2>&1",
                 "",
                 "A publish tree (ptarchive publish DIR, served by debuginfod; docs/fleet.md) is collected apart, on the",
                 "machine that holds it: objects no recording published within --keep names go, never anything younger",
                 "than --grace (default 1d, at least 1h); publishes running meanwhile on any host lose nothing:",
-                "  37 3 * * * /usr/local/bin/ptarchive gc --published /srv/ptfence --keep 30d", ""})
+                "  37 3 * * * /usr/bin/ptarchive gc --published /srv/ptfence --keep 30d", ""})
 final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Option(names = "--keep", paramLabel = "DURATION", defaultValue = "30d",
-            description = "Drop recordings created longer ago than this (default ${DEFAULT-VALUE}; 12h, 7d, 2w...).")
+            description = "Drop recordings created longer ago than this (default ${DEFAULT-VALUE}; 12h, 7d, 2w...). "
+                    + "0 needs --force.")
     String keep;
+    @Option(names = "--force", description = "Allow --keep 0: drop every recording that is neither pinned nor live.")
+    boolean force;
     @Option(names = "--max-size", paramLabel = "BYTES", description = "Then drop oldest recordings while kept images exceed this (10G, 512M...).")
     String maxSize;
     @Option(names = "--dry-run", description = "Decide and report; change nothing.")
@@ -87,9 +96,17 @@ final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
             throw new ptfence.cli.BadInputException("--grace applies to --published only");
         }
         GcPolicy policy = new GcPolicy(Units.duration(keep), maxSize == null ? 0 : Units.size(maxSize), dryRun, 500);
+        if (policy.keep().isZero() && !force && !dryRun) {
+            throw new BadInputException("--keep " + keep + ": drops every recording that is neither pinned nor live, "
+                    + "at once; add --force if that is what you want (or try --dry-run)");
+        }
         PrintWriter out = out();
         GcReport r;
-        try (Archive a = openArchive();
+        if (dryRun) {
+            // a dry run only reads, but decides by the same pages as a real run: checked as deeply
+            Archive.inspect(archive.resolve(parent), true);
+        }
+        try (Archive a = dryRun ? openArchiveReadOnly() : openArchive();
                 Progress p = Progress.start(spec.commandLine().getErr(), "gc", Progress.wanted(progress))) {
             r = GarbageCollector.run(a, policy, p);
             p.done();

@@ -76,7 +76,7 @@ public final class Elf {
     public static Elf read(Path file) {
         byte[] all;
         try {
-            all = Files.readAllBytes(file);
+            all = ptfence.cli.Inputs.readAllBytes(file);
         } catch (IOException e) {
             return null;
         }

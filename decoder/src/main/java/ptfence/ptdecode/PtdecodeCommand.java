@@ -144,6 +144,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
             p.trace = recording;
             p.stdout = stdout;
             p.stderr = stderr;
+            p.stdin = stdin;
             p.output = output;
             p.format = format.equals("jsonl") ? PacketsCommand.Format.jsonl : PacketsCommand.Format.ptdump;
             return p.call();
@@ -174,6 +175,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
             throw new BadInputException("--threads " + threads + ": expected a count of threads (0: one per core)");
         }
         long[] range = timeRange(time);
+        if (sysroot != null && !java.nio.file.Files.isDirectory(sysroot)) {
+            throw new BadInputException("--sysroot " + sysroot + ": no such directory");
+        }
         Path file = Path.of(recording);
         Path kcoreDir = kcore;
         if (java.nio.file.Files.isDirectory(file) && java.nio.file.Files.isRegularFile(file.resolve("data"))) {
@@ -202,9 +206,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         }
         try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
             rd.load();
-            int status = decode(rd, co.writer());
-            co.commit();
-            return status;
+            return co.finish(decode(rd, co.writer())); // a failed --strict leaves an existing -o file as it was
         }
     }
 
@@ -297,13 +299,18 @@ public final class PtdecodeCommand implements Callable<Integer> {
     }
 
     /**
-     * After a view: the decode errors on stderr in one line, as perf's warning counts them; with --strict, any makes
-     * the exit status 2 (the output stays as written).
+     * After a view: the decode errors on stderr in one line, as perf's warning counts them, and a thread filter that
+     * matched nothing; with --strict, any decode error or damage to the recording makes the exit status 2 (an -o
+     * file is then left as it was).
      */
     private int done(RecordingDecode rd, PrintWriter out) {
         out.flush();
         long errors = rd.reportErrors();
-        return strict && errors > 0 ? Tool.EXIT_BAD_INPUT : Tool.EXIT_OK;
+        String unmatched = rd.threads.unmatched(rd.sideband);
+        if (unmatched != null) {
+            stderr.println("ptdecode: " + unmatched);
+        }
+        return strict && (errors > 0 || rd.damaged()) ? Tool.EXIT_BAD_INPUT : Tool.EXIT_OK;
     }
 
     /** True if {@code address} lies in one of {@code functions} (at any time). */

@@ -131,6 +131,9 @@ final class RecordingDecode {
             if (damage != null && (info == null || buffers.isEmpty())) {
                 throw new BadInputException(damage.getMessage() + " (no Intel PT data before it)");
             }
+            if (info == null && buffers.isEmpty() && sidebandOnly(f)) {
+                throw new BadInputException(sidebandOnlyMessage(req.recording()));
+            }
             if (info == null || info.auxType() != PerfRecord.AuxtraceInfo.TYPE_INTEL_PT) {
                 throw new BadInputException(req.recording() + ": no Intel PT data (no intel_pt AUXTRACE_INFO); record "
                         + "with 'ptrec' or 'perf record -e intel_pt//'");
@@ -140,6 +143,7 @@ final class RecordingDecode {
             }
             if (damage != null) {
                 err.println("ptdecode: " + damage.getMessage() + " (decoding the records before it)");
+                damageReported++;
             }
             pt = IntelPtInfo.of(info);
             long ptConfig = 0;
@@ -232,6 +236,7 @@ final class RecordingDecode {
             code.addBpfProgInfo(f.features().bpfProgInfo());
         } catch (BadInputException e) {
             err.println("ptdecode: " + e.getMessage() + " (BPF_PROG_INFO not used)");
+            damageReported++;
         }
         addKernelFiles();
         Path dir = req.recording().toAbsolutePath().getParent();
@@ -254,6 +259,7 @@ final class RecordingDecode {
             }
         } catch (BadInputException e) {
             err.println("ptdecode: " + e.getMessage() + " (build ids not used)");
+            damageReported++;
         }
         return out;
     }
@@ -536,6 +542,27 @@ final class RecordingDecode {
 
     /** Decode errors per CPU (each a stretch of trace lost up to the next full IP). */
     private final Map<Integer, Long> errorsByCpu = new java.util.concurrent.ConcurrentSkipListMap<>();
+
+    /** Software events only, no AUX: what 'ptrec --sideband-only' writes where there is no Intel PT. */
+    static boolean sidebandOnly(PerfDataFile f) {
+        return !f.attrs().isEmpty() && f.attrs().stream().allMatch(a -> a.attr().type() == 1);
+    }
+
+    /** What a sideband-only recording holds and how to see it (there is nothing for ptdecode to decode). */
+    static String sidebandOnlyMessage(Object recording) {
+        return recording + ": a sideband-only recording (no intel_pt event, as 'ptrec --sideband-only' writes): no "
+                + "trace to decode, so no control flow and no --packets; its tasks, mappings and BPF events show with "
+                + "'perf script --show-task-events --show-mmap-events --show-bpf-events -i " + recording + "', the BPF "
+                + "code the fence archived with 'ptarchive ls --recordings'";
+    }
+
+    /** Warnings printed about damage in the recording itself (records or header sections cut short or malformed). */
+    private int damageReported;
+
+    /** Whether the recording itself was damaged (a warning said so): with --strict that is an error. */
+    boolean damaged() {
+        return damageReported > 0;
+    }
 
     /** Prints how many decode errors there were, per CPU, on one stderr line (nothing if none); returns the count. */
     long reportErrors() {

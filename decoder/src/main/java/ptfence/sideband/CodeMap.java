@@ -335,7 +335,7 @@ public final class CodeMap {
             return null;
         }
         try {
-            return Files.isRegularFile(p) ? Files.readAllBytes(p) : null;
+            return Files.isRegularFile(p) ? ptfence.cli.Inputs.readAllBytes(p) : null;
         } catch (IOException e) {
             notes.add(p + ": " + e.getMessage());
             return null;
