@@ -10,6 +10,8 @@ import ptfence.cli.Progress;
 import ptfence.gc.GarbageCollector;
 import ptfence.gc.GcPolicy;
 import ptfence.gc.GcReport;
+import ptfence.publish.PublishTree;
+import ptfence.publish.TreeGc;
 import ptfence.store.Archive;
 
 @Command(name = "gc", mixinStandardHelpOptions = true, usageHelpWidth = 120, description = {
@@ -56,7 +58,12 @@ import ptfence.store.Archive;
                 "  systemctl daemon-reload && systemctl enable --now ptfence-gc.timer",
                 "",
                 "or from cron (crontab -e):",
-                "  17 3 * * * /usr/bin/ptarchive gc --keep 30d --max-size 20G >>/var/log/ptfence-gc.log 2>&1", ""})
+                "  17 3 * * * /usr/bin/ptarchive gc --keep 30d --max-size 20G >>/var/log/ptfence-gc.log 2>&1",
+                "",
+                "A publish tree (ptarchive publish DIR, served by debuginfod; docs/fleet.md) is collected apart, on the",
+                "machine that holds it: objects no recording published within --keep names go, never anything younger",
+                "than --grace (default 1d, at least 1h); publishes running meanwhile on any host lose nothing:",
+                "  37 3 * * * /usr/bin/ptarchive gc --published /srv/ptfence --keep 30d", ""})
 final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Option(names = "--keep", paramLabel = "DURATION", defaultValue = "30d",
             description = "Drop recordings created longer ago than this (default ${DEFAULT-VALUE}; 12h, 7d, 2w...). "
@@ -70,12 +77,24 @@ final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
     boolean dryRun;
     @Option(names = "--json", description = "Print the report as one JSON object.")
     boolean json;
+    @Option(names = "--published", paramLabel = "DIR", description = "Collect this publish tree instead of the "
+            + "archive: remove objects no recording published within --keep names.")
+    java.nio.file.Path published;
+    @Option(names = "--grace", paramLabel = "DURATION", description = "With --published: never remove what is "
+            + "younger than this (default 1d, at least 1h; covers clock skew between publishing hosts).")
+    String grace;
     @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
             + "a terminal).")
     Boolean progress;
 
     @Override
     public Integer call() {
+        if (published != null) {
+            return collectTree();
+        }
+        if (grace != null) {
+            throw new ptfence.cli.BadInputException("--grace applies to --published only");
+        }
         GcPolicy policy = new GcPolicy(Units.duration(keep), maxSize == null ? 0 : Units.size(maxSize), dryRun, 500);
         if (policy.keep().isZero() && !force && !dryRun) {
             throw new BadInputException("--keep " + keep + ": drops every recording that is neither pinned nor live, "
@@ -113,6 +132,42 @@ final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
             out.printf("gc: kept %d recording(s), %d image(s), %s%s%n", r.keptRecordings(), r.keptImages(),
                     Units.bytes(r.keptBytes()),
                     r.spared() > 0 ? "; spared " + r.spared() + " touched by a capture while gc ran" : "");
+        }
+        out.flush();
+        return 0;
+    }
+
+    private int collectTree() {
+        if (maxSize != null) {
+            throw new ptfence.cli.BadInputException("--max-size applies to the archive, not to --published");
+        }
+        java.time.Duration g = grace == null ? TreeGc.DEFAULT_GRACE : Units.duration(grace);
+        if (g.compareTo(TreeGc.MIN_GRACE) < 0) {
+            throw new ptfence.cli.BadInputException("--grace " + grace + ": at least " + TreeGc.MIN_GRACE.toMinutes()
+                    + "m (it covers clock skew between publishing hosts and network file systems' caches)");
+        }
+        TreeGc.Report r;
+        try (Progress p = Progress.start(spec.commandLine().getErr(), "gc", Progress.wanted(progress))) {
+            r = TreeGc.run(PublishTree.open(published), Units.duration(keep), g, dryRun, p);
+            p.done();
+        }
+        PrintWriter out = out();
+        for (String u : r.unreadable()) {
+            spec.commandLine().getErr().println("ptarchive: gc: kept unreadable manifest " + u);
+        }
+        if (json) {
+            out.println(new Json().field("dry_run", r.dryRun()).field("manifests_kept", r.manifestsKept())
+                    .field("manifests_removed", r.manifestsRemoved()).field("objects_kept", r.objectsKept())
+                    .field("objects_removed", r.objectsRemoved()).field("bytes_freed", r.bytesFreed())
+                    .field("spared", r.spared()).field("temps_removed", r.tempsRemoved())
+                    .field("unreadable_manifests", r.unreadable().size()));
+        } else {
+            String would = r.dryRun() ? "would " : "";
+            out.printf("gc: %sremove %d object(s) (%s), %d manifest(s), %d temporary file(s) from %s%n", would,
+                    r.objectsRemoved(), Units.bytes(r.bytesFreed()), r.manifestsRemoved(), r.tempsRemoved(),
+                    published.toAbsolutePath().normalize());
+            out.printf("gc: kept %d object(s), %d manifest(s)%s%n", r.objectsKept(), r.manifestsKept(),
+                    r.spared() > 0 ? "; spared " + r.spared() + " published while gc ran" : "");
         }
         out.flush();
         return 0;

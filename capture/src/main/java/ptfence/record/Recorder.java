@@ -93,6 +93,10 @@ public final class Recorder implements AutoCloseable {
     private static final String LEASE_HOLDER = "ptrec pid " + ProcessHandle.current().pid();
     private String recordingId;
     private ArchiveSink regions;
+    /** Where and when each region was, for the perf.data's list of the text it used. */
+    private RegionLog regionLog;
+    private String recordingBoot;
+    private long recordingStart;
     private RegionTracker tracker;
     private TextFence fence;
     private String fenceNote = "";
@@ -208,7 +212,10 @@ public final class Recorder implements AutoCloseable {
         recording = Recording.started(recordingId, plan.output().toAbsolutePath().toString(), bootId, startTime);
         lease = Recordings.begin(archive, recording, LEASE_HOLDER, LEASE_TTL);
         regions = new ArchiveSink(archive, recordingId);
-        tracker = new RegionTracker(bootId, regions, monotonicClock ? LongUnaryOperator.identity() : clockMap);
+        regionLog = new RegionLog(regions);
+        recordingBoot = bootId;
+        recordingStart = startTime;
+        tracker = new RegionTracker(bootId, regionLog, monotonicClock ? LongUnaryOperator.identity() : clockMap);
     }
 
     private void startFence() throws IOException {
@@ -428,6 +435,12 @@ public final class Recorder implements AutoCloseable {
     }
 
     private void writeFeatures() {
+        writeFeatures(Recording.RUNNING);
+    }
+
+    /** The header's features; {@code end}: the recording's end in perf time ({@link Recording#RUNNING} while it runs). */
+    private void writeFeatures(long end) {
+        if (regionLog != null) writer.setFeature(regionLog.feature(recordingId, recordingBoot, recordingStart, end));
         for (Feature f : hostFeatures) writer.setFeature(f);
         writer.setFeature(new Feature.EventDesc(eventDesc));
         if (!progInfos.isEmpty()) writer.setFeature(new Feature.BpfProgInfos(new ArrayList<>(progInfos.values())));
@@ -735,7 +748,7 @@ public final class Recorder implements AutoCloseable {
         if (regions != null) regions.close();
         early.values().forEach(BpfFd::close); // pinned but their records were lost: nothing to describe
         early.clear();
-        writeFeatures();
+        writeFeatures(endTime());
         writer.close();
         sampleClockOrCount();
         long end = endTime();

@@ -154,7 +154,7 @@ class OutputSafetyTest {
     @Test
     void anErrorInADecoderThreadReachesTheCommand() throws Exception {
         RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(REC, null, false, null, null, null, null,
-                null, null, "text", false, false, Long.MIN_VALUE, Long.MAX_VALUE, null, 0, false),
+                null, null, "text", false, false, Long.MIN_VALUE, Long.MAX_VALUE, null, 0, false, false),
                 new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
         rd.load();
         InternalError e = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(30),
