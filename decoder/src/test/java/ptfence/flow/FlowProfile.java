@@ -199,8 +199,8 @@ public final class FlowProfile {
                 }
                 double s = (System.nanoTime() - t0) / 1e9;
                 double cpu = (mx.getCurrentThreadCpuTime() - c0) / 1e9;
-                System.out.printf((coverage ? "coverage" : "quiet") + " run %d%s: %d insns, %.2f s, cpu %.2f s (%.0f MB/s of cpu, %.0f M insn/s); "
-                        + "TNT memo lookups %d, misses %d (this thread's, so far)%n", r + 1,
+                System.out.printf((coverage ? "coverage" : "quiet") + " run %d%s: %d insns, %.2f s, cpu %.2f s (%.0f MB/s "
+                        + "of cpu, %.0f M insn/s); TNT memo lookups %d, misses %d (this thread's, so far)%n", r + 1,
                         skip ? " (timing passed over)" : "", d.instructions, s, cpu, mb / cpu, d.instructions / cpu / 1e6,
                         d.tntPaths().lookups, d.tntPaths().misses);
             }
