@@ -106,7 +106,8 @@ public final class Symbols {
 
     /**
      * Text symbols of a /proc/kallsyms copy ("ADDR TYPE NAME [MODULE]" per line). A file with no such line at all
-     * (a binary file, a wrong file) is one line naming it; a copy read without root (every address 0) gives none.
+     * (a binary file, a wrong file) is one line naming it; a copy read without root (every address 0) gives none,
+     * and so does an empty file (the way to say "no kernel symbols", as {@code --kallsyms=/dev/null}).
      */
     public Symbols addKallsyms(java.nio.file.Path file) {
         String text = new String(ptfence.cli.Inputs.read(file, "kallsyms"), java.nio.charset.StandardCharsets.ISO_8859_1);
@@ -125,7 +126,7 @@ public final class Symbols {
                 }
             }
         }
-        if (lines == 0) {
+        if (lines == 0 && !text.isBlank()) {
             throw new ptfence.cli.BadInputException(file + ": not a kallsyms file (no 'ADDRESS TYPE NAME' line, as "
                     + "/proc/kallsyms has)");
         }
