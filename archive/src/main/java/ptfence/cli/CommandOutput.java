@@ -17,9 +17,11 @@ import java.util.Collection;
 public final class CommandOutput implements Closeable {
     private final OutputFile file;
     private final PrintWriter writer;
+    private final OutputStream stream;
 
     private CommandOutput(OutputFile file, OutputStream stream) {
         this.file = file;
+        this.stream = stream;
         this.writer = new PrintWriter(new OutputStreamWriter(stream, StandardCharsets.UTF_8), false);
     }
 
@@ -37,6 +39,15 @@ public final class CommandOutput implements Closeable {
 
     public PrintWriter writer() {
         return writer;
+    }
+
+    /**
+     * The same destination for bytes (lines built as bytes need no encoder); what the writer holds is flushed first.
+     * A write error here is thrown, not swallowed.
+     */
+    public OutputStream stream() {
+        writer.flush();
+        return stream;
     }
 
     /** Flushes; with -o, puts the file in place (after which close leaves it). */

@@ -568,6 +568,13 @@ public final class EventDecoder {
     private long syncOffset = -1;
 
     /** Offset of the last PSB the decoder read (where a resync restarts). */
+    /** The IP of the last PSB+'s FUP (0: none), even one BDM70 says not to act on: perf reports it with the PSB. */
+    public long headerFupIp() {
+        return headerFupIp;
+    }
+
+    private long headerFupIp;
+
     public long syncOffset() {
         return syncOffset;
     }
@@ -621,6 +628,7 @@ public final class EventDecoder {
         haveIp = false;
         ipSuppressed = false;
         lastIp = 0;
+        headerFupIp = 0;
         enabled = false;
         Event status0 = enqueue(EVB_PSBEND);
         status0.statusUpdate = true;
@@ -695,6 +703,9 @@ public final class EventDecoder {
 
     private int headerFup(Pkt p) {
         boolean en = p.ipc != 0;
+        if (en && LastIp.isCompression(p.ipc)) {
+            headerFupIp = LastIp.combine(lastIp, p.ipc, p.ip);
+        }
         if (config.bdm70 && checkBdm70()) {
             en = false;
         }

@@ -222,6 +222,16 @@ public final class FlowDecoder {
         return t;
     }
 
+    /** The IP the last PSB+'s FUP gave (0: none): perf's PSB event reports it. */
+    public long psbIp() {
+        return evd.headerFupIp();
+    }
+
+    /** Where the flow stands: the next instruction to run (perf's decoder->ip, which its events report). */
+    public long ip() {
+        return ip;
+    }
+
     static final long TSC_SLIP = 0x10000;
     private long reportedTime = Long.MIN_VALUE;
 

@@ -37,6 +37,12 @@ final class CallViews {
             description = "--format folded: weigh stacks by instructions (default) or by time.")
     String weight;
 
+    /**
+     * perf script's --itrace=c / r on the branch view: only branches with one of these flags (perf's branches_filter:
+     * calls, asynchronous transfers and trace ends for c; returns and trace begins for r); 0: every branch.
+     */
+    int branchFilter;
+
     /** True if the command line asks for one of these views (given no --func). */
     boolean wanted(String format) {
         return callTrace || callRetTrace || branches || format.equals("perfetto") || format.equals("folded");
@@ -77,10 +83,45 @@ final class CallViews {
             view = new FoldedView(out, names, weight.equals("time"));
         } else if (branches) {
             view = new BranchView(out, jsonl, names, req.timeFrom(), req.timeTo());
+            if (branchFilter != 0) {
+                view = filtered(view, branchFilter);
+            }
         } else {
             view = new CallTraceView(out, jsonl, callRetTrace, names, req.timeFrom(), req.timeTo());
         }
         run(rd, view);
+    }
+
+    /** {@code view} with only the branches that have one of {@code flags} (the stacks still see every one). */
+    private static CallView filtered(CallView view, int flags) {
+        return new CallView() {
+            @Override
+            public void item(ThreadStack t, ptfence.calls.FlowItem item) throws IOException {
+                if (!(item instanceof ptfence.calls.FlowItem.Branch b) || (b.flags() & flags) != 0) {
+                    view.item(t, item);
+                }
+            }
+
+            @Override
+            public void end() throws IOException {
+                view.end();
+            }
+
+            @Override
+            public void ran(ThreadStack t, long insns, long time) {
+                view.ran(t, insns, time);
+            }
+
+            @Override
+            public void enter(ThreadStack t, int level, long time) {
+                view.enter(t, level, time);
+            }
+
+            @Override
+            public void leave(ThreadStack t, int level, long time, boolean lost) {
+                view.leave(t, level, time, lost);
+            }
+        };
     }
 
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */

@@ -55,7 +55,7 @@ final class RecordingDecode {
     record CpuTrace(int cpu, int tid, List<List<AuxBuffer>> runs) {
     }
 
-    private final Request req;
+    private Request req;
     private final PrintStream err;
     private final Set<String> reportedMissing = java.util.Collections.synchronizedSet(new HashSet<>());
 
@@ -135,6 +135,7 @@ final class RecordingDecode {
                 err.println("ptdecode: " + damage.getMessage() + " (decoding the records before it)");
             }
             pt = IntelPtInfo.of(info);
+            readEvents(f);
             long ptConfig = 0;
             for (AttrIds a : f.attrs()) {
                 if (a.attr().type() == pt.pmuType()) {
@@ -210,6 +211,42 @@ final class RecordingDecode {
                 }
                 traces.add(new CpuTrace(cpu, tids.get(e.getKey()), e.getValue()));
             }
+        }
+    }
+
+    /** The recorded events (attrs in file order, with EVENT_DESC's names where it has them). */
+    List<ptfence.perfdata.EventAttr> eventAttrs = new ArrayList<>();
+    List<String> eventNames = new ArrayList<>();
+    /** HEADER_SAMPLE_TIME's first and last sample time (0, 0 when absent). */
+    long firstSampleTime;
+    long lastSampleTime;
+
+    private void readEvents(PerfDataFile f) {
+        Map<Long, String> names = new java.util.HashMap<>();
+        try {
+            for (ptfence.perfdata.Feature.EventDescEntry e : f.features().eventDesc()) {
+                for (long id : e.ids()) {
+                    names.put(id, e.name());
+                }
+            }
+            f.features().get(ptfence.perfdata.Feature.SAMPLE_TIME, ptfence.perfdata.Feature.SampleTime.class)
+                    .ifPresent(t -> {
+                        firstSampleTime = t.start();
+                        lastSampleTime = t.end();
+                    });
+        } catch (BadInputException e) {
+            err.println("ptdecode: " + e.getMessage() + " (event names not used)");
+        }
+        for (AttrIds a : f.attrs()) {
+            eventAttrs.add(a.attr());
+            String n = null;
+            for (long id : a.ids()) {
+                n = names.get(id);
+                if (n != null) {
+                    break;
+                }
+            }
+            eventNames.add(n);
         }
     }
 
@@ -702,6 +739,13 @@ final class RecordingDecode {
 
     Request request() {
         return req;
+    }
+
+    /** Narrows the request to perf time [from, to] (a --time range known only once the recording is read). */
+    void timeRange(long from, long to) {
+        req = new Request(req.recording(), req.archive(), req.archiveGiven(), req.recordingId(), req.kcore(),
+                req.vmlinux(), req.kallsyms(), req.sysroot(), req.func(), req.format(), req.summary(), req.source(),
+                from, to, req.cpus(), req.threads(), req.progress());
     }
 
     void merged(PrintWriter out) throws Exception {

@@ -29,6 +29,9 @@ public final class RecordingSymbols implements Symbolizer {
     private final Path sysroot;
     private final Map<Integer, Mapped[]> byPid = new HashMap<>();
     private final Mapped[] all;
+    /** Every mapping by process (anonymous and [vdso] ones too), the kernel's under {@link #KERNEL_PID}. */
+    private final Map<Integer, Sideband.Mapping[]> namesByPid = new HashMap<>();
+    private static final int KERNEL_PID = Integer.MIN_VALUE;
     /** The last process asked about and its mappings (decoders ask for one process for long stretches). */
     private volatile PidMappings lastPid = new PidMappings(Integer.MIN_VALUE, null);
     private final Map<String, byte[]> buildIds = new HashMap<>();
@@ -49,7 +52,9 @@ public final class RecordingSymbols implements Symbolizer {
         buildIds.putAll(sideband.buildIds());
         Map<Integer, List<Mapped>> lists = new HashMap<>();
         List<Mapped> every = new ArrayList<>();
+        Map<Integer, List<Sideband.Mapping>> named = new HashMap<>();
         for (Sideband.Mapping m : sideband.mappings()) {
+            named.computeIfAbsent(m.kernel() ? KERNEL_PID : m.pid(), p -> new ArrayList<>()).add(m);
             if (m.kernel() || m.file().startsWith("[") || m.file().startsWith("//")) {
                 continue;
             }
@@ -58,6 +63,7 @@ public final class RecordingSymbols implements Symbolizer {
             every.add(mm);
         }
         lists.forEach((pid, l) -> byPid.put(pid, l.toArray(Mapped[]::new)));
+        named.forEach((pid, l) -> namesByPid.put(pid, l.toArray(Sideband.Mapping[]::new)));
         all = every.toArray(Mapped[]::new);
         Elf v = vmlinux == null ? null : Elf.read(vmlinux);
         this.vmlinux = v == null ? null : new Dso(v, null, vmlinux.toString());
@@ -105,6 +111,44 @@ public final class RecordingSymbols implements Symbolizer {
         }
         long shift = address - vaddr;
         return new Symbol(e.name(), e.start() + shift, e.end() + shift, m.file(), m.time(), Long.MAX_VALUE);
+    }
+
+    @Override
+    public String dso(long address, long time, int pid) {
+        Symbol s = symbol(address, time, pid);
+        if (s != null) {
+            return s.dso();
+        }
+        Sideband.Mapping m = address < 0 ? newest(namesByPid.get(KERNEL_PID), address, -1) // the kernel stays mapped
+                : newest(namesByPid.get(pid), address, time);
+        if (m == null) {
+            return null;
+        }
+        if (!m.kernel()) {
+            return m.file();
+        }
+        if (m.file().startsWith(KERNEL_DSO)) {
+            return KERNEL_DSO;
+        }
+        String f = m.file(); // a module: perf names it [name]
+        int slash = f.lastIndexOf('/');
+        String base = f.substring(slash + 1);
+        int dot = base.indexOf('.');
+        return slash >= 0 && base.endsWith(".ko") || base.endsWith(".ko.xz") || base.endsWith(".ko.zst")
+                ? "[" + (dot > 0 ? base.substring(0, dot) : base).replace('-', '_') + "]" : f;
+    }
+
+    private static Sideband.Mapping newest(Sideband.Mapping[] ms, long address, long time) {
+        if (ms == null) {
+            return null;
+        }
+        for (int i = ms.length - 1; i >= 0; i--) {
+            Sideband.Mapping m = ms[i];
+            if (Long.compareUnsigned(address - m.address(), m.length()) < 0 && (time < 0 || m.time() <= time)) {
+                return m;
+            }
+        }
+        return null;
     }
 
     @Override

@@ -18,6 +18,15 @@ public interface Symbolizer {
         return l == null ? null : l.text();
     }
 
+    /**
+     * The file or image holding {@code address} as perf names it (the mapped file as recorded,
+     * {@code [kernel.kallsyms]}, a BPF program), even where no symbol names the code there; null when nothing maps it.
+     */
+    default String dso(long address, long time, int pid) {
+        Symbol s = symbol(address, time, pid);
+        return s == null ? null : s.dso();
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 
