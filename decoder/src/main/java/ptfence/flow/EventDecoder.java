@@ -261,6 +261,7 @@ public final class EventDecoder {
                 break;
             }
         } while (packet.type == Pkt.PAD);
+        time.packet(packet.type);
         return 0;
     }
 
@@ -424,6 +425,8 @@ public final class EventDecoder {
         int r = pastSeam ? -1 : in.nextTnt(p);
         if (r < 0) {
             fetchPacket();
+        } else if (r == 0) {
+            time.packet(p.type);
         } else if (r != 0) {
             time.mtcSkipped(); // the run the lane passed held an MTC, as if the next call had read it
         }
@@ -467,6 +470,9 @@ public final class EventDecoder {
             case Pkt.TSC:
             case Pkt.TMA: {
                 int err = time.apply(p);
+                if (p.type == Pkt.MTC) {
+                    time.lookahead(in);
+                }
                 return err < 0 ? err : 1;
             }
             case Pkt.CBR:

@@ -211,6 +211,9 @@ public final class FlowDecoder {
     }
 
     public long time() {
+        if (cfg.perfClock) {
+            return evd.time().perf().tsc(); // perf's own suppressions are in its clock
+        }
         if (!evd.time().hasTsc()) {
             return -1;
         }

@@ -157,6 +157,7 @@ final class RecordingDecode {
             code = new CodeMap(sideband, clock, timed, req.sysroot());
             config = new FlowConfig();
             config.resyncAtIp = true; // as perf: lose only the trace up to the next full IP after an error
+            config.perfClock = true; // a recording's times are perf's, to the nanosecond
             String cpuSpec = cpuSpec(f);
             if (cpuSpec != null) {
                 config.setCpu(cpuSpec);

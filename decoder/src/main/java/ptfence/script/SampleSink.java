@@ -35,8 +35,8 @@ public final class SampleSink implements FlowSink {
     private FlowDecoder decoder;
     private java.util.function.LongUnaryOperator toPerf = t -> t;
 
-    // perf's sample_timestamp and the queue's timestamp (ptq->timestamp), TSC
-    private long sampleTsc = -1;
+    private final SampleClock clock = new SampleClock();
+    /** The time of the sample being written (TSC): the clock's, or a held branch's own. */
     private long queueTsc = -1;
 
     // the instruction whose sample (or branch) waits for where it went
@@ -112,6 +112,7 @@ public final class SampleSink implements FlowSink {
     public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator tscToPerf) {
         this.decoder = d;
         this.toPerf = tscToPerf;
+        clock.decoder(d);
     }
 
     // ------------------------------------------------------------------ time
@@ -120,31 +121,13 @@ public final class SampleSink implements FlowSink {
         return decoder == null ? -1 : decoder.time();
     }
 
-    /** A state perf returns after taking a packet (a branch that used it, an event): its time is the decoder's now. */
+    /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
     private void consume() {
-        sampleTsc = decoderTsc();
-        if (sampleTsc > queueTsc) {
-            queueTsc = sampleTsc;
-        }
-    }
-
-    /** A state between packets: the time of the last state perf returned. */
-    private void step() {
-        if (sampleTsc > queueTsc) {
-            queueTsc = sampleTsc;
-        }
+        queueTsc = clock.event();
     }
 
     private long perfTime() {
         return queueTsc < 0 || cfg.events.timeless ? -1 : toPerf.applyAsLong(queueTsc);
-    }
-
-    private static boolean consumes(int cls) {
-        return switch (cls) {
-            case InsnClass.COND_JUMP, InsnClass.RETURN, InsnClass.JUMP_INDIRECT, InsnClass.CALL_INDIRECT,
-                    InsnClass.FAR_CALL, InsnClass.FAR_JUMP, InsnClass.FAR_RETURN -> true;
-            default -> false;
-        };
     }
 
     // ------------------------------------------------------------------ flow
@@ -164,18 +147,14 @@ public final class SampleSink implements FlowSink {
             consume();
             branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
         }
-        if (consumes(cls)) {
-            consume();
-        } else {
-            step();
-        }
+        queueTsc = clock.insn(cls);
         insnTotal++;
-        boolean sample = sampleInsns && due();
         boolean branch = InsnClass.isBranch(cls);
+        boolean sample = sampleInsns && due(branch);
         if (!sample && !(branch && wantBranches)) {
             return;
         }
-        int len = space.read(ip, sampleTsc >= 0 && space.timed() ? sampleTsc : CodeSpace.ANY_TIME, code, 0,
+        int len = space.read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, code, 0,
                 Math.min(size, code.length));
         if (branch && holdForTarget) {
             pending = true;
@@ -205,7 +184,7 @@ public final class SampleSink implements FlowSink {
         pending = false;
         boolean taken = pCls != InsnClass.COND_JUMP || to != pIp + pSize;
         int flags = insnFlags(pCls, pBytes, pLen) | extra;
-        long saved = queueTsc;
+        long saved = clock.time();
         queueTsc = pTsc;
         if (pSample) {
             instruction(pIp, taken ? to : 0, flags, pSize, pBytes, pLen, pPeriod);
@@ -216,8 +195,11 @@ public final class SampleSink implements FlowSink {
         queueTsc = saved;
     }
 
-    /** Whether the instruction just counted is sampled (perf's period in instructions or in trace time). */
-    private boolean due() {
+    /**
+     * Whether the instruction just counted is sampled (perf's period in instructions or in trace time). perf walks to
+     * the next branch at most, so it counts the ticks to the next sample again after each branch.
+     */
+    private boolean due(boolean branch) {
         if (!tickPeriod) {
             if (++periodCount >= cfg.itrace.period) {
                 periodCount = 0;
@@ -236,6 +218,9 @@ public final class SampleSink implements FlowSink {
         }
         timestampInsnCnt++;
         if (--ticksLeft > 0) {
+            if (branch) {
+                ticksLeft = -1;
+            }
             return false;
         }
         long ts = dt + timestampInsnCnt;
@@ -301,7 +286,6 @@ public final class SampleSink implements FlowSink {
                 offIp = -1;
                 pending = false;
                 resuming = false;
-                continuous = false;
                 consume();
                 branch(0, ev.ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
             }
@@ -424,10 +408,10 @@ public final class SampleSink implements FlowSink {
                     PtError.IP_SUPPRESSED, PtError.BAD_CONTEXT, PtError.NO_ENABLE, PtError.BAD_STATUS_UPDATE -> 6;
             default -> 9;
         };
+        queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
         if (perf != 7 || !cfg.itrace.suppressesOverflow()) {
             error(perf, ip);
         }
-        sampleTsc = decoderTsc(); // perf's decoder takes the time of the error, its queue does not
         resuming = true;
     }
 
