@@ -39,6 +39,8 @@ public final class BranchSink implements FlowSink {
     private long insns;
     private boolean inTx;
     private final EventMarks marks = new EventMarks();
+    /** perf's sample time (a branch's time is the one perf gives its sample). */
+    private final ptfence.flow.SampleClock sampleClock = new ptfence.flow.SampleClock();
     /** The flow was lost and has not yet said where it resumed. */
     private boolean resuming;
 
@@ -53,7 +55,8 @@ public final class BranchSink implements FlowSink {
      * own time (which the code is read with) and its last PSB.
      */
     public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator toPerf) {
-        clock = () -> d.time() < 0 ? -1 : toPerf.applyAsLong(d.time());
+        sampleClock.decoder(d);
+        clock = () -> sampleClock.time() < 0 ? -1 : toPerf.applyAsLong(sampleClock.time());
         tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
         psb = d::psbOffset;
         cycles = d::cycles;
@@ -63,6 +66,7 @@ public final class BranchSink implements FlowSink {
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         marks.insn();
+        sampleClock.insn(cls);
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
@@ -114,6 +118,7 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void event(Event ev) {
+        sampleClock.event();
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psb.getAsLong());
         if (m != null) {
             out.add(m);
@@ -169,6 +174,7 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void error(String kind, int code, long offset, long ip) {
+        sampleClock.error();
         pending = false;
         loss(PtError.message(code));
         resuming = true;

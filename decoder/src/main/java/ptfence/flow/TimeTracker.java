@@ -28,6 +28,7 @@ public final class TimeTracker {
     }
 
     private final Pkt ahead = new Pkt();
+    private long perfAppliedTo = -1;
 
     /** Every packet but PAD as it is read (perf's clock looks one packet back for CYC). */
     void packet(int type) {
@@ -113,7 +114,10 @@ public final class TimeTracker {
     }
 
     int apply(Pkt p, boolean header) {
-        if (perf != null) {
+        if (perf != null && p.offset > perfAppliedTo) {
+            // once per packet: the event layer reads some twice (a rescan to a full IP, a look past a TNT for a
+            // deferred TIP), and perf's MTC arithmetic counts an MTC equal to the last one as a full wrap
+            perfAppliedTo = p.offset;
             switch (p.type) {
                 case Pkt.TSC -> perf.tsc(p.payload);
                 case Pkt.TMA -> perf.tma((int) p.payload, (int) p.payload2);

@@ -106,7 +106,7 @@ final class MergedFlow {
         }
 
         /** perf's time for the samples of this CPU (see SampleClock), as perf time. */
-        private final ptfence.script.SampleClock clock = new ptfence.script.SampleClock();
+        private final ptfence.flow.SampleClock clock = new ptfence.flow.SampleClock();
 
         private long perfTime(long tsc) {
             return tsc >= 0 ? code.clock().toPerf(tsc) : -1;

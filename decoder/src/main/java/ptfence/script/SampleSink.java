@@ -5,6 +5,7 @@ import ptfence.flow.Event;
 import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PtError;
+import ptfence.flow.SampleClock;
 import ptfence.image.CodeSpace;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
@@ -54,7 +55,8 @@ public final class SampleSink implements FlowSink {
     private boolean psbOpen;
     private long psbOffset;
     private long psbIp;
-    private int cbr = -1;
+    /** The core:bus ratio (0 until a CBR packet) and the last one shown: perf starts with none shown, so it shows 0. */
+    private int cbr;
     private int cbrSeen = -1;
     private boolean inTx;
     private long lastIp;
@@ -130,6 +132,14 @@ public final class SampleSink implements FlowSink {
         return queueTsc < 0 || cfg.events.timeless ? -1 : toPerf.applyAsLong(queueTsc);
     }
 
+    /**
+     * The time the thread is looked up at: the sample's; without timing, the end of the recording (perf decodes an
+     * untimed trace after all the sideband, so its thread is the CPU's last).
+     */
+    private long taskTime() {
+        return cfg.events.timeless ? Long.MAX_VALUE - 1 : perfTime();
+    }
+
     // ------------------------------------------------------------------ flow
 
     @Override
@@ -148,6 +158,9 @@ public final class SampleSink implements FlowSink {
             branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
         }
         queueTsc = clock.insn(cls);
+        if (cbr != cbrSeen) {
+            maybeCbr(ip); // perf checks the ratio with every state it returns
+        }
         insnTotal++;
         boolean branch = InsnClass.isBranch(cls);
         boolean sample = sampleInsns && due(branch);
@@ -322,7 +335,7 @@ public final class SampleSink implements FlowSink {
                 pending = false;
                 continuous = false;
                 if (!cfg.itrace.suppressesOverflow()) {
-                    error(7, 0);
+                    error(7, decoderIp());
                 }
                 consume();
                 resuming = true;
@@ -383,7 +396,7 @@ public final class SampleSink implements FlowSink {
     }
 
     private void maybeCbr(long ip) {
-        if (cbr >= 0 && cbr != cbrSeen) {
+        if (cbr != cbrSeen) {
             cbrSeen = cbr;
             if (cfg.events.of(PerfEvents.Kind.CBR) != null) {
                 lines.cbr(this, ip, cbr);
@@ -419,7 +432,7 @@ public final class SampleSink implements FlowSink {
         if (!cfg.itrace.errors) {
             return;
         }
-        task.at(perfTime());
+        task.at(taskTime());
         lines.error(this, code, ip);
     }
 
@@ -460,7 +473,7 @@ public final class SampleSink implements FlowSink {
         if (!cfg.time.isEmpty() && t >= 0 && cfg.time.skip(t)) {
             return false;
         }
-        task.at(t);
+        task.at(taskTime());
         if (cfg.pids != null && !cfg.pids.contains(task.pid())) {
             return false;
         }
@@ -511,7 +524,7 @@ public final class SampleSink implements FlowSink {
 
     /** Moves the thread to the time of the line about to be written (events that are not filtered samples). */
     void moveTask() {
-        task.at(perfTime());
+        task.at(taskTime());
     }
 
     /** The thread's name as perf prints it: its comm, "swapper" for the idle task, else ":tid". */

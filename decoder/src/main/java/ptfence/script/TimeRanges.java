@@ -168,7 +168,7 @@ public final class TimeRanges {
             }
         }
         if (end != 0 && end < start) {
-            return null;
+            throw new BadInputException("--time " + s + ": the end comes before the start");
         }
         return new Range(start, end);
     }

@@ -1,6 +1,5 @@
-package ptfence.script;
+package ptfence.flow;
 
-import ptfence.flow.FlowDecoder;
 import ptfence.insn.InsnClass;
 
 /**
@@ -45,10 +44,13 @@ public final class SampleClock {
         return queue;
     }
 
-    /** A decode error: perf's decoder takes the time, its queue keeps the last sample's (the error's time). */
+    /**
+     * A decode error: its time is that of the last state perf returned, which is where the flow resumed when nothing
+     * ran since (perf returns a trace begin there, then fails); the queue keeps it.
+     */
     public long error() {
         sample = now();
-        return queue;
+        return Math.max(queue, sample);
     }
 
     /** The time of the last sample (TSC, -1: none yet). */
