@@ -4,7 +4,10 @@ import java.io.OutputStream;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import ptfence.perfdata.PerfDataFile;
+import ptfence.script.PerfEvents;
 import ptfence.script.PerfTime;
+import ptfence.script.SidebandLines;
 import ptfence.script.SampleSink;
 import ptfence.script.ScriptConfig;
 import ptfence.script.ScriptMerge;
@@ -17,9 +20,18 @@ final class PerfScript {
     private PerfScript() {
     }
 
-    static void run(RecordingDecode rd, ScriptConfig cfg, OutputStream out) throws Exception {
+    static void run(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show, OutputStream out)
+            throws Exception {
         List<RecordingDecode.CpuTrace> traces = rd.traces;
-        ScriptMerge merge = new ScriptMerge(traces.size(), rd.turns);
+        SidebandLines side = sidebandLines(rd, cfg, show);
+        ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
+        Thread sideThread = null;
+        if (!side.isEmpty()) {
+            ScriptMerge.Producer p = merge.producer(traces.size(), true);
+            sideThread = new Thread(() -> side.write(p), "ptdecode-sideband");
+            sideThread.setDaemon(true);
+            sideThread.start();
+        }
         Map<RecordingDecode.CpuTrace, ScriptMerge.Producer> producers = new IdentityHashMap<>();
         Map<RecordingDecode.CpuTrace, SampleSink> sinks = java.util.Collections.synchronizedMap(
                 new IdentityHashMap<>());
@@ -54,11 +66,40 @@ final class PerfScript {
         decode.start();
         merge.drain(out, new PerfTime(cfg.nanoseconds, cfg.reltime, cfg.deltatime), cfg.itrace.initialSkip);
         decode.join();
+        if (sideThread != null) {
+            sideThread.join();
+        }
         if (failure[0] instanceof Exception e) {
             throw e;
         }
         if (failure[0] instanceof Error e) {
             throw e;
         }
+    }
+
+    /** The recording's own records perf script prints: other events' samples, and the --show-* records. */
+    private static SidebandLines sidebandLines(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show)
+            throws java.io.IOException {
+        Map<Long, PerfEvents.Event> byId = new java.util.HashMap<>();
+        List<PerfEvents.Event> recorded = cfg.events.events().stream()
+                .filter(e -> e.kind() == PerfEvents.Kind.RECORDED).toList();
+        for (int i = 0; i < recorded.size() && i < rd.eventIds.size(); i++) {
+            for (long id : rd.eventIds.get(i)) {
+                byId.put(id, recorded.get(i));
+            }
+        }
+        SidebandLines side = new SidebandLines(cfg, rd.sideband, rd.symbols, byId,
+                recorded.size() == 1 ? recorded.get(0) : null);
+        try (PerfDataFile f = rd.openPerfData()) {
+            PerfDataFile.RecordReader r = f.records();
+            try {
+                while (r.hasNext()) {
+                    side.add(r.next(), show, (int) rd.pt.pmuType());
+                }
+            } catch (ptfence.cli.BadInputException e) {
+                // the decode reported the damage; the lines stop where the records do
+            }
+        }
+        return side;
     }
 }

@@ -300,7 +300,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
                 perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
-        PerfScript.run(rd, cfg, co.stream());
+        PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap, perf.showSwitch,
+                perf.showLost, perf.showBpf, perf.showTextPoke), co.stream());
         return done(rd, out);
     }
 

@@ -87,6 +87,11 @@ final class RecordingDecode {
         stdinBytes = bytes;
     }
 
+    /** The recording again (its records are read once more for the lines perf prints from them). */
+    PerfDataFile openPerfData() throws IOException {
+        return openRecording();
+    }
+
     private PerfDataFile openRecording() throws IOException {
         return stdinBytes != null ? PerfDataFile.of("stdin", stdinBytes.duplicate())
                 : PerfDataFile.open(req.recording());
@@ -218,6 +223,7 @@ final class RecordingDecode {
     /** The recorded events (attrs in file order, with EVENT_DESC's names where it has them). */
     List<ptfence.perfdata.EventAttr> eventAttrs = new ArrayList<>();
     List<String> eventNames = new ArrayList<>();
+    List<List<Long>> eventIds = new ArrayList<>();
     /** HEADER_SAMPLE_TIME's first and last sample time (0, 0 when absent). */
     long firstSampleTime;
     long lastSampleTime;
@@ -240,6 +246,7 @@ final class RecordingDecode {
         }
         for (AttrIds a : f.attrs()) {
             eventAttrs.add(a.attr());
+            eventIds.add(a.ids());
             String n = null;
             for (long id : a.ids()) {
                 n = names.get(id);

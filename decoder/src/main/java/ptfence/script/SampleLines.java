@@ -195,6 +195,11 @@ final class SampleLines {
         }
     }
 
+    /** The file perf names for {@code ip}, or null where nothing is mapped. */
+    String dsoOf(long ip, long time, int pid) {
+        return ip == 0 ? null : symbols.dso(ip, time, pid);
+    }
+
     /** The -S and --dsos filters. */
     boolean symbolKept(long ip, long time, int pid) {
         if (cfg.dsos == null && cfg.symbols == null) {

@@ -421,8 +421,19 @@ public final class SampleSink implements FlowSink {
                     PtError.IP_SUPPRESSED, PtError.BAD_CONTEXT, PtError.NO_ENABLE, PtError.BAD_STATUS_UPDATE -> 6;
             default -> 9;
         };
+        if (resuming && codeNo == PtError.NOMAP) {
+            // the flow resumed at ip after an earlier error and there is no code there: perf returns the trace
+            // begin at ip first, then fails
+            consume();
+            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+        }
         queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
-        if (perf != 7 || !cfg.itrace.suppressesOverflow()) {
+        boolean quiet = false;
+        if (codeNo == PtError.NOMAP) {
+            String dso = lines.dsoOf(ip, perfTime(), task.pid());
+            quiet = dso != null && !cfg.failedDsos.add(dso);
+        }
+        if (!quiet && (perf != 7 || !cfg.itrace.suppressesOverflow())) {
             error(perf, ip);
         }
         resuming = true;

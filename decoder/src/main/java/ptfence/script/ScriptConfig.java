@@ -29,6 +29,12 @@ public final class ScriptConfig {
     public final SymbolFilter symbols;
     /** The instruction period in TSC ticks, for i...ns and i...t periods. */
     public final long periodTicks;
+    /**
+     * The files whose code perf failed to read once: perf then stays silent about each later failure there (it marks
+     * the file's data as bad and resynchronizes quietly); failures where no file is mapped it reports every time.
+     */
+    public final Set<String> failedDsos = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     /** TSC ticks per second / max non-turbo ratio / 1000: the kHz one core:bus ratio step is (perf's cbr2khz). */
     public final long cbr2khz;
 

@@ -58,24 +58,27 @@ public final class ScriptMerge {
     /** The producing end of source {@code i}; {@code isSideband}: it wins ties with CPU lines. */
     public Producer producer(int i, boolean isSideband) {
         sideband[i] = isSideband;
-        return new Producer(i);
+        return new Producer(i, !isSideband);
     }
 
     /** One source's lines, written by one thread. */
     public final class Producer {
         private final int index;
+        /** A CPU's producer holds a decoding turn, which it gives back while it waits; the sideband's holds none. */
+        private final boolean holdsTurn;
         private Batch batch;
         private int start;
         private int split = -1;
 
-        private Producer(int index) {
+        private Producer(int index, boolean holdsTurn) {
             this.index = index;
+            this.holdsTurn = holdsTurn;
         }
 
         /** The buffer the current line is appended to (the line started at the last {@link #commit}). */
         public LineBytes line() {
             if (batch == null) {
-                batch = take(free.get(index));
+                batch = take(free.get(index), holdsTurn);
                 batch.count = 0;
                 batch.end = false;
                 batch.text.clear();
@@ -114,7 +117,7 @@ public final class ScriptMerge {
 
         private void flush() {
             if (batch != null && batch.count > 0) {
-                put(queues.get(index), batch);
+                put(queues.get(index), batch, holdsTurn);
                 batch = null;
             }
         }
@@ -122,17 +125,22 @@ public final class ScriptMerge {
         /** No more lines: must be called however the source ends, else the printer waits forever. */
         public void end() {
             flush();
-            Batch b = take(free.get(index));
+            Batch b = take(free.get(index), holdsTurn);
             b.count = 0;
             b.end = true;
-            put(queues.get(index), b);
+            put(queues.get(index), b, holdsTurn);
         }
     }
 
-    private Batch take(BlockingQueue<Batch> q) {
+    private Batch take(BlockingQueue<Batch> q, boolean holdsTurn) {
         Batch b = q.poll();
-        if (b != null) {
-            return b;
+        if (b != null || !holdsTurn) {
+            try {
+                return b != null ? b : q.take();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while merging CPUs");
+            }
         }
         turns.release(); // waiting on the printer: another CPU may decode meanwhile
         try {
@@ -145,9 +153,18 @@ public final class ScriptMerge {
         }
     }
 
-    private void put(BlockingQueue<Batch> q, Batch b) {
+    private void put(BlockingQueue<Batch> q, Batch b, boolean holdsTurn) {
         if (q.offer(b)) {
             return;
+        }
+        if (!holdsTurn) {
+            try {
+                q.put(b);
+                return;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while merging CPUs");
+            }
         }
         turns.release();
         try {
@@ -237,6 +254,11 @@ public final class ScriptMerge {
     /** Whether source {@code i}'s line at {@code t} goes before the best so far (perf's order on ties). */
     private boolean earlier(long t, int i, long bestTime, int best, int current) {
         if (t < 0 || bestTime < 0) {
+            // untimed: a CPU's lines come after the sideband's (perf decodes an untimed trace once all records are
+            // read), else as they come
+            if (sideband[i] != sideband[best]) {
+                return sideband[i];
+            }
             return t < 0 && bestTime >= 0;
         }
         if (t != bestTime) {
