@@ -9,6 +9,7 @@ import ptfence.script.PerfEvents;
 import ptfence.script.PerfTime;
 import ptfence.script.SidebandLines;
 import ptfence.script.SampleSink;
+import ptfence.script.TimeRanges;
 import ptfence.script.ScriptConfig;
 import ptfence.script.ScriptMerge;
 
@@ -45,6 +46,17 @@ final class PerfScript {
                 rd.decodeCpus(t -> {
                     SampleSink s = new SampleSink(cfg, t.cpu(), t.tid(), rd.sideband, rd.symbols,
                             rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1), producers.get(t));
+                    if (timed && !cfg.time.isEmpty()) {
+                        List<TimeRanges.Range> rs = cfg.time.ranges();
+                        long[] starts = new long[rs.size()];
+                        long[] ends = new long[rs.size()];
+                        for (int i = 0; i < rs.size(); i++) {
+                            TimeRanges.Range r = rs.get(i);
+                            starts[i] = r.start() == 0 ? 0 : tscAtOrAfter(rd.code.clock(), r.start());
+                            ends[i] = r.end() == 0 ? 0 : tscAtOrBefore(rd.code.clock(), r.end());
+                        }
+                        s.tscRanges(starts, ends);
+                    }
                     sinks.put(t, s);
                     return s;
                 }, (t, d) -> sinks.get(t).decoder(d, tsc -> timed ? rd.code.clock().toPerf(tsc) : -1), t -> {
@@ -101,5 +113,29 @@ final class PerfScript {
             }
         }
         return side;
+    }
+
+    /** The least TSC whose perf time is {@code ns} or later (perf's time ranges in TSC). */
+    static long tscAtOrAfter(ptfence.sideband.CodeMap.Clock c, long ns) {
+        long tsc = c.toDecoder(ns);
+        while (Long.compareUnsigned(c.toPerf(tsc), ns) >= 0 && tsc > 0) {
+            tsc--;
+        }
+        while (Long.compareUnsigned(c.toPerf(tsc), ns) < 0) {
+            tsc++;
+        }
+        return tsc;
+    }
+
+    /** The greatest TSC whose perf time is {@code ns} or earlier. */
+    static long tscAtOrBefore(ptfence.sideband.CodeMap.Clock c, long ns) {
+        long tsc = c.toDecoder(ns);
+        while (Long.compareUnsigned(c.toPerf(tsc), ns) <= 0) {
+            tsc++;
+        }
+        while (Long.compareUnsigned(c.toPerf(tsc), ns) > 0) {
+            tsc--;
+        }
+        return tsc;
     }
 }

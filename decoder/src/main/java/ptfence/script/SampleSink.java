@@ -88,6 +88,18 @@ public final class SampleSink implements FlowSink {
 
     private final byte[] code = new byte[16];
 
+    // perf's time filter inside its decoder loop (intel_pt_time_filter), on TSC times: the bound looked at next
+    private long[] selStarts = new long[0];
+    private long[] selEnds = new long[0];
+    private int selIdx;
+    private boolean selStart;
+    private long selTsc;
+    private long ffTsc;
+    /** A fast forward asked for: count from the last PSB before {@link #ffTsc} after the decoder's time then. */
+    private long ffAfter = -1;
+    /** Past the last range's end: perf stops decoding the queue. */
+    private boolean stopped;
+
     public SampleSink(ScriptConfig cfg, int cpu, int fixedTid, Sideband sideband, Symbolizer symbols,
             CodeSpace space, ScriptMerge.Producer out) {
         this.cfg = cfg;
@@ -107,6 +119,70 @@ public final class SampleSink implements FlowSink {
             long p = Math.max(1, cfg.periodTicks);
             periodTicksPow2 = Long.highestOneBit(p);
             periodMask = ~(periodTicksPow2 - 1);
+        }
+    }
+
+    /**
+     * The --time ranges in TSC (starts and ends; 0: none), for the filter perf applies inside its decoder: a sample
+     * before a range's start is not made and the decoder fast-forwards to the last PSB before the start (the
+     * instructions before it are never counted); past the last end it stops.
+     */
+    public void tscRanges(long[] starts, long[] ends) {
+        selStarts = starts;
+        selEnds = ends;
+        if (starts.length > 0) {
+            selIdx = 0;
+            selStart = starts[0] != 0;
+            selTsc = selStart ? starts[0] : ends[0];
+        }
+    }
+
+    /** perf's intel_pt_next_time: the next bound to look at; false when there is none. */
+    private boolean nextTime() {
+        if (selStart) {
+            selStart = false;
+            selTsc = selEnds[selIdx];
+            return true;
+        }
+        if (selIdx + 1 < selStarts.length) {
+            selStart = true;
+            selIdx++;
+            selTsc = selStarts[selIdx];
+            return true;
+        }
+        return false;
+    }
+
+    /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
+    private boolean timeFiltered(long ts) {
+        if (stopped) {
+            return true;
+        }
+        if (selTsc == 0 || ts < 0) {
+            return false;
+        }
+        while (true) {
+            if (selStart) {
+                if (ts >= selTsc) {
+                    nextTime();
+                    if (selTsc == 0) {
+                        return false;
+                    }
+                    continue;
+                }
+                if (selTsc > ffTsc) {
+                    ffTsc = selTsc;
+                    ffAfter = decoderTsc();
+                }
+                return true;
+            } else if (ts > selTsc) {
+                if (!nextTime()) {
+                    stopped = true;
+                    return true;
+                }
+            } else {
+                return false;
+            }
         }
     }
 
@@ -163,7 +239,8 @@ public final class SampleSink implements FlowSink {
         }
         insnTotal++;
         boolean branch = InsnClass.isBranch(cls);
-        boolean sample = sampleInsns && due(branch);
+        boolean filtered = selStarts.length > 0 ? timeFiltered(queueTsc) : timeSkipped();
+        boolean sample = sampleInsns && due(branch) && !filtered;
         if (!sample && !(branch && wantBranches)) {
             return;
         }
@@ -389,6 +466,14 @@ public final class SampleSink implements FlowSink {
             return;
         }
         psbOpen = false;
+        if (ffAfter >= 0) {
+            long t = decoderTsc();
+            if (t < ffTsc && t > ffAfter) {
+                insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
+            } else if (t >= ffTsc) {
+                ffAfter = -1;
+            }
+        }
         if (cfg.events.of(PerfEvents.Kind.PSB) != null) {
             lines.psb(this, psbIp, psbOffset);
         }
@@ -440,7 +525,7 @@ public final class SampleSink implements FlowSink {
     }
 
     private void error(int code, long ip) {
-        if (!cfg.itrace.errors) {
+        if (!cfg.itrace.errors || stopped) {
             return;
         }
         task.at(taskTime());
@@ -478,8 +563,20 @@ public final class SampleSink implements FlowSink {
         lines.branch(this, from, to, f, size, bytes, len);
     }
 
+    /**
+     * Whether --time leaves out a sample now. perf filters time in its decoder's loop, before it synthesizes a sample
+     * (so a left-out instruction sample counts into the next one's period); its other filters come after.
+     */
+    private boolean timeSkipped() {
+        long t;
+        return !cfg.time.isEmpty() && (t = perfTime()) >= 0 && cfg.time.skip(t);
+    }
+
     /** The thread, time, CPU and symbol filters of a sample at {@code ip}; moves the task to the sample's time. */
     private boolean keep(long ip) {
+        if (stopped) {
+            return false;
+        }
         long t = perfTime();
         if (!cfg.time.isEmpty() && t >= 0 && cfg.time.skip(t)) {
             return false;
