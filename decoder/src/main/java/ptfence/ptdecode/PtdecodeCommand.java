@@ -210,6 +210,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 range[0], range[1], cpuSet(cpus), threads,
                 ptfence.cli.Progress.wanted(progress)), stderr);
         rd.threads = threadOptions.validate();
+        rd.lenientCpus = perfMode;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
                     + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");

@@ -204,9 +204,12 @@ final class RecordingDecode {
                 byCpu.keySet().forEach(k -> have.add(k >= 0 ? k : -1));
                 for (int c : req.cpus()) {
                     if (!have.contains(c)) {
-                        throw new BadInputException("-C " + c + ": no Intel PT trace of CPU " + c + " in "
-                                + req.recording() + " (it has CPUs " + have.toString().replaceAll("[\\[\\] ]", "")
-                                + ")");
+                        String msg = "-C " + c + ": no Intel PT trace of CPU " + c + " in " + req.recording()
+                                + " (it has CPUs " + have.toString().replaceAll("[\\[\\] ]", "") + ")";
+                        if (!lenientCpus) {
+                            throw new BadInputException(msg);
+                        }
+                        err.println("ptdecode: " + msg); // perf script prints nothing for it and goes on
                     }
                 }
             }
@@ -219,6 +222,9 @@ final class RecordingDecode {
             }
         }
     }
+
+    /** -C naming a CPU without trace is a note, not an error (perf script's options: it prints nothing for it). */
+    boolean lenientCpus;
 
     /** The recorded events (attrs in file order, with EVENT_DESC's names where it has them). */
     List<ptfence.perfdata.EventAttr> eventAttrs = new ArrayList<>();
