@@ -119,6 +119,10 @@ public final class BranchSink implements FlowSink {
             out.add(m);
             insns = 0;
         }
+        FlowItem.Mark cbr = marks.cbrInPsb();
+        if (cbr != null) {
+            out.add(cbr);
+        }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;
         }
@@ -150,7 +154,7 @@ public final class BranchSink implements FlowSink {
             }
             case Event.OVERFLOW -> {
                 pending = false;
-                loss("overflow");
+                loss("overflow", PtError.OVERFLOW, lastIp);
                 resuming = true;
             }
             case Event.TSX -> {
@@ -162,15 +166,15 @@ public final class BranchSink implements FlowSink {
         }
     }
 
-    private void loss(String reason) {
-        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, insns));
+    private void loss(String reason, int code, long ip) {
+        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, code, ip, insns));
         insns = 0;
     }
 
     @Override
     public void error(String kind, int code, long offset, long ip) {
         pending = false;
-        loss(PtError.message(code));
+        loss(PtError.message(code), code, ip);
         resuming = true;
     }
 

@@ -101,27 +101,55 @@ public final class CallStacks {
             t.push(ret, b.to(), time, (f & BranchFlags.TRACE_END) != 0);
             listener.enter(t, t.depth, time);
         } else if ((f & BranchFlags.TRACE_BEGIN) != 0) {
+            // Tracing resumed: where a call's return left the traced code (a return through a thunk outside an
+            // address filter, or a callee that ran untraced) it resumes at that call's return address, which ends
+            // the call; then calls that ended the trace are not expected to return.
+            popTo(t, b.to(), time);
+            t.returnInsns = -1; // a return unseen: its instructions are not all known
+            t.returnCycles = -1;
             while (t.depth > 0 && t.traceEnd[t.depth]) {
                 listener.leave(t, t.depth--, time, false);
             }
-        } else if ((f & BranchFlags.RETURN) != 0 && b.from() != 0) {
-            for (int i = t.depth; i > 0; i--) {
-                if (t.ret[i] == b.to()) {
-                    t.returnInsns = t.insns - t.enterInsns[i];
-                    t.returnCycles = t.cycles - t.enterCycles[i];
-                    while (t.depth >= i) {
-                        listener.leave(t, t.depth--, time, false);
-                    }
-                    return;
-                }
+            if (t.depth == 0 && t.rootLeft && b.to() != 0) {
+                // the root function left the traced code by a jump or return and did not come back: the trace
+                // resumes in another function (a tail call through a thunk, the next run of a program)
+                listener.leave(t, 0, t.rootLeftTime, false);
+                t.depth = -1;
+                root(t, b.to(), time);
             }
-            if (t.depth == 0 && b.to() != 0) {
+        } else if ((f & BranchFlags.RETURN) != 0 && b.from() != 0) {
+            if (!popTo(t, b.to(), time) && t.depth == 0 && b.to() != 0 && (f & BranchFlags.TRACE_END) == 0) {
                 // returned from the root: the caller, unseen so far, is the new root
                 listener.leave(t, 0, time, false);
                 t.depth = -1;
                 root(t, b.to(), time);
             }
         }
+        if ((f & BranchFlags.TRACE_END) != 0) {
+            // the root was left for untraced code other than by a call or an interruption
+            t.rootLeft = t.depth == 0 && (f & (BranchFlags.CALL | BranchFlags.ASYNC)) == 0;
+            t.rootLeftTime = time;
+        } else if ((f & BranchFlags.TRACE_BEGIN) == 0) {
+            t.rootLeft = false;
+        }
+    }
+
+    /**
+     * Pops to the newest frame whose return address is {@code to}, that frame included (perf's thread_stack__pop:
+     * frames above it are calls seen not to return, as with longjmp); nothing when no frame matches. True if one did.
+     */
+    private boolean popTo(ThreadStack t, long to, long time) {
+        for (int i = t.depth; i > 0; i--) {
+            if (t.ret[i] == to) {
+                t.returnInsns = t.insns - t.enterInsns[i];
+                t.returnCycles = t.cycles - t.enterCycles[i];
+                while (t.depth >= i) {
+                    listener.leave(t, t.depth--, time, false);
+                }
+                return true;
+            }
+        }
+        return false;
     }
 
     private void root(ThreadStack t, long address, long time) {

@@ -34,7 +34,7 @@ public final class FoldedView implements CallView {
     @Override
     public void enter(ThreadStack t, int level, long time) {
         long a = t.address(level);
-        String name = names.function(a, time, t.cpu());
+        String name = names.function(a, time, t.pid());
         if (name == null) {
             name = "0x" + Long.toHexString(a);
         }

@@ -59,7 +59,7 @@ public final class PerfettoView implements CallView {
         }
         t.tag(level, 1);
         long a = t.address(level);
-        String name = names.function(a, time, t.cpu());
+        String name = names.function(a, time, t.pid());
         try {
             w.thread(pid(t), tid(t), t.tid() > 0 ? label(t.pid(), "pid", t.pid()) : "unknown task",
                     t.tid() > 0 ? label(t.tid(), "tid", t.tid()) : "CPU " + t.cpu());

@@ -33,6 +33,9 @@ public final class ThreadStack {
     long lastTime = -1;
     int cpu;
     boolean untrusted;
+    /** The trace last ended with the root function leaving for untraced code by a jump or a return. */
+    boolean rootLeft;
+    long rootLeftTime;
 
     ThreadStack(long key, int pid, int tid) {
         this.key = key;

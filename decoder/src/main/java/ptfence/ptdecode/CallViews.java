@@ -10,6 +10,9 @@ import ptfence.calls.CallTraceView;
 import ptfence.calls.CallView;
 import ptfence.calls.FlowItem;
 import ptfence.calls.FoldedView;
+import ptfence.calls.LineOptions;
+import ptfence.calls.PerfLines;
+import ptfence.calls.SampleFields;
 import ptfence.calls.PerfettoView;
 import ptfence.calls.ThreadStack;
 import ptfence.cli.BadInputException;
@@ -65,10 +68,21 @@ final class CallViews {
         }
     }
 
-    /** Runs the view asked for over the whole recording. */
+    /** Runs the view asked for over the whole recording, text as perf prints it by default. */
     void run(RecordingDecode rd, RecordingDecode.Request req, String format, PrintWriter out) throws Exception {
-        CallNames names = new CallNames(rd.symbols, rd.sideband);
+        run(rd, req, format, out, null);
+    }
+
+    /**
+     * Runs the view asked for; {@code options} (perf's -F fields and the events and errors --itrace asks for) shape
+     * the text of --call-trace, --call-ret-trace and --branches, null for perf's defaults of each.
+     */
+    void run(RecordingDecode rd, RecordingDecode.Request req, String format, PrintWriter out, LineOptions options)
+            throws Exception {
+        CallNames names = new CallNames(rd.symbols);
         boolean jsonl = format.equals("jsonl");
+        PerfLines.Comms comms = rd.sideband::commAt;
+        PerfLines.Recording rec = perfRecording(rd);
         CallView view;
         if (format.equals("perfetto")) {
             view = new PerfettoView(req.recording().toString(), out, names, rd.tscEnabled,
@@ -76,11 +90,43 @@ final class CallViews {
         } else if (format.equals("folded")) {
             view = new FoldedView(out, names, weight.equals("time"));
         } else if (branches) {
-            view = new BranchView(out, jsonl, names, req.timeFrom(), req.timeTo());
+            LineOptions o = options != null ? options : new LineOptions(defaults(rd, SampleFields.branches()),
+                    false, false, req.timeFrom(), req.timeTo());
+            view = new BranchView(out, jsonl, names, comms, rec, o);
         } else {
-            view = new CallTraceView(out, jsonl, callRetTrace, names, req.timeFrom(), req.timeTo());
+            LineOptions o = options != null ? options : new LineOptions(defaults(rd, callRetTrace
+                    ? SampleFields.callRetTrace() : SampleFields.callTrace()), true, true, req.timeFrom(), req.timeTo());
+            view = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
         }
         run(rd, view);
+    }
+
+    /** perf's default fields as this recording can show them (no cpu for a per-thread one, no time untimed). */
+    static SampleFields defaults(RecordingDecode rd, SampleFields view) {
+        return view.forRecording(rd.pt.perCpuMmaps(), rd.tscEnabled);
+    }
+
+    /**
+     * What perf's lines take from the recording: the synthesized branches event's name and the event name width,
+     * the TSC frequency (intel_pt's ns-to-ticks of one second) and the maximum non-turbo ratio (as recorded, else
+     * the TSC frequency in 100 MHz steps) for cbr.
+     */
+    static PerfLines.Recording perfRecording(RecordingDecode rd) {
+        String branches = rd.ptAttr == null ? "branches"
+                : ptfence.perfdata.EventNames.synthesized("branches", rd.ptAttr);
+        int width = branches.length();
+        for (String n : rd.eventNames) {
+            width = Math.max(width, n.length());
+        }
+        long mult = rd.pt.timeMult();
+        long shift = rd.pt.timeShift();
+        long ns = 1_000_000_000L;
+        long tscHz = mult == 0 ? 0 : (ns / mult << shift) + (ns % mult << shift) / mult;
+        int ratio = (int) rd.pt.maxNonTurboRatio();
+        if (ratio == 0) {
+            ratio = (int) ((tscHz + 50_000_000) / 100_000_000);
+        }
+        return new PerfLines.Recording(branches, width, tscHz, ratio);
     }
 
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */

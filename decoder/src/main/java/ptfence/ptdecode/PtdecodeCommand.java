@@ -106,6 +106,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "them, count them on stderr and go on, as perf does).")
     boolean strict;
 
+    @Option(names = {"-v", "--verbose"}, description = "Also list on stderr each place whose code was missing "
+            + "(without it: one line per kind, with counts).")
+    boolean verbose;
+
     @picocli.CommandLine.Mixin
     ThreadOptions threadOptions = new ThreadOptions();
 
@@ -180,6 +184,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 range[0], range[1], cpuSet(cpus), threads,
                 ptfence.cli.Progress.wanted(progress)), stderr);
         rd.threads = threadOptions.validate();
+        rd.verbose = verbose;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
                     + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");

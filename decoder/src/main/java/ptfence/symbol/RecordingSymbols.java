@@ -33,6 +33,7 @@ public final class RecordingSymbols implements Symbolizer {
     private volatile PidMappings lastPid = new PidMappings(Integer.MIN_VALUE, null);
     private final Map<String, byte[]> buildIds = new HashMap<>();
     private final Map<String, Optional<Dso>> dsos = new ConcurrentHashMap<>();
+    private final List<Sideband.Mapping> kernelMappings = new ArrayList<>();
     private final Dso vmlinux;
 
     /**
@@ -50,6 +51,9 @@ public final class RecordingSymbols implements Symbolizer {
         Map<Integer, List<Mapped>> lists = new HashMap<>();
         List<Mapped> every = new ArrayList<>();
         for (Sideband.Mapping m : sideband.mappings()) {
+            if (m.kernel() && m.file().startsWith("[kernel.kallsyms]")) {
+                kernelMappings.add(m);
+            }
             if (m.kernel() || m.file().startsWith("[") || m.file().startsWith("//")) {
                 continue;
             }
@@ -105,6 +109,31 @@ public final class RecordingSymbols implements Symbolizer {
         }
         long shift = address - vaddr;
         return new Symbol(e.name(), e.start() + shift, e.end() + shift, m.file(), m.time(), Long.MAX_VALUE);
+    }
+
+    @Override
+    public String dso(long address, long time, int pid) {
+        if (address >= 0) {
+            Mapped mm = mapping(address, time, pid);
+            if (mm != null) {
+                return mm.m.file();
+            }
+        }
+        Symbol s = kernel(address, time);
+        if (s != null && !s.dso().equals(KERNEL_DSO)) {
+            return s.dso(); // a BPF program or another KSYMBOL's code
+        }
+        return s != null || kernelMapped(address, time) ? KERNEL_DSO : null;
+    }
+
+    /** A kernel MMAP of the recording covers {@code address} (perf's kernel map reaches to the top of memory). */
+    private boolean kernelMapped(long address, long time) {
+        for (Sideband.Mapping m : kernelMappings) {
+            if (Long.compareUnsigned(address, m.address()) >= 0 && (time < 0 || m.time() <= time)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

@@ -18,6 +18,16 @@ public interface Symbolizer {
         return l == null ? null : l.text();
     }
 
+    /**
+     * The name perf gives the code's container at {@code address} (its dso): a mapped file's path as recorded,
+     * {@code [kernel.kallsyms]} for kernel text, a BPF program's name; null where nothing maps the address. Also
+     * for addresses no symbol names.
+     */
+    default String dso(long address, long time, int pid) {
+        Symbol s = symbol(address, time, pid);
+        return s == null ? null : s.dso();
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 
