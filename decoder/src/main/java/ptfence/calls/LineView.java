@@ -56,7 +56,9 @@ abstract class LineView implements CallView {
                 }
             } else if (item instanceof FlowItem.Mark m) {
                 if (options.events()) {
-                    perf.mark(t, m, m.cpu() + 1 < lastFlags.length ? lastFlags[Math.max(0, m.cpu() + 1)] : 0);
+                    // perf shows a PSB with no flags, other events with their CPU's last branch kind
+                    int c = Math.max(0, m.cpu() + 1);
+                    perf.mark(t, m, m.name().equals("psb") || c >= lastFlags.length ? 0 : lastFlags[c]);
                 }
             } else if (options.errors()) {
                 perf.error(t, (FlowItem.Loss) item);
