@@ -31,7 +31,10 @@ public final class CallStacks {
 
     /** Which thread ran on a CPU at a time. */
     public interface Threads {
-        /** {pid, tid} of the task on {@code cpu} at perf time {@code time} (-1: unknown), or null if not known. */
+        /**
+         * {pid, tid} of the task on {@code cpu} at perf time {@code time} (-1: unknown), or null if not known; the
+         * same array for the same task on that CPU while it runs there (the stacks take that as the same thread).
+         */
         int[] at(int cpu, long time);
     }
 
@@ -44,18 +47,39 @@ public final class CallStacks {
         this.listener = listener;
     }
 
-    /** The thread {@code item} belongs to: by the sideband's task, else (no task known, or the idle task) per CPU. */
+    /**
+     * The thread {@code item} belongs to: by the sideband's task, else (no task known, or the idle task) per CPU. A
+     * CPU runs the same task for many items: while {@link Threads#at} answers with the same array as last time on
+     * that CPU, the same stack is taken without a lookup.
+     */
     public ThreadStack threadOf(FlowItem item) {
-        int[] task = threads.at(item.cpu(), item.time());
-        long key = task == null || task[1] <= 0 ? -2L - item.cpu() : task[1];
+        int cpu = item.cpu();
+        int[] task = threads.at(cpu, item.time());
+        int c = cpu + 1;
+        if (c >= 0 && c < lastTask.length && task != null && lastTask[c] == task) {
+            return lastStack[c];
+        }
+        long key = task == null || task[1] <= 0 ? -2L - cpu : task[1];
         ThreadStack t = stacks.get(key);
         if (t == null) {
             t = new ThreadStack(key, task == null ? -1 : task[0], task == null ? -1 : task[1]);
             stacks.put(key, t);
         }
-        t.cpu = item.cpu();
+        t.cpu = cpu;
+        if (c >= 0) {
+            if (c >= lastTask.length) {
+                lastTask = java.util.Arrays.copyOf(lastTask, c * 2);
+                lastStack = java.util.Arrays.copyOf(lastStack, c * 2);
+            }
+            lastTask[c] = task;
+            lastStack[c] = t;
+        }
         return t;
     }
+
+    /** Per CPU (index cpu + 1): the task array {@link Threads#at} last answered, and its stack. */
+    private int[][] lastTask = new int[8][];
+    private ThreadStack[] lastStack = new ThreadStack[8];
 
     /** Takes one item of the merged flow in; returns its thread. */
     public ThreadStack apply(FlowItem item) {

@@ -12,9 +12,11 @@ import ptfence.symbol.Symbol;
  */
 public final class PerfLines {
     /** A thread's name at a time (its comm), or null when the recording never named it. */
-    @FunctionalInterface
     public interface Comms {
         String comm(int tid, long time);
+
+        /** When the thread is next renamed after {@code time} (its name holds until then), Long.MAX_VALUE if never. */
+        long nextChange(int tid, long time);
     }
 
     /**
@@ -74,11 +76,17 @@ public final class PerfLines {
 
     /** perf's comm: the thread's name, "swapper" for the idle task, ":tid" for a thread never named. */
     private String comm(ThreadStack t, long time) {
-        String c = t.tid() >= 0 ? comms.comm(t.tid(), time) : null;
-        if (c != null) {
-            return c;
+        if (t.comm != null && time >= t.commFrom && time < t.commUntil) {
+            return t.comm;
         }
-        return t.tid() == 0 ? "swapper" : ":" + t.tid();
+        String c = t.tid() >= 0 ? comms.comm(t.tid(), time) : null;
+        if (c == null) {
+            c = t.tid() == 0 ? "swapper" : ":" + t.tid();
+        }
+        t.comm = c;
+        t.commFrom = time < 0 ? Long.MIN_VALUE : time;
+        t.commUntil = time < 0 || t.tid() < 0 ? 0 : comms.nextChange(t.tid(), time);
+        return c;
     }
 
     /**

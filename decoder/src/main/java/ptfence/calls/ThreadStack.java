@@ -35,6 +35,10 @@ public final class ThreadStack {
     boolean untrusted;
     /** The trace last ended with the root function leaving for untraced code by a jump or a return. */
     boolean rootLeft;
+    /** The thread's name as a line printer last looked it up, valid over perf times [commFrom, commUntil). */
+    String comm;
+    long commFrom;
+    long commUntil;
     long rootLeftTime;
 
     ThreadStack(long key, int pid, int tid) {

@@ -81,7 +81,16 @@ final class CallViews {
             throws Exception {
         CallNames names = new CallNames(rd.symbols);
         boolean jsonl = format.equals("jsonl");
-        PerfLines.Comms comms = rd.sideband::commAt;
+        Sideband sideband = rd.sideband;
+        PerfLines.Comms comms = new PerfLines.Comms() {
+            public String comm(int tid, long time) {
+                return sideband.commAt(tid, time);
+            }
+
+            public long nextChange(int tid, long time) {
+                return sideband.nextCommChange(tid, time);
+            }
+        };
         PerfLines.Recording rec = perfRecording(rd);
         CallView view;
         if (format.equals("perfetto")) {
@@ -129,16 +138,59 @@ final class CallViews {
         return new PerfLines.Recording(branches, width, tscHz, ratio);
     }
 
+    /**
+     * The sideband's task on a CPU at a time, remembered per CPU with the span it runs for, so consecutive items of
+     * one task (nearly all) take no lookup and get the same array back.
+     */
+    private static final class CpuTasks implements CallStacks.Threads {
+        private final Sideband sb;
+        private final java.util.Map<Integer, long[]> span = new java.util.HashMap<>();
+        private final java.util.Map<Integer, int[]> task = new java.util.HashMap<>();
+        private int lastCpu = Integer.MIN_VALUE;
+        private long[] lastSpan;
+        private int[] lastTask;
+
+        CpuTasks(Sideband sb) {
+            this.sb = sb;
+        }
+
+        @Override
+        public int[] at(int cpu, long time) {
+            long[] s = cpu == lastCpu ? lastSpan : span.get(cpu);
+            if (s != null && time >= s[0] && time < s[1]) {
+                return cpu == lastCpu ? lastTask : task.get(cpu);
+            }
+            int[] t;
+            long from;
+            long until;
+            if (time < 0) {
+                // untimed: the CPU's one task, if it ran only one
+                java.util.List<Sideband.Task> all = sb.tasks(cpu);
+                Sideband.Task only = all.size() == 1 ? all.get(0) : null;
+                t = only == null || only.pid() < 0 ? null : new int[] {only.pid(), only.tid()};
+                from = Long.MIN_VALUE;
+                until = 0;
+            } else {
+                Sideband.Task k = sb.taskAt(cpu, time);
+                Sideband.Task next = sb.taskAfter(cpu, time);
+                t = k == null || k.pid() < 0 ? null : new int[] {k.pid(), k.tid()};
+                from = k == null ? Long.MIN_VALUE : k.time();
+                until = next == null ? Long.MAX_VALUE : next.time();
+            }
+            s = new long[] {from, until};
+            span.put(cpu, s);
+            task.put(cpu, t);
+            lastCpu = cpu;
+            lastSpan = s;
+            lastTask = t;
+            return t;
+        }
+    }
+
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */
     static void run(RecordingDecode rd, CallView view) throws Exception {
         Sideband sb = rd.sideband;
-        CallStacks stacks = new CallStacks((cpu, time) -> {
-            if (time < 0 && sb.tasks(cpu).size() > 1) {
-                return null; // untimed: which of the CPU's tasks is unknown
-            }
-            Sideband.Task t = sb.taskAt(cpu, time < 0 ? Long.MAX_VALUE : time);
-            return t == null || t.pid() < 0 ? null : new int[] {t.pid(), t.tid()};
-        }, view);
+        CallStacks stacks = new CallStacks(new CpuTasks(sb), view);
         boolean timed = rd.code.timed();
         rd.<FlowItem>decodeMerged((t, q) -> {
             BranchSink s = new BranchSink(t.cpu(), item -> q.add(item.time(), item),
