@@ -26,7 +26,7 @@ abstract class LineView implements CallView {
         this.jsonl = jsonl;
         this.names = names;
         this.options = options;
-        this.perf = new PerfLines(buf, options.fields(), names, comms, rec);
+        this.perf = new PerfLines(buf, options.fields(), options.eventFields(), names, comms, rec);
     }
 
     @Override

@@ -29,16 +29,22 @@ public final class PerfLines {
     }
 
     private final LineBuffer buf;
-    private final SampleFields f;
+    /** The fields of the line being written: {@link #branchFields} or {@link #eventFields}. */
+    private SampleFields f;
+    private final SampleFields branchFields;
+    private final SampleFields eventFields;
     private final Symbolizer names;
     private final Comms comms;
     private final Recording rec;
     /** perf's callindent width: it grows to fit and shrinks when lines get much shorter. */
     private int spacing;
 
-    PerfLines(LineBuffer buf, SampleFields f, Symbolizer names, Comms comms, Recording rec) {
+    PerfLines(LineBuffer buf, SampleFields branchFields, SampleFields eventFields, Symbolizer names, Comms comms,
+            Recording rec) {
         this.buf = buf;
-        this.f = f;
+        this.f = branchFields;
+        this.branchFields = branchFields;
+        this.eventFields = eventFields;
         this.names = names;
         this.comms = comms;
         this.rec = rec;
@@ -96,6 +102,7 @@ public final class PerfLines {
     void branch(ThreadStack t, FlowItem.Branch b, int depth, long insns, long cycles) throws IOException {
         int pid = t.pid();
         long time = b.time();
+        f = branchFields;
         start(t, b.cpu(), time);
         if (f.has(SampleFields.PERIOD)) {
             buf.dec(1, 10).ch(' ');
@@ -214,6 +221,7 @@ public final class PerfLines {
         if (!PERF_EVENTS.contains(name)) {
             return false;
         }
+        f = eventFields;
         start(t, m.cpu(), m.time());
         if (f.userSet() && f.has(SampleFields.PERIOD)) {
             buf.dec(1, 10).ch(' ');

@@ -2,7 +2,8 @@ package ptfence.calls;
 
 /**
  * Which of perf script's fields ({@code -F}) a line of the call views shows, with the switches that change how they
- * are printed. The bits are named as {@code -F} names them; {@link #branches}, {@link #callTrace} and
+ * are printed. The bits are perf's own {@code PERF_OUTPUT_*} values (builtin-script.c), so a parsed {@code -F} set
+ * carries over bit for bit ({@link #FLAGS}, perf's separate flags switch, sits above them); {@link #branches}, {@link #callTrace} and
  * {@link #callRetTrace} are perf 6.1's defaults for {@code --itrace=b}, {@code --call-trace} and
  * {@code --call-ret-trace}, and {@link #with}/{@link #without} apply {@code -F +f,-f}.
  *

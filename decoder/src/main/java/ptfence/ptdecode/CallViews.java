@@ -100,19 +100,36 @@ final class CallViews {
             view = new FoldedView(out, names, weight.equals("time"));
         } else if (branches) {
             LineOptions o = options != null ? options : new LineOptions(defaults(rd, SampleFields.branches()),
-                    false, false, req.timeFrom(), req.timeTo());
+                    events(rd, SampleFields.branches()), false, false, req.timeFrom(), req.timeTo());
             view = new BranchView(out, jsonl, names, comms, rec, o);
         } else {
-            LineOptions o = options != null ? options : new LineOptions(defaults(rd, callRetTrace
-                    ? SampleFields.callRetTrace() : SampleFields.callTrace()), true, true, req.timeFrom(), req.timeTo());
+            SampleFields f = callRetTrace ? SampleFields.callRetTrace() : SampleFields.callTrace();
+            LineOptions o = options != null ? options : new LineOptions(defaults(rd, f), events(rd, f), true, true,
+                    req.timeFrom(), req.timeTo());
             view = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
         }
         run(rd, view);
     }
 
-    /** perf's default fields as this recording can show them (no cpu for a per-thread one, no time untimed). */
+    /**
+     * perf's default fields as this recording can show them: no cpu for a per-thread one, no time untimed, and as
+     * perf checks a type's fields against the first event of that type, not those a recorded hardware event (cycles
+     * sampled beside intel_pt) lacks: the synthesized branches are hardware events too.
+     */
     static SampleFields defaults(RecordingDecode rd, SampleFields view) {
-        return view.forRecording(rd.pt.perCpuMmaps(), rd.tscEnabled);
+        long st = rd.hardwareSampleType;
+        boolean cpu = rd.pt.perCpuMmaps() && (st < 0 || (st & ptfence.perfdata.SampleType.CPU) != 0);
+        boolean time = rd.tscEnabled && (st < 0 || (st & ptfence.perfdata.SampleType.TIME) != 0);
+        SampleFields f = view.forRecording(cpu, time);
+        if (st >= 0 && (st & ptfence.perfdata.SampleType.IP) == 0 && !f.userSet()) {
+            f = new SampleFields(f.bits() & ~SampleFields.IP, false, f.nanosecs(), f.dsoPad());
+        }
+        return f;
+    }
+
+    /** The same for synthesized events (psb, cbr, ...): perf shows their cpu also in a per-thread recording. */
+    static SampleFields events(RecordingDecode rd, SampleFields view) {
+        return view.forRecording(true, rd.tscEnabled);
     }
 
     /**

@@ -71,6 +71,8 @@ final class RecordingDecode {
     /** The intel_pt event (perf's synthesized events take its modifiers), and every event's name as perf gives it. */
     ptfence.perfdata.EventAttr ptAttr;
     List<String> eventNames = List.of();
+    /** The sample type of the recording's first hardware event (-1: none), which decides perf's hardware fields. */
+    long hardwareSampleType = -1;
     FlowConfig config;
     List<CpuTrace> traces = new ArrayList<>();
     String recordingUsed;
@@ -148,6 +150,11 @@ final class RecordingDecode {
                 }
             }
             eventNames = eventNamesOf(f);
+            for (AttrIds a : f.attrs()) {
+                if (a.attr().type() == 0 && hardwareSampleType < 0) {
+                    hardwareSampleType = a.attr().sampleType(); // perf checks a type's fields on its first event
+                }
+            }
             // the decoder asks by time once the trace has told it the time (TSC packets), else by address only
             boolean timed = true;
             IntelPtInfo conv = pt;
