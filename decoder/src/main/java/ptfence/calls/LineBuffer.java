@@ -54,10 +54,28 @@ final class LineBuffer {
     LineBuffer spaces(int k) {
         if (k > 0) {
             room(k);
-            java.util.Arrays.fill(c, n, n + k, ' ');
+            if (k <= SPACES.length) {
+                System.arraycopy(SPACES, 0, c, n, k);
+            } else {
+                java.util.Arrays.fill(c, n, n + k, ' ');
+            }
             n += k;
         }
         return this;
+    }
+
+    private static final char[] SPACES = " ".repeat(256).toCharArray();
+
+    LineBuffer chars(char[] s) {
+        room(s.length);
+        System.arraycopy(s, 0, c, n, s.length);
+        n += s.length;
+        return this;
+    }
+
+    /** The characters of the current line from {@code column} on. */
+    char[] lineFrom(int column) {
+        return java.util.Arrays.copyOfRange(c, lineStart + column, n);
     }
 
     /** {@code %-Ns}: {@code s} then spaces to {@code width}. */

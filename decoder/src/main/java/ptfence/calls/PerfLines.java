@@ -50,10 +50,39 @@ public final class PerfLines {
         this.rec = rec;
     }
 
-    /** perf_sample__fprintf_start: comm, pid/tid, [cpu], time. */
+    /**
+     * perf_sample__fprintf_start: comm, pid/tid, [cpu], time. All but the time stay the same over a thread's lines on
+     * one CPU: they are kept as characters in the thread and copied while its comm, CPU and the fields are unchanged.
+     */
     private void start(ThreadStack t, int cpu, long time) {
-        if (f.has(SampleFields.COMM)) {
-            buf.right(comm(t, time), 16).ch(' ');
+        String comm = f.has(SampleFields.COMM) ? comm(t, time) : null;
+        if (t.head != null && t.headComm == comm && t.headCpu == cpu && t.headFields == f) {
+            buf.chars(t.head);
+        } else {
+            int at = buf.column();
+            who(t, cpu, comm);
+            t.head = buf.lineFrom(at);
+            t.headComm = comm;
+            t.headCpu = cpu;
+            t.headFields = f;
+        }
+        if (f.has(SampleFields.TIME)) {
+            long t0 = Math.max(0, time);
+            long secs = t0 / 1_000_000_000L;
+            long ns = t0 % 1_000_000_000L;
+            if (f.nanosecs()) {
+                buf.dec(secs, 5).ch('.').decZero(ns, 9).str(": ");
+            } else {
+                // "%lu.%06lu" right-aligned in 12
+                buf.spaces(12 - LineBuffer.decLength(secs) - 7).dec(secs, 0).ch('.').decZero(ns / 1000, 6).str(": ");
+            }
+        }
+    }
+
+    /** comm, pid/tid and [cpu] as perf prints them. */
+    private void who(ThreadStack t, int cpu, String comm) {
+        if (comm != null) {
+            buf.right(comm, 16).ch(' ');
         }
         boolean pid = f.has(SampleFields.PID);
         boolean tid = f.has(SampleFields.TID);
@@ -66,17 +95,6 @@ public final class PerfLines {
         }
         if (f.has(SampleFields.CPU)) {
             buf.ch('[').decZero(cpu, 3).str("] ");
-        }
-        if (f.has(SampleFields.TIME)) {
-            long t0 = Math.max(0, time);
-            long secs = t0 / 1_000_000_000L;
-            long ns = t0 % 1_000_000_000L;
-            if (f.nanosecs()) {
-                buf.dec(secs, 5).ch('.').decZero(ns, 9).str(": ");
-            } else {
-                // "%lu.%06lu" right-aligned in 12
-                buf.spaces(12 - LineBuffer.decLength(secs) - 7).dec(secs, 0).ch('.').decZero(ns / 1000, 6).str(": ");
-            }
         }
     }
 
@@ -202,15 +220,20 @@ public final class PerfLines {
             d = "[unknown]";
         }
         int pad = f.dsoPad();
-        if (pad > 0) {
-            if (d.length() > pad - 1) {
-                d = d.substring(0, pad - 1);
-            }
-            buf.left(d, pad);
-        } else {
+        if (pad == 0) {
             buf.str(d);
+            return;
         }
+        if (d != paddedDso) { // lines repeat a few files: the padded form of the last one is kept
+            paddedDso = d;
+            String cut = d.length() > pad - 1 ? d.substring(0, pad - 1) : d;
+            padded = (cut + " ".repeat(pad - cut.length())).toCharArray();
+        }
+        buf.chars(padded);
     }
+
+    private String paddedDso;
+    private char[] padded;
 
     /**
      * A synthesized event (psb, cbr, ptwrite, power events); false for one perf does not show (tsx). {@code flags}:

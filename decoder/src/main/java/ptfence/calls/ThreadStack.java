@@ -39,6 +39,11 @@ public final class ThreadStack {
     String comm;
     long commFrom;
     long commUntil;
+    /** A line printer's head for this thread (comm, pid/tid, [cpu]) and what it was made for. */
+    char[] head;
+    String headComm;
+    int headCpu;
+    SampleFields headFields;
     long rootLeftTime;
 
     ThreadStack(long key, int pid, int tid) {
