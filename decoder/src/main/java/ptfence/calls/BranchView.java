@@ -3,6 +3,7 @@ package ptfence.calls;
 import java.io.IOException;
 import java.io.Writer;
 import ptfence.cli.Json;
+import ptfence.symbol.Symbolizer;
 
 /**
  * {@code --branches}: every taken branch and every start and end of tracing, from -> to with perf's flags (call,
@@ -28,8 +29,8 @@ public final class BranchView extends LineView {
 
     @Override
     void json(ThreadStack t, FlowItem.Branch b) throws IOException {
-        String fromSym = b.from() == 0 ? null : names.describe(b.from(), b.time(), t.pid());
-        String toSym = b.to() == 0 ? null : names.describe(b.to(), b.time(), t.pid());
+        String fromSym = describe(b.from(), b.time(), t.pid());
+        String toSym = describe(b.to(), b.time(), t.pid());
         sb.append(",\"from\":").append(Lines.hex(b.from())).append(",\"to\":").append(Lines.hex(b.to()));
         Lines.kind(sb, b.flags());
         if (fromSym != null) {

@@ -3,6 +3,7 @@ package ptfence.calls;
 import java.io.IOException;
 import java.io.Writer;
 import ptfence.cli.Json;
+import ptfence.symbol.Symbolizer;
 
 /**
  * {@code --call-trace} and {@code --call-ret-trace}: the calls (and returns) of every thread, indented by the
@@ -47,7 +48,7 @@ public final class CallTraceView extends LineView {
             return;
         }
         long at = (f & (BranchFlags.CALL | BranchFlags.TRACE_BEGIN)) != 0 ? b.to() : b.from();
-        String name = at == 0 ? null : names.function(at, b.time(), t.pid());
+        String name = function(at, b.time(), t.pid());
         Lines.kind(sb, f);
         sb.append(",\"depth\":").append(depth(t, b)).append(",\"from\":").append(Lines.hex(b.from()))
                 .append(",\"to\":").append(Lines.hex(b.to()));

@@ -2,6 +2,8 @@ package ptfence.calls;
 
 import java.io.IOException;
 import java.io.Writer;
+import ptfence.symbol.Symbol;
+import ptfence.symbol.Symbolizer;
 
 /**
  * A view that prints a line per item of the merged flow: in text as perf script prints it ({@link PerfLines}: the
@@ -76,6 +78,18 @@ abstract class LineView implements CallView {
     /** Writes {@link #sb} as a line. */
     final void emit() throws IOException {
         buf.chars(sb).endLine();
+    }
+
+    /** "name" or "name+0x12" for {@code a}, or null (also for 0, no address). */
+    final String describe(long a, long time, int pid) {
+        Symbol s = a == 0 ? null : names.symbol(a, time, pid);
+        return s == null ? null : s.describe(a);
+    }
+
+    /** The function holding {@code a} (its name alone, as perf's call trace names it), or null. */
+    final String function(long a, long time, int pid) {
+        Symbol s = a == 0 ? null : names.symbol(a, time, pid);
+        return s == null ? null : s.name();
     }
 
     /** The call depth perf's callindent shows for {@code b}: the stack's after a call, before a return. */

@@ -3,6 +3,7 @@ package ptfence.calls;
 import java.io.IOException;
 import ptfence.flow.PtError;
 import ptfence.symbol.Symbol;
+import ptfence.symbol.Symbolizer;
 
 /**
  * perf script's text lines for what the call views show, field by field as perf 6.1 writes them: a branch sample

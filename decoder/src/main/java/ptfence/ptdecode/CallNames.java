@@ -1,7 +1,8 @@
 package ptfence.ptdecode;
 
-import ptfence.calls.Symbolizer;
+import ptfence.symbol.SourceLine;
 import ptfence.symbol.Symbol;
+import ptfence.symbol.Symbolizer;
 
 /**
  * The call views' names from the recording's one symbolizer ({@link ptfence.symbol.RecordingSymbols}), so calls,
@@ -12,13 +13,13 @@ import ptfence.symbol.Symbol;
 final class CallNames implements Symbolizer {
     private static final int SLOTS = 1 << 12;
 
-    private final ptfence.symbol.Symbolizer symbols;
+    private final Symbolizer symbols;
     private final long[] address = new long[SLOTS];
     private final int[] pid = new int[SLOTS];
     private final Symbol[] symbol = new Symbol[SLOTS];
     private final String[] dso = new String[SLOTS];
 
-    CallNames(ptfence.symbol.Symbolizer symbols) {
+    CallNames(Symbolizer symbols) {
         this.symbols = symbols;
     }
 
@@ -51,5 +52,15 @@ final class CallNames implements Symbolizer {
     public String dso(long a, long time, int p) {
         int i = slot(a, time, p);
         return i < 0 ? symbols.dso(a, time, p) : dso[i];
+    }
+
+    @Override
+    public SourceLine line(long a, long time, int p) {
+        return symbols.line(a, time, p);
+    }
+
+    @Override
+    public java.util.List<Symbol> named(String name) {
+        return symbols.named(name);
     }
 }
