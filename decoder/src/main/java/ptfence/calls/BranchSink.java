@@ -115,13 +115,15 @@ public final class BranchSink implements FlowSink {
     @Override
     public void event(Event ev) {
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psb.getAsLong());
+        FlowItem.Mark cbr = marks.cbrInPsb();
         if (m != null) {
             out.add(m);
             insns = 0;
         }
-        FlowItem.Mark cbr = marks.cbrInPsb();
-        if (cbr != null) {
-            out.add(cbr);
+        if (cbr != null) { // after the psb, which took the instructions before both
+            out.add(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
+                    cbr.values(), 0));
+            insns = 0;
         }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;

@@ -160,11 +160,6 @@ final class LineBuffer {
         }
     }
 
-    /** Forgets the current, unfinished line. */
-    void dropLine() {
-        n = lineStart;
-    }
-
     void flush() throws IOException {
         out.write(c, 0, n);
         n = 0;

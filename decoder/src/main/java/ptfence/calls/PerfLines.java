@@ -26,7 +26,6 @@ public final class PerfLines {
      * ratio (0: unknown).
      */
     public record Recording(String branchEvent, int eventWidth, long tscHz, int maxNonTurboRatio) {
-        public static final Recording UNKNOWN = new Recording("branches", 8, 0, 0);
     }
 
     private final LineBuffer buf;

@@ -86,17 +86,4 @@ public record SampleFields(long bits, boolean userSet, boolean nanosecs, int dso
         }
         return new SampleFields(b, userSet, nanosecs, dsoPad);
     }
-
-    /** perf's name of a field (for messages); null for a combination. */
-    public static String name(long field) {
-        return NAMES.get(field);
-    }
-
-    private static final java.util.Map<Long, String> NAMES = java.util.Map.ofEntries(java.util.Map.entry(COMM,
-            "comm"), java.util.Map.entry(TID, "tid"), java.util.Map.entry(PID, "pid"), java.util.Map.entry(TIME,
-            "time"), java.util.Map.entry(CPU, "cpu"), java.util.Map.entry(EVENT, "event"), java.util.Map.entry(IP,
-            "ip"), java.util.Map.entry(SYM, "sym"), java.util.Map.entry(DSO, "dso"), java.util.Map.entry(ADDR,
-            "addr"), java.util.Map.entry(SYMOFF, "symoff"), java.util.Map.entry(PERIOD, "period"),
-            java.util.Map.entry(CALLINDENT, "callindent"), java.util.Map.entry(SYNTH, "synth"),
-            java.util.Map.entry(IPC, "ipc"), java.util.Map.entry(FLAGS, "flags"));
 }
