@@ -58,6 +58,7 @@ public final class BranchSink implements FlowSink {
         psb = d::psbOffset;
         cycles = d::cycles;
         cyclesBefore = 0; // each decoder counts from 0
+        marks.restart();
     }
 
     @Override

@@ -17,6 +17,14 @@ public final class EventMarks {
     /** The core:bus ratio last shown (-1: none yet): perf shows cbr when it changes, also inside a PSB+. */
     private long lastCbr = -1;
     private FlowItem.Mark cbrInPsb;
+    /** Where the last PSB shown starts (-1: none). */
+    private long lastPsb = -1;
+
+    /** A new decoder starts on another stretch of the CPU's trace: its offsets start again. */
+    public void restart() {
+        lastPsb = -1;
+        inPsb = false;
+    }
 
     /** An instruction ran: the PSB+ (if any) is over. */
     public void insn() {
@@ -33,10 +41,11 @@ public final class EventMarks {
                 lastCbr = ev.ratio;
                 cbrInPsb = mark(cpu, time, "cbr", 0, insns, "ratio", ev.ratio);
             }
-            if (inPsb) {
-                return null;
+            if (inPsb || psbOffset == lastPsb && psbOffset >= 0) {
+                return null; // a PSB+ the decoder reports again (its status updates once more) is one PSB
             }
             inPsb = true;
+            lastPsb = psbOffset;
             return mark(cpu, time, "psb", 0, insns, "offset", psbOffset);
         }
         if (ev.type == Event.CBR) {
