@@ -61,6 +61,7 @@ public final class BranchSink implements FlowSink {
         psb = d::psbOffset;
         cycles = d::cycles;
         cyclesBefore = 0; // each decoder counts from 0
+        marks.restart();
     }
 
     @Override
@@ -120,8 +121,14 @@ public final class BranchSink implements FlowSink {
     public void event(Event ev) {
         sampleClock.event();
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psb.getAsLong());
+        FlowItem.Mark cbr = marks.cbrInPsb();
         if (m != null) {
             out.add(m);
+            insns = 0;
+        }
+        if (cbr != null) { // after the psb, which took the instructions before both
+            out.add(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
+                    cbr.values(), 0));
             insns = 0;
         }
         if (ev.type == Event.TSX) {
@@ -155,7 +162,7 @@ public final class BranchSink implements FlowSink {
             }
             case Event.OVERFLOW -> {
                 pending = false;
-                loss("overflow");
+                loss("overflow", PtError.OVERFLOW, lastIp);
                 resuming = true;
             }
             case Event.TSX -> {
@@ -167,8 +174,8 @@ public final class BranchSink implements FlowSink {
         }
     }
 
-    private void loss(String reason) {
-        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, insns));
+    private void loss(String reason, int code, long ip) {
+        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, code, ip, insns));
         insns = 0;
     }
 
@@ -176,7 +183,7 @@ public final class BranchSink implements FlowSink {
     public void error(String kind, int code, long offset, long ip) {
         sampleClock.error();
         pending = false;
-        loss(PtError.message(code));
+        loss(PtError.message(code), code, ip);
         resuming = true;
     }
 

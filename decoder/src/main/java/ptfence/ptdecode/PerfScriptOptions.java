@@ -122,8 +122,6 @@ public final class PerfScriptOptions {
     boolean demangleKernel;
     @Option(names = {"-f", "--force"}, hidden = true)
     boolean force;
-    @Option(names = {"-v", "--verbose"}, hidden = true)
-    boolean[] verbose;
     @Option(names = {"-a", "--all-cpus"}, hidden = true)
     boolean allCpus;
     @Option(names = {"-I", "--show-info"}, hidden = true)
@@ -146,7 +144,7 @@ public final class PerfScriptOptions {
                 || graphFunction != null || showTask || showMmap || showSwitch || showNamespace || showLost
                 || showRound || showBpf || showCgroup || showTextPoke || header || headerOnly || dumpRaw
                 || dumpUnsorted || fullSourcePath || vmlinux != null || hideCallGraph || stopBt != null
-                || maxStack != null || inline != null || demangle != null || demangleKernel || force || verbose != null
+                || maxStack != null || inline != null || demangle != null || demangleKernel || force
                 || allCpus || showInfo || showKernelPath || maxBlocks != null || perEventDump || debugMode
                 || addr2line != null;
     }

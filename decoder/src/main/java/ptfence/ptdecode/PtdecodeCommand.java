@@ -106,6 +106,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "them, count them on stderr and go on, as perf does).")
     boolean strict;
 
+    @Option(names = {"-v", "--verbose"}, description = "Also list on stderr each place whose code was missing "
+            + "(without it: one line per kind, with counts); may be repeated, as perf's -v.")
+    boolean[] verbose;
+
     @picocli.CommandLine.Mixin
     ThreadOptions threadOptions = new ThreadOptions();
 
@@ -211,6 +215,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 ptfence.cli.Progress.wanted(progress)), stderr);
         rd.threads = threadOptions.validate();
         rd.lenientCpus = perfMode;
+        rd.verbose = verbose != null && verbose.length > 0;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
                     + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");

@@ -57,7 +57,9 @@ final class RecordingDecode {
 
     private Request req;
     private final PrintStream err;
-    private final Set<String> reportedMissing = java.util.Collections.synchronizedSet(new HashSet<>());
+    private final MissingCode missing = new MissingCode();
+    /** -v: every place whose code is missing, not only a line per kind. */
+    boolean verbose;
 
     Sideband sideband = new Sideband();
     CodeMap code;
@@ -66,6 +68,11 @@ final class RecordingDecode {
     /** Names for the recording's code (every view asks here). */
     ptfence.symbol.Symbolizer symbols = ptfence.symbol.Symbolizer.NONE;
     IntelPtInfo pt;
+    /** The intel_pt event (perf's synthesized events take its modifiers), and every event's name as perf gives it. */
+    ptfence.perfdata.EventAttr ptAttr;
+    List<String> eventNames = new ArrayList<>();
+    /** The sample type of the recording's first hardware event (-1: none), which decides perf's hardware fields. */
+    long hardwareSampleType = -1;
     FlowConfig config;
     List<CpuTrace> traces = new ArrayList<>();
     String recordingUsed;
@@ -145,6 +152,12 @@ final class RecordingDecode {
             for (AttrIds a : f.attrs()) {
                 if (a.attr().type() == pt.pmuType()) {
                     ptConfig = a.attr().config();
+                    ptAttr = a.attr();
+                }
+            }
+            for (AttrIds a : f.attrs()) {
+                if (a.attr().type() == 0 && hardwareSampleType < 0) {
+                    hardwareSampleType = a.attr().sampleType(); // perf checks a type's fields on its first event
                 }
             }
             // the decoder asks by time once the trace has told it the time (TSC packets), else by address only
@@ -226,9 +239,8 @@ final class RecordingDecode {
     /** -C naming a CPU without trace is a note, not an error (perf script's options: it prints nothing for it). */
     boolean lenientCpus;
 
-    /** The recorded events (attrs in file order, with EVENT_DESC's names where it has them). */
+    /** The recorded events (attrs in file order; names: EVENT_DESC's by id, else perf's from the attr). */
     List<ptfence.perfdata.EventAttr> eventAttrs = new ArrayList<>();
-    List<String> eventNames = new ArrayList<>();
     List<List<Long>> eventIds = new ArrayList<>();
     /** HEADER_SAMPLE_TIME's first and last sample time (0, 0 when absent). */
     long firstSampleTime;
@@ -260,7 +272,7 @@ final class RecordingDecode {
                     break;
                 }
             }
-            eventNames.add(n);
+            eventNames.add(n != null && !n.isEmpty() ? n : ptfence.perfdata.EventNames.name(a.attr()));
         }
     }
 
@@ -471,8 +483,14 @@ final class RecordingDecode {
     /** Decode errors per CPU (each a stretch of trace lost up to the next full IP). */
     private final Map<Integer, Long> errorsByCpu = new java.util.concurrent.ConcurrentSkipListMap<>();
 
-    /** Prints how many decode errors there were, per CPU, on one stderr line (nothing if none); returns the count. */
+    /**
+     * Prints the code found nowhere (a line per kind, with -v a line per place), then how many decode errors there
+     * were, per CPU, on one stderr line (nothing if none); returns the count.
+     */
     long reportErrors() {
+        for (String l : missing.lines(verbose)) {
+            err.println("ptdecode: " + l);
+        }
         long all = errorsByCpu.values().stream().mapToLong(Long::longValue).sum();
         if (all > 0) {
             StringBuilder sb = new StringBuilder("ptdecode: ").append(all).append(all == 1 ? " decode error" :
@@ -576,26 +594,21 @@ final class RecordingDecode {
         };
     }
 
+    /** Counts an error at {@code ip} against the code that is nowhere there (told at the end: {@link #reportErrors}). */
     private void reportMissing(long ip) {
         Sideband.KernelSymbol k = code.symbolAt(ip, Long.MAX_VALUE - 1);
-        String key = k != null ? k.name() + "@" + k.from() : "0x" + Long.toHexString(ip >>> 12);
-        if (!reportedMissing.add(key)) {
-            return;
-        }
-        String msg;
-        if (k != null && k.bpf()) {
-            msg = k.name() + ": no image in the archive for 0x" + Long.toHexString(ip) + " at t=" + k.from()
-                    + "; was this recorded with ptrec (its text fence archives BPF code)?";
-        } else if (k != null) {
-            msg = k.name() + ": no code for 0x" + Long.toHexString(ip) + " at t=" + k.from()
-                    + "; record with ptrec, or give --kcore";
+        if (k != null) {
+            missing.add(k.bpf() ? MissingCode.Kind.BPF : MissingCode.Kind.KSYM, k.name(), ip);
         } else if (ip < 0) {
-            msg = "no kernel code for 0x" + Long.toHexString(ip) + "; give --kcore DIR (perf record --kcore) or "
-                    + "--vmlinux FILE";
+            missing.add(MissingCode.Kind.KERNEL, "0x" + Long.toHexString(ip & -4096), ip);
         } else {
-            msg = "no code mapped at 0x" + Long.toHexString(ip) + "; is the mapped file under --sysroot?";
+            String file = symbols.dso(ip, -1, -1);
+            if (file != null) {
+                missing.add(MissingCode.Kind.FILE, file, ip);
+            } else {
+                missing.add(MissingCode.Kind.UNMAPPED, "0x" + Long.toHexString(ip & -4096), ip);
+            }
         }
-        err.println("ptdecode: " + msg);
     }
 
     /**

@@ -53,7 +53,7 @@ public final class PerfEvents {
         boolean tl = pt.tscBit() == 0 || !pt.capUserTimeZero() || itrace.timeless;
         for (int i = 0; i < attrs.size(); i++) {
             EventAttr a = attrs.get(i);
-            String name = names.get(i) != null ? names.get(i) : name(a);
+            String name = names.get(i) != null ? names.get(i) : ptfence.perfdata.EventNames.name(a);
             boolean dummy = a.type() == 1 && a.config() == 9;
             events.add(new Event(a.type(), name, a.sampleType(), Kind.RECORDED, a.config(), dummy));
             if (a.type() == pt.pmuType() && ptAttr == null) {
@@ -72,7 +72,7 @@ public final class PerfEvents {
             if (!pt.perCpuMmaps()) {
                 st &= ~SampleType.CPU;
             }
-            String mod = modifiers(ptAttr);
+            String mod = ptfence.perfdata.EventNames.modifiers(ptAttr);
             if (itrace.branches) {
                 events.add(new Event(0, "branches" + mod, st | SampleType.ADDR, Kind.BRANCHES, 5, false));
             }
@@ -134,58 +134,5 @@ public final class PerfEvents {
                 }
             }
         }
-    }
-
-    private static final String[] HW = {"cycles", "instructions", "cache-references", "cache-misses", "branches",
-        "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend", "ref-cycles"};
-    private static final String[] SW = {"cpu-clock", "task-clock", "page-faults", "context-switches",
-        "cpu-migrations", "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy",
-        "bpf-output", "cgroup-switches"};
-
-    /** perf's name for an event without a recorded name: the generic name and its modifiers. */
-    static String name(EventAttr a) {
-        String base;
-        if (a.type() == 0 && a.config() >= 0 && a.config() < HW.length) {
-            base = HW[(int) a.config()];
-        } else if (a.type() == 1 && a.config() >= 0 && a.config() < SW.length) {
-            base = SW[(int) a.config()];
-        } else {
-            base = "unknown attr type: " + a.type();
-            return base;
-        }
-        return base + modifiers(a);
-    }
-
-    /** perf's modifier suffix (":u", ":k", ...) of an event's exclude bits. */
-    static String modifiers(EventAttr a) {
-        long f = a.flags();
-        boolean exUser = (f & EventAttr.FLAG_EXCLUDE_USER) != 0;
-        boolean exKernel = (f & EventAttr.FLAG_EXCLUDE_KERNEL) != 0;
-        boolean exHv = (f & EventAttr.FLAG_EXCLUDE_HV) != 0;
-        boolean exHost = (f & (1L << 19)) != 0;
-        boolean exGuest = (f & (1L << 20)) != 0;
-        StringBuilder sb = new StringBuilder();
-        boolean guestDefault = false;
-        if (exKernel || exUser || exHv) {
-            if (!exKernel) {
-                sb.append('k');
-            }
-            if (!exUser) {
-                sb.append('u');
-            }
-            if (!exHv) {
-                sb.append('h');
-            }
-            guestDefault = true;
-        }
-        if (exHost || exGuest == guestDefault) {
-            if (!exHost) {
-                sb.append('H');
-            }
-            if (!exGuest) {
-                sb.append('G');
-            }
-        }
-        return sb.length() == 0 ? "" : ":" + sb;
     }
 }

@@ -36,6 +36,7 @@ public final class RecordingSymbols implements Symbolizer {
     private volatile PidMappings lastPid = new PidMappings(Integer.MIN_VALUE, null);
     private final Map<String, byte[]> buildIds = new HashMap<>();
     private final Map<String, Optional<Dso>> dsos = new ConcurrentHashMap<>();
+    private final List<Sideband.Mapping> kernelMappings = new ArrayList<>();
     private final Dso vmlinux;
 
     /**
@@ -55,6 +56,9 @@ public final class RecordingSymbols implements Symbolizer {
         Map<Integer, List<Sideband.Mapping>> named = new HashMap<>();
         for (Sideband.Mapping m : sideband.mappings()) {
             named.computeIfAbsent(m.kernel() ? KERNEL_PID : m.pid(), p -> new ArrayList<>()).add(m);
+            if (m.kernel() && m.file().startsWith(KERNEL_DSO)) {
+                kernelMappings.add(m);
+            }
             if (m.kernel() || m.file().startsWith("[") || m.file().startsWith("//")) {
                 continue;
             }
@@ -119,10 +123,16 @@ public final class RecordingSymbols implements Symbolizer {
         if (s != null) {
             return s.dso();
         }
+        if (address >= 0) {
+            Mapped mm = mapping(address, time, pid); // a file's mapping (any process's for pid -1)
+            if (mm != null) {
+                return mm.m.file();
+            }
+        }
         Sideband.Mapping m = address < 0 ? newest(namesByPid.get(KERNEL_PID), address, -1) // the kernel stays mapped
                 : newest(namesByPid.get(pid), address, time);
         if (m == null) {
-            return null;
+            return address < 0 && kernelMapped(address, time) ? KERNEL_DSO : null;
         }
         if (!m.kernel()) {
             return m.file();
@@ -149,6 +159,16 @@ public final class RecordingSymbols implements Symbolizer {
             }
         }
         return null;
+    }
+
+    /** A kernel MMAP of the recording covers {@code address} (perf's kernel map reaches to the top of memory). */
+    private boolean kernelMapped(long address, long time) {
+        for (Sideband.Mapping m : kernelMappings) {
+            if (Long.compareUnsigned(address, m.address()) >= 0 && (time < 0 || m.time() <= time)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

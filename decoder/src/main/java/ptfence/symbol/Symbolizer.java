@@ -19,8 +19,9 @@ public interface Symbolizer {
     }
 
     /**
-     * The file or image holding {@code address} as perf names it (the mapped file as recorded,
-     * {@code [kernel.kallsyms]}, a BPF program), even where no symbol names the code there; null when nothing maps it.
+     * The name perf gives the code's container at {@code address} (its dso): a mapped file's path as recorded,
+     * {@code [kernel.kallsyms]} for kernel text, a BPF program's name; null where nothing maps the address. Also
+     * for addresses no symbol names.
      */
     default String dso(long address, long time, int pid) {
         Symbol s = symbol(address, time, pid);
