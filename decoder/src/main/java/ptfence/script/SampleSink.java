@@ -409,8 +409,13 @@ public final class SampleSink implements FlowSink {
                         null, 0);
             }
             case Event.OVERFLOW -> {
-                pending = false;
+                if (pending) {
+                    // the branch's outcome was known before the overflow: perf returned it (its sample, its branch)
+                    resolve(decoderIp(), 0);
+                }
                 continuous = false;
+                timestampInsnCnt = 0; // perf's intel_pt_overflow: the tick period counts from the last time again
+                ticksLeft = -1;
                 if (!cfg.itrace.suppressesOverflow()) {
                     error(7, decoderIp());
                 }
