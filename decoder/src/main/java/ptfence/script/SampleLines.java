@@ -173,6 +173,11 @@ final class SampleLines {
         String src = ip == 0 ? null : cursor.srcline(ip, time, pid);
         if (src != null) {
             b.ch('\n').ch(' ').ch(' ').str(src);
+            return;
+        }
+        String fallback = ip == 0 ? null : symbols.srclineFallback(ip, time, pid);
+        if (fallback != null) {
+            b.ch('\n').ch(' ').ch(' ').str(fallback);
         }
     }
 

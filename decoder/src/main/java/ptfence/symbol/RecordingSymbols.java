@@ -148,6 +148,24 @@ public final class RecordingSymbols implements Symbolizer {
                 ? "[" + (dot > 0 ? base.substring(0, dot) : base).replace('-', '_') + "]" : f;
     }
 
+    @Override
+    public String srclineFallback(long address, long time, int pid) {
+        if (address >= 0) {
+            Mapped mm = mapping(address, time, pid);
+            if (mm == null) {
+                return null;
+            }
+            String f = mm.m.file();
+            return f.substring(f.lastIndexOf('/') + 1) + "[" + Long.toHexString(address - mm.m.address()
+                    + mm.m.pgoff()) + "]";
+        }
+        Symbol s = symbol(address, time, pid);
+        if (s != null && !s.dso().startsWith("[")) {
+            return s.dso() + "[" + Long.toHexString(address - s.start()) + "]";
+        }
+        return KERNEL_DSO.equals(dso(address, time, pid)) ? KERNEL_DSO + "[" + Long.toHexString(address) + "]" : null;
+    }
+
     private static Sideband.Mapping newest(Sideband.Mapping[] ms, long address, long time) {
         if (ms == null) {
             return null;

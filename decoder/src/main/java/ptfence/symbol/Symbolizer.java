@@ -28,6 +28,15 @@ public interface Symbolizer {
         return s == null ? null : s.dso();
     }
 
+    /**
+     * perf's srcline where it has no source line: the dso's short name and the address in it ({@code name[hex]}):
+     * in a mapped file its file address, in code a KSYMBOL names (a BPF program, each JITed function its own dso) the
+     * offset from the symbol's start, in {@code [kernel.kallsyms]} the address; null where nothing maps the address.
+     */
+    default String srclineFallback(long address, long time, int pid) {
+        return null;
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 
