@@ -255,6 +255,9 @@ public final class SidebandLines {
         if ((fields & FieldSet.EVNAME) != 0) {
             b.right(e.name(), cfg.events.nameWidth()).ch(':').ch(' ');
         }
+        if (cfg.fields.flags()) {
+            b.spaces(24); // a recorded event has no branch flags: perf prints the empty column
+        }
         if ((fields & FieldSet.ADDR) != 0) {
             b.hex(s.addr(), 16);
         }
@@ -276,6 +279,18 @@ public final class SidebandLines {
                 String d = sym != null ? sym.dso() : s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());
                 b.str(" (").str(d == null ? "[unknown]" : d).ch(')');
             }
+        }
+        if ((fields & FieldSet.IP) != 0 && (fields & FieldSet.SRCLINE) != 0 && s.ip() != 0) {
+            String src = symbols.srcline(s.ip(), time, s.pid());
+            if (src == null) {
+                src = symbols.srclineFallback(s.ip(), time, s.pid());
+            }
+            if (src != null) {
+                b.str("\n  ").str(src);
+            }
+        }
+        if ((fields & FieldSet.INSNLEN) != 0) {
+            b.str(" ilen: 0"); // perf has no instruction for a recorded event's sample (and so prints no insn:)
         }
         b.nl();
         out.commit(time, false);
