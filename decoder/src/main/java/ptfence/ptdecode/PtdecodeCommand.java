@@ -188,6 +188,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
             throw new BadInputException("--threads " + threads + ": expected a count of threads (0: one per core)");
         }
         boolean perfMode = perf.given();
+        if (perfMode && perf.unsupported() != null) {
+            throw new BadInputException(perf.unsupported());
+        }
         if (perfMode && func != null) {
             throw new BadInputException("--func is a view of ptdecode's own, not of perf script's options (-F, --itrace, "
                     + "...): leave one out");
