@@ -41,6 +41,17 @@ class PerfScriptOptionsTest {
     }
 
     @Test
+    void helpAfterAnOptionThatTakesAValueIsHelp() {
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.StringWriter err = new java.io.StringWriter();
+        int rc = ptfence.cli.Tool.run("ptdecode", new PtdecodeCommand(), new java.io.PrintWriter(out),
+                new java.io.PrintWriter(err), "--func", "--help");
+        assertEquals(0, rc, err.toString());
+        assertTrue(out.toString().contains("--func"), out.toString());
+        assertEquals("", err.toString());
+    }
+
+    @Test
     void aCpuWithoutTraceSelectsNothingAsInPerf() {
         // the recording traced CPU 1 only: perf script -C 0 prints nothing and exits 0
         Run r = RecordingFlowTest.ptdecode("-i", recording().toString(), "--itrace=i1i", "-C", "0");
