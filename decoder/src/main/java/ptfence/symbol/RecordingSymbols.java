@@ -152,8 +152,8 @@ public final class RecordingSymbols implements Symbolizer {
     public String srclineFallback(long address, long time, int pid) {
         if (address >= 0) {
             Mapped mm = mapping(address, time, pid);
-            if (mm == null) {
-                return null;
+            if (mm == null || mm.dso() != null) {
+                return null; // a file perf can read but whose lines miss the address: perf prints nothing
             }
             String f = mm.m.file();
             return f.substring(f.lastIndexOf('/') + 1) + "[" + Long.toHexString(address - mm.m.address()
@@ -163,7 +163,8 @@ public final class RecordingSymbols implements Symbolizer {
         if (s != null && !s.dso().startsWith("[")) {
             return s.dso() + "[" + Long.toHexString(address - s.start()) + "]";
         }
-        return KERNEL_DSO.equals(dso(address, time, pid)) ? KERNEL_DSO + "[" + Long.toHexString(address) + "]" : null;
+        return vmlinux == null && KERNEL_DSO.equals(dso(address, time, pid))
+                ? KERNEL_DSO + "[" + Long.toHexString(address) + "]" : null;
     }
 
     private static Sideband.Mapping newest(Sideband.Mapping[] ms, long address, long time) {

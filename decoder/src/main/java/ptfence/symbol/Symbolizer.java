@@ -29,8 +29,8 @@ public interface Symbolizer {
     }
 
     /**
-     * perf's srcline where it has no source line: the dso's short name and the address in it ({@code name[hex]}):
-     * in a mapped file its file address, in code a KSYMBOL names (a BPF program, each JITed function its own dso) the
+     * perf's srcline where it cannot read lines (the file is missing, the code has no file): the dso's short name
+     * and the address in it ({@code name[hex]}): in a mapped file its file address, in code a KSYMBOL names (a BPF program, each JITed function its own dso) the
      * offset from the symbol's start, in {@code [kernel.kallsyms]} the address; null where nothing maps the address.
      */
     default String srclineFallback(long address, long time, int pid) {
