@@ -13,6 +13,8 @@ import java.util.Map;
  */
 final class MissingCode {
     enum Kind {
+        NAMED("named image", "the recording names it, but neither the archive nor a server in DEBUGINFOD_URLS gave "
+                + "it (docs/fleet.md)"),
         BPF("BPF program", "record with ptrec: its text fence archives BPF code"),
         KSYM("kernel symbol", "record with ptrec, or give --kcore DIR"),
         KERNEL("kernel page", "give --kcore DIR (perf record --kcore) or --vmlinux FILE"),

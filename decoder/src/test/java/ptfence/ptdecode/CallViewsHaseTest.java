@@ -271,7 +271,7 @@ class CallViewsHaseTest {
         java.io.StringWriter text = new java.io.StringWriter();
         RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(REC, null, false, null, null, null,
                 null, DIR.resolve("symfs"), null, "text", false, false, Long.MIN_VALUE, Long.MAX_VALUE, null, 1,
-                false), new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
+                false, false), new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
         rd.load();
         CallViews views = new CallViews();
         views.branches = branches;
