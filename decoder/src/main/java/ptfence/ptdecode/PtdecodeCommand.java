@@ -464,34 +464,6 @@ public final class PtdecodeCommand implements Callable<Integer> {
         return List.copyOf(byContent.values());
     }
 
-    /** "START,END" in seconds → perf time ns [from, to]. */
-    static long[] timeRange(String spec) {
-        if (spec == null) {
-            return new long[] {Long.MIN_VALUE, Long.MAX_VALUE};
-        }
-        int comma = spec.indexOf(',');
-        if (comma < 0) {
-            throw new BadInputException("--time " + spec + ": expected START,END in seconds (either may be empty)");
-        }
-        long[] range = {seconds(spec.substring(0, comma), Long.MIN_VALUE, spec),
-                seconds(spec.substring(comma + 1), Long.MAX_VALUE, spec)};
-        if (range[1] < range[0]) {
-            throw new BadInputException("--time " + spec + ": the end comes before the start");
-        }
-        return range;
-    }
-
-    private static long seconds(String s, long empty, String spec) {
-        if (s.isBlank()) {
-            return empty;
-        }
-        try {
-            return new java.math.BigDecimal(s.trim()).movePointRight(9).longValueExact();
-        } catch (ArithmeticException | NumberFormatException e) {
-            throw new BadInputException("--time " + spec + ": '" + s + "' is not a time in seconds");
-        }
-    }
-
     static Set<Integer> cpuSet(String spec) {
         if (spec == null) {
             return null;
