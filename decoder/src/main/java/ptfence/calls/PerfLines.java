@@ -299,8 +299,11 @@ public final class PerfLines {
         return v == 0 ? "0" : "0x" + Long.toHexString(v);
     }
 
-    /** A ptwrite payload as text when it is printable ASCII padded with NULs (as perf shows it), else "". */
-    private static String printable(long v) {
+    /**
+     * A ptwrite payload as text when it is printable ASCII padded with NULs (perf's ptw_is_prt), else "" (the call
+     * views and perf script's ptwrite lines).
+     */
+    public static String printable(long v) {
         StringBuilder sb = new StringBuilder();
         int i = 0;
         for (; i < 8; i++) {

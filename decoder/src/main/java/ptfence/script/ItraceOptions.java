@@ -146,17 +146,9 @@ public final class ItraceOptions {
                         } else {
                             o.addCallchain = true;
                         }
-                        o.callchainSize = 16;
-                        p = skipSeparators(spec, p);
-                        if (p < n && isDigit(spec.charAt(p))) {
-                            int end = digitsEnd(spec, p);
-                            long v = Long.parseLong(spec.substring(p, end));
-                            if (v == 0 || v > 1024) {
-                                throw bad(spec);
-                            }
-                            o.callchainSize = (int) v;
-                            p = end;
-                        }
+                        int[] size = sizeAt(spec, p, 16);
+                        o.callchainSize = size[0];
+                        p = size[1];
                     }
                     case 'l', 'L' -> {
                         if (c == 'l') {
@@ -164,17 +156,9 @@ public final class ItraceOptions {
                         } else {
                             o.addLastBranch = true;
                         }
-                        o.lastBranchSize = 64;
-                        p = skipSeparators(spec, p);
-                        if (p < n && isDigit(spec.charAt(p))) {
-                            int end = digitsEnd(spec, p);
-                            long v = Long.parseLong(spec.substring(p, end));
-                            if (v == 0 || v > 1024) {
-                                throw bad(spec);
-                            }
-                            o.lastBranchSize = (int) v;
-                            p = end;
-                        }
+                        int[] size = sizeAt(spec, p, 64);
+                        o.lastBranchSize = size[0];
+                        p = size[1];
                     }
                     case 's' -> {
                         int end = digitsEnd(spec, p);
@@ -203,6 +187,20 @@ public final class ItraceOptions {
             }
         }
         return o;
+    }
+
+    /** The size that may follow g or l at {@code p} (1..1024, perf's limit) and where parsing goes on: {size, p}. */
+    private static int[] sizeAt(String spec, int p, int none) {
+        p = skipSeparators(spec, p);
+        if (p < spec.length() && isDigit(spec.charAt(p))) {
+            int end = digitsEnd(spec, p);
+            long v = Long.parseLong(spec.substring(p, end));
+            if (v == 0 || v > 1024) {
+                throw bad(spec);
+            }
+            return new int[] {(int) v, end};
+        }
+        return new int[] {none, p};
     }
 
     private static BadInputException bad(String spec) {

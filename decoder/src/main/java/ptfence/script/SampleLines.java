@@ -357,32 +357,10 @@ final class SampleLines {
         if (on(synth, FieldSet.SYNTH)) {
             int from = b.length();
             b.str(" IP: ").sdec(fupIp ? 1 : 0).str(" payload: ").hexAlt(payload).ch(' ');
-            b.str(printable(payload)).ch(' ');
+            b.str(ptfence.calls.PerfLines.printable(payload)).ch(' ');
             ptSpacing(b, from);
         }
         synthEnd(s, b, ip, 0, true);
-    }
-
-    /** The payload as text when it is printable ASCII padded with NULs (perf's ptw_is_prt), else "". */
-    private static String printable(long v) {
-        StringBuilder sb = new StringBuilder();
-        int i = 0;
-        for (; i < 8; i++) {
-            int c = (int) (v >>> (8 * i)) & 0xff;
-            if (c == 0) {
-                break;
-            }
-            if (c < 0x20 || c > 0x7e) {
-                return "";
-            }
-            sb.append((char) c);
-        }
-        for (; i < 8; i++) {
-            if (((v >>> (8 * i)) & 0xff) != 0) {
-                return "";
-            }
-        }
-        return sb.toString();
     }
 
     void power(SampleSink s, PerfEvents.Kind k, Event ev) {
