@@ -161,12 +161,25 @@ public final class CodeMap {
                 long from = Long.MIN_VALUE;
                 long to = Long.MAX_VALUE;
                 String name = "bpf_prog_" + tag + "_" + info.name();
-                for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
-                    if (k.address() == ksyms[i] && k.bpf()) {
-                        from = k.from();
-                        to = k.to();
-                        name = k.name();
+                // the program's own KSYMBOL: the one registered at this address when its BPF_EVENT said it loaded
+                // (another program may have been loaded at the same address before or after it)
+                long loaded = Long.MAX_VALUE;
+                for (Sideband.BpfProgram b : sideband.bpfPrograms()) {
+                    if (b.id() == info.progId() && b.load()) {
+                        loaded = b.time();
+                        break;
                     }
+                }
+                Sideband.KernelSymbol own = null;
+                for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+                    if (k.address() == ksyms[i] && k.bpf() && (own == null || k.from() <= loaded)) {
+                        own = k;
+                    }
+                }
+                if (own != null) {
+                    from = own.from();
+                    to = own.to();
+                    name = own.name();
                 }
                 if (kernel.section(ksyms[i], clock.toDecoder(from == Long.MIN_VALUE ? sideband.firstTime() : from))
                         != null) {
