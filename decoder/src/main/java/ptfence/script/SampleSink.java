@@ -55,6 +55,14 @@ public final class SampleSink implements FlowSink {
     private boolean psbOpen;
     private long psbOffset;
     private long psbIp;
+    /**
+     * A PSB+ read while the flow still walks to its FUP's IP: the instructions before that IP ran before the PSB (the
+     * FUP says where the CPU stood), so they keep the earlier time, and the PSB event, its time and its CBR take
+     * effect when the flow reaches that IP (perf returns them there too).
+     */
+    private boolean psbAhead;
+    private long psbAheadTsc;
+    private int psbAheadCbr = -1;
     /** The core:bus ratio (0 until a CBR packet) and the last one shown: perf starts with none shown, so it shows 0. */
     private int cbr;
     private int cbrSeen = -1;
@@ -358,13 +366,21 @@ public final class SampleSink implements FlowSink {
             if (inPsb && at != psbOffset) {
                 closePsb(0); // the next PSB+ right after the last one: each is an event
             }
-            consume(); // perf returns its PSB event with the time the PSB+ gave
             if (!inPsb) {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
                 psbIp = decoder == null ? 0 : decoder.psbIp();
+                psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
+            if (psbAhead) {
+                psbAheadTsc = decoderTsc();
+                if (ev.type == Event.CBR) {
+                    psbAheadCbr = ev.ratio;
+                }
+                return;
+            }
+            consume(); // perf returns its PSB event with the time the PSB+ gave
             if (ev.type == Event.CBR) {
                 cbr = ev.ratio;
             }
@@ -465,7 +481,18 @@ public final class SampleSink implements FlowSink {
     }
 
     /** The end of a PSB+: perf's PSB event (with the FUP's IP, if tracing was on), then a changed CBR. */
-    private void closePsb(long ignored) {
+    private void closePsb(long ip) {
+        if (psbAhead) {
+            if (ip != 0 && ip != psbIp) {
+                return; // an instruction before the PSB's IP
+            }
+            psbAhead = false;
+            queueTsc = clock.eventAt(psbAheadTsc);
+            if (psbAheadCbr >= 0) {
+                cbr = psbAheadCbr;
+                psbAheadCbr = -1;
+            }
+        }
         inPsb = false;
         if (!psbOpen) {
             return;
