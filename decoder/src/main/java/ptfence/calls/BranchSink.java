@@ -94,6 +94,11 @@ public final class BranchSink implements FlowSink {
         if (holding && ip == heldIp) {
             releaseHeld();
         }
+        FlowItem.Mark noCbr = marks.noCbrYet(cpu, clock.getAsLong(), insns);
+        if (noCbr != null) {
+            out.add(noCbr);
+            insns = 0;
+        }
         marks.insn();
         sampleClock.insn(cls);
         if (resuming) {
