@@ -140,6 +140,19 @@ public final class Btf {
         return (int) (bits / 8);
     }
 
+    /** Bit offset of {@code path} in the struct (for bitfields such as bpf_prog.gpl_compatible). */
+    public long bitOffsetOf(String struct, String path) {
+        int typeId = structId(struct);
+        long bits = 0;
+        for (String field : path.split("\\.")) {
+            Found f = find(resolve(typeId), field);
+            if (f == null) throw new BadInputException("BTF: struct " + struct + " has no member " + path);
+            bits += f.bitOffset;
+            typeId = f.member.typeId();
+        }
+        return bits;
+    }
+
     /** The type id of member {@code path} (resolved through qualifiers). */
     public Type memberType(String struct, String path) {
         int typeId = structId(struct);
