@@ -61,9 +61,11 @@ public final class BundleReader {
             }
         });
         for (Region r : regions) {
-            if (!keys.contains(r.key())) {
-                throw new BadInputException("bundle " + bundle + ": region " + r.name() + " needs image "
-                        + r.key().hex() + " which the bundle does not hold");
+            for (ContentKey k : r.contentKeys()) {
+                if (!keys.contains(k)) {
+                    throw new BadInputException("bundle " + bundle + ": region " + r.name() + " needs "
+                            + (k.equals(r.key()) ? "image " : "BTF ") + k.hex() + " which the bundle does not hold");
+                }
             }
         }
         return new BundleSummary(rec[0].id(), counts[0], counts[1], counts[2], 0, 0);

@@ -46,7 +46,7 @@ public final class BundleWriter {
                         "archive " + dir + ": no recording '" + recordingId + "' (see 'ptarchive ls')"));
                 List<Region> regions = Recordings.regions(s, recordingId);
                 Set<ContentKey> keys = new LinkedHashSet<>();
-                regions.forEach(r -> keys.add(r.key()));
+                regions.forEach(r -> keys.addAll(r.contentKeys()));
                 progress.phase("exporting images", keys.size());
                 try {
                     return write(file.stream(), rec, regions, keys, k -> {

@@ -91,6 +91,17 @@ public record Region(String bootId, long address, long length, long validFrom, l
         return new Region(bootId, address, length, validFrom, time, kind, name, key, metadata);
     }
 
+    /**
+     * Every content-store entry the region needs: its image, and its program's BTF (stored once by content). gc keeps
+     * them, bundles carry them, verify checks them.
+     */
+    public java.util.List<ContentKey> contentKeys() {
+        if (metadata instanceof BpfMetadata m && m.btfKey() != null && !m.btfKey().equals(key)) {
+            return java.util.List.of(key, m.btfKey());
+        }
+        return java.util.List.of(key);
+    }
+
     /** The BPF tag, or "" if this is not a BPF region with a tag. */
     public String tag() {
         return metadata instanceof BpfMetadata m ? m.tag() : "";

@@ -14,8 +14,11 @@ import ptfence.store.ContentKey;
  * the archive's REGIONS table and by bundles.
  */
 public final class RegionCodec {
-    /** Version byte leading each record. */
-    public static final int VERSION = 1;
+    /**
+     * Version byte leading each record: 2 stores a program's BTF by content key and keeps map ids, function tags and
+     * the attachment; version 1 records (BTF inline) are still read.
+     */
+    public static final int VERSION = 2;
     private static final int META_NONE = 0;
     private static final int META_BPF = 1;
     private static final int META_FILE = 2;
@@ -57,7 +60,7 @@ public final class RegionCodec {
     public static Region decode(byte[] v, String where) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(v))) {
             int version = in.readUnsignedByte();
-            if (version != VERSION) {
+            if (version != VERSION && version != 1) {
                 throw new BadInputException(where + ": region record version " + version + " is unknown (this build reads "
                         + VERSION + ")");
             }
@@ -78,7 +81,7 @@ public final class RegionCodec {
             in.readFully(key);
             RegionMetadata meta = switch (in.readUnsignedByte()) {
                 case META_NONE -> RegionMetadata.None.INSTANCE;
-                case META_BPF -> readBpf(in);
+                case META_BPF -> version == 1 ? readBpfV1(in) : readBpf(in);
                 case META_FILE -> new FileMetadata(in.readUTF(), in.readLong(), readBytes(in));
                 default -> throw new BadInputException(where + ": unknown region metadata type");
             };
@@ -92,6 +95,36 @@ public final class RegionCodec {
     }
 
     private static void writeBpf(DataOutputStream out, BpfMetadata m) throws IOException {
+        writeBpfInfo(out, m);
+        out.writeInt(m.btfId());
+        ContentKey btfKey = m.btfKey();
+        out.writeByte(btfKey == null ? 0 : 1);
+        if (btfKey != null) out.write(btfKey.toBytes());
+        writeBytes(out, m.xlatedInsns());
+        out.writeLong(m.loadTime());
+        out.writeInt(m.uid());
+        int[] maps = m.mapIds();
+        out.writeInt(maps.length);
+        for (int id : maps) out.writeInt(id);
+        long[] tags = m.progTags();
+        out.writeInt(tags.length);
+        for (long t : tags) out.writeLong(t);
+        out.writeInt(m.expectedAttachType());
+        out.writeInt(m.attachBtfObjId());
+        out.writeInt(m.attachBtfId());
+        out.writeUTF(m.attachTarget());
+        out.writeInt(m.targetProgId());
+        out.writeByte(m.gplCompatible() ? 1 : 0);
+        out.writeInt(m.verifiedInsns());
+        out.writeInt(m.sources().size());
+        for (BpfMetadata.SourceFile f : m.sources()) {
+            out.writeUTF(f.name());
+            writeBytes(out, f.content());
+        }
+    }
+
+    /** The part versions 1 and 2 share: id, tag, name, type, functions, line and func info. */
+    private static void writeBpfInfo(DataOutputStream out, BpfMetadata m) throws IOException {
         out.writeInt(m.progId());
         out.writeUTF(m.tag());
         out.writeUTF(m.name());
@@ -112,39 +145,76 @@ public final class RegionCodec {
         out.writeInt(m.jitedLineInfoRecSize());
         writeBytes(out, m.funcInfo());
         out.writeInt(m.funcInfoRecSize());
-        out.writeInt(m.btfId());
-        writeBytes(out, m.btf());
-        writeBytes(out, m.xlatedInsns());
-        out.writeLong(m.loadTime());
-        out.writeInt(m.uid());
+    }
+
+    /** id, tag, name, type, functions, line and func info: read in the order {@link #writeBpfInfo} wrote them. */
+    private record Info(int progId, String tag, String name, int type, long[] ksyms, int[] lens, byte[] lineInfo,
+            int lineRec, byte[] jitedLine, int jitedLineRec, byte[] funcInfo, int funcRec) {
+        static Info read(DataInputStream in) throws IOException {
+            int progId = in.readInt();
+            String tag = in.readUTF();
+            String name = in.readUTF();
+            int type = in.readInt();
+            long[] ksyms = new long[checkedCount(in.readInt(), in.available() / 8)];
+            for (int i = 0; i < ksyms.length; i++) {
+                ksyms[i] = in.readLong();
+            }
+            int[] lens = new int[checkedCount(in.readInt(), in.available() / 4)];
+            for (int i = 0; i < lens.length; i++) {
+                lens[i] = in.readInt();
+            }
+            byte[] lineInfo = readBytes(in);
+            int lineRec = in.readInt();
+            byte[] jitedLine = readBytes(in);
+            int jitedLineRec = in.readInt();
+            byte[] funcInfo = readBytes(in);
+            int funcRec = in.readInt();
+            return new Info(progId, tag, name, type, ksyms, lens, lineInfo, lineRec, jitedLine, jitedLineRec,
+                    funcInfo, funcRec);
+        }
     }
 
     private static BpfMetadata readBpf(DataInputStream in) throws IOException {
-        int progId = in.readInt();
-        String tag = in.readUTF();
-        String name = in.readUTF();
-        int type = in.readInt();
-        long[] ksyms = new long[checkedCount(in.readInt(), in.available() / 8)];
-        for (int i = 0; i < ksyms.length; i++) {
-            ksyms[i] = in.readLong();
+        Info i = Info.read(in);
+        int btfId = in.readInt();
+        ContentKey btfKey = null;
+        if (in.readUnsignedByte() != 0) {
+            byte[] k = new byte[ContentKey.LENGTH];
+            in.readFully(k);
+            btfKey = ContentKey.fromBytes(k);
         }
-        int[] lens = new int[checkedCount(in.readInt(), in.available() / 4)];
-        for (int i = 0; i < lens.length; i++) {
-            lens[i] = in.readInt();
-        }
-        byte[] lineInfo = readBytes(in);
-        int lineRec = in.readInt();
-        byte[] jitedLine = readBytes(in);
-        int jitedLineRec = in.readInt();
-        byte[] funcInfo = readBytes(in);
-        int funcRec = in.readInt();
+        byte[] xlated = readBytes(in);
+        long loadTime = in.readLong();
+        int uid = in.readInt();
+        int[] maps = new int[checkedCount(in.readInt(), in.available() / 4)];
+        for (int k = 0; k < maps.length; k++) maps[k] = in.readInt();
+        long[] tags = new long[checkedCount(in.readInt(), in.available() / 8)];
+        for (int k = 0; k < tags.length; k++) tags[k] = in.readLong();
+        int expected = in.readInt();
+        int attachObj = in.readInt();
+        int attachId = in.readInt();
+        String target = in.readUTF();
+        int targetProg = in.readInt();
+        boolean gpl = in.readUnsignedByte() != 0;
+        int verified = in.readInt();
+        int nSources = checkedCount(in.readInt(), in.available() / 6);
+        java.util.List<BpfMetadata.SourceFile> sources = new java.util.ArrayList<>(nSources);
+        for (int k = 0; k < nSources; k++) sources.add(new BpfMetadata.SourceFile(in.readUTF(), readBytes(in)));
+        return new BpfMetadata(i.progId, i.tag, i.name, i.type, i.ksyms, i.lens, i.lineInfo, i.lineRec, i.jitedLine,
+                i.jitedLineRec, i.funcInfo, i.funcRec, btfId, null, xlated, loadTime, uid, maps, tags, expected,
+                attachObj, attachId, target, targetProg, gpl, verified, btfKey, sources);
+    }
+
+    /** A version 1 record: the BTF inline, nothing after the uid. */
+    private static BpfMetadata readBpfV1(DataInputStream in) throws IOException {
+        Info i = Info.read(in);
         int btfId = in.readInt();
         byte[] btf = readBytes(in);
         byte[] xlated = readBytes(in);
         long loadTime = in.readLong();
         int uid = in.readInt();
-        return new BpfMetadata(progId, tag, name, type, ksyms, lens, lineInfo, lineRec, jitedLine, jitedLineRec,
-                funcInfo, funcRec, btfId, btf, xlated, loadTime, uid);
+        return new BpfMetadata(i.progId, i.tag, i.name, i.type, i.ksyms, i.lens, i.lineInfo, i.lineRec, i.jitedLine,
+                i.jitedLineRec, i.funcInfo, i.funcRec, btfId, btf, xlated, loadTime, uid);
     }
 
     private static void writeBytes(DataOutputStream out, byte[] b) throws IOException {

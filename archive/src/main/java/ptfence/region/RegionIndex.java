@@ -47,6 +47,10 @@ public final class RegionIndex {
             throw new IllegalArgumentException("region " + r.name() + " is " + r.length() + " bytes long but its image "
                     + r.key().hex() + " has " + imageLength + " bytes");
         }
+        if (r.metadata() instanceof BpfMetadata m && m.btfElsewhere() && b.imageInfo(m.btfKey()).isEmpty()) {
+            throw new IllegalArgumentException("BTF " + m.btfKey().hex() + " of region " + r.name()
+                    + " is not in the archive: put it (in the same batch) before adding the region");
+        }
         b.touch(r.key());
         long id = r.id();
         byte[] idKey = idKey(id);
@@ -54,12 +58,12 @@ public final class RegionIndex {
         if (old != null) {
             Region stored = RegionCodec.decode(old, "region " + Region.idHex(id));
             if (stored.isOpen() && !r.isOpen()) {
-                b.putRaw(Table.REGIONS, idKey, RegionCodec.encode(stored.closedAt(r.validTo())));
+                b.putRaw(Table.REGIONS, idKey, encodeStoring(b, stored.closedAt(r.validTo())));
             }
             touch(b, id);
             return id;
         }
-        b.putRaw(Table.REGIONS, idKey, RegionCodec.encode(r));
+        b.putRaw(Table.REGIONS, idKey, encodeStoring(b, r));
         b.putRaw(Table.REGION_BY_ADDR, addrKey(r.bootId(), r.address(), id), EMPTY);
         b.putRaw(Table.REGION_BY_NAME, nameKey(r.name(), id), EMPTY);
         if (!r.tag().isEmpty()) {
@@ -81,8 +85,36 @@ public final class RegionIndex {
             return false;
         }
         b.putRaw(Table.REGION_TOUCH, idKey(id), longBytes(b.currentGeneration()));
-        b.touch(RegionCodec.decode(v, "region " + Region.idHex(id)).key());
+        for (ContentKey k : RegionCodec.decode(v, "region " + Region.idHex(id)).contentKeys()) {
+            b.touch(k);
+        }
         return true;
+    }
+
+    /**
+     * A region's stored record; a program's BTF goes into the content store (once, however many regions and
+     * programs share it) and the record keeps its key.
+     */
+    private static byte[] encodeStoring(Batch b, Region r) {
+        if (r.metadata() instanceof BpfMetadata m && m.btf().length > 0) {
+            b.put(m.btf());
+        }
+        return RegionCodec.encode(r);
+    }
+
+    /**
+     * The region with its program's BTF bytes put back from the content store (a region record holds the BTF's
+     * key only); unchanged when it has none or the bytes are not in this snapshot.
+     */
+    public static Region withBtf(Snapshot s, Region r) {
+        if (r.metadata() instanceof BpfMetadata m && m.btfElsewhere()) {
+            Optional<byte[]> btf = s.image(m.btfKey());
+            if (btf.isPresent()) {
+                return new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(), r.name(),
+                        r.key(), m.withBtf(btf.get()));
+            }
+        }
+        return r;
     }
 
     /** The generation a region was last touched in (0 if never). */
@@ -97,7 +129,7 @@ public final class RegionIndex {
         if (r.isEmpty() || !r.get().isOpen()) {
             return false;
         }
-        b.putRaw(Table.REGIONS, idKey(id), RegionCodec.encode(r.get().closedAt(validTo)));
+        b.putRaw(Table.REGIONS, idKey(id), encodeStoring(b, r.get().closedAt(validTo)));
         return true;
     }
 
@@ -235,8 +267,11 @@ public final class RegionIndex {
             if (r.id() != ByteBuffer.wrap(k).getLong()) {
                 problems.accept(where + " is stored under the wrong id (its fields give " + r.idHex() + ")");
             }
-            if (!s.hasImage(r.key())) {
-                problems.accept(where + " (" + r.name() + ") needs image " + r.key().hex() + " which is missing");
+            for (ContentKey key : r.contentKeys()) {
+                if (!s.hasImage(key)) {
+                    problems.accept(where + " (" + r.name() + ") needs " + (key.equals(r.key()) ? "image " : "BTF ")
+                            + key.hex() + " which is missing");
+                }
             }
             if (s.raw(Table.REGION_BY_ADDR, addrKey(r.bootId(), r.address(), r.id())) == null
                     || s.raw(Table.REGION_BY_NAME, nameKey(r.name(), r.id())) == null

@@ -91,6 +91,30 @@ class BundleTest {
         }
     }
 
+    /** A region's BTF travels in the bundle as content and comes back whole. */
+    @Test
+    void programBtfTravelsWithTheRegions() {
+        byte[] btf = new byte[300];
+        new Random(3).nextBytes(btf);
+        BpfMetadata meta = new BpfMetadata(3, "00000000000000bb", "withbtf", 1, null, null, null, 0, null, 0, null, 0,
+                41, btf, null, 0, 0);
+        Path bundle = tmp.resolve("btf.ptfb");
+        try (Archive a = Archive.open(tmp.resolve("srcbtf"))) {
+            a.write(b -> {
+                Recordings.register(b, Recording.started("btfrec", "", "boot-2", 0));
+                Recordings.link(b, "btfrec", RegionIndex.add(b, new Region("boot-2", 0x9000, 4, 0, Region.OPEN,
+                        RegionKind.BPF_PROG, "withbtf", b.put(new byte[] {1, 2, 3, 4}), meta)));
+                return null;
+            });
+            assertEquals(2, BundleWriter.export(a, "btfrec", bundle).images(), "the image and the BTF");
+        }
+        try (Archive dst = Archive.open(tmp.resolve("dstbtf"))) {
+            BundleReader.importInto(dst, bundle, "");
+            Region back = dst.read(s -> RegionIndex.withBtf(s, RegionIndex.byName(s, "withbtf").get(0)));
+            assertEquals(meta, back.metadata());
+        }
+    }
+
     @Test
     void cutShortAlteredOrUnknownBundlesAreClearErrorsAndTouchNothing() throws Exception {
         Path bundle = source();

@@ -83,7 +83,9 @@ public record ProgramMetadata(ProgInfo info, byte[] btf, Attach attach) {
         return new ptfence.region.BpfMetadata(info.id(), info.tagHex(), info.name(), info.type(), info.jitedKsyms(),
                 info.jitedFuncLens(), info.lineInfo(), info.lineInfoRecSize(), jl.array(),
                 info.jitedLineInfo().length == 0 ? 0 : 8, info.funcInfo(), info.funcInfoRecSize(), info.btfId(), btf,
-                info.xlatedInsns(), info.loadTimeBoottimeNs(), info.createdByUid());
+                info.xlatedInsns(), info.loadTimeBoottimeNs(), info.createdByUid(), info.mapIds(), info.progTags(),
+                attach.expectedAttachType(), info.attachBtfObjId(), info.attachBtfId(), attach.functionName(),
+                attach.targetProgId(), info.gplCompatible(), info.verifiedInsns(), null, null);
     }
 
     /** This program's BTF as one entry of perf's HEADER_BPF_BTF; empty if it has none. */

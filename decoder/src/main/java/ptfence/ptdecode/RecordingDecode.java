@@ -273,10 +273,28 @@ final class RecordingDecode {
                 long from = sideband.firstTime() == Long.MAX_VALUE ? Long.MIN_VALUE : sideband.firstTime();
                 List<Region> regions = RegionIndex.all(s, r -> r.bootId().equals(boot)
                         && (r.validTo() == Region.OPEN || r.validTo() >= from));
-                code.addArchiveRegions(regions, r -> s.image(r.key()).orElse(null));
+                code.addArchiveRegions(withBtf(s, regions), r -> s.image(r.key()).orElse(null));
                 return null;
             });
         }
+    }
+
+    /** The regions with their programs' BTF put back (each BTF object read once, however many programs share it). */
+    private static List<Region> withBtf(ptfence.store.Snapshot s, List<Region> regions) {
+        Map<ptfence.store.ContentKey, Region> resolved = new java.util.HashMap<>();
+        List<Region> out = new ArrayList<>(regions.size());
+        for (Region region : regions) {
+            Region r = region;
+            if (r.metadata() instanceof ptfence.region.BpfMetadata m && m.btfElsewhere()) {
+                Region one = resolved.computeIfAbsent(m.btfKey(), k -> RegionIndex.withBtf(s, region));
+                if (one.metadata() instanceof ptfence.region.BpfMetadata withBtf && !withBtf.btfElsewhere()) {
+                    r = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(), r.name(),
+                            r.key(), m.withBtf(withBtf.btf()));
+                }
+            }
+            out.add(r);
+        }
+        return out;
     }
 
     /**
