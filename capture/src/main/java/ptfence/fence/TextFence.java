@@ -125,6 +125,14 @@ public final class TextFence implements AutoCloseable {
 
     public Mode mode() { return mode; }
 
+    /**
+     * Whether the LOAD hook delivers each program's metadata with its images ({@link CapturedText#metadata}): the
+     * in-kernel fence on a kernel whose BTF has every field it reads.
+     */
+    public boolean metadataInKernel() {
+        return mode == Mode.IN_KERNEL && btfSeen != null;
+    }
+
     /** Why the in-kernel hooks are not used (empty in IN_KERNEL mode). */
     public String fallbackReason() { return fallbackReason; }
 

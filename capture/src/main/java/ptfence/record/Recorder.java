@@ -25,6 +25,8 @@ import ptfence.sys.Bpf;
 import ptfence.sys.BpfException;
 import ptfence.sys.BpfFd;
 import ptfence.fence.ArchiveSink;
+import ptfence.fence.CapturedText;
+import ptfence.fence.TextSink;
 import ptfence.fence.FenceCounters;
 import ptfence.fence.Hook;
 import ptfence.fence.RegionTracker;
@@ -147,7 +149,7 @@ public final class Recorder implements AutoCloseable {
             if (!(plan.command().isEmpty() || e.pid() < 0)) continue; // enable_on_exec starts the command's events
             e.enable();
         }
-        if (fence != null) startPinner();
+        if (fence != null && !metadataFenced) startPinner();
         // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
         synthesizeExistingTasks();
         releaseChild();
@@ -207,7 +209,25 @@ public final class Recorder implements AutoCloseable {
 
     private void startFence() throws IOException {
         if (!plan.fence() || tracker == null) return;
-        fence = TextFence.start(TextFence.Config.defaults(), tracker);
+        fence = TextFence.start(TextFence.Config.defaults(), new TextSink() {
+            public void accept(CapturedText t) throws IOException {
+                if (t.metadata() != null && t.functionIndex() == 0 && t.hook() == Hook.LOAD) fenced.add(t.metadata());
+                tracker.accept(t);
+            }
+
+            public void metadata(ProgramMetadata m) throws IOException {
+                tracker.metadata(m);
+            }
+
+            public void freeHookActive(boolean active) {
+                tracker.freeHookActive(active);
+            }
+
+            public void flush() throws IOException {
+                tracker.flush();
+            }
+        });
+        metadataFenced = fence.metadataInKernel();
         if (fence.mode() != TextFence.Mode.IN_KERNEL) fenceNote = "user-space fence: " + fence.fallbackReason();
         if (verbose) log.println("ptrec: fence " + fence.mode() + (fenceNote.isEmpty() ? "" : " (" + fenceNote + ")"));
     }
@@ -463,6 +483,7 @@ public final class Recorder implements AutoCloseable {
             if (r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
         }
         if (!pinnedIds.isEmpty()) describePinned();
+        takeFenced();
         for (Ring r : rings) {
             if (bulk && !r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
             if (bulk && r.kind().equals("pt") && !plan.snapshot()) {
@@ -614,6 +635,10 @@ public final class Recorder implements AutoCloseable {
         int eventType = Short.toUnsignedInt(rec.getShort(8));
         int id = rec.getInt(12);
         if (eventType != 1 || fence == null) return;
+        if (metadataFenced) {
+            if (!progInfos.containsKey(id)) undescribed.add(id);
+            return;
+        }
         try {
             if (pinnedByLoop.size() > 100_000) pinnedByLoop.clear(); // marks the pinner never came back for
             pinnedByLoop.add(id);
@@ -626,6 +651,42 @@ public final class Recorder implements AutoCloseable {
             stats.metadataErrors++;
             if (verbose) log.println("ptrec: pinning BPF program " + id + ": " + e.getMessage());
         }
+    }
+
+    /** The LOAD hook delivers each program's metadata with its code: no pinning, no race (docs/fence.md). */
+    private boolean metadataFenced;
+    /** Metadata the fence delivered, for the BPF_PROG_INFO header (taken over by the loop thread). */
+    private final java.util.concurrent.ConcurrentLinkedQueue<ProgramMetadata> fenced =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** Programs a BPF_EVENT(PROG_LOAD) announced whose fenced metadata has not come (yet). */
+    private final java.util.Set<Integer> undescribed = new java.util.LinkedHashSet<>();
+
+    private void takeFenced() {
+        for (ProgramMetadata m; (m = fenced.poll()) != null; ) {
+            int id = m.info().id();
+            undescribed.remove(id);
+            progInfos.put(id, m.toPerfBpil());
+            m.toPerfBtf().ifPresent(b -> btfs.putIfAbsent(b.btfId(), b));
+        }
+    }
+
+    /**
+     * At the end: programs announced but never fenced with their metadata (loaded where the LOAD hook cannot see,
+     * or lost to a full ring) are asked of bpf() if they still exist; the rest count as metadata missing.
+     */
+    private void describeUnfenced() {
+        takeFenced();
+        for (int id : undescribed) {
+            try {
+                fence.onProgramLoaded(id).ifPresent(m -> {
+                    progInfos.put(id, m.toPerfBpil());
+                    m.toPerfBtf().ifPresent(b -> btfs.putIfAbsent(b.btfId(), b));
+                });
+            } catch (IOException | RuntimeException e) {
+                stats.metadataErrors++;
+            }
+        }
+        undescribed.clear();
     }
 
     private void describePinned() {
@@ -693,6 +754,7 @@ public final class Recorder implements AutoCloseable {
         FenceCounters fc = null;
         if (fence != null) {
             fence.awaitQuiet(Duration.ofMillis(300), Duration.ofSeconds(3));
+            if (metadataFenced) describeUnfenced();
             fence.close();
             fc = fence.finalCounters();
             fence = null;
