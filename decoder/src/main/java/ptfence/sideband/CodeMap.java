@@ -288,8 +288,12 @@ public final class CodeMap {
         return new CodeSpace() {
             @Override
             public Image.Piece find(long addr, long time) {
-                Section s = kernel.section(addr, time);
-                if (s == null && addr >= 0) {
+                Image.Piece k = kernel.find(addr, time);
+                if (k != null) {
+                    return k;
+                }
+                Section s = null;
+                if (addr >= 0) {
                     int pid = fixedPid;
                     long from = Long.MIN_VALUE;
                     long to = Long.MAX_VALUE;
@@ -298,7 +302,8 @@ public final class CodeMap {
                         pid = t == null ? -1 : t.pid();
                     }
                     TimedSections u = user.get(pid);
-                    s = u == null ? null : u.section(addr, time);
+                    Image.Piece up = u == null ? null : u.find(addr, time);
+                    s = up == null ? null : up.section;
                     if (s == null && time == ANY_TIME) {
                         // a trace without timing cannot tell which task ran: any process that mapped the address
                         for (TimedSections any : user.values()) {
@@ -314,18 +319,10 @@ public final class CodeMap {
                         to = next == null ? to : clock.toDecoder(next.time());
                         Sideband.Task cur = sideband.taskAt(cpu, clock.toPerf(time));
                         from = cur == null ? from : clock.toDecoder(cur.time());
-                        return Image.Piece.of(s, s.address(), s.end(), Math.max(from, s.validFrom()),
-                                Math.min(to, s.validTo()));
+                        return up.during(from, to);
                     }
                 }
-                if (s == null) {
-                    s = global.section(addr, time);
-                }
-                if (s == null) {
-                    return null;
-                }
-                return time == ANY_TIME ? Image.Piece.of(s, s.address(), s.end(), Long.MIN_VALUE, Long.MAX_VALUE)
-                        : Image.Piece.of(s, s.address(), s.end(), s.validFrom(), s.validTo());
+                return global.find(addr, time);
             }
 
             @Override
