@@ -135,10 +135,18 @@ public final class CodeMap {
     }
 
     /**
-     * perf's BPF_PROG_INFO: each program's JITed code and function addresses; valid while its KSYMBOLs were
-     * registered (from the start of the recording for programs loaded before it).
+     * perf's BPF_PROG_INFO: each program's JITed code and function addresses, valid while that program instance's
+     * KSYMBOLs were registered — the instance its BPF_EVENT(PROG_LOAD) names by id, so a program reloaded at one
+     * address (a new version of the code, a new id) is bound to its own KSYMBOL register and unregister, not to the
+     * last one at the address. From the start of the recording for programs loaded before it.
      */
     public void addBpfProgInfo(List<Feature.BpfProgInfo> infos) {
+        Map<Long, List<Sideband.KernelSymbol>> byAddress = new HashMap<>();
+        for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+            if (k.bpf()) {
+                byAddress.computeIfAbsent(k.address(), a -> new ArrayList<>()).add(k);
+            }
+        }
         for (Feature.BpfProgInfo info : infos) {
             long[] ksyms = info.jitedKsyms();
             int[] lens = info.jitedFuncLens();
@@ -146,6 +154,7 @@ public final class CodeMap {
             byte[] all = new byte[code.remaining()];
             code.duplicate().get(all);
             String tag = java.util.HexFormat.of().formatHex(info.tag());
+            long[] life = lifeOf(info.progId());
             List<Function> fns = new ArrayList<>();
             int off = 0;
             for (int i = 0; i < ksyms.length && i < lens.length; i++) {
@@ -154,16 +163,10 @@ public final class CodeMap {
                 }
                 byte[] fn = Arrays.copyOfRange(all, off, off + lens[i]);
                 off += lens[i];
-                long from = Long.MIN_VALUE;
-                long to = Long.MAX_VALUE;
-                String name = "bpf_prog_" + tag + "_" + info.name();
-                for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
-                    if (k.address() == ksyms[i] && k.bpf()) {
-                        from = k.from();
-                        to = k.to();
-                        name = k.name();
-                    }
-                }
+                Sideband.KernelSymbol k = symbolOf(byAddress.get(ksyms[i]), life, i == 0 ? "bpf_prog_" + tag : null);
+                long from = k != null ? k.from() : life[0];
+                long to = k != null ? k.to() : life[1];
+                String name = k != null ? k.name() : "bpf_prog_" + tag + "_" + info.name();
                 if (kernel.section(ksyms[i], clock.toDecoder(from == Long.MIN_VALUE ? sideband.firstTime() : from))
                         != null) {
                     continue; // the archive has it: its bytes are the ones that ran
@@ -175,6 +178,55 @@ public final class CodeMap {
                 programs.add(new Program(fns.get(0).name(), tag, info.name(), info.progId(), true, List.copyOf(fns)));
             }
         }
+    }
+
+    /**
+     * When program {@code id} was loaded and unloaded by its BPF_EVENT records: {load, unload}, MIN where it was
+     * loaded before the recording (or the records are missing), MAX where it outlived it.
+     */
+    private long[] lifeOf(int id) {
+        long load = Long.MIN_VALUE;
+        long unload = Long.MAX_VALUE;
+        for (Sideband.BpfProgram b : sideband.bpfPrograms()) {
+            if (b.id() != id) {
+                continue;
+            }
+            if (b.load()) {
+                load = b.time();
+            } else if (b.time() >= load && unload == Long.MAX_VALUE) {
+                unload = b.time();
+            }
+        }
+        return new long[] {load, unload};
+    }
+
+    /**
+     * The KSYMBOL registration of one function of a program instance: the one at its address live when the program
+     * was loaded (its KSYMBOLs precede its BPF_EVENT), else one named with the program's tag, else the only one.
+     */
+    private static Sideband.KernelSymbol symbolOf(List<Sideband.KernelSymbol> atAddress, long[] life,
+            String namePrefix) {
+        if (atAddress == null) {
+            return null;
+        }
+        if (life[0] != Long.MIN_VALUE) {
+            for (Sideband.KernelSymbol k : atAddress) {
+                if (k.from() <= life[0] && life[0] < k.to()) {
+                    return k;
+                }
+            }
+        }
+        Sideband.KernelSymbol named = null;
+        for (Sideband.KernelSymbol k : atAddress) {
+            if (namePrefix != null && k.name().startsWith(namePrefix) && (life[0] == Long.MIN_VALUE
+                    ? named == null : k.from() >= life[0] && (named == null || k.from() < named.from()))) {
+                named = k;
+            }
+        }
+        if (named != null || life[0] != Long.MIN_VALUE) {
+            return named;
+        }
+        return atAddress.size() == 1 ? atAddress.get(0) : null;
     }
 
     /**
@@ -198,18 +250,21 @@ public final class CodeMap {
         }
     }
 
-    /** TEXT_POKE records: a new version of the section they change, from the poke on. */
+    /**
+     * TEXT_POKE records: from the poke on, the new bytes are a version of their own over the code they change (only
+     * the poked bytes: a poke of kernel text must not copy the kernel), valid as long as the code it patched; the
+     * code map's lookups hand out pieces that end where and when the poke begins.
+     */
     public void applyPokes() {
         for (Sideband.Poke p : sideband.pokes()) {
             long t = clock.toDecoder(p.time());
             Section s = kernel.section(p.address(), t == Long.MIN_VALUE ? t : t - 1);
-            if (s == null || Long.compareUnsigned(p.address() + p.newBytes().length, s.end()) > 0
-                    || s.validFrom() == t) {
+            Section now = kernel.section(p.address(), t);
+            if (s == null || p.newBytes().length == 0 || now != null && now.validFrom() == t && now != s) {
                 continue; // nothing to patch, or the archive already has this version
             }
-            byte[] b = s.bytes().clone();
-            System.arraycopy(p.newBytes(), 0, b, (int) (p.address() - s.address()), p.newBytes().length);
-            kernel.add(Section.of(s.name() + " (text_poke)", s.address(), b).during(t, s.validTo()));
+            kernel.add(Section.of(s.name() + " (text_poke)", p.address(), p.newBytes().clone()).during(t,
+                    s.validTo()));
         }
     }
 

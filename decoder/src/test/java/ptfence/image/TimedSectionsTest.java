@@ -27,9 +27,12 @@ class TimedSectionsTest {
         TimedSections ts = new TimedSections();
         Section prog = ts.add(section("prog", 0x1000, 0x100, 0, Long.MAX_VALUE)).sections().get(0);
         ts.add(section("prog (text_poke)", 0x1040, 5, 500, Long.MAX_VALUE));
-        Image.Piece before = ts.find(0x1010, 100);
+        Image.Piece before = ts.find(0x1042, 100);
         assertSame(prog, before.section);
         assertEquals(500, before.validTo(), "the unpoked bytes answer until the poke");
+        Image.Piece beside = ts.find(0x1010, 100);
+        assertEquals(Long.MAX_VALUE, beside.validTo(), "beside the poke, the bytes never change...");
+        assertEquals(0x1040, beside.end, "... up to where the poked bytes begin");
         Image.Piece after = ts.find(0x1010, 600);
         assertSame(prog, after.section);
         assertEquals(0x1040, after.end, "after the poke, the old section stops where the poked bytes begin");
