@@ -73,7 +73,7 @@ final class ShowCommand extends ArchiveSubcommand implements Callable<Integer> {
         out.printf("region %s%n  name %s%n  kind %s%n  boot %s%n  address %s..%s (%d bytes)%n  valid %s..%s%n  key %s%n",
                 r.idHex(), r.name(), r.kind().name().toLowerCase(Locale.ROOT), r.bootId(), Units.address(r.address()),
                 Units.address(r.end()), r.length(), Units.time(r.validFrom()), Units.time(r.validTo()), r.key().hex());
-        if (RegionIndex.withBtf(s, r).metadata() instanceof BpfMetadata m) {
+        if (RegionIndex.withContent(s, r).metadata() instanceof BpfMetadata m) {
             out.printf("  bpf prog id %d, tag %s, name %s, type %d, uid %d, loaded %s%n", m.progId(), m.tag(), m.name(),
                     m.type(), m.uid(), Units.time(m.loadTime()));
             long[] ksyms = m.jitedKsyms();

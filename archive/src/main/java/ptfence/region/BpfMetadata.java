@@ -12,7 +12,7 @@ import ptfence.store.ContentKey;
  * one record the archive keeps per BPF region; every region of one program instance carries the same.
  * <p>
  * The program's BTF is stored once by content, like an image: in the archive a region's record holds its
- * {@code btfKey} and {@link RegionIndex#withBtf} puts the bytes back; in memory (capture, bundles being written)
+ * {@code btfKey} and {@link RegionIndex#withContent} puts the bytes back; in memory (capture, bundles being written)
  * {@code btf} may hold them.
  *
  * @param progId               prog id at load time
@@ -138,7 +138,7 @@ public record BpfMetadata(int progId, String tag, String name, int type, long[] 
                 gplCompatible, verifiedInsns, btfKey, files);
     }
 
-    /** Whether the program has BTF that is not in this record's bytes (resolve it with {@link RegionIndex#withBtf}). */
+    /** Whether the program has BTF that is not in this record's bytes (resolve it with {@link RegionIndex#withContent}). */
     public boolean btfElsewhere() {
         return btf.length == 0 && btfKey != null;
     }

@@ -92,14 +92,14 @@ public record Region(String bootId, long address, long length, long validFrom, l
     }
 
     /**
-     * Every content-store entry the region needs: its image, and its program's BTF (stored once by content). gc keeps
+     * Every content-store entry the region needs: its image, and its program's BTF or its kernel's kallsyms (each
+     * stored once by content). gc keeps
      * them, bundles carry them, verify checks them.
      */
     public java.util.List<ContentKey> contentKeys() {
-        if (metadata instanceof BpfMetadata m && m.btfKey() != null && !m.btfKey().equals(key)) {
-            return java.util.List.of(key, m.btfKey());
-        }
-        return java.util.List.of(key);
+        ContentKey more = metadata instanceof BpfMetadata m ? m.btfKey()
+                : metadata instanceof KernelMetadata k ? k.kallsymsKey() : null;
+        return more == null || more.equals(key) ? java.util.List.of(key) : java.util.List.of(key, more);
     }
 
     /** The BPF tag, or "" if this is not a BPF region with a tag. */

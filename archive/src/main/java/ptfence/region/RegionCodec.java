@@ -22,6 +22,7 @@ public final class RegionCodec {
     private static final int META_NONE = 0;
     private static final int META_BPF = 1;
     private static final int META_FILE = 2;
+    private static final int META_KERNEL = 3;
 
     private RegionCodec() {}
 
@@ -47,6 +48,11 @@ public final class RegionCodec {
                 out.writeUTF(f.path());
                 out.writeLong(f.fileOffset());
                 writeBytes(out, f.buildId());
+            } else if (meta instanceof KernelMetadata k) {
+                out.writeByte(META_KERNEL);
+                out.writeUTF(k.release());
+                out.writeByte(k.kallsymsKey() == null ? 0 : 1);
+                if (k.kallsymsKey() != null) out.write(k.kallsymsKey().toBytes());
             } else {
                 out.writeByte(META_NONE);
             }
@@ -83,6 +89,7 @@ public final class RegionCodec {
                 case META_NONE -> RegionMetadata.None.INSTANCE;
                 case META_BPF -> version == 1 ? readBpfV1(in) : readBpf(in);
                 case META_FILE -> new FileMetadata(in.readUTF(), in.readLong(), readBytes(in));
+                case META_KERNEL -> new KernelMetadata(in.readUTF(), null, readKey(in));
                 default -> throw new BadInputException(where + ": unknown region metadata type");
             };
             if (in.available() != 0) {
@@ -177,12 +184,7 @@ public final class RegionCodec {
     private static BpfMetadata readBpf(DataInputStream in) throws IOException {
         Info i = Info.read(in);
         int btfId = in.readInt();
-        ContentKey btfKey = null;
-        if (in.readUnsignedByte() != 0) {
-            byte[] k = new byte[ContentKey.LENGTH];
-            in.readFully(k);
-            btfKey = ContentKey.fromBytes(k);
-        }
+        ContentKey btfKey = readKey(in);
         byte[] xlated = readBytes(in);
         long loadTime = in.readLong();
         int uid = in.readInt();
@@ -215,6 +217,16 @@ public final class RegionCodec {
         int uid = in.readInt();
         return new BpfMetadata(i.progId, i.tag, i.name, i.type, i.ksyms, i.lens, i.lineInfo, i.lineRec, i.jitedLine,
                 i.jitedLineRec, i.funcInfo, i.funcRec, btfId, btf, xlated, loadTime, uid);
+    }
+
+    /** A u8 flag, then a content key if it is set. */
+    private static ContentKey readKey(DataInputStream in) throws IOException {
+        if (in.readUnsignedByte() == 0) {
+            return null;
+        }
+        byte[] k = new byte[ContentKey.LENGTH];
+        in.readFully(k);
+        return ContentKey.fromBytes(k);
     }
 
     private static void writeBytes(DataOutputStream out, byte[] b) throws IOException {

@@ -47,8 +47,10 @@ public final class RegionIndex {
             throw new IllegalArgumentException("region " + r.name() + " is " + r.length() + " bytes long but its image "
                     + r.key().hex() + " has " + imageLength + " bytes");
         }
-        if (r.metadata() instanceof BpfMetadata m && m.btfElsewhere() && b.imageInfo(m.btfKey()).isEmpty()) {
-            throw new IllegalArgumentException("BTF " + m.btfKey().hex() + " of region " + r.name()
+        if (r.metadata() instanceof BpfMetadata m && m.btfElsewhere() && b.imageInfo(m.btfKey()).isEmpty()
+                || r.metadata() instanceof KernelMetadata k && k.kallsymsElsewhere()
+                && b.imageInfo(k.kallsymsKey()).isEmpty()) {
+            throw new IllegalArgumentException("content " + r.contentKeys().get(1).hex() + " of region " + r.name()
                     + " is not in the archive: put it (in the same batch) before adding the region");
         }
         b.touch(r.key());
@@ -92,29 +94,32 @@ public final class RegionIndex {
     }
 
     /**
-     * A region's stored record; a program's BTF goes into the content store (once, however many regions and
+     * A region's stored record; a program's BTF (a kernel's kallsyms) goes into the content store (once, however many regions and
      * programs share it) and the record keeps its key.
      */
     private static byte[] encodeStoring(Batch b, Region r) {
         if (r.metadata() instanceof BpfMetadata m && m.btf().length > 0) {
             b.put(m.btf());
+        } else if (r.metadata() instanceof KernelMetadata k && k.kallsyms().length > 0) {
+            b.put(k.kallsyms());
         }
         return RegionCodec.encode(r);
     }
 
     /**
-     * The region with its program's BTF bytes put back from the content store (a region record holds the BTF's
-     * key only); unchanged when it has none or the bytes are not in this snapshot.
+     * The region with the content its metadata refers to put back from the content store — a program's BTF, a
+     * kernel's kallsyms (a region record holds their keys only); unchanged when it has none or the bytes are not in
+     * this snapshot.
      */
-    public static Region withBtf(Snapshot s, Region r) {
+    public static Region withContent(Snapshot s, Region r) {
+        RegionMetadata full = r.metadata();
         if (r.metadata() instanceof BpfMetadata m && m.btfElsewhere()) {
-            Optional<byte[]> btf = s.image(m.btfKey());
-            if (btf.isPresent()) {
-                return new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(), r.name(),
-                        r.key(), m.withBtf(btf.get()));
-            }
+            full = s.image(m.btfKey()).map(m::withBtf).orElse(m);
+        } else if (r.metadata() instanceof KernelMetadata k && k.kallsymsElsewhere()) {
+            full = s.image(k.kallsymsKey()).map(k::withKallsyms).orElse(k);
         }
-        return r;
+        return full == r.metadata() ? r : new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(),
+                r.kind(), r.name(), r.key(), full);
     }
 
     /** The generation a region was last touched in (0 if never). */

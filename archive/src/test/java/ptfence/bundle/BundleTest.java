@@ -110,7 +110,7 @@ class BundleTest {
         }
         try (Archive dst = Archive.open(tmp.resolve("dstbtf"))) {
             BundleReader.importInto(dst, bundle, "");
-            Region back = dst.read(s -> RegionIndex.withBtf(s, RegionIndex.byName(s, "withbtf").get(0)));
+            Region back = dst.read(s -> RegionIndex.withContent(s, RegionIndex.byName(s, "withbtf").get(0)));
             assertEquals(meta, back.metadata());
         }
     }

@@ -180,7 +180,7 @@ class RegionIndexTest {
 
     /**
      * A program's BTF is stored once by content: regions of two programs sharing it hold its key, the archive holds
-     * the bytes once, {@link RegionIndex#withBtf} puts them back; an unknown key is refused; verify names a missing
+     * the bytes once, {@link RegionIndex#withContent} puts them back; an unknown key is refused; verify names a missing
      * one.
      */
     @Test
@@ -198,7 +198,7 @@ class RegionIndexTest {
                     BpfMetadata sm = (BpfMetadata) stored.metadata();
                     assertTrue(sm.btfElsewhere() && sm.btf().length == 0, sm.toString());
                     assertEquals(List.of(stored.key(), ContentKey.of(m.btf())), stored.contentKeys());
-                    assertEquals(m, RegionIndex.withBtf(s, stored).metadata());
+                    assertEquals(m, RegionIndex.withContent(s, stored).metadata());
                 }
                 assertEquals(3, RegionIndex.all(s, r -> true).stream().flatMap(r -> r.contentKeys().stream())
                         .distinct().count(), "two images and one BTF");

@@ -84,6 +84,11 @@ public final class RegionTracker implements TextSink {
         this.freeHooked = active;
     }
 
+    /** The boot the regions belong to. */
+    public String bootId() {
+        return bootId;
+    }
+
     public static String currentBootId() throws IOException {
         return Files.readString(BOOT_ID).trim();
     }
@@ -188,10 +193,23 @@ public final class RegionTracker implements TextSink {
 
     /**
      * A PERF_RECORD_TEXT_POKE at perf time {@code time}: the live region holding
-     * {@code [address, address + newBytes.length)} ends then and a new version with the poked bytes begins. False if
-     * no live region holds the range (the recorder then copies the region anew).
+     * {@code [address, address + newBytes.length)} ends then and a new version with the poked bytes begins. Where no
+     * live region holds it (kernel or module text, an out-of-line page the kernel populates with a poke of nothing),
+     * the new bytes alone become a TEXT_POKE region from then on, over whatever code was there (a decoder takes the
+     * newest version at each address); a later poke of the same bytes ends it. Returns whether a live region held
+     * the range.
      */
     public synchronized boolean textPoke(long address, byte[] newBytes, long time) throws IOException {
+        if (newBytes.length == 0) return false;
+        if (patchLive(address, newBytes, time)) return true;
+        Region r = new Region(bootId, address, newBytes.length, time, Region.OPEN, RegionKind.TEXT_POKE,
+                "text_poke@0x" + Long.toHexString(address), ContentKey.of(newBytes), null);
+        live.put(new Key(address, r.name()), new Live(r, newBytes.clone(), false));
+        writer.opened(r, newBytes.clone());
+        return false;
+    }
+
+    private boolean patchLive(long address, byte[] newBytes, long time) throws IOException {
         for (var e : live.entrySet()) {
             Region r = e.getValue().region();
             long off = address - r.address();

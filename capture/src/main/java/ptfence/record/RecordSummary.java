@@ -12,10 +12,12 @@ import ptfence.fence.Hook;
  * @param fenceLosses -1 when no fence ran
  * @param commandExit the traced command's exit status, -1 without a command
  * @param clockNote   how the fence's CLOCK_MONOTONIC times were converted to perf's clock, or "" if they were not
+ * @param kernelTextNote whether this boot's kernel text and kallsyms were archived now or found archived, or ""
  */
 public record RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
                             long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
-                            String fenceNote, String recordingId, int commandExit, String clockNote) {
+                            String fenceNote, String recordingId, int commandExit, String clockNote,
+                            String kernelTextNote) {
 
     /** The ring-side counts. */
     public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
@@ -45,6 +47,7 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
             out.printf("[ ptrec: archived %d regions (recording %s); %s ]%n", regionsArchived, recordingId,
                     fenceSummary);
             if (!fenceNote.isEmpty()) out.println("[ ptrec: " + fenceNote + " ]");
+            if (!kernelTextNote.isEmpty()) out.println("[ ptrec: " + kernelTextNote + " ]");
             if (counts.kernelReads() + counts.kernelReadFailures() > 0) {
                 out.printf("[ ptrec: out-of-line text copied on KSYMBOL: %d, failed: %d ]%n", counts.kernelReads(),
                         counts.kernelReadFailures());

@@ -150,6 +150,7 @@ public final class Recorder implements AutoCloseable {
             e.enable();
         }
         if (fence != null && !metadataFenced) startPinner();
+        if (fence != null && plan.kernelText()) startKernelText();
         // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
         synthesizeExistingTasks();
         releaseChild();
@@ -653,6 +654,27 @@ public final class Recorder implements AutoCloseable {
         }
     }
 
+    private Thread kernelText;
+    private volatile String kernelTextNote = "";
+
+    /**
+     * This boot's kernel text and kallsyms into the archive (once per boot: later recordings link them), on a thread
+     * of its own: the first copy takes seconds, and the recording must not wait for it.
+     */
+    private void startKernelText() {
+        String bootId = tracker.bootId();
+        kernelText = new Thread(() -> {
+            try {
+                kernelTextNote = ptfence.fence.KernelText.archive(archive, bootId, recordingId, fence.kernelMemory())
+                        .summary();
+            } catch (IOException | RuntimeException e) {
+                kernelTextNote = "kernel text not archived: " + e.getMessage();
+            }
+        }, "ptrec-kernel-text");
+        kernelText.setDaemon(true);
+        kernelText.start();
+    }
+
     /** The LOAD hook delivers each program's metadata with its code: no pinning, no race (docs/fence.md). */
     private boolean metadataFenced;
     /** Metadata the fence delivered, for the BPF_PROG_INFO header (taken over by the loop thread). */
@@ -752,6 +774,13 @@ public final class Recorder implements AutoCloseable {
             }
         }
         FenceCounters fc = null;
+        if (kernelText != null) {
+            try {
+                kernelText.join(); // its copy belongs to the recording (the fence's kernel reader must stay open)
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         if (fence != null) {
             fence.awaitQuiet(Duration.ofMillis(300), Duration.ofSeconds(3));
             if (metadataFenced) describeUnfenced();
@@ -777,7 +806,7 @@ public final class Recorder implements AutoCloseable {
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
                 progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
                 fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
-                child == null ? -1 : child.exitValue(), clockNote());
+                child == null ? -1 : child.exitValue(), clockNote(), kernelTextNote);
     }
 
     /** Now, as the recording's end time (perf time, see Clocks). */

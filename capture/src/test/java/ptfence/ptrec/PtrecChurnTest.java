@@ -133,7 +133,7 @@ class PtrecChurnTest {
         try (Archive a = Archive.open(archive)) {
             a.read(s -> {
                 for (Region r : RegionIndex.all(s, r -> r.kind() == RegionKind.BPF_PROG && r.name().contains("_" + prefix))) {
-                    byProg.put(((ptfence.region.BpfMetadata) r.metadata()).progId(), RegionIndex.withBtf(s, r));
+                    byProg.put(((ptfence.region.BpfMetadata) r.metadata()).progId(), RegionIndex.withContent(s, r));
                 }
                 return null;
             });

@@ -107,6 +107,15 @@ public final class Symbols {
     /** Text symbols of a /proc/kallsyms copy ("ADDR TYPE NAME [MODULE]" per line). */
     public Symbols addKallsyms(java.nio.file.Path file) {
         try (var lines = java.nio.file.Files.lines(file)) {
+            return addKallsyms(file.toString(), lines);
+        } catch (IOException | java.io.UncheckedIOException e) {
+            throw new ptfence.cli.BadInputException(file + ": cannot read kallsyms: " + e.getMessage());
+        }
+    }
+
+    /** Text symbols of kallsyms lines; {@code where} names their source in an error. */
+    public Symbols addKallsyms(String where, java.util.stream.Stream<String> lines) {
+        try {
             lines.forEach(l -> {
                 String[] f = l.trim().split("\\s+");
                 if (f.length >= 3 && (f[1].equals("t") || f[1].equals("T")) && f[0].length() <= 16) {
@@ -116,10 +125,8 @@ public final class Symbols {
                     }
                 }
             });
-        } catch (IOException e) {
-            throw new ptfence.cli.BadInputException(file + ": cannot read kallsyms: " + e.getMessage());
         } catch (NumberFormatException e) {
-            throw new ptfence.cli.BadInputException(file + ": not a kallsyms file (" + e.getMessage() + ")");
+            throw new ptfence.cli.BadInputException(where + ": not a kallsyms file (" + e.getMessage() + ")");
         }
         sorted = null;
         return this;

@@ -281,6 +281,11 @@ public final class CodeMap {
         symbols.addKallsyms(file);
     }
 
+    /** A kallsyms text kept elsewhere (the archive's copy of a boot's /proc/kallsyms); {@code where} names it. */
+    public void addKallsyms(String where, byte[] kallsyms) {
+        symbols.addKallsyms(where, new String(kallsyms, java.nio.charset.StandardCharsets.UTF_8).lines());
+    }
+
     /** Executable files processes mapped (MMAP2), read from the sysroot when they exist there. */
     public void addMappedFiles() {
         Map<String, byte[]> files = new HashMap<>();
