@@ -31,7 +31,7 @@ import ptfence.store.Archive;
                 "",
                 "  [Service]",
                 "  Type=oneshot",
-                "  ExecStart=/usr/local/bin/ptarchive gc --keep 30d --max-size 20G",
+                "  ExecStart=/usr/bin/ptarchive gc --keep 30d --max-size 20G",
                 "  Nice=10",
                 "  IOSchedulingClass=idle",
                 "",
@@ -50,7 +50,7 @@ import ptfence.store.Archive;
                 "  systemctl daemon-reload && systemctl enable --now ptfence-gc.timer",
                 "",
                 "or from cron (crontab -e):",
-                "  17 3 * * * /usr/local/bin/ptarchive gc --keep 30d --max-size 20G >>/var/log/ptfence-gc.log 2>&1", ""})
+                "  17 3 * * * /usr/bin/ptarchive gc --keep 30d --max-size 20G >>/var/log/ptfence-gc.log 2>&1", ""})
 final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Option(names = "--keep", paramLabel = "DURATION", defaultValue = "30d",
             description = "Drop recordings created longer ago than this (default ${DEFAULT-VALUE}; 12h, 7d, 2w...).")

@@ -45,6 +45,8 @@ public final class FlowConfig {
 
     /** The address filters in effect when recording (ptxed --filter:addr<n>_*), used by erratum SKL014. */
     public final AddrFilter addrFilter = new AddrFilter();
+    /** The decision-point memo the counting and coverage paths use: the process's, shared by all threads. */
+    public ptfence.insn.TntPaths.Memo pathMemo = ptfence.insn.TntPaths.PROCESS;
 
     /**
      * Sets the CPU from "F/M[/S]" and enables the errata libipt knows for it (the table lives in

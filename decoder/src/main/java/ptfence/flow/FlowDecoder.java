@@ -245,6 +245,7 @@ public final class FlowDecoder {
         this.blockMode = blockMode;
         this.countOnly = sink.countsOnly();
         this.edgeMode = !blockMode && sink.edgesOnly();
+        this.tntPaths = cfg.pathMemo.handle();
     }
 
     /**
@@ -1484,9 +1485,9 @@ public final class FlowDecoder {
      * packets through the per-content decision-point cache: one lookup per packet instead of a walk per
      * bit. Returns true if it made progress; false sends the caller down the general path.
      */
-    private final TntPaths tntPaths = TntPaths.ofThisThread();
+    private final TntPaths tntPaths;
 
-    /** The TNT-path memo this decoder uses (this thread's; its lookup/miss counters profile the fast path). */
+    /** This thread's handle on the TNT-path memo this decoder uses (its lookup/miss counters profile the fast path). */
     public TntPaths tntPaths() {
         return tntPaths;
     }

@@ -38,6 +38,9 @@ public final class ParallelFlow {
     /** Bytes of trace before a PSB whose packets guess the execution modes there when the clock is not carried. */
     static final long MODE_REACH = 64 * 1024;
 
+    /** Segments per thread a count or coverage decodes ahead of the one whose turn it is. */
+    static final int COUNT_WINDOW = 8;
+
     /** Chars a worker fills before handing them over (and the granularity of streaming). */
     static final int CHUNK = 16 * 1024;
 
@@ -65,6 +68,11 @@ public final class ParallelFlow {
     private boolean carrySeams;
     /** Segments decoded again because the packet pass guessed their starting state wrong. */
     int redone;
+    /** Segments decoded (those a failed decode ran over are not counted). */
+    private int segments;
+    /** Decision-point memo lookups and misses of the segments' decodes (profiling). */
+    public long memoLookups;
+    public long memoMisses;
     /** Given each segment's sink once its output is written, in trace order (coverage merges its edges). */
     private java.util.function.Consumer<FlowSink> segmentDone;
 
@@ -74,9 +82,14 @@ public final class ParallelFlow {
         return this;
     }
 
-    /** Segments decoded again (tests read it). */
-    int redone() {
+    /** Segments decoded again because the state guessed at their PSB was wrong. */
+    public int redone() {
         return redone;
+    }
+
+    /** Segments whose decode went to the output. */
+    public int segments() {
+        return segments;
     }
 
     /**
@@ -182,6 +195,9 @@ public final class ParallelFlow {
         // a count or coverage does not show "resumed" (the carried IP then matters only to errors)
         FlowSink probe = sinks.apply(new PrintWriter(Writer.nullWriter()));
         boolean resumedShown = !probe.countsOnly() && !probe.edgesOnly();
+        // A count or coverage holds no text: more segments may run ahead, so that a slow segment whose turn it is (the
+        // first ones run while the JIT compiles) does not leave the other threads idle.
+        int runAhead = resumedShown ? window : COUNT_WINDOW * threads;
         Seam[] seams = new Seam[n];
         for (int i = 0; i < n; i++) {
             seams[i] = seam(trace, starts.get(i));
@@ -192,7 +208,7 @@ public final class ParallelFlow {
             while (turn < n) {
                 // Segments are started in order on a FIFO pool, so the one whose turn it is always has a worker:
                 // the workers waiting at their caps cannot starve it.
-                while (next < n && next < turn + window) {
+                while (next < n && next < turn + runAhead) {
                     int i = next++;
                     SeamState guess;
                     if (guesses != null) {
@@ -226,6 +242,9 @@ public final class ParallelFlow {
                 instructions += s.instructions;
                 blocks += s.blocks;
                 errors += s.errors;
+                memoLookups += s.memoLookups;
+                memoMisses += s.memoMisses;
+                segments++;
                 // A decode that failed at or after the next segment's PSB went on, as the sequential one does, to the
                 // first later PSB it passed cleanly: the segments it covered are dropped.
                 int reached = s.reached;
@@ -276,6 +295,8 @@ public final class ParallelFlow {
         long instructions;
         long blocks;
         long errors;
+        long memoLookups;
+        long memoMisses;
         FlowSink sink;
 
         /** What the decode reads of the flow state carried to its PSB (settled when its turn comes). */
@@ -337,7 +358,11 @@ public final class ParallelFlow {
                 d.seams(seams, index + 1);
                 d.startAt(start);
                 d.carriedReads(reads);
+                long lookups0 = d.tntPaths().lookups;
+                long misses0 = d.tntPaths().misses;
                 d.run();
+                memoLookups = d.tntPaths().lookups - lookups0;
+                memoMisses = d.tntPaths().misses - misses0;
                 reached = d.seamReached();
                 end = d.endSeam();
                 pw.flush();

@@ -1,7 +1,10 @@
 package ptfence.insn;
 
-import java.util.IdentityHashMap;
-import java.util.Map;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The decision-point memo: where the bits of one TNT packet lead from a given offset, for paths made only
@@ -10,31 +13,44 @@ import java.util.Map;
  * {@link #pushes}, for the decoder's return stack) or at a compressed return to a call made before it
  * ({@link #pops}: the decoder takes the return address from its return stack and looks up the rest of the
  * bits from there), so real code's deep call chains and returns stay on the fast path. Keyed by offset into a {@link CodeCache}'s
- * content, so results hold wherever that content is mapped. One per thread ({@link #ofThisThread}: no locking
- * on the hot path), kept for the life of the thread, so it survives PSB segments (a parallel decode's workers)
- * and runs in one process; each content's table is bounded ({@link #MAX_ENTRIES}: full, it starts over). The
- * underlying instruction and block caches are shared by all threads.
+ * content, so results hold wherever that content is mapped.
+ *
+ * <p>The paths are kept once per process and content, shared by every thread ({@link #ofThisThread} gives a thread
+ * its handle: the result fields and the scratch space of a lookup), so a parallel decode's workers do not each build
+ * the same paths from cold; each content's table is bounded ({@link #MAX_ENTRIES}: full, it starts over). Reads take
+ * no lock: a path's slot is written whole and then its key, with release semantics; a reader reads the key with
+ * acquire semantics and only then the rest, so a key it sees comes with its path (Java memory model: the release write
+ * happens-before the acquire read that sees it). New paths are added under the table's lock (misses are rare once
+ * warm); a table that grows or starts over is a new set of arrays, published through a volatile field, and the old
+ * arrays are never written again, so a reader still probing them reads a consistent, if older, set. The underlying
+ * instruction and block caches are shared the same way ({@link CodeCache}).
  */
 public final class TntPaths {
-    /** Paths kept per content and thread (48 bytes each: slot, bounds, two references; tables at most half full). */
+    /** Paths kept per content (48 bytes each: slot, bounds, two references; tables at most half full). */
     static final int MAX_ENTRIES = 1 << 18;
 
-    private static final ThreadLocal<TntPaths> PER_THREAD = ThreadLocal.withInitial(() -> new TntPaths(MAX_ENTRIES));
+    /** The process's memo, shared by all threads (what decoders use unless told otherwise: FlowConfig.pathMemo). */
+    public static final Memo PROCESS = new Memo(MAX_ENTRIES);
 
-    private final int maxEntries;
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
 
-    private TntPaths(int maxEntries) {
-        this.maxEntries = maxEntries;
+    private final Memo tables;
+
+    private TntPaths(Memo tables) {
+        this.tables = tables;
     }
 
-    /** A memo of its own keeping at most {@code maxEntries} paths per content (tests: a table that starts over). */
+    /**
+     * A handle on a memo of its own (not shared with {@link #ofThisThread}) keeping at most {@code maxEntries} paths per
+     * content (tests: a table that starts over).
+     */
     public static TntPaths bounded(int maxEntries) {
-        return new TntPaths(maxEntries);
+        return new Memo(maxEntries).handle();
     }
 
-    /** This thread's memo. */
+    /** This thread's handle on the process's memo. */
     public static TntPaths ofThisThread() {
-        return PER_THREAD.get();
+        return PROCESS.handle();
     }
 
     /** Result of the last successful {@link #lookup}. */
@@ -57,7 +73,7 @@ public final class TntPaths {
         if (lo <= 0 && hi >= contentLength - 1) {
             return true; // a path never leaves its content
         }
-        long b = hitTable.bounds[hitSlot];
+        long b = hitStore.bounds[hitSlot];
         return (int) b >= lo && (int) (b >>> 32) <= hi;
     }
 
@@ -79,9 +95,9 @@ public final class TntPaths {
         return hitId;
     }
 
-    /** See {@link #pathId}: the memo table (one per content and thread, a new one after it starts over). */
+    /** See {@link #pathId}: the memo table (one per content, a new one after it starts over). */
     public long pathTable() {
-        return hitTable.id;
+        return hitStore.id;
     }
 
     /**
@@ -89,43 +105,78 @@ public final class TntPaths {
      * not among them (its next instruction lies beyond the path). The memo's array, never changed: a sink may keep it.
      */
     public int[] pathEdges() {
-        return hitTable.edges[hitSlot];
+        return hitStore.edges[hitSlot];
     }
 
-    private static final java.util.concurrent.atomic.AtomicLong TABLE_IDS = new java.util.concurrent.atomic.AtomicLong();
+    private static final AtomicLong TABLE_IDS = new AtomicLong();
 
-    /** Profile counters: lookups, and those that had to walk the path (misses); not on any decision. */
+    /** Profile counters of this handle: lookups, and those that had to walk the path (misses); not on any decision. */
     public long lookups;
     public long misses;
 
-    private final Map<CodeCache, Table> tables = new IdentityHashMap<>();
     private CodeCache lastCache;
     private Table lastTable;
     private final long[] calls = new long[8];
+
+    /**
+     * A memo: one table per content, made on first use, shared by the threads that take a {@link #handle} on it. The
+     * process has one ({@link #PROCESS}); tests make their own to start from cold.
+     */
+    public static final class Memo {
+        final int maxEntries;
+        final ConcurrentHashMap<CodeCache, Table> byContent = new ConcurrentHashMap<>();
+        private final ThreadLocal<TntPaths> handles = ThreadLocal.withInitial(() -> new TntPaths(this));
+
+        /** An empty memo keeping at most {@code maxEntries} paths per content (then that content's table starts over). */
+        public Memo(int maxEntries) {
+            this.maxEntries = maxEntries;
+        }
+
+        /** This thread's handle: the result fields and scratch space of its lookups. */
+        public TntPaths handle() {
+            return handles.get();
+        }
+    }
+
+    /** One content's paths: the current {@link Store}; paths are added under this object's lock. */
+    private static final class Table {
+        volatile Store store = new Store(1 << 10, TABLE_IDS.incrementAndGet());
+    }
 
     /**
      * Open addressing, one 32-byte slot per path in {@link #slots} (a hit reads one or two cache lines, not one per
      * field): key; end (int) | last << 32; the first two calls left open (offsets) | second << 32; insns | shape << 32,
      * shape = used bits | pops << 8 | pushCount << 9 | path number << 13 (paths with edges). Beside it, read only when
      * needed: all open calls of a path that leaves more than two, the lowest and highest offset a path touches (only a
-     * piece that does not map its whole content needs them), and the edges.
+     * piece that does not map its whole content needs them), and the edges. A slot is written once, its key last
+     * (release); once another store replaces this one, nothing here is written again.
      */
-    private static final class Table {
-        long id = TABLE_IDS.incrementAndGet();
-        int pathIds;
-        long[] slots = new long[4 << 10];
-        int[][] pushes = new int[1 << 10][];
-        long[] bounds = new long[1 << 10];
-        int[][] edges = new int[1 << 10][];
+    private static final class Store {
+        /** Names the path numbering: a table that starts over gets a new id; one that grows keeps it. */
+        final long id;
+        final long[] slots;
+        final int[][] pushes;
+        final long[] bounds;
+        final int[][] edges;
+        /** Under the table's lock. */
         int used;
+        int pathIds;
+
+        Store(int capacity, long id) {
+            this.id = id;
+            slots = new long[4 * capacity];
+            pushes = new int[capacity][];
+            bounds = new long[capacity];
+            edges = new int[capacity][];
+        }
 
         int capacity() {
             return pushes.length;
         }
     }
 
-    /** The table and slot of the last successful lookup, for {@link #within}. */
-    private Table hitTable;
+    /** The store and slot of the last successful lookup, for {@link #within} and the path's edges. */
+    private Store hitStore;
     private int hitSlot;
     private int hitId;
 
@@ -146,85 +197,106 @@ public final class TntPaths {
         Table t = cc == lastCache ? lastTable : table(cc);
         long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63
                 | (withEdges ? 1L << 62 : 0);
-        long[] slots = t.slots;
-        int mask = t.capacity() - 1;
-        int h = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-        while (true) {
-            int s = h << 2;
-            long k = slots[s];
-            if (k == key) {
-                long w3 = slots[s + 3];
-                insns = (int) w3;
-                if (insns < 0) {
-                    return false;
-                }
-                long w1 = slots[s + 1];
-                end = (int) w1;
-                last = (int) (w1 >>> 32);
-                int sh = (int) (w3 >>> 32);
-                used = sh & 0xff;
-                pops = (sh & 0x100) != 0;
-                pushCount = (sh >>> 9) & 0xf;
-                if (pushCount > 2) {
-                    System.arraycopy(t.pushes[h], 0, pushes, 0, pushCount);
-                } else if (pushCount > 0) {
-                    long w2 = slots[s + 2];
-                    pushes[0] = (int) w2;
-                    pushes[1] = (int) (w2 >>> 32);
-                }
-                hitTable = t;
-                hitSlot = h;
-                hitId = sh >>> 13;
-                return true;
-            }
-            if (k == 0) {
-                break;
-            }
-            h = (h + 1) & mask;
+        Store st = t.store;
+        int h = find(st, key);
+        if (h >= 0) {
+            return hit(st, h);
         }
         misses++;
         boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec) && end == (int) end;
-        if (t.used * 2 >= t.capacity()) {
-            if (t.capacity() >= 2 * maxEntries) {
-                java.util.Arrays.fill(t.slots, 0); // full: start over rather than grow without bound
-                java.util.Arrays.fill(t.pushes, null);
-                java.util.Arrays.fill(t.edges, null);
-                t.used = 0;
-                t.id = TABLE_IDS.incrementAndGet(); // its path numbers start over too
-                t.pathIds = 0;
-            } else {
-                grow(t);
+        int[] ownPushes = ok && pushCount > 2 ? Arrays.copyOf(pushes, pushCount) : null;
+        int[] ownEdges = ok && withEdges ? Arrays.copyOf(edgeBuffer, 2 * edgeCount) : null;
+        synchronized (t) {
+            st = t.store;
+            h = find(st, key);
+            if (h >= 0) {
+                return hit(st, h); // another thread added it meanwhile: the same path, with its number
             }
-            slots = t.slots;
-            mask = t.capacity() - 1;
-            h = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+            if (st.used * 2 >= st.capacity()) {
+                // full: start over rather than grow without bound (with a new id: the path numbers start over too)
+                st = st.capacity() >= 2 * tables.maxEntries ? new Store(st.capacity(), TABLE_IDS.incrementAndGet())
+                        : grown(st);
+                t.store = st;
+            }
+            long[] slots = st.slots;
+            int mask = st.capacity() - 1;
+            h = hash(key, mask);
             while (slots[h << 2] != 0) {
                 h = (h + 1) & mask;
             }
+            int s = h << 2;
+            st.used++;
+            if (!ok) {
+                slots[s + 3] = -1;
+                SLOT.setRelease(slots, s, key);
+                return false;
+            }
+            slots[s + 1] = (end & 0xffffffffL) | (long) last << 32;
+            slots[s + 2] = (pushes[0] & 0xffffffffL) | (long) pushes[1] << 32;
+            hitId = withEdges ? st.pathIds++ : 0;
+            slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9 | hitId << 13) << 32;
+            st.pushes[h] = ownPushes;
+            st.bounds[h] = (min & 0xffffffffL) | (long) max << 32;
+            st.edges[h] = ownEdges;
+            SLOT.setRelease(slots, s, key);
         }
+        hitStore = st;
+        hitSlot = h;
+        return true;
+    }
+
+    private static int hash(long key, int mask) {
+        return (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+    }
+
+    /** The slot holding {@code key} in {@code st}, or -1. */
+    private static int find(Store st, long key) {
+        long[] slots = st.slots;
+        int mask = st.capacity() - 1;
+        int h = hash(key, mask);
+        while (true) {
+            long k = (long) SLOT.getAcquire(slots, h << 2);
+            if (k == key) {
+                return h;
+            }
+            if (k == 0) {
+                return -1;
+            }
+            h = (h + 1) & mask;
+        }
+    }
+
+    /** Fills the result fields from the path in slot {@code h}; false for a key that is no simple path. */
+    private boolean hit(Store st, int h) {
+        long[] slots = st.slots;
         int s = h << 2;
-        slots[s] = key;
-        t.used++;
-        if (!ok) {
-            slots[s + 3] = -1;
+        long w3 = slots[s + 3];
+        insns = (int) w3;
+        if (insns < 0) {
             return false;
         }
-        slots[s + 1] = (end & 0xffffffffL) | (long) last << 32;
-        slots[s + 2] = (pushes[0] & 0xffffffffL) | (long) pushes[1] << 32;
-        hitId = withEdges ? t.pathIds++ : 0;
-        slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9 | hitId << 13) << 32;
-        t.pushes[h] = pushCount > 2 ? java.util.Arrays.copyOf(pushes, pushCount) : null;
-        t.bounds[h] = (min & 0xffffffffL) | (long) max << 32;
-        hitTable = t;
-        hitSlot = h;
-        if (withEdges) {
-            t.edges[h] = java.util.Arrays.copyOf(edgeBuffer, 2 * edgeCount);
+        long w1 = slots[s + 1];
+        end = (int) w1;
+        last = (int) (w1 >>> 32);
+        int sh = (int) (w3 >>> 32);
+        used = sh & 0xff;
+        pops = (sh & 0x100) != 0;
+        pushCount = (sh >>> 9) & 0xf;
+        if (pushCount > 2) {
+            System.arraycopy(st.pushes[h], 0, pushes, 0, pushCount);
+        } else if (pushCount > 0) {
+            long w2 = slots[s + 2];
+            pushes[0] = (int) w2;
+            pushes[1] = (int) (w2 >>> 32);
         }
+        hitStore = st;
+        hitSlot = h;
+        hitId = sh >>> 13;
         return true;
     }
 
     private Table table(CodeCache cc) {
-        Table t = tables.computeIfAbsent(cc, k -> new Table());
+        Table t = tables.byContent.computeIfAbsent(cc, k -> new Table());
         lastCache = cc;
         lastTable = t;
         return t;
@@ -334,30 +406,27 @@ public final class TntPaths {
         return true;
     }
 
-    private static void grow(Table t) {
-        long[] os = t.slots;
-        int[][] opu = t.pushes;
-        long[] obo = t.bounds;
-        int[][] oed = t.edges;
-        int n = opu.length * 2;
-        t.slots = new long[4 * n];
-        t.pushes = new int[n][];
-        t.bounds = new long[n];
-        t.edges = new int[n][];
+    /** A copy of {@code old} with twice the slots (same id: the paths keep their numbers). */
+    private static Store grown(Store old) {
+        int n = old.capacity() * 2;
+        Store t = new Store(n, old.id);
+        t.used = old.used;
+        t.pathIds = old.pathIds;
         int mask = n - 1;
-        for (int i = 0; i < opu.length; i++) {
-            long k = os[i << 2];
+        for (int i = 0; i < old.capacity(); i++) {
+            long k = old.slots[i << 2];
             if (k == 0) {
                 continue;
             }
-            int h = (int) ((k * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+            int h = hash(k, mask);
             while (t.slots[h << 2] != 0) {
                 h = (h + 1) & mask;
             }
-            System.arraycopy(os, i << 2, t.slots, h << 2, 4);
-            t.pushes[h] = opu[i];
-            t.bounds[h] = obo[i];
-            t.edges[h] = oed[i];
+            System.arraycopy(old.slots, i << 2, t.slots, h << 2, 4);
+            t.pushes[h] = old.pushes[i];
+            t.bounds[h] = old.bounds[i];
+            t.edges[h] = old.edges[i];
         }
+        return t;
     }
 }

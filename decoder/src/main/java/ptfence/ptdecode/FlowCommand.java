@@ -167,9 +167,13 @@ public final class FlowCommand implements Callable<Integer> {
                     + "it set), but one with --pevent or --offset.")
     Integer threads;
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
-            description = "With --threads: bytes of trace per segment (default 8 MiB quiet or with --edges/--coverage, 32 "
-                    + "KiB otherwise: a segment's text should fit the 1M chars a segment decoded ahead may hold).")
+            description = "With --threads: bytes of trace per segment (default quiet or with --edges/--coverage: the trace "
+                    + "over 4 x threads, within 1..8 MiB; 32 KiB otherwise: a segment's text should fit the 1M chars a "
+                    + "segment decoded ahead may hold).")
     Long segmentBytes;
+    @Option(names = "--stat:work", hidden = true, description = "Print the decode's work on stderr: segments, segments "
+            + "decoded again, memo lookups and misses, blocks built, instruction decodes (profiling).")
+    boolean statWork;
     @Option(names = "--skip-timing", hidden = true, defaultValue = "auto", paramLabel = "auto|on|off",
             description = "Pass over MTC/CYC without computing time: auto (when no time is printed), on, off (tests).")
     String skipTiming;
@@ -284,7 +288,11 @@ public final class FlowCommand implements Callable<Integer> {
         }
         boolean threadsGiven = threads != null && threads > 0;
         int nThreads = offset ? 1 : threadsGiven ? threads : cores;
-        long segment = segmentBytes != null ? segmentBytes : quiet || coverageOnly ? 8L << 20 : 32L << 10;
+        long segment = segmentBytes != null ? segmentBytes
+                : quiet || coverageOnly ? countingSegment(trace.remaining(), nThreads) : 32L << 10;
+        long blocksBuilt = ptfence.insn.CodeCache.BLOCK_MISSES.sum();
+        long insnDecodes = ptfence.insn.CodeCache.DECODE_MISSES.sum();
+        String work;
         long instructions;
         long blockCount;
         // (Sideband state follows the trace's events in order, so with --pevent the decode is sequential.)
@@ -303,6 +311,8 @@ public final class FlowCommand implements Callable<Integer> {
             }
             instructions = par.instructions;
             blockCount = par.blocks;
+            work = "segments " + par.segments() + " (" + par.redone() + " decoded again), memo lookups " + par.memoLookups
+                    + ", misses " + par.memoMisses;
         } else {
             FlowSink sink = sinks.apply(out);
             SidebandSink withSideband = null;
@@ -325,6 +335,11 @@ public final class FlowCommand implements Callable<Integer> {
             }
             instructions = decoder.instructions;
             blockCount = decoder.blocks;
+            work = "segments 1, memo lookups " + decoder.tntPaths().lookups + ", misses " + decoder.tntPaths().misses;
+        }
+        if (statWork) {
+            System.err.println("work: " + work + ", blocks built " + (ptfence.insn.CodeCache.BLOCK_MISSES.sum()
+                    - blocksBuilt) + ", instruction decodes " + (ptfence.insn.CodeCache.DECODE_MISSES.sum() - insnDecodes));
         }
         if (edgeSink != null) {
             if (edges && !quiet) {
@@ -345,6 +360,15 @@ public final class FlowCommand implements Callable<Integer> {
                 out.append("blocks:\t").append(Long.toString(blockCount)).append(".\n");
             }
         }
+    }
+
+    /**
+     * Bytes per segment when counting or collecting edges: at least 4 segments per thread, so that threads that finish
+     * early find more work (8 MiB segments left 13 for 16 threads on a 100 MB trace), but at least 1 MiB (a segment's
+     * fixed costs: its decoder, the guess of its modes from the 64 KiB before it) and at most 8 MiB.
+     */
+    static long countingSegment(long traceBytes, int threads) {
+        return Math.max(1L << 20, Math.min(8L << 20, traceBytes / (4L * threads)));
     }
 
     private void writeBitmap(byte[] bitmap) {

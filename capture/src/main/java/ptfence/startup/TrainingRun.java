@@ -1,0 +1,181 @@
+package ptfence.startup;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import ptfence.cli.Tool;
+import ptfence.perfdata.AuxTrace;
+import ptfence.perfdata.PerfDataFile;
+import ptfence.ptarchive.PtarchiveCommand;
+import ptfence.ptdecode.PtdecodeCommand;
+import ptfence.ptrec.PtrecCommand;
+import ptfence.recording.Recording;
+import ptfence.recording.Recordings;
+import ptfence.region.Region;
+import ptfence.region.RegionIndex;
+import ptfence.region.RegionKind;
+import ptfence.store.Archive;
+import ptfence.store.ContentKey;
+
+/**
+ * The training run the build records the start-up cache from (bin/release; docs/install.md): one JVM that runs
+ * what users run, in-process, over the bundled recording (fixtures/data/hase): the recording's flow and its views,
+ * {@code --func}, packets, {@code flow} on the raw trace and on an empty one, and the archive commands on a
+ * throw-away archive. The JVM records which classes load and link and how the hot methods behave; the cache made
+ * from it lets every later process start with them.
+ *
+ * <p>It lives in the shipped jars because the cache is only valid for the class path it was recorded with. It
+ * never touches the machine's archive or a perf_event: ptrec is trained on its option parsing only.
+ *
+ * <p>Usage: {@code TrainingRun RECORDING BINARY WORKDIR} (the binary lies next to the recording, where ptdecode
+ * finds it). What the commands print goes to standard output as it would for a user (the build sends it to
+ * /dev/null); one line per command goes to stderr, and the exit status is non-zero when a command that must succeed
+ * did not (a cache trained on error paths would be the wrong cache).
+ */
+public final class TrainingRun {
+    /** Decodes of the recording repeated so that the decoder's hot loops get profiles, not just loaded classes. */
+    private static final int DECODE_ROUNDS = 12;
+
+    private final Path recording;
+    private final Path binary;
+    private final Path work;
+    private int failures;
+
+    private TrainingRun(Path recording, Path binary, Path work) {
+        this.recording = recording;
+        this.binary = binary;
+        this.work = work;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 3) {
+            System.err.println("usage: TrainingRun RECORDING BINARY WORKDIR");
+            System.exit(2);
+        }
+        TrainingRun t = new TrainingRun(Path.of(args[0]), Path.of(args[1]), Path.of(args[2]));
+        t.run();
+        System.exit(t.failures == 0 ? 0 : 1);
+    }
+
+    private void run() throws IOException {
+        Files.createDirectories(work);
+        String rec = recording.toString();
+        Path archive = work.resolve("archive");
+        Path archive2 = work.resolve("archive2");
+        String recId = fillArchive(archive);
+
+        for (int i = 0; i < DECODE_ROUNDS; i++) {
+            ptdecode(true, rec);
+        }
+        ptdecode(true, "--format", "jsonl", rec);
+        ptdecode(true, "--srcline", "--per-thread", rec);
+        ptdecode(true, "--call-trace", rec);
+        ptdecode(true, "--call-ret-trace", rec);
+        ptdecode(true, "--branches", rec);
+        ptdecode(true, "--branches", "--format", "jsonl", rec);
+        ptdecode(true, "--format", "perfetto", rec);
+        ptdecode(true, "--format", "folded", rec);
+        ptdecode(true, "--archive", archive.toString(), "--threads", "1", rec);
+        for (String view : List.of("", "--summary", "--format=jsonl", "--format=perfetto")) {
+            List<String> a = new ArrayList<>(List.of("--func", "again"));
+            if (!view.isEmpty()) {
+                a.add(view);
+            }
+            a.add(rec);
+            ptdecode(true, a.toArray(String[]::new));
+        }
+        ptdecode(true, "--packets", rec);
+        ptdecode(true, "--packets", "--format", "jsonl", rec);
+
+        Path raw = work.resolve("loopy.pt");
+        AuxTrace aux = AuxTrace.extract(PerfDataFile.open(recording));
+        Files.write(raw, aux.concatenated(aux.buffers().get(0).idx()));
+        Path empty = work.resolve("empty.pt");
+        Files.write(empty, new byte[0]);
+        ptdecode(true, "packets", raw.toString());
+        ptdecode(true, "packets", "--format", "jsonl", raw.toString());
+        ptdecode(true, "packets", "--time", "--lastip", raw.toString());
+        for (int i = 0; i < DECODE_ROUNDS; i++) {
+            ptdecode(true, "flow", "--elf", binary.toString(), "--pt", raw.toString());
+        }
+        ptdecode(true, "flow", "--format", "text", "--elf", binary.toString(), "--pt", raw.toString());
+        ptdecode(true, "flow", "--block-decoder", "--elf", binary.toString(), "--pt", raw.toString());
+        ptdecode(true, "flow", "--quiet", "--stat", "--threads", "1", "--elf", binary.toString(), "--pt",
+                raw.toString());
+        ptdecode(true, "flow", "--edges", "--elf", binary.toString(), "--pt", raw.toString());
+        ptdecode(true, "flow", "--pt", empty.toString());
+        ptdecode(true, "--help");
+        ptdecode(true, "flow", "--help");
+        ptdecode(true, "--version");
+        ptdecode(false, "--no-such-option");
+        ptdecode(false, work.resolve("missing.perf").toString());
+
+        String a = "--archive=" + archive;
+        ptarchive(true, a, "ls");
+        ptarchive(true, a, "ls", "--json");
+        ptarchive(true, a, "ls", "--recordings");
+        ptarchive(true, a, "show", "loopy");
+        ptarchive(true, a, "show", "loopy", "--disasm");
+        ptarchive(true, a, "stats");
+        ptarchive(true, a, "verify", "--in-process");
+        Path bundle = work.resolve("rec.ptfb");
+        ptarchive(true, a, "export", recId, "-o", bundle.toString());
+        ptarchive(true, "--archive=" + archive2, "import", bundle.toString());
+        ptarchive(true, a, "pin", recId);
+        ptarchive(true, a, "unpin", recId);
+        ptarchive(true, a, "gc", "--dry-run");
+        ptarchive(true, a, "gc", "--json", "--keep", "3650d");
+        ptarchive(true, "ls", "--help");
+        ptarchive(true, "--help");
+        ptarchive(false, a, "show", "no_such_region");
+
+        run("ptrec", new PtrecCommand(), true, "--help");
+        run("ptrec", new PtrecCommand(), true, "--version");
+    }
+
+    /** One image, one region and one recording (the bundled one), so that every archive command has work. */
+    private String fillArchive(Path dir) throws IOException {
+        byte[] text = Files.readAllBytes(binary);
+        String id = "training-loopy";
+        try (Archive arch = Archive.open(dir)) {
+            arch.write(b -> {
+                ContentKey key = b.put(text);
+                Region r = new Region("training-boot", 0x400000, text.length, 0, Region.OPEN, RegionKind.MODULE,
+                        "loopy", key, null);
+                long regionId = RegionIndex.add(b, r);
+                Recordings.register(b, Recording.started(id, recording.toAbsolutePath().toString(),
+                        "training-boot", 0).finishedAt(1));
+                Recordings.link(b, id, regionId);
+                return null;
+            });
+        }
+        return id;
+    }
+
+    private void ptdecode(boolean mustSucceed, String... args) {
+        run("ptdecode", new PtdecodeCommand(), mustSucceed, args);
+    }
+
+    private void ptarchive(boolean mustSucceed, String... args) {
+        run("ptarchive", new PtarchiveCommand(), mustSucceed, args);
+    }
+
+    private void run(String name, Object command, boolean mustSucceed, String... args) {
+        StringWriter err = new StringWriter();
+        long t0 = System.nanoTime();
+        int status = Tool.run(name, command, new PrintWriter(OutputStream.nullOutputStream(), false,
+                StandardCharsets.UTF_8), new PrintWriter(err), args);
+        boolean ok = mustSucceed == (status == Tool.EXIT_OK);
+        if (!ok) {
+            failures++;
+        }
+        System.err.printf("%s %s %s: exit %d, %d ms%s%n", ok ? "ok  " : "FAIL", name, String.join(" ", args),
+                status, (System.nanoTime() - t0) / 1_000_000, ok ? "" : " " + err.toString().strip());
+    }
+}
