@@ -31,7 +31,9 @@ final class FencePrograms {
             HELPER_CURRENT_TASK = 35, HELPER_PROBE_READ_KERNEL = 113, HELPER_RINGBUF_QUERY = 134,
             HELPER_RESERVE_DYNPTR = 198, HELPER_SUBMIT_DYNPTR = 199, HELPER_DISCARD_DYNPTR = 200,
             HELPER_DYNPTR_DATA = 203, HELPER_MAP_UPDATE = 2, HELPER_MAP_DELETE = 3, HELPER_DYNPTR_WRITE = 202, HELPER_PROBE_READ_KERNEL_STR = 115;
-    private static final int BPF_NOEXIST = 1;
+    private static final int BPF_NOEXIST = 1, HELPER_RINGBUF_RESERVE = 131, HELPER_RINGBUF_SUBMIT = 132;
+    /** bpf commands that attach or detach programs: BPF_PROG_ATTACH, _DETACH, BPF_LINK_CREATE, _UPDATE, _DETACH. */
+    private static final int[] ATTACH_COMMANDS = {8, 9, 28, 29, 34};
     /** bpf(2) on x86-64, and through the ia32 compat entry (int 0x80), where the first argument is in bx. */
     private static final int NR_BPF = 321, NR_BPF_IA32 = 357, BPF_PROG_LOAD = 5;
     private static final int RB_NO_WAKEUP = 1, RB_FORCE_WAKEUP = 2;
@@ -75,8 +77,9 @@ final class FencePrograms {
         a.label("native");
         read64(a, TMP, R6, k.ptRegsDi());
         a.label("cmd").load(DW, R1, R10, TMP)
-                .alu(BpfAssembler.Alu.LSH, R1, 32).alu(BpfAssembler.Alu.RSH, R1, 32)   // int cmd: the low 32 bits
-                .jumpIf(Cond.NE, R1, BPF_PROG_LOAD, "out");
+                .alu(BpfAssembler.Alu.LSH, R1, 32).alu(BpfAssembler.Alu.RSH, R1, 32);  // int cmd: the low 32 bits
+        for (int attach : ATTACH_COMMANDS) a.jumpIf(Cond.EQ, R1, attach, "attach");
+        a.jumpIf(Cond.NE, R1, BPF_PROG_LOAD, "out");
         a.call(HELPER_CURRENT_TASK).mov(R8, R0);
         deref(a, R8, k.taskFiles());
         deref(a, R8, k.filesFdt());
@@ -88,6 +91,25 @@ final class FencePrograms {
         deref(a, R6, k.filePrivateData());     // struct bpf_prog *
         if (k.metadata().isPresent() && btfSeenFd >= 0) captureMetadata(a, k.metadata().get());
         captureProgram(a, KIND_LOAD);
+        // An attachment changed (the XDP dispatcher is rewritten then): a header-only ATTACH record, the bpf command
+        // in prog_id, tells the consumer to copy the dispatchers again, stamped with this time.
+        a.label("attach").store(DW, R10, CLEN, R1);
+        a.loadMapFd(R1, ringFd).mov(R2, HEADER).mov(R3, 0).call(HELPER_RINGBUF_RESERVE)
+                .jumpIf(Cond.EQ, R0, 0, "attach_lost").mov(R7, R0);
+        a.store(DW, R7, FenceRecord.START, 0).store(DW, R7, END, 0);
+        a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
+        a.store(W, R7, KIND, KIND_ATTACH).store(W, R7, OFF, 0).store(W, R7, LEN, 0).store(W, R7, CAP, 0)
+                .store(W, R7, NAME_LEN, 0).store(W, R7, ERR, 0);
+        a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(BpfAssembler.Alu.RSH, R0, 32).store(W, R7, PID, R0);
+        a.load(DW, R1, R10, CLEN).store(W, R7, PROG_ID, R1);
+        a.store(H, R7, FUNC_IDX, 0).store(H, R7, FUNC_CNT, 0).store(DW, R7, TAG, 0)
+                .store(W, R7, FenceRecord.FLAGS, F_LAST).store(W, R7, PAD, 0);
+        a.mov(R1, R7).mov(R2, RB_FORCE_WAKEUP).call(HELPER_RINGBUF_SUBMIT);
+        countStat(a, STAT_SUBMITTED);
+        a.jump("out");
+        a.label("attach_lost");
+        countStat(a, STAT_RESERVE_FAILED);
+        a.jump("out");
         return a.assemble();
     }
 

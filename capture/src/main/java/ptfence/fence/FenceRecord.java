@@ -20,7 +20,8 @@ public final class FenceRecord {
             ERR = 44, PID = 48, TID = 52, PROG_ID = 56, FUNC_IDX = 60, FUNC_CNT = 62, TAG = 64, FLAGS = 72, PAD = 76,
             NAME = 80, NAME_MAX = 512, IMAGE = 592, HEADER = 80;
 
-    public static final int KIND_LOAD = 8, KIND_FREE = 9, KIND_TRAMP_FREE = 10, KIND_PEEK = 11, KIND_META = 12;
+    public static final int KIND_LOAD = 8, KIND_FREE = 9, KIND_TRAMP_FREE = 10, KIND_PEEK = 11, KIND_META = 12,
+            KIND_ATTACH = 13;
     public static final int F_LAST = 1, F_TRUNC = 2, F_FTRUNC = 8;
 
     /**

@@ -229,7 +229,12 @@ public final class TextFence implements AutoCloseable {
     }
 
     private void deliverParsed(ByteBuffer data, int offset, int length) {
-        if (FenceRecord.kind(data, offset, length) == FenceRecord.KIND_META) {
+        int kind = FenceRecord.kind(data, offset, length);
+        if (kind == FenceRecord.KIND_ATTACH) {
+            recopyDispatchers(data.duplicate().order(ByteOrder.LITTLE_ENDIAN).getLong(offset + FenceRecord.TS));
+            return;
+        }
+        if (kind == FenceRecord.KIND_META) {
             try {
                 MetaRecord m = MetaRecord.parse(data, offset, length);
                 if ((m.flags() & MetaRecord.F_BTF_INCLUDED) != 0) btfs.put(m.btfId(), m.btf());
@@ -247,6 +252,12 @@ public final class TextFence implements AutoCloseable {
             case FenceRecord.KIND_TRAMP_FREE -> Hook.TRAMPOLINE_FREE;
             default -> Hook.KERNEL_READ;
         };
+        if (hook == Hook.FREE && !dispatchers.isEmpty() && System.nanoTime() - lastFreeRecopy > FREE_RECOPY_NANOS) {
+            // a program freed may have been detached by a close (no bpf() command): its dispatcher changed then;
+            // at most once per 10 ms (a churn frees thousands)
+            lastFreeRecopy = System.nanoTime();
+            recopyDispatchers(r.monotonicNs());
+        }
         Group g = hook == Hook.LOAD ? groups.get(r.progId()) : null;
         if (r.len() == 0 && r.end() == r.start()) { // not JITed (interpreter): no text to keep
             if (g != null && (r.flags() & FenceRecord.F_LAST) != 0) releaseGroup(groups.remove(r.progId()), false);
@@ -493,11 +504,38 @@ public final class TextFence implements AutoCloseable {
      * kernel text and delivers it to the sink as a KERNEL_READ image.
      */
     public CapturedText copyKernelRange(String name, long address, int length) throws IOException {
+        return copyKernelRange(name, address, length, System.nanoTime());
+    }
+
+    private CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
+            throws IOException {
         byte[] bytes = kernelMemory().read(address, length);
-        CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, System.nanoTime(), 0, 1,
+        CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);
+        if (name.startsWith(DISPATCHER_PREFIX)) dispatchers.put(name, new long[] {address, length});
         deliver(t);
         return t;
+    }
+
+    private static final String DISPATCHER_PREFIX = "bpf_dispatcher_";
+    private static final long FREE_RECOPY_NANOS = 10_000_000L;
+    private long lastFreeRecopy;
+    /** BPF dispatchers copied so far (name -> {address, length}): rewritten in place when attachments change. */
+    private final Map<String, long[]> dispatchers = new ConcurrentHashMap<>();
+
+    /**
+     * Copies every known dispatcher again, as of {@code monotonicNs} (an attach or detach just ended, or a program
+     * was freed): a dispatcher is rewritten in place on every XDP attachment change, and a copy that differs from
+     * the last is its next version (the sink keeps versions by time).
+     */
+    private void recopyDispatchers(long monotonicNs) {
+        for (var e : dispatchers.entrySet()) {
+            try {
+                copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
+            } catch (IOException ex) {
+                incomplete.incrementAndGet();
+            }
+        }
     }
 
     /** The name of the core kernel text image (perf's name for the kernel map). */
