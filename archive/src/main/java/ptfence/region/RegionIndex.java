@@ -138,6 +138,24 @@ public final class RegionIndex {
         return true;
     }
 
+    /**
+     * Gives a stored region the metadata of {@code r} (same id; its validity stays as stored): what was learnt of a
+     * program after its region was written, such as its source found later. False if the region is unknown.
+     */
+    public static boolean enrich(Batch b, Region r) {
+        Optional<Region> stored = get(b, r.id());
+        if (stored.isEmpty()) {
+            return false;
+        }
+        Region s = stored.get();
+        if (!s.metadata().equals(r.metadata())) {
+            b.putRaw(Table.REGIONS, idKey(r.id()), encodeStoring(b, new Region(s.bootId(), s.address(), s.length(),
+                    s.validFrom(), s.validTo(), s.kind(), s.name(), s.key(), r.metadata())));
+            touch(b, r.id());
+        }
+        return true;
+    }
+
     /** Closes every open region of this boot starting at this address (what an unload event knows). */
     public static int closeOpenAt(Batch b, String bootId, long address, long validTo) {
         List<Long> ids = new ArrayList<>();

@@ -254,4 +254,30 @@ class RegionIndexTest {
             }
         }
     }
+
+    /** What is learnt of a program after its region was stored (bcc's source) rewrites the record, validity kept. */
+    @Test
+    void enrichingAStoredRegionKeepsItsValidityAndAddsTheMetadata() {
+        byte[] v = code(7, 64);
+        BpfMetadata bare = BpfMetadata.of(21, "cccc000000000021", "late", 2);
+        BpfMetadata withSource = bare.withSources(List.of(new BpfMetadata.SourceFile("late.c", "int x;".getBytes())));
+        try (Archive a = Archive.open(tmp.resolve("e"))) {
+            Region r = a.write(b -> {
+                Region x = new Region(BOOT, PROG_ADDR, v.length, 100, Region.OPEN, RegionKind.BPF_PROG,
+                        "bpf_prog_cccc_late", b.put(v), bare);
+                RegionIndex.add(b, x);
+                return x;
+            });
+            assertEquals(1, (int) a.write(b -> RegionIndex.closeOpenAt(b, BOOT, PROG_ADDR, 200)));
+            Region richer = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
+                    r.name(), r.key(), withSource);
+            assertTrue((boolean) a.write(b -> RegionIndex.enrich(b, richer)));
+            Region stored = a.read(s -> RegionIndex.get(s, r.id())).orElseThrow();
+            assertEquals(withSource, stored.metadata());
+            assertEquals(200, stored.validTo(), "still closed");
+            Region unknown = new Region(BOOT, PROG_ADDR + 4096, v.length, 100, Region.OPEN, RegionKind.BPF_PROG,
+                    "bpf_prog_cccc_late", r.key(), withSource);
+            assertFalse((boolean) a.write(b -> RegionIndex.enrich(b, unknown)));
+        }
+    }
 }
