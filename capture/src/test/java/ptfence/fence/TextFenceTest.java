@@ -370,26 +370,21 @@ class TextFenceTest {
             fence.awaitQuiet(Duration.ofMillis(500), MAX_WAIT);
             List<CapturedText> copies = sink.all.stream().filter(t -> t.name().equals("bpf_dispatcher_xdp")).toList();
             long aAddr = ProgInfo.fetch(a).jitedKsyms()[0], bAddr = ProgInfo.fetch(b).jitedKsyms()[0];
-            assertTrue(indexOf(copies.get(0).bytes(), dispatchTo(aAddr)) >= 0, "the first copy dispatches to a");
+            assertTrue(indexOf(copies.get(0).bytes(), DispatcherCode.compareWith(aAddr)) >= 0, "the first copy dispatches to a");
             CapturedText after = copies.stream().filter(t -> t.monotonicNs() >= before).findFirst()
                     .orElseThrow(() -> new AssertionError("no copy after the update: " + copies));
             // the image is two halves: the update writes the idle one and then switches the static call to it
             // (a TEXT_POKE), so the half that was live keeps dispatching to a until the next update
-            int toB = indexOf(after.bytes(), dispatchTo(bAddr));
+            int toB = indexOf(after.bytes(), DispatcherCode.compareWith(bAddr));
             assertTrue(toB >= 0, "the copy after the update dispatches to b");
             int half = after.bytes().length / 2, from = toB < half ? 0 : half;
             byte[] live = java.util.Arrays.copyOfRange(after.bytes(), from, from + half);
-            assertTrue(indexOf(live, dispatchTo(aAddr)) < 0, "and its new half no more to a");
+            assertTrue(indexOf(live, DispatcherCode.compareWith(aAddr)) < 0, "and its new half no more to a");
             assertTrue(after.monotonicNs() < System.nanoTime() && after.monotonicNs() - before < 1_000_000_000L,
                     "stamped with the update's time");
         }
     }
 
-    /** The dispatcher's compare of the program pointer with a target: cmp rdx, imm32 (the address's low half). */
-    private static byte[] dispatchTo(long progAddr) {
-        return java.nio.ByteBuffer.allocate(7).order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) 0x48)
-                .put((byte) 0x81).put((byte) 0xfa).putInt((int) progAddr).array();
-    }
 
     @Test
     void aFullRingIsCountedNeverSilent() throws Exception {

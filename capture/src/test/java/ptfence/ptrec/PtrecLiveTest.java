@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import ptfence.bpf.ProgInfo;
 import ptfence.bpf.TestPrograms;
+import ptfence.fence.DispatcherCode;
 import ptfence.perfdata.EventAttr;
 import ptfence.perfdata.PerfDataFile;
 import ptfence.perfdata.PerfRecord;
@@ -128,6 +129,50 @@ class PtrecLiveTest {
             }
             assertTrue(a.read(Recordings::leases).stream().noneMatch(le -> le.liveAt(System.currentTimeMillis())),
                     "lease left open");
+        }
+    }
+
+    /**
+     * Issue 21: the XDP dispatcher is rewritten in place when an attachment changes. ptrec copies it at start (it
+     * exists already) and again when the LOAD hook sees the link update, so the archive holds both versions, one
+     * after the other in time: the first dispatches to the program attached before, the second to its successor.
+     */
+    @Test
+    void everyVersionOfTheXdpDispatcherIsArchived() throws Exception {
+        Path archive = dir.resolve("archive");
+        byte[] pass = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 2).exit().assemble();
+        byte[] drop = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 1).exit().assemble();
+        Bpf bpf = Bpf.get();
+        long aAddr, bAddr;
+        String err;
+        try (BpfFd a = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_XDP, pass, "GPL", "ptrec_xa", Bpf.ATTACH_XDP, 0));
+             BpfFd b = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_XDP, drop, "GPL", "ptrec_xb", Bpf.ATTACH_XDP, 0));
+             BpfFd link = bpf.linkCreate(a, 1 /* lo */, Bpf.ATTACH_XDP)) {
+            aAddr = ProgInfo.fetch(a).jitedKsyms()[0];
+            bAddr = ProgInfo.fetch(b).jitedKsyms()[0];
+            Running ptrec = startPtrec("--sideband-only", "-a", "-v", "-o", dir.resolve("xdp.data").toString(),
+                    "--archive", archive.toString());
+            Thread.sleep(300);
+            bpf.linkUpdate(link, b);
+            Thread.sleep(500);
+            signal(ptrec.process(), "INT");
+            err = ptrec.waitForLog();
+            assertEquals(0, ptrec.process().exitValue(), err);
+        }
+        try (Archive ar = Archive.open(archive)) {
+            String rec = ar.read(Recordings::all).get(0).id();
+            List<Region> versions = new ArrayList<>(ar.read(s -> Recordings.regions(s, rec)).stream()
+                    .filter(r -> r.name().equals("bpf_dispatcher_xdp")).toList());
+            versions.sort(java.util.Comparator.comparingLong(Region::validFrom));
+            assertTrue(versions.size() >= 2, "dispatcher versions: " + versions + "\n" + err);
+            for (Region r : versions) assertEquals(ptfence.region.RegionKind.BPF_DISPATCHER, r.kind());
+            byte[] first = ar.get(versions.get(0).key()).orElseThrow();
+            byte[] last = ar.get(versions.get(versions.size() - 1).key()).orElseThrow();
+            assertTrue(DispatcherCode.dispatchesTo(first, aAddr), "first version: to a");
+            assertTrue(DispatcherCode.dispatchesTo(last, bAddr), "last version: to b");
+            for (int i = 1; i < versions.size(); i++) {
+                assertEquals(versions.get(i - 1).validTo(), versions.get(i).validFrom(), "one version after another");
+            }
         }
     }
 
