@@ -204,7 +204,8 @@ public final class BundleReader {
     private static BundleSummary importChecked(Archive archive, Path bundle, String perfDataPath, Progress progress,
             BundleSummary checked) {
         progress.phase("importing images and regions", checked.images() + checked.regions());
-        Lease lease = Recordings.openLease(archive, "import of " + bundle, Duration.ofHours(6));
+        // the lease names the recording: from its registration on, gc keeps it until the import is done
+        Lease lease = Recordings.openLease(archive, "import of " + bundle, Duration.ofHours(6), checked.recordingId());
         try {
             Recording[] rec = new Recording[1];
             long[] fresh = new long[2];

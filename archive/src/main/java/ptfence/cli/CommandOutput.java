@@ -17,10 +17,20 @@ import java.util.Collection;
 public final class CommandOutput implements Closeable {
     private final OutputFile file;
     private final PrintWriter writer;
+    /** The first write error, which the PrintWriter swallows: its reason goes into the one-line message. */
+    private volatile IOException failure;
 
     private CommandOutput(OutputFile file, OutputStream stream) {
         this.file = file;
-        this.writer = new PrintWriter(new OutputStreamWriter(stream, StandardCharsets.UTF_8), false);
+        OutputStream remembering = new MappedErrors(stream, this::remember);
+        this.writer = new PrintWriter(new OutputStreamWriter(remembering, StandardCharsets.UTF_8), false);
+    }
+
+    private IOException remember(IOException e) {
+        if (failure == null) {
+            failure = e;
+        }
+        return e;
     }
 
     /**
@@ -42,16 +52,35 @@ public final class CommandOutput implements Closeable {
     /** Flushes; with -o, puts the file in place (after which close leaves it). */
     public void commit() throws IOException {
         writer.flush();
-        if (file == null) {
-            if (writer.checkError()) { // a redirect to a full disk, say: the PrintWriter swallowed the error
-                throw new BadInputException("standard output: writing failed (disk full?)");
+        if (writer.checkError()) { // a redirect to a full disk, a closed descriptor: the PrintWriter swallowed it
+            IOException e = failure;
+            if (file == null) {
+                throw new BadInputException(e != null && e.getMessage() != null && e.getMessage().startsWith(
+                        "standard output") ? e.getMessage() : "standard output: writing failed"
+                        + (e == null ? "" : " (" + e.getMessage() + ")"));
             }
-            return;
+            throw new BadInputException(e instanceof java.nio.file.FileSystemException f
+                    ? f.getFile() + ": " + f.getReason()
+                    : file.target() + ": writing failed" + (e == null ? "" : " (" + e.getMessage() + ")")
+                            + "; the file was left as it was");
         }
-        if (writer.checkError()) {
-            throw new BadInputException(file.target() + ": writing failed (disk full?); the file was left as it was");
+        if (file != null) {
+            file.commit();
         }
-        file.commit();
+    }
+
+    /**
+     * The end of a command with exit status {@code status}: only a success puts an {@code -o} file in place; any
+     * other status (a {@code --strict} decode with errors included) leaves an existing file as it was, as a failure
+     * does. Returns {@code status}.
+     */
+    public int finish(int status) throws IOException {
+        if (status == Tool.EXIT_OK) {
+            commit();
+        } else {
+            writer.flush();
+        }
+        return status;
     }
 
     /** Without a commit: standard output is flushed as far as it got; an -o file is left as it was. */

@@ -31,18 +31,34 @@ public final class Stdout extends OutputStream {
     /** A PrintStream only flags its errors: ask after each chunk (printers write in chunks of kilobytes). */
     private void check() throws IOException {
         if (out instanceof PrintStream ps && ps.checkError()) {
-            if (ps == System.out && fdIsPipe()) {
+            String fd1 = ps == System.out ? fd1() : "?";
+            if (fd1.startsWith("pipe:")) {
                 throw new ReaderGone();
             }
-            throw new IOException("standard output: write failed");
+            if (fd1.isEmpty()) {
+                throw new IOException("standard output is closed");
+            }
+            throw new IOException("standard output: write failed" + (fd1.equals("?") ? "" : " (" + fd1 + ")"));
         }
     }
 
-    private static boolean fdIsPipe() {
+    /**
+     * What descriptor 1 is ("pipe:[..]", a path), "" if it is closed — or was closed when the JVM started and
+     * then reused for a file the JVM opened for reading — and "?" if that cannot be told.
+     */
+    private static String fd1() {
         try {
-            return Files.readSymbolicLink(Path.of("/proc/self/fd/1")).toString().startsWith("pipe:");
-        } catch (IOException | UnsupportedOperationException | SecurityException e) {
-            return false;
+            String target = Files.readSymbolicLink(Path.of("/proc/self/fd/1")).toString();
+            for (String line : Files.readAllLines(Path.of("/proc/self/fdinfo/1"))) {
+                if (line.startsWith("flags:") && (Integer.parseInt(line.substring(6).trim(), 8) & 3) == 0) {
+                    return ""; // O_RDONLY: not the standard output the command was given
+                }
+            }
+            return target;
+        } catch (java.nio.file.NoSuchFileException e) {
+            return Files.isDirectory(Path.of("/proc/self/fd")) ? "" : "?";
+        } catch (IOException | UnsupportedOperationException | SecurityException | NumberFormatException e) {
+            return "?";
         }
     }
 

@@ -32,6 +32,7 @@ public final class Tool {
         if (System.getProperty(CONVERTERS_EXCLUDES) == null) {
             System.setProperty(CONVERTERS_EXCLUDES, "java\\.time\\..*,java\\.sql\\..*");
         }
+        Inputs.forget();
         CommandLine cl = new CommandLine(command);
         if (out != null) {
             cl.setOut(out);

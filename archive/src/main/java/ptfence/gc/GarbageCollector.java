@@ -24,17 +24,25 @@ import ptfence.store.Snapshot;
 /**
  * Mark and sweep over the archive.
  *
- * <p>Roots: recordings that are kept (pinned, or younger than {@code --keep} with their perf.data still
- * there; a recording still running is only ever dropped by age, counted from its perf.data's last write,
- * so gc never pulls a recording from under a live capture), pins, and live leases (everything touched since the lease's generation). Marked: the regions
- * those recordings link, the regions with pinned names, and the images of all marked regions.
+ * <p>Roots: recordings that are kept — live (a lease that has not run out names it: a capture from its first
+ * commit to its end, whatever {@code --keep} or its perf.data say), pinned, or neither older than {@code --keep}
+ * nor with its perf.data gone (a recording whose perf.data is gone is dropped only once it is
+ * {@link GcPolicy#PERF_DATA_GRACE} old, and one still running without a live lease — a crashed capture — only by
+ * age, counted from its perf.data's last write); pins; and live leases (everything touched since the lease's
+ * generation). Marked: the regions those recordings link, the regions with pinned names, and the images of all
+ * marked regions.
  *
  * <p>Safe alongside captures and readers: the run first starts a new archive generation in its own
  * write transaction, then marks in a read snapshot, then sweeps in short write transactions that re-check
  * each candidate and spare anything touched in the new generation (a capture that put, added or linked
- * it meanwhile). Sweep order is recordings, then regions, then images, so every committed state keeps the
- * invariant "a region's image is present" and a kill at any moment leaves a consistent archive; running
- * gc again finishes the job (idempotent).
+ * it meanwhile) and any recording a lease made live meanwhile. Sweep order is recordings, then regions, then
+ * images, so every committed state keeps the invariant "a region's image is present" and a kill at any moment
+ * leaves a consistent archive; running gc again finishes the job (idempotent).
+ *
+ * <p>It deletes nothing from a damaged archive: before its first write it checks, in one snapshot, every record it
+ * decides by (regions and their indexes, recordings and their links, leases, pins) and refuses with one line
+ * naming the first problem. Image bytes are not re-hashed here (every read does that; {@code ptarchive verify}
+ * re-hashes them all).
  */
 public final class GarbageCollector {
     private GarbageCollector() {}
@@ -55,6 +63,8 @@ public final class GarbageCollector {
     }
 
     private static GcReport run(Archive archive, GcPolicy policy, long nowMillis, Progress progress) {
+        progress.phase("checking", 0);
+        requireUndamaged(archive);
         progress.phase("marking", 0);
         long generation = policy.dryRun() ? archive.read(Snapshot::generation) + 1
                 : archive.write(Batch::advanceGeneration);
@@ -64,10 +74,31 @@ public final class GarbageCollector {
         }
         Swept swept = sweep(archive, policy, plan, generation, nowMillis, progress);
         GcReport planned = plan.report(false, generation, swept.spared);
-        return new GcReport(false, generation, planned.droppedRecordings(), swept.regions, swept.images,
+        // what was dropped: a recording pinned or begun again meanwhile, or dropped by a concurrent gc, is not
+        List<GcReport.Dropped> dropped = planned.droppedRecordings().stream()
+                .filter(d -> swept.droppedIds.contains(d.id())).toList();
+        return new GcReport(false, generation, dropped, swept.regions, swept.images,
                 swept.bytes, swept.spared, planned.leasesExpired(), planned.keptRecordings(),
                 planned.keptImages() + (plan.images.size() - swept.images),
                 planned.keptBytes() + (planned.bytesFreed() - swept.bytes));
+    }
+
+    /**
+     * The records gc decides by, checked in one snapshot before anything is written: a flipped bit in a link or a
+     * region record would otherwise make gc free what a kept recording needs.
+     */
+    static void requireUndamaged(Archive archive) {
+        List<String> problems = new ArrayList<>();
+        archive.read(s -> {
+            RegionIndex.check(s, problems::add);
+            Recordings.check(s, problems::add);
+            return null;
+        });
+        if (!problems.isEmpty()) {
+            throw new ptfence.cli.BadInputException("archive " + archive.directory() + ": damaged ("
+                    + problems.get(0) + (problems.size() > 1 ? "; " + (problems.size() - 1) + " more problem(s)" : "")
+                    + "); gc deletes nothing from a damaged archive: run 'ptarchive verify'");
+        }
     }
 
     /** What the mark phase decided. */
@@ -104,9 +135,13 @@ public final class GarbageCollector {
             }
         }
         long leaseGeneration = Long.MAX_VALUE;
+        Set<String> liveRecordings = new HashSet<>();
         for (Lease l : Recordings.leases(s)) {
             if (l.liveAt(now)) {
                 leaseGeneration = Math.min(leaseGeneration, l.fromGeneration());
+                if (!l.recording().isEmpty()) {
+                    liveRecordings.add(l.recording());
+                }
             } else {
                 plan.expiredLeases.add(l.id());
             }
@@ -116,9 +151,10 @@ public final class GarbageCollector {
         List<Recording> kept = new ArrayList<>();
         long cutoff = now - policy.keep().toMillis();
         for (Recording r : Recordings.all(s)) {
-            if (pinnedRecordings.contains(r.id())) {
+            if (pinnedRecordings.contains(r.id()) || liveRecordings.contains(r.id())) {
                 kept.add(r);
-            } else if (r.endTime() != Recording.RUNNING && perfDataGone(r)) {
+            } else if (r.endTime() != Recording.RUNNING
+                    && now - r.createdMillis() >= GcPolicy.PERF_DATA_GRACE.toMillis() && perfDataGone(r)) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "perf.data gone (" + r.perfDataPath() + ")"));
             } else if (lastActiveMillis(r) < cutoff) {
                 plan.dropped.add(new GcReport.Dropped(r.id(), "older than " + policy.keep()));
@@ -170,7 +206,7 @@ public final class GarbageCollector {
             List<Recording> survivors = new ArrayList<>();
             for (Recording r : kept) {
                 if (liveBytes[0] > policy.maxBytes() && !pinnedRecordings.contains(r.id())
-                        && r.endTime() != Recording.RUNNING) {
+                        && !liveRecordings.contains(r.id()) && r.endTime() != Recording.RUNNING) {
                     for (long id : linked.get(r.id())) {
                         refRegion(id, allRegions, regionRefs, imageRefs, imageSizes, liveBytes, -1);
                     }
@@ -258,6 +294,7 @@ public final class GarbageCollector {
 
     /** What the sweep actually removed. */
     private static final class Swept {
+        final Set<String> droppedIds = new HashSet<>();
         long regions;
         long images;
         long bytes;
@@ -282,11 +319,14 @@ public final class GarbageCollector {
             List<GcReport.Dropped> chunk = plan.dropped.subList(i, Math.min(plan.dropped.size(), i + n));
             archive.write(b -> {
                 for (GcReport.Dropped d : chunk) {
-                    if (Recordings.isPinned(b, new PinTarget(PinTarget.Type.RECORDING, d.id()))) {
-                        sparedRegions.addAll(Recordings.regionIds(b, d.id()));  // pinned while we ran
+                    if (Recordings.isPinned(b, new PinTarget(PinTarget.Type.RECORDING, d.id()))
+                            || Recordings.isLive(b, d.id(), now)) {
+                        sparedRegions.addAll(Recordings.regionIds(b, d.id()));  // pinned or begun again while we ran
                         continue;
                     }
-                    Recordings.delete(b, d.id());
+                    if (Recordings.delete(b, d.id())) {
+                        swept.droppedIds.add(d.id());
+                    }
                 }
                 return null;
             });

@@ -12,6 +12,12 @@ import java.time.Duration;
  * @param opsPerTxn  deletions per write transaction: small, so a live capture never waits long
  */
 public record GcPolicy(Duration keep, long maxBytes, boolean dryRun, int opsPerTxn) {
+    /**
+     * A recording whose perf.data is gone is dropped only once it is this old: an import names a perf.data that may
+     * still be on its way, a capture's file may be moved into place after it ends.
+     */
+    public static final Duration PERF_DATA_GRACE = Duration.ofHours(1);
+
     /** The default retention of {@code ptarchive gc}. */
     public static final Duration DEFAULT_KEEP = Duration.ofDays(30);
 

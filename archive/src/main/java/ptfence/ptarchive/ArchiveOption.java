@@ -12,9 +12,14 @@ public final class ArchiveOption {
                     + "else ~/.local/share/ptfence/archive).")
     Path directory;
 
-    /** Opens the chosen archive for writing, creating it if there is none (ptrec, import, gc, pin). */
-    public Archive open(PtarchiveCommand parent) {
+    /** Opens the chosen archive for writing, creating it if there is none (import). */
+    public Archive create(PtarchiveCommand parent) {
         return Archive.open(resolve(parent));
+    }
+
+    /** Opens the chosen existing archive for writing (gc, pin, unpin): a path holding none is an error. */
+    public Archive open(PtarchiveCommand parent) {
+        return Archive.openExisting(resolve(parent));
     }
 
     /** Opens the chosen archive for reading only: a path holding no archive is an error, never a new archive. */

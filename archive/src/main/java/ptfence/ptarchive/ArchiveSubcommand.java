@@ -16,7 +16,12 @@ abstract class ArchiveSubcommand {
     @Spec
     CommandSpec spec;
 
-    /** For the commands that write (import, gc, pin, unpin): creates the archive if there is none. */
+    /** For import, which fills an archive: creates it if there is none. */
+    Archive createArchive() {
+        return archive.create(parent);
+    }
+
+    /** For the commands that change an existing archive (gc, pin, unpin): never creates one. */
     Archive openArchive() {
         return archive.open(parent);
     }

@@ -14,7 +14,8 @@ import ptfence.store.Archive;
 @Command(name = "import", mixinStandardHelpOptions = true, description = "Import a bundle written by 'ptarchive export'. The whole bundle is verified "
         + "first (a cut-short or altered bundle imports nothing); importing twice is harmless.",
         footer = {"", "The imported recording's creation time is the import time (gc --keep ages it from there).",
-                "Give --perf-data so gc also drops it once that file is deleted.", "",
+                "Give --perf-data (an existing file) so gc also drops it once that file is deleted (never within "
+                        + "an hour of the import).", "",
                 "Examples:", "  ptarchive import trace.ptfb", "  ptarchive import trace.ptfb --perf-data ./perf.data", ""})
 final class ImportCommand extends ArchiveSubcommand implements Callable<Integer> {
     @Parameters(paramLabel = "BUNDLE", description = "Bundle file.")
@@ -33,7 +34,22 @@ final class ImportCommand extends ArchiveSubcommand implements Callable<Integer>
 
     @Override
     public Integer call() {
-        try (Archive a = openArchive();
+        // checked before the archive is opened (and maybe created): a wrong argument changes nothing
+        if (!java.nio.file.Files.exists(bundle)) {
+            throw new ptfence.cli.BadInputException(bundle + ": no such file");
+        }
+        if (!java.nio.file.Files.isRegularFile(bundle)) {
+            throw new ptfence.cli.BadInputException(bundle + ": not a regular file (" + (java.nio.file.Files
+                    .isDirectory(bundle) ? "a directory" : "a pipe or device") + "); import reads a bundle twice, "
+                    + "checking it whole before it imports anything: copy it to a file first");
+        }
+        if (perfData != null && !java.nio.file.Files.isRegularFile(perfData)) {
+            // gc would otherwise drop the recording as "perf.data gone" at its first run
+            throw new ptfence.cli.BadInputException("--perf-data " + perfData + ": " + (java.nio.file.Files
+                    .exists(perfData) ? "not a regular file" : "no such file") + " (give the recording's perf.data "
+                    + "as it is on this machine, or leave --perf-data out)");
+        }
+        try (Archive a = createArchive();
                 Progress p = Progress.start(spec.commandLine().getErr(), "import", Progress.wanted(progress))) {
             BundleSummary s = BundleReader.importInto(a, bundle,
                     perfData == null ? "" : perfData.toAbsolutePath().toString(), p, files);

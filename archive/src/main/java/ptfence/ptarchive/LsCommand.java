@@ -127,7 +127,8 @@ final class LsCommand extends ArchiveSubcommand implements Callable<Integer> {
             for (Lease l : leases) {
                 out.println(new Json().field("type", "lease").field("id", l.id()).field("holder", l.holder())
                         .field("generation", l.fromGeneration()).field("started_ms", l.startedMillis())
-                        .field("expires_ms", l.expiresMillis()).field("live", l.liveAt(now)));
+                        .field("expires_ms", l.expiresMillis()).field("live", l.liveAt(now))
+                        .field("recording", l.recording().isEmpty() ? null : l.recording()));
             }
             return;
         }
@@ -147,8 +148,9 @@ final class LsCommand extends ArchiveSubcommand implements Callable<Integer> {
         if (!leases.isEmpty()) {
             long now = System.currentTimeMillis();
             out.printf("%d lease(s)%n", leases.size());
-            leases.forEach(l -> out.printf("  %s  %s  %s%n", l.id(), l.holder(),
-                    l.liveAt(now) ? "expires " + java.time.Instant.ofEpochMilli(l.expiresMillis()) : "expired"));
+            leases.forEach(l -> out.printf("  %s  %s  %s%s%n", l.id(), l.holder(),
+                    l.liveAt(now) ? "expires " + java.time.Instant.ofEpochMilli(l.expiresMillis()) : "expired",
+                    l.recording().isEmpty() ? "" : "  keeps recording " + l.recording() + " live"));
         }
     }
 

@@ -18,7 +18,8 @@ abstract class PinBase extends ArchiveSubcommand {
     boolean asName;
 
     Integer run(boolean remove) {
-        try (Archive a = openArchive()) {
+        // listing only reads: it works on a read-only archive and never creates one
+        try (Archive a = target == null ? openArchiveReadOnly() : openArchive()) {
             if (target == null) {
                 if (remove) {
                     throw new BadInputException("unpin: which target? (see 'ptarchive pin' for the list)");

@@ -6,7 +6,7 @@ import ptfence.cli.Tool;
 @Command(name = "ptarchive", mixinStandardHelpOptions = true, version = "ptarchive 0.1.0",
         description = "The content-addressed archive of text images that ptrec fills and ptdecode reads.",
         subcommands = {LsCommand.class, ShowCommand.class, StatsCommand.class, VerifyCommand.class,
-                ExportCommand.class, ImportCommand.class, GcCommand.class, PinCommand.class, UnpinCommand.class,
+                ExportCommand.class, ImportCommand.class, PublishCommand.class, GcCommand.class, PinCommand.class, UnpinCommand.class,
                 picocli.CommandLine.HelpCommand.class},
         footer = {"", "Examples:",
                 "  ptarchive ls --recordings",
@@ -15,6 +15,7 @@ import ptfence.cli.Tool;
                 "  ptarchive verify",
                 "  ptarchive export REC -o rec.ptfb && ptarchive --archive /tmp/a import rec.ptfb",
                 "  ptarchive gc --keep 7d --dry-run",
+                "  ptarchive publish /srv/ptfence --since 2h      (for debuginfod -F /srv/ptfence; docs/fleet.md)",
                 "", "The archive is --archive DIR, else $PTFENCE_ARCHIVE, else /var/lib/ptfence/archive (root) or",
                 "~/.local/share/ptfence/archive. Format and commands: docs/archive.md.", ""})
 public final class PtarchiveCommand implements Runnable {

@@ -10,8 +10,15 @@ package ptfence.recording;
  * @param fromGeneration the archive generation the lease was opened in
  * @param startedMillis  wall time it was opened
  * @param expiresMillis  wall time it runs out unless renewed
+ * @param recording      the recording this lease keeps live ("" for none): gc never drops it while the lease
+ *                       holds, whatever {@code --keep} or its perf.data say
  */
-public record Lease(String id, String holder, long fromGeneration, long startedMillis, long expiresMillis) {
+public record Lease(String id, String holder, long fromGeneration, long startedMillis, long expiresMillis,
+        String recording) {
+    public Lease {
+        recording = recording == null ? "" : recording;
+    }
+
     /** Whether the lease still holds at this wall time. */
     public boolean liveAt(long nowMillis) {
         return nowMillis < expiresMillis;

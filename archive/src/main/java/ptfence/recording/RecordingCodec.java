@@ -56,6 +56,8 @@ public final class RecordingCodec {
             out.writeLong(l.fromGeneration());
             out.writeLong(l.startedMillis());
             out.writeLong(l.expiresMillis());
+            // appended, so a build that knows only the five fields above still reads the record
+            out.writeUTF(l.recording());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -65,8 +67,16 @@ public final class RecordingCodec {
     static Lease decodeLease(byte[] v, String where) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(v))) {
             checkVersion(in.readUnsignedByte(), where);
-            return new Lease(in.readUTF(), in.readUTF(), in.readLong(), in.readLong(), in.readLong());
-        } catch (IOException e) {
+            Lease l = new Lease(in.readUTF(), in.readUTF(), in.readLong(), in.readLong(), in.readLong(), "");
+            if (in.available() > 0) {
+                l = new Lease(l.id(), l.holder(), l.fromGeneration(), l.startedMillis(), l.expiresMillis(),
+                        in.readUTF());
+            }
+            if (in.available() != 0) {
+                throw new BadInputException(where + ": stray bytes after a lease record");
+            }
+            return l;
+        } catch (IOException | IllegalArgumentException e) {
             throw new BadInputException(where + ": malformed lease record (" + e.getMessage() + ")");
         }
     }

@@ -19,9 +19,9 @@ import ptfence.store.Table;
  * The recordings registry (gc's roots), pins and leases.
  *
  * <pre>{@code
- * // a capture, start to end:
- * Lease lease = Recordings.openLease(archive, "ptrec pid " + pid, Duration.ofMinutes(10));
- * archive.write(b -> { Recordings.register(b, Recording.started(id, path, boot, t0)); return null; });
+ * // a capture, start to end: the lease keeps the recording live (gc never drops it) until it is closed
+ * Lease lease = Recordings.begin(archive, Recording.started(id, path, boot, t0), "ptrec pid " + pid,
+ *         Duration.ofMinutes(10));
  * archive.write(b -> { long r = RegionIndex.add(b, region); Recordings.link(b, id, r); return null; });
  * Recordings.renewLease(archive, lease.id(), Duration.ofMinutes(10));  // every few minutes
  * archive.write(b -> Recordings.finish(b, id, tEnd));
@@ -104,8 +104,8 @@ public final class Recordings {
     }
 
     /**
-     * Checks every recording decodes and every link points at a region that exists. Problems go to the
-     * sink, one line each; returns the number of recordings.
+     * Checks every recording, pin and lease decodes and every link points at a region that exists. Problems go to
+     * the sink, one line each; returns the number of recordings.
      */
     public static long check(Snapshot s, java.util.function.Consumer<String> problems) {
         long[] n = {0};
@@ -123,9 +123,29 @@ public final class Recordings {
             String rec = nul >= 0 ? new String(k, 0, nul, StandardCharsets.UTF_8) : "?";
             if (nul < 0 || s.raw(Table.RECORDINGS, idKey(rec)) == null) {
                 problems.accept("link of unknown recording '" + rec + "'");
-            } else if (RegionIndex.get(s, RegionIndex.idOf(k)).isEmpty()) {
+            } else if (s.raw(Table.REGIONS, RegionIndex.idKey(RegionIndex.idOf(k))) == null) {
+                // present is enough here: a record that does not decode is RegionIndex.check's to report
                 problems.accept("recording " + rec + " needs region " + Region.idHex(RegionIndex.idOf(k))
                         + " which is missing");
+            }
+            return true;
+        });
+        s.forEachPrefix(Table.LEASES, EMPTY, (k, v) -> {
+            try {
+                RecordingCodec.decodeLease(v, "lease " + new String(k, StandardCharsets.UTF_8));
+            } catch (RuntimeException e) {
+                problems.accept(e.getMessage());
+            }
+            return true;
+        });
+        s.forEachPrefix(Table.PINS, EMPTY, (k, v) -> {
+            try {
+                PinTarget.fromKey(k);
+                if (v.length != 8) {
+                    problems.accept("pin " + new String(k, StandardCharsets.UTF_8) + ": malformed value");
+                }
+            } catch (RuntimeException e) {
+                problems.accept("pin: " + e.getMessage());
             }
             return true;
         });
@@ -160,13 +180,40 @@ public final class Recordings {
 
     /** Opens a lease for a live capture (own short write transaction). */
     public static Lease openLease(Archive archive, String holder, Duration ttl) {
+        return archive.write(b -> openLease(b, holder, ttl, ""));
+    }
+
+    /** Opens a lease that also keeps one recording live, registered now or later (an import registers it last). */
+    public static Lease openLease(Archive archive, String holder, Duration ttl, String recordingId) {
+        return archive.write(b -> openLease(b, holder, ttl, recordingId));
+    }
+
+    /**
+     * A capture begins: in one transaction, a lease naming the recording and the recording itself (registered
+     * unless it is there already: a capture whose lease lapsed begins again with the same recording). From this
+     * commit until the lease is closed or runs out, gc keeps the recording whatever {@code --keep} or its perf.data
+     * say, and everything touched since.
+     */
+    public static Lease begin(Archive archive, Recording recording, String holder, Duration ttl) {
         return archive.write(b -> {
-            long now = System.currentTimeMillis();
-            Lease l = new Lease(UUID.randomUUID().toString(), holder, b.advanceGeneration(), now,
-                    now + ttl.toMillis());
-            b.putRaw(Table.LEASES, idKey(l.id()), RecordingCodec.encode(l));
-            return l;
+            if (b.raw(Table.RECORDINGS, idKey(recording.id())) == null) {
+                register(b, recording);
+            }
+            return openLease(b, holder, ttl, recording.id());
         });
+    }
+
+    private static Lease openLease(Batch b, String holder, Duration ttl, String recordingId) {
+        long now = System.currentTimeMillis();
+        Lease l = new Lease(UUID.randomUUID().toString(), holder, b.advanceGeneration(), now, now + ttl.toMillis(),
+                recordingId);
+        b.putRaw(Table.LEASES, idKey(l.id()), RecordingCodec.encode(l));
+        return l;
+    }
+
+    /** Whether a lease that holds at {@code nowMillis} names this recording: it is live, gc keeps it. */
+    public static boolean isLive(Snapshot s, String recordingId, long nowMillis) {
+        return leases(s).stream().anyMatch(l -> l.liveAt(nowMillis) && l.recording().equals(recordingId));
     }
 
     /** Extends a lease; false if it is gone (expired and removed by gc: open a new one). */
@@ -178,7 +225,7 @@ public final class Recordings {
             }
             Lease l = RecordingCodec.decodeLease(v, "lease " + leaseId);
             Lease renewed = new Lease(l.id(), l.holder(), l.fromGeneration(), l.startedMillis(),
-                    System.currentTimeMillis() + ttl.toMillis());
+                    System.currentTimeMillis() + ttl.toMillis(), l.recording());
             b.putRaw(Table.LEASES, idKey(leaseId), RecordingCodec.encode(renewed));
             return true;
         });

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumMap;
@@ -14,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.DbiFlags;
@@ -64,15 +66,54 @@ public final class Archive implements AutoCloseable {
     /** Readers/writers hold it shared; growing the map holds it exclusively (LMDB wants no live txn then). */
     private final ReentrantReadWriteLock mapLock = new ReentrantReadWriteLock();
 
-    private Archive(Path directory, Env<byte[]> env, boolean readOnly) {
+    /** LMDB's writer mutex, watched so a write waits a bounded time for another process's transaction. */
+    private LockWait.WriterLock writerLock;
+    private final Duration lockTimeout;
+    private final BooleanSupplier stopWaiting;
+
+    private Archive(Path directory, Env<byte[]> env, boolean readOnly, Duration lockTimeout,
+            BooleanSupplier stopWaiting) {
         this.directory = directory;
         this.env = env;
         this.readOnly = readOnly;
+        this.lockTimeout = lockTimeout;
+        this.stopWaiting = stopWaiting;
     }
 
-    /** Opens the archive in this directory for reading and writing, creating it if there is none. */
+    private void awaitWriter() {
+        if (writerLock != null) {
+            writerLock.await(lockTimeout, stopWaiting);
+        }
+    }
+
+    private void closeWriterLock() {
+        if (writerLock != null) {
+            writerLock.close();
+        }
+    }
+
+    /**
+     * Opens the archive in this directory for reading and writing, creating it if there is none: for the commands
+     * that fill an archive (ptrec, import).
+     */
     public static Archive open(Path directory) {
-        return open(directory, false);
+        return open(directory, false, true, () -> false);
+    }
+
+    /**
+     * {@link #open(Path)}, with every wait for another process's lock (at the open and before each write) given up
+     * as soon as {@code stopWaiting} says so (ptrec: a SIGINT or SIGTERM), not only after {@code PTFENCE_LOCK_TIMEOUT}.
+     */
+    public static Archive open(Path directory, BooleanSupplier stopWaiting) {
+        return open(directory, false, true, stopWaiting);
+    }
+
+    /**
+     * Opens an existing archive for reading and writing; a path that holds no archive is a one-line error and
+     * nothing is created (gc, pin, unpin: an archive they would create would only be empty).
+     */
+    public static Archive openExisting(Path directory) {
+        return open(directory, false, false, () -> false);
     }
 
     /**
@@ -80,7 +121,7 @@ public final class Archive implements AutoCloseable {
      * one-line error), works on a read-only file system or with a lock file it cannot write.
      */
     public static Archive openReadOnly(Path directory) {
-        return open(directory, true);
+        return open(directory, true, false, () -> false);
     }
 
     /**
@@ -104,20 +145,23 @@ public final class Archive implements AutoCloseable {
         }
     }
 
-    private static Archive open(Path directory, boolean readOnly) {
+    private static Archive open(Path directory, boolean readOnly, boolean create, BooleanSupplier stopWaiting) {
         Path dir = directory.toAbsolutePath();
         Path data = dir.resolve("data.mdb");
-        if (readOnly) {
+        if (!create) {
             requireExisting(dir);
         } else {
             createPrivateDirectory(dir);
         }
         long fileSize = 0;
         if (Files.exists(data)) {
-            // LMDB trusts its file: what it would walk is checked here first, with plain reads (see LmdbFile)
-            fileSize = LmdbFile.check(data, false).fileSize();
+            // LMDB trusts its file: what it would walk is checked here first, with plain reads (see LmdbFile); a
+            // writer checks as deeply as verify does (key order, entry counts, overflow headers, the free-page lists
+            // its commits reuse): it must not rewrite, or delete by, pages that are damaged
+            fileSize = LmdbFile.check(data, !readOnly).fileSize();
         }
-        LockWait.await(dir, dir.resolve("lock.mdb"), LockWait.timeout());
+        Duration lockTimeout = LockWait.timeout();
+        LockWait.await(dir, dir.resolve("lock.mdb"), lockTimeout, stopWaiting);
         Env<byte[]> env;
         try {
             env = openEnv(dir, fileSize, readOnly, false);
@@ -129,18 +173,21 @@ public final class Archive implements AutoCloseable {
                 throw e;
             }
         }
-        Archive archive = new Archive(dir, env, readOnly);
+        Archive archive = new Archive(dir, env, readOnly, lockTimeout, stopWaiting);
         try {
             if (!readOnly) {
                 restrict(data);
                 restrict(dir.resolve("lock.mdb"));
+                archive.writerLock = LockWait.WriterLock.open(dir, dir.resolve("lock.mdb"));
             }
             env.readerCheck();  // clear reader slots of processes that died
             archive.openTables();
         } catch (LmdbNativeException e) {
+            archive.closeWriterLock();
             env.close();
             throw archive.translate(e);
         } catch (RuntimeException e) {
+            archive.closeWriterLock();
             env.close();
             throw e;
         }
@@ -180,6 +227,9 @@ public final class Archive implements AutoCloseable {
     }
 
     private void openTables() {
+        if (!readOnly) {
+            awaitWriter();
+        }
         try (Txn<byte[]> txn = readOnly ? env.txnRead() : env.txnWrite()) {
             for (Table t : Table.values()) {
                 try {
@@ -255,6 +305,7 @@ public final class Archive implements AutoCloseable {
         for (int attempt = 0; ; attempt++) {
             boolean full = false;
             boolean resized = false;
+            awaitWriter();
             mapLock.readLock().lock();
             try (Txn<byte[]> txn = env.txnWrite()) {
                 R result = fn.apply(new Batch(this, txn));
@@ -328,6 +379,7 @@ public final class Archive implements AutoCloseable {
         mapLock.writeLock().lock();
         try {
             env.close();
+            closeWriterLock();
         } finally {
             mapLock.writeLock().unlock();
         }

@@ -179,10 +179,54 @@ public final class LmdbFile {
         // must not size this set
         this.seen = new BitSet((int) Math.min(Math.min(m.lastPage() + 1, size / m.pageSize() + 1), Integer.MAX_VALUE));
         seen.set(0, 2);
-        walkDb("free-page database", m.free(), MDB_INTEGERKEY, false);
+        walkDb(FREE_DB, m.free(), MDB_INTEGERKEY, false);
         walkDb("main database", m.main(), 0, true);
         for (Object[] n : named) {
             walkDb((String) n[0], (Db) n[1], 0, false);
+        }
+        if (deep) {
+            checkFreeLists();
+        }
+    }
+
+    private static final String FREE_DB = "free-page database";
+
+    /** Where the free-page database's values are: {page, node, offset, length}, read once every tree is walked. */
+    private final java.util.List<long[]> freeLists = new java.util.ArrayList<>();
+
+    /**
+     * The pages a writer will reuse are the ones the free-page database lists: each list (u64 count, then that many
+     * u64 page numbers) must name pages inside the file that no tree reaches, each once; a flipped bit there would
+     * make the next commit overwrite a live page.
+     */
+    private void checkFreeLists() throws IOException {
+        BitSet listed = new BitSet();
+        for (long[] f : freeLists) {
+            String where = where(f[0]) + " of the " + FREE_DB + ": node " + f[1] + "'s list of free pages";
+            if (f[3] < 8 || f[3] % 8 != 0 || f[3] > Integer.MAX_VALUE) {
+                throw damage(where + " is " + f[3] + " bytes, not a count and page numbers");
+            }
+            ByteBuffer v = ByteBuffer.allocate((int) f[3]).order(ByteOrder.LITTLE_ENDIAN);
+            while (v.hasRemaining()) {
+                if (ch.read(v, f[2] + v.position()) < 0) {
+                    throw damage(where + " runs past the end of the file");
+                }
+            }
+            long count = v.getLong(0);
+            if (count != f[3] / 8 - 1) {
+                throw damage(where + " says " + count + " pages in " + f[3] + " bytes");
+            }
+            for (int i = 1; i <= count; i++) {
+                long pg = v.getLong(8 * i);
+                if (pg < 2 || pg > meta.lastPage()) {
+                    throw damage(where + " names page " + pg + ", outside pages 2.." + meta.lastPage());
+                }
+                if (seen.get((int) pg) || listed.get((int) pg)) {
+                    throw damage(where + " names page " + pg + ", which is " + (seen.get((int) pg) ? "in use"
+                            : "listed twice") + ": a writer would overwrite it");
+                }
+                listed.set((int) pg);
+            }
         }
     }
 
@@ -273,10 +317,16 @@ public final class LmdbFile {
                     throw damage(where(pgno) + " of the " + name + ": node " + i + "'s overflow reference runs past "
                             + "the page");
                 }
-                overflow(name, pgno, i, p.getLong(keyEnd), dsize);
+                long first = p.getLong(keyEnd);
+                overflow(name, pgno, i, first, dsize);
+                if (deep && name.equals(FREE_DB)) {
+                    freeLists.add(new long[] {pgno, i, first * psize + PAGE_HEADER, dsize});
+                }
             } else if (keyEnd + dsize > psize) {
                 throw damage(where(pgno) + " of the " + name + ": node " + i + "'s value of " + dsize
                         + " bytes runs past the page");
+            } else if (deep && name.equals(FREE_DB)) {
+                freeLists.add(new long[] {pgno, i, pgno * psize + keyEnd, dsize});
             } else if ((nflags & F_SUBDATA) != 0) {
                 if (dsize != DB_RECORD) {
                     throw damage(where(pgno) + " of the " + name + ": named database record of " + dsize + " bytes");

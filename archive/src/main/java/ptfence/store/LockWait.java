@@ -9,10 +9,19 @@ import java.util.OptionalLong;
 import ptfence.cli.BadInputException;
 
 /**
- * Opening an LMDB environment takes a shared POSIX lock on the first byte of {@code lock.mdb} with F_SETLKW, which
+ * The two places LMDB waits for another process without a limit, each bounded here by {@code PTFENCE_LOCK_TIMEOUT}
+ * and refused with one line naming the holder's pid:
+ * <ul>
+ * <li>Opening an environment takes a shared POSIX lock on the first byte of {@code lock.mdb} with F_SETLKW, which
  * waits for ever while another process holds a write lock there (LMDB itself holds one only for the instant it
- * sets the lock file up). Before opening, this waits a bounded time for such a lock to go, reading the holders
- * from {@code /proc/locks} by the inode of {@code lock.mdb}, and then refuses with the holder's pid.
+ * sets the lock file up). Before opening, {@link #await} waits for such a lock to go, reading the holders from
+ * {@code /proc/locks} by the inode of {@code lock.mdb}.
+ * <li>A write transaction locks LMDB's writer mutex in {@code lock.mdb} (a process-shared robust pthread mutex), and
+ * a process that begins a write transaction and stops (a debugger, a hung program) makes every other writer wait
+ * for ever. Before each write transaction {@link WriterLock#await} reads that mutex's word from the file and waits,
+ * while another live process that maps {@code lock.mdb} owns it.
+ * </ul>
+ * Both look before LMDB's call: a lock taken in the instant between the look and the call is still waited for.
  */
 final class LockWait {
     /** Environment variable: seconds to wait for another process's lock on lock.mdb (default 5). */
@@ -40,7 +49,7 @@ final class LockWait {
     }
 
     /** Waits until no other process holds a write lock on byte 0 of this lock file, or refuses after the timeout. */
-    static void await(Path archiveDir, Path lockFile, Duration timeout) {
+    static void await(Path archiveDir, Path lockFile, Duration timeout, java.util.function.BooleanSupplier stop) {
         if (!Files.exists(lockFile) || !Files.isReadable(PROC_LOCKS)) {
             return;
         }
@@ -50,12 +59,13 @@ final class LockWait {
             if (holder.isEmpty()) {
                 return;
             }
-            if (System.nanoTime() - deadline >= 0) {
+            boolean stopped = stop.getAsBoolean();
+            if (stopped || System.nanoTime() - deadline >= 0) {
                 long pid = holder.getAsLong();
                 String who = pid > 0 ? "process " + pid + name(pid) : "another process (an open file description lock)";
                 throw new BadInputException("archive " + archiveDir + ": " + lockFile.getFileName() + " is locked by "
-                        + who + "; gave up after " + timeout.toMillis() / 1000.0 + " s (LMDB would wait for ever; "
-                        + "wait longer with " + ENV + "=SECONDS)");
+                        + who + "; " + (stopped ? "stopped waiting for it" : "gave up after " + timeout.toMillis()
+                        / 1000.0 + " s (LMDB would wait for ever; wait longer with " + ENV + "=SECONDS)"));
             }
             try {
                 Thread.sleep(50);
@@ -107,6 +117,158 @@ final class LockWait {
             return " (" + Files.readString(Path.of("/proc", Long.toString(pid), "comm")).trim() + ")";
         } catch (IOException e) {
             return "";
+        }
+    }
+
+    /**
+     * LMDB's writer mutex as stored in {@code lock.mdb} (LMDB 0.9, x86-64 glibc): the lock file starts with the
+     * MDB_txninfo header (u32 magic 0xBEEFC0DE, u32 format, the readers' mutex, the last txn id and reader count,
+     * padded to a 64-byte cache line), then the writer mutex. A glibc robust mutex's first word is the owner's
+     * thread id (with the FUTEX_WAITERS and FUTEX_OWNER_DIED bits), 0 when free. The mapping is shared, so plain
+     * reads of the file see the word as LMDB sets it.
+     */
+    static final class WriterLock implements AutoCloseable {
+        static final int MAGIC = 0xBEEFC0DE;
+        static final long WRITER_MUTEX = 64;
+        static final int TID_MASK = 0x3fffffff;
+
+        private final Path archiveDir;
+        private final Path lockFile;
+        private final java.nio.channels.FileChannel ch;
+        private final long inode;
+        /** Thread ids found owning the mutex, with their process (one that maps this lock file). */
+        private final java.util.Map<Integer, Long> holders = new java.util.concurrent.ConcurrentHashMap<>();
+
+        private WriterLock(Path archiveDir, Path lockFile, java.nio.channels.FileChannel ch, long inode) {
+            this.archiveDir = archiveDir;
+            this.lockFile = lockFile;
+            this.ch = ch;
+            this.inode = inode;
+        }
+
+        /** The writer mutex of this lock file, or null where it cannot be watched (no lock file, another layout). */
+        static WriterLock open(Path archiveDir, Path lockFile) {
+            try {
+                java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
+                        java.nio.file.StandardOpenOption.READ);
+                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                if (ch.read(b, 0) == 4 && b.getInt(0) == MAGIC && ch.size() >= WRITER_MUTEX + 40) {
+                    long ino = ((Number) Files.getAttribute(lockFile, "unix:ino")).longValue();
+                    return new WriterLock(archiveDir, lockFile, ch, ino);
+                }
+                ch.close();
+            } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+                // not watched: LMDB's own wait applies
+            }
+            return null;
+        }
+
+        /**
+         * Waits while another live process holds LMDB's writer mutex, at most {@code timeout}, and gives up at once
+         * when {@code stop} says so; then refuses with one line naming the holder.
+         */
+        void await(Duration timeout, java.util.function.BooleanSupplier stop) {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            long sleepMs = 1;
+            while (true) {
+                long pid = holder();
+                if (pid <= 0) {
+                    return;
+                }
+                boolean stopped = stop.getAsBoolean();
+                if (stopped || System.nanoTime() - deadline >= 0) {
+                    throw new BadInputException("archive " + archiveDir + ": process " + pid + name(pid) + " holds "
+                            + "the archive's write transaction; " + (stopped ? "stopped waiting for it" : "gave up after "
+                            + timeout.toMillis() / 1000.0 + " s (LMDB would wait for ever; wait longer with " + ENV
+                            + "=SECONDS)"));
+                }
+                try {
+                    Thread.sleep(sleepMs);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new BadInputException("archive " + archiveDir + ": interrupted waiting for process " + pid
+                            + name(pid) + ", which holds the archive's write transaction");
+                }
+                sleepMs = Math.min(20, sleepMs * 2);
+            }
+        }
+
+        /**
+         * The pid of another live process owning the writer mutex, else 0 (free, owned by this process, or by a
+         * thread that is gone: LMDB recovers a dead owner's mutex itself).
+         */
+        long holder() {
+            int word;
+            try {
+                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                if (ch.read(b, WRITER_MUTEX) != 4) {
+                    return 0;
+                }
+                word = b.getInt(0);
+            } catch (IOException e) {
+                return 0;
+            }
+            int tid = word & TID_MASK;
+            if (tid == 0) {
+                return 0;
+            }
+            Long known = holders.get(tid);
+            long pid = known != null ? known : lmdbProcess(tid);
+            if (pid <= 0) {
+                return 0;
+            }
+            if (known == null) {
+                holders.put(tid, pid);
+            } else if (!Files.exists(Path.of("/proc", Integer.toString(tid)))) {
+                holders.remove(tid);
+                return 0;
+            }
+            return pid == ProcessHandle.current().pid() ? 0 : pid;
+        }
+
+        /**
+         * The process of thread {@code tid} if it maps this lock file (so the tid is LMDB's, not a stale or foreign
+         * one), else 0.
+         */
+        private long lmdbProcess(int tid) {
+            try {
+                long pid = 0;
+                for (String line : Files.readAllLines(Path.of("/proc", Integer.toString(tid), "status"))) {
+                    if (line.startsWith("Tgid:")) {
+                        pid = Long.parseLong(line.substring(5).trim());
+                    }
+                }
+                if (pid <= 0) {
+                    return 0;
+                }
+                if (pid == ProcessHandle.current().pid()) {
+                    return pid;
+                }
+                String ino = " " + inode + " ";
+                List<String> maps;
+                try {
+                    maps = Files.readAllLines(Path.of("/proc", Long.toString(pid), "maps"));
+                } catch (java.nio.file.AccessDeniedException e) {
+                    return pid;  // another user's process: its thread id is the best we know
+                }
+                for (String line : maps) {
+                    if (line.contains(ino) && line.endsWith(lockFile.getFileName().toString())) {
+                        return pid;
+                    }
+                }
+                return 0;
+            } catch (IOException | NumberFormatException | SecurityException e) {
+                return 0;  // gone, or not ours to read: nothing to wait for that LMDB would not wait for anyway
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                ch.close();
+            } catch (IOException e) {
+                // read-only channel
+            }
         }
     }
 }

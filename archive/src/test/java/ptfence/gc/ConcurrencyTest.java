@@ -51,12 +51,10 @@ class ConcurrencyTest {
                     for (int rec = 0; !stop.get(); rec++) {
                         Path perf = Files.createFile(tmp.resolve("perf-" + rec + ".data"));
                         String id = "rec-" + rec;
-                        // One capture session: a lease from before its first put until it has linked everything.
-                        Lease lease = Recordings.openLease(archive, "test writer " + rec, Duration.ofMinutes(5));
-                        archive.write(b -> {
-                            Recordings.register(b, Recording.started(id, perf.toString(), "boot", 0));
-                            return null;
-                        });
+                        // One capture session: a lease naming the recording from its begin until it has linked
+                        // everything.
+                        Lease lease = Recordings.begin(archive, Recording.started(id, perf.toString(), "boot", 0),
+                                "test writer " + rec, Duration.ofMinutes(5));
                         List<byte[]> images = new ArrayList<>();
                         for (int i = 0; i < 20; i++) {
                             // Some images repeat earlier ones: dedup puts of images gc may be sweeping.
@@ -97,7 +95,9 @@ class ConcurrencyTest {
             Thread gc = new Thread(() -> {
                 try {
                     while (!stop.get()) {
-                        GcReport r = GarbageCollector.run(archive, new GcPolicy(Duration.ofDays(1), 0, false, 7));
+                        // ended captures go after 50 ms (their perf.data, deleted below, is gone only within gc's
+                        // grace period)
+                        GcReport r = GarbageCollector.run(archive, new GcPolicy(Duration.ofMillis(50), 0, false, 7));
                         gcRuns.incrementAndGet();
                         freed.addAndGet(r.imagesFreed());
                     }

@@ -134,8 +134,8 @@ class GarbageCollectorTest {
     void recordingWhosePerfDataIsGoneIsDroppedUnlessPinned() {
         byte[] a = image(5, 100);
         byte[] b = image(6, 100);
-        recording("gone", 0, tmp.resolve("missing.data").toString(), a);
-        recording("gone-pinned", 0, tmp.resolve("missing2.data").toString(), b);
+        recording("gone", 1, tmp.resolve("missing.data").toString(), a);
+        recording("gone-pinned", 1, tmp.resolve("missing2.data").toString(), b);
         archive.write(x -> {
             Recordings.pin(x, new PinTarget(PinTarget.Type.RECORDING, "gone-pinned"));
             return null;
@@ -152,6 +152,77 @@ class GarbageCollectorTest {
         assertEquals(0, count(Table.REGIONS));
         assertEquals(0, count(Table.REGION_BY_ADDR) + count(Table.REGION_BY_NAME) + count(Table.REGION_TOUCH)
                 + count(Table.RECORDING_REGIONS) + count(Table.IMAGE_INFO));
+    }
+
+    // issue 20: 'ptarchive import bundle --perf-data /typo' then gc dropped the import at once as "perf.data gone"
+    @Test
+    void perfDataGoneIsNotAppliedWithinTheGracePeriod() {
+        byte[] a = image(50, 100);
+        archive.write(b -> {
+            Recordings.register(b, new Recording("imported", tmp.resolve("on-its-way.data").toString(), "boot", 0,
+                    1000, NOW - GcPolicy.PERF_DATA_GRACE.toMillis() + 60_000));
+            Recordings.link(b, "imported", RegionIndex.add(b, new Region("boot", 0x1000, a.length, 0, Region.OPEN,
+                    RegionKind.BPF_PROG, "imported_0", b.put(a), null)));
+            return null;
+        });
+        GcReport r = GarbageCollector.run(archive, GcPolicy.defaults(), NOW);
+        assertEquals(List.of(), r.droppedRecordings(), "59 minutes old: its perf.data may still be on its way");
+        assertTrue(has(a));
+        GcReport later = GarbageCollector.run(archive, GcPolicy.defaults(), NOW + 120_000);
+        assertEquals(List.of("imported"), later.droppedRecordings().stream().map(GcReport.Dropped::id).toList());
+        assertTrue(later.droppedRecordings().get(0).reason().contains("perf.data gone"));
+        assertFalse(has(a));
+    }
+
+    // issue 20: gc --keep=1s two seconds into 'ptrec --sideband-only -a' dropped the running capture's recording
+    @Test
+    void aLiveCapturesRecordingIsKeptWhateverKeepSaysUntilItsLeaseEnds() {
+        byte[] a = image(51, 100);
+        String perf = tmp.resolve("not-written-yet.data").toString(); // a capture's file may not exist yet
+        long now = System.currentTimeMillis();
+        var lease = Recordings.begin(archive, new Recording("live", perf, "boot", 0, Recording.RUNNING,
+                now - 40 * DAY), "test capture", Duration.ofHours(1));
+        archive.write(b -> {
+            Recordings.link(b, "live", RegionIndex.add(b, new Region("boot", 0x2000, a.length, 0, Region.OPEN,
+                    RegionKind.BPF_PROG, "live_0", b.put(a), null)));
+            return null;
+        });
+        for (GcPolicy p : List.of(new GcPolicy(Duration.ZERO, 0, false, 1), new GcPolicy(Duration.ZERO, 1, false, 1))) {
+            GcReport r = GarbageCollector.run(archive, p, now + 60_000);
+            assertEquals(List.of(), r.droppedRecordings(), "--keep 0 and --max-size 1 leave a live recording");
+            assertTrue(has(a));
+        }
+        archive.write(b -> Recordings.finish(b, "live", 5000));
+        assertTrue(GarbageCollector.run(archive, new GcPolicy(Duration.ZERO, 0, false, 1), now + 60_000)
+                .droppedRecordings().isEmpty(), "ended, perf.data gone, but the lease still holds");
+        Recordings.closeLease(archive, lease.id());
+        GcReport after = GarbageCollector.run(archive, new GcPolicy(Duration.ZERO, 0, false, 1), now + 60_000);
+        assertEquals(List.of("live"), after.droppedRecordings().stream().map(GcReport.Dropped::id).toList());
+        assertFalse(has(a));
+    }
+
+    // issue 20: a flipped bit made gc free regions and images kept recordings still needed
+    @Test
+    void gcDeletesNothingFromAnArchiveWithDamagedRecords() {
+        byte[] a = image(52, 100);
+        recording("old", 40, "", a);
+        recording("new", 0, "", image(53, 100));
+        // a link to a region that is not there (what a flipped bit in a link key looks like)
+        archive.write(b -> {
+            b.putRaw(Table.RECORDING_REGIONS, java.nio.ByteBuffer.allocate(4 + 8).put("new".getBytes())
+                    .put((byte) 0).putLong(0x1234).array(), new byte[0]);
+            return null;
+        });
+        long regions = count(Table.REGIONS);
+        for (GcPolicy p : List.of(GcPolicy.defaults(), GcPolicy.defaults().asDryRun())) {
+            ptfence.cli.BadInputException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    ptfence.cli.BadInputException.class, () -> GarbageCollector.run(archive, p, NOW));
+            assertTrue(e.getMessage().contains("damaged (recording new needs region 0000000000001234 which is "
+                    + "missing)") && e.getMessage().contains("gc deletes nothing"), e.getMessage());
+        }
+        assertEquals(regions, count(Table.REGIONS));
+        assertEquals(2, count(Table.RECORDINGS));
+        assertTrue(has(a), "the old recording's image waits for a verified archive");
     }
 
     @Test

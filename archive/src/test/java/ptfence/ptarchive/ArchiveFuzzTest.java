@@ -28,9 +28,11 @@ import ptfence.store.ChildJvm;
 /**
  * Damaged archives, made from a real one: data.mdb cut at every page boundary and at offsets inside pages, and
  * with single bits flipped (seeded; half of them in the meta, branch and leaf pages LMDB walks). Each variant
- * goes through ls, verify, stats, show, and gc (on a copy) in a child JVM. Every command must end with exit 0
- * (nothing printed on stderr) or 2 (one line) — verify may also say 1, listing damaged images — and never crash
- * the JVM or hang (issue 12).
+ * goes through ls, verify, stats, show, gc and pin (each writer on its own copy) in a child JVM. Every command must
+ * end with exit 0 (nothing printed on stderr) or 2 (one line) — verify may also say 1, listing damaged images — and
+ * never crash the JVM or hang (issue 12). Where the page check verify runs finds damage, gc and pin must refuse too
+ * and leave data.mdb as it was; where verify finds anything but damaged image bytes, gc must (issue 20: gc freed
+ * what kept recordings needed).
  */
 class ArchiveFuzzTest {
     static final int FLIPS = 300;
@@ -86,12 +88,23 @@ class ArchiveFuzzTest {
             for (int i = 0; i < variants.size(); i++) {
                 Path dir = tmp.resolve("v");
                 Path gcCopy = tmp.resolve("v-gc");
+                Path pinCopy = tmp.resolve("v-pin");
                 reset(dir, variants.get(i));
                 reset(gcCopy, variants.get(i));
+                reset(pinCopy, variants.get(i));
                 String[][] commands = {{"ls"}, {"verify"}, {"stats"}, {"show", "bpf_prog_1122334455660000_p0"},
-                        {"gc", "--keep", "0s"}};
+                        {"gc", "--keep", "0s", "--force"}, {"pin", "rec-1"}};
+                int verifyExit = -1;
+                String verifySaid = "";
+                boolean pagesDamaged;
+                try {
+                    ptfence.store.LmdbFile.check(dir.resolve("data.mdb"), true);
+                    pagesDamaged = false;
+                } catch (ptfence.cli.BadInputException e) {
+                    pagesDamaged = true;
+                }
                 for (String[] c : commands) {
-                    Path archive = c[0].equals("gc") ? gcCopy : dir;
+                    Path archive = c[0].equals("gc") ? gcCopy : c[0].equals("pin") ? pinCopy : dir;
                     if (child == null) {
                         child = new Child(cwd, crashDir);
                     }
@@ -113,6 +126,18 @@ class ArchiveFuzzTest {
                     if (!ok) {
                         failures.add(what + ": exit " + exit + ", " + errLines + " stderr line(s): " + r[3]);
                     }
+                    if (c[0].equals("verify")) {
+                        verifyExit = exit;
+                        verifySaid = r[3];
+                    } else if (c[0].equals("pin") && pagesDamaged || c[0].equals("gc") && (pagesDamaged
+                            || verifyExit != 0 && !verifySaid.startsWith("ptarchive verify: image "))) {
+                        boolean unchanged = Files.exists(archive.resolve("data.mdb"))
+                                && Arrays.equals(variants.get(i), Files.readAllBytes(archive.resolve("data.mdb")));
+                        if (exit != 2 || !unchanged) {
+                            failures.add(what + ": verify said damaged (" + verifySaid + "), yet exit " + exit
+                                    + (unchanged ? "" : " and data.mdb changed"));
+                        }
+                    }
                 }
             }
         } finally {
@@ -124,7 +149,7 @@ class ArchiveFuzzTest {
         counts.putIfAbsent("crash", 0);
         counts.putIfAbsent("hang", 0);
         System.out.println("archive fuzz: " + variants.size() + " variants of a " + data.length + "-byte data.mdb ("
-                + pages + " page cuts, 24 in-page cuts, " + FLIPS + " bit flips), " + variants.size() * 5
+                + pages + " page cuts, 24 in-page cuts, " + FLIPS + " bit flips), " + variants.size() * 6
                 + " commands in " + secs + " s: " + counts);
         assertEquals(List.of(), failures.subList(0, Math.min(20, failures.size())), failures.size() + " failure(s)");
         assertEquals(List.of(), ChildJvm.crashFiles(cwd));

@@ -61,8 +61,9 @@ class PtarchiveCommandTest {
         new Random(1).nextBytes(big);
         try (Archive a = Archive.open(dir)) {
             codeKey = a.write(b -> {
+                // two hours old: past gc's grace period for a perf.data that is gone
                 Recordings.register(b, new Recording("rec-1", perfData.toString(), "boot-a", 100, 900,
-                        System.currentTimeMillis()));
+                        System.currentTimeMillis() - 7_200_000));
                 ContentKey k = b.put(CODE);
                 long r1 = RegionIndex.add(b, new Region("boot-a", 0xffffffffc0001000L, CODE.length, 100, 500,
                         RegionKind.BPF_PROG, "bpf_prog_1122334455667788_tiny", k,
@@ -294,9 +295,13 @@ class PtarchiveCommandTest {
             assertTrue(r.err().contains("data.mdb") && r.err().contains("empty"), r.err());
             assertEquals(0, Files.size(typo.resolve("data.mdb")), cmd + " rewrote the empty data.mdb");
         }
-        // writers still create a new archive where there is none
+        // import still creates a new archive where there is none (gc and pin do not:
+        // onlyCommandsThatFillAnArchiveCreateOne)
+        Path bundle = tmp.resolve("b.ptfb");
+        dir = tmp.resolve("archive");
+        assertEquals(0, run("export", "rec-1", "-o", bundle.toString()).exit());
         dir = tmp.resolve("fresh");
-        assertEquals(0, run("pin").exit());
+        assertEquals(0, run("import", bundle.toString()).exit());
         assertEquals(0, run("verify").exit());
     }
 
@@ -310,7 +315,7 @@ class PtarchiveCommandTest {
             assertEquals(1, r.err().lines().count(), r.err());
             assertFalse(r.err().contains("internal error"), r.err());
         }
-        assertTrue(run("import", tmp.toString()).err().contains("is a directory"));
+        assertTrue(run("import", tmp.toString()).err().contains("a directory"));
         assertEquals(0, run("gc", "--keep", "36500d", "--dry-run").exit());
     }
 
@@ -385,9 +390,91 @@ class PtarchiveCommandTest {
         assertEquals(0, i.exit(), i.err());
         assertTrue(i.err().contains("import: importing images and regions 5/5 (100%)"), i.err());
         Thread.sleep(10);
-        Result g = run("gc", "--keep", "0s", "--progress");
+        Result g = run("gc", "--keep", "0s", "--force", "--progress");
         assertEquals(0, g.exit(), g.err());
         assertTrue(g.err().contains("gc: sweeping images 2/2 (100%)"), g.err());
         assertEquals("", run("gc").err());
+    }
+
+    // issue 20: 'gc --dry-run', 'pin' (the list) and a failing 'unpin' created data.mdb and lock.mdb in any
+    // directory; only ptrec and import may create an archive
+    @Test
+    void onlyCommandsThatFillAnArchiveCreateOne() throws Exception {
+        dir = tmp.resolve("none");
+        for (String[] args : new String[][] {{"gc", "--dry-run"}, {"gc"}, {"pin"}, {"pin", "rec-1"},
+                {"unpin", "rec-1"}, {"ls"}, {"stats"}}) {
+            Result r = run(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertEquals(1, r.err().lines().count(), r.err());
+            assertTrue(r.err().contains(dir + ": no ptfence archive there (no such directory)"), r.err());
+            assertFalse(Files.exists(dir), String.join(" ", args) + " created " + dir);
+        }
+        Files.createDirectory(dir);
+        for (String[] args : new String[][] {{"gc", "--dry-run"}, {"pin"}, {"unpin", "x"}}) {
+            Result r = run(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertTrue(r.err().contains("(no data.mdb)"), r.err());
+            try (var l = Files.list(dir)) {
+                assertEquals(List.of(), l.toList(), String.join(" ", args) + " wrote into " + dir);
+            }
+        }
+        Path bundle = tmp.resolve("b.ptfb");
+        Path original = tmp.resolve("archive");
+        dir = original;
+        assertEquals(0, run("export", "rec-1", "-o", bundle.toString()).exit());
+        dir = tmp.resolve("new");
+        Result i = run("import", bundle.toString());
+        assertEquals(0, i.exit(), "import creates its archive: " + i.err());
+        assertTrue(Files.exists(dir.resolve("data.mdb")));
+    }
+
+    // issue 20: 'import BUNDLE --perf-data /typo' was accepted, and the next gc dropped the import as "perf.data
+    // gone"; a FIFO as the bundle was an internal error
+    @Test
+    void importRefusesAMissingPerfDataAndABundleItCannotReadTwice() throws Exception {
+        Path bundle = tmp.resolve("b.ptfb");
+        assertEquals(0, run("export", "rec-1", "-o", bundle.toString()).exit());
+        Path other = tmp.resolve("other");
+        dir = other;
+        Result typo = run("import", bundle.toString(), "--perf-data", "/typo");
+        assertEquals(2, typo.exit(), typo.err());
+        assertEquals("ptarchive: --perf-data /typo: no such file (give the recording's perf.data as it is on this "
+                + "machine, or leave --perf-data out)\n", typo.err());
+        assertFalse(Files.exists(other), "a refused import creates no archive");
+        Path fifo = tmp.resolve("fifo");
+        Assumptions.assumeTrue(new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor() == 0, "mkfifo");
+        Result f = run("import", fifo.toString());
+        assertEquals(2, f.exit(), f.err());
+        assertTrue(f.err().contains(fifo + ": not a regular file (a pipe or device)"), f.err());
+        assertFalse(f.err().contains("bundle " + fifo), "the bundle's content is not to blame: " + f.err());
+        Result ok = run("import", bundle.toString(), "--perf-data", perfData.toString());
+        assertEquals(0, ok.exit(), ok.err());
+        Result gc = run("gc");
+        assertEquals(0, gc.exit(), gc.err());
+        assertTrue(gc.out().contains("kept 1 recording(s)"), gc.out());
+    }
+
+    // issue 20: 'export ... -o /dev/full' was an internal error (exit 70)
+    @Test
+    void exportToAFullDeviceIsOneLineExit2() {
+        Assumptions.assumeTrue(Files.exists(Path.of("/dev/full")), "/dev/full");
+        Result r = run("export", "rec-1", "-o", "/dev/full");
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("ptarchive: /dev/full: writing failed: No space left on device\n", r.err());
+    }
+
+    // issue 20: 'gc --keep=0' dropped every recording without a word
+    @Test
+    void gcKeepZeroNeedsForce() {
+        Result r = run("gc", "--keep", "0");
+        assertEquals(2, r.exit(), r.err());
+        assertTrue(r.err().contains("--keep 0: drops every recording that is neither pinned nor live, at once; add "
+                + "--force"), r.err());
+        assertEquals(1, run("ls", "--json", "--recordings").out().lines().count(), "nothing dropped");
+        assertEquals(0, run("gc", "--keep", "0", "--dry-run").exit(), "a dry run may show what it would do");
+        Result forced = run("gc", "--keep", "0s", "--force");
+        assertEquals(0, forced.exit(), forced.err());
+        assertTrue(forced.out().contains("drop recording rec-1"), forced.out());
+        assertTrue(run("gc", "--help").out().contains("an hour old"), "--help tells of the grace period");
     }
 }

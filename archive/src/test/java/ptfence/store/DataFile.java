@@ -23,8 +23,13 @@ public final class DataFile {
 
     /** First index of needle in hay, or -1. */
     public static int indexOf(byte[] hay, byte[] needle) {
+        return indexOf(hay, needle, 0);
+    }
+
+    /** First index of needle in hay at or after {@code from}, or -1. */
+    public static int indexOf(byte[] hay, byte[] needle, int from) {
         outer:
-        for (int i = 0; i + needle.length <= hay.length; i++) {
+        for (int i = from; i + needle.length <= hay.length; i++) {
             for (int j = 0; j < needle.length; j++) {
                 if (hay[i + j] != needle[j]) {
                     continue outer;

@@ -37,7 +37,8 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
     private final ScheduledExecutorService timer;
     private List<Op> pending = new ArrayList<>();
     private long regionsAdded, regionsClosed, commits, metadataTooLate;
-    private IOException failure;
+    /** What the timer's last flush failed with, for the next flush the fence makes to report. */
+    private Exception failure;
 
     /**
      * @param recordingId a recording already registered in the archive (regions are linked to it), or null
@@ -94,9 +95,10 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
     @Override
     public synchronized void flush() throws IOException {
         if (failure != null) {
-            IOException f = failure;
+            Exception f = failure;
             failure = null;
-            throw f;
+            if (f instanceof IOException io) throw io;
+            throw (RuntimeException) f;
         }
         if (pending.isEmpty()) return;
         List<Op> ops = pending;
@@ -127,6 +129,11 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
         } catch (RuntimeException e) {
             ops.addAll(pending); // keep them for the next attempt, in order
             pending = ops;
+            if (e instanceof ptfence.cli.BadInputException) {
+                // the archive's state, not ptrec's fault (another process's lock, a full disk): one line, exit 2
+                throw new ptfence.cli.BadInputException(e.getMessage() + " (" + ops.size() + " fence regions not "
+                        + "written)", e);
+            }
             throw new IOException("archive " + archive.directory() + ": writing " + ops.size()
                     + " fence regions failed: " + e.getMessage(), e);
         }
@@ -135,8 +142,8 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
     private synchronized void flushQuietly() {
         try {
             flush();
-        } catch (IOException e) {
-            failure = e; // reported by the next flush the fence makes
+        } catch (IOException | RuntimeException e) {
+            failure = e; // reported by the next flush the fence makes (a timer task that throws is never run again)
         }
     }
 

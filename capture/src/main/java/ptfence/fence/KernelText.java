@@ -26,10 +26,14 @@ public final class KernelText {
     public static final Path OSRELEASE = Path.of("/proc/sys/kernel/osrelease");
 
     /** What happened: the bytes copied now (0 when the boot's copy was already there) and the regions linked. */
-    public record Result(long bytesCopied, int regionsLinked, String backend) {
+    public record Result(long bytesCopied, List<Region> regions, String backend) {
+        public int regionsLinked() {
+            return regions.size();
+        }
+
         public String summary() {
             return bytesCopied > 0 ? "kernel text: " + bytesCopied + " bytes and kallsyms archived for this boot ("
-                    + backend + ")" : "kernel text: this boot's, archived before (" + regionsLinked + " region)";
+                    + backend + ")" : "kernel text: this boot's, archived before (" + regionsLinked() + " region)";
         }
     }
 
@@ -50,7 +54,7 @@ public final class KernelText {
                 }
                 return null;
             });
-            return new Result(0, known.size(), memory.backend());
+            return new Result(0, known, memory.backend());
         }
         byte[] kallsyms = Files.readAllBytes(Kallsyms.PROC);
         Kallsyms k = Kallsyms.read();
@@ -64,6 +68,6 @@ public final class KernelText {
             Recordings.link(b, recordingId, RegionIndex.add(b, region));
             return null;
         });
-        return new Result(text.length, 1, memory.backend());
+        return new Result(text.length, List.of(region), memory.backend());
     }
 }

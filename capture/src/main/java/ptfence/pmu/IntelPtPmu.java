@@ -31,7 +31,8 @@ public record IntelPtPmu(Path directory, int type, Map<String, FormatTerm> forma
         Path dir = devices.resolve(NAME);
         if (!Files.isDirectory(dir)) {
             throw new BadInputException("no intel_pt PMU in " + devices
-                    + ": this CPU or VM does not expose Intel PT");
+                    + ": this CPU or VM does not expose Intel PT; --sideband-only still records the sideband "
+                    + "(tasks, mappings, BPF events) and runs the text fence, without the trace");
         }
         try {
             int type = (int) number(dir.resolve("type"));

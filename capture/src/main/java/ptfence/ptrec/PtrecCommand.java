@@ -12,6 +12,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import ptfence.bpf.Kallsyms;
 import ptfence.cli.BadInputException;
+import ptfence.cli.OutputFile;
 import ptfence.cli.Tool;
 import ptfence.pmu.AddressFilters;
 import ptfence.pmu.IntelPtPmu;
@@ -36,7 +37,10 @@ import ptfence.sys.SyscallException;
                 "  ptrec -a -S -m 4M                         snapshot mode: kill -USR2 <ptrec pid> saves the AUX areas",
                 "  ptrec -a --filter 'filter bpf_prog_59f4a931744dcdc6_probe'   trace one BPF program only",
                 "  ptrec --sideband-only -a --archive /tmp/ar   no PT (e.g. AMD): sideband + fence only",
-                "", "Read it back with: perf report -D -i perf.data; perf script --show-bpf-events; ptdecode"})
+                "", "Read it back with: perf report -D -i perf.data; perf script --show-bpf-events; ptdecode",
+                "", "Exit status: the command's own when it ends (128+N if signal N ended it), as perf record's; 0 "
+                        + "when Ctrl-C (SIGINT) or SIGTERM stopped the recording, or without a command; 2 for bad input "
+                        + "or a failed start (one line)."})
 public final class PtrecCommand implements Callable<Integer> {
     @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "perf.data to write (default: ${DEFAULT-VALUE})")
     Path output = Path.of("perf.data");
@@ -143,11 +147,12 @@ public final class PtrecCommand implements Callable<Integer> {
         try (recorder) {
             RecordSummary summary = recorder.run();
             if (!quiet) summary.print(System.err);
+            // as perf record: a command that failed makes the recording's exit status its own
+            return Math.max(summary.commandExit(), Tool.EXIT_OK);
         } catch (SyscallException e) {
             // permissions, limits, a missing PMU: the user can act on the call and errno it names
             throw new BadInputException(e.getMessage(), e);
         }
-        return Tool.EXIT_OK;
     }
 
     RecordingPlan plan() {
@@ -164,7 +169,7 @@ public final class PtrecCommand implements Callable<Integer> {
         if (pid != null && (systemWide || !command.isEmpty())) {
             throw new BadInputException("-p PID traces one task: drop -a, -C and the command");
         }
-        if (!command.isEmpty()) requireExecutable(command.get(0));
+        Path executable = command.isEmpty() ? null : requireExecutable(command.get(0));
         int[] cpus = cpuList != null ? CpuList.requireOnline(CpuList.parse(cpuList)) : CpuList.online();
         if (pid != null && !ProcessHandle.of(pid).isPresent()) throw new BadInputException("-p " + pid + ": no such process");
         if (flushMs < 10) throw new BadInputException("--flush-interval " + flushMs + ": at least 10 ms");
@@ -209,6 +214,14 @@ public final class PtrecCommand implements Callable<Integer> {
             throw new BadInputException((filter != null ? "--filter" : "-S") + " needs the PT stream; drop --sideband-only");
         }
         Path archiveDir = noFence ? null : ArchiveLocation.resolve(archive);
+        // before anything starts (perf.data.old included): an output that is the command to run, or the archive
+        if (executable != null && OutputFile.sameFile(output, executable)) {
+            throw new BadInputException(output + ": is the command to run (" + command.get(0) + "); ptrec would move "
+                    + "it to " + output.getFileName() + ".old before running it: give another -o");
+        }
+        List<Path> inputs = new ArrayList<>();
+        if (archiveDir != null) inputs.addAll(List.of(archiveDir.resolve("data.mdb"), archiveDir.resolve("lock.mdb")));
+        OutputFile.checkTarget(output, inputs);
         return new RecordingPlan(output, archiveDir, cpus, systemWide, pid == null ? -1 : pid, command, pmu, config, kernelFilter,
                 auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline(), perfClock, kernelText);
     }
@@ -217,7 +230,7 @@ public final class PtrecCommand implements Callable<Integer> {
      * The command must be there before anything starts: as perf record does, ptrec names it and fails, rather than
      * recording a shell's failed exec.
      */
-    static void requireExecutable(String name) {
+    static Path requireExecutable(String name) {
         List<Path> candidates = new ArrayList<>();
         if (name.contains("/")) {
             candidates.add(Path.of(name));
@@ -227,7 +240,7 @@ public final class PtrecCommand implements Callable<Integer> {
         }
         boolean exists = false;
         for (Path p : candidates) {
-            if (Files.isRegularFile(p) && Files.isExecutable(p)) return;
+            if (Files.isRegularFile(p) && Files.isExecutable(p)) return p;
             exists |= Files.exists(p);
         }
         throw new BadInputException(name + (exists ? ": not an executable file" : ": command not found"));

@@ -10,14 +10,16 @@ import ptfence.fence.Hook;
  * fence's losses.
  *
  * @param fenceLosses -1 when no fence ran
- * @param commandExit the traced command's exit status, -1 without a command
+ * @param commandExit the traced command's exit status (128+N if signal N ended it), -1 without a command or when ptrec
+ *                    ended it (a SIGINT or SIGTERM to ptrec)
  * @param clockNote   how the fence's CLOCK_MONOTONIC times were converted to perf's clock, or "" if they were not
  * @param kernelTextNote whether this boot's kernel text and kallsyms were archived now or found archived, or ""
+ * @param archiveNote what went wrong with the recording in the archive ("" if nothing)
  */
 public record RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
                             long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
                             String fenceNote, String recordingId, int commandExit, String clockNote,
-                            String kernelTextNote) {
+                            String kernelTextNote, String archiveNote) {
 
     /** The ring-side counts. */
     public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
@@ -31,10 +33,11 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
             counts.ptBytesByCpu().forEach((cpu, n) -> b.append(" cpu").append(cpu).append('=').append(n));
             out.println(b.append(" ]"));
         }
-        out.printf("[ ptrec: AUX truncated=%d partial=%d collision=%d; lost records: kernel-text=%d sideband=%d%s ]%n",
+        out.printf("[ ptrec: AUX truncated=%d partial=%d collision=%d; lost records: kernel-text=%d sideband=%d "
+                + "switch=%d%s ]%n",
                 counts.auxTruncated(), counts.auxPartial(), counts.auxCollision(),
                 counts.lostByRing().getOrDefault("text", 0L), counts.lostByRing().getOrDefault("sideband", 0L)
-                        + counts.lostByRing().getOrDefault("pt", 0L),
+                        + counts.lostByRing().getOrDefault("pt", 0L), counts.lostByRing().getOrDefault("switch", 0L),
                 counts.snapshots() > 0 ? "; snapshots=" + counts.snapshots() : "");
         if (counts.sizeRepairs() > 0) {
             out.printf("[ ptrec: %d kernel-text records had an oversized header.size from the kernel; written with "
@@ -55,6 +58,7 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
         } else if (recordingId != null) {
             out.printf("[ ptrec: recording %s registered; no fence ran ]%n", recordingId);
         }
+        if (!archiveNote.isEmpty()) out.println("[ ptrec: " + archiveNote + " ]");
         if (!clockNote.isEmpty()) out.println("[ ptrec: " + clockNote + " ]");
         if (bpfProgramsDescribed > 0 || counts.metadataErrors() > 0) {
             out.printf("[ ptrec: BPF programs described in the header: %d (%d loaded before the start)%s ]%n",

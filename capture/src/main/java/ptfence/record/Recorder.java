@@ -53,8 +53,9 @@ import ptfence.sys.PerfEvent;
  * <p>
  * Events per CPU: a "kernel text" dummy (ksymbol, bpf_event, text_poke) on its own small ring woken at every record
  * (watermark=1, wakeup_watermark=1) so fence triggers never wait behind context switches; a "sideband" dummy (mmap,
- * mmap2, comm, comm_exec, task, context_switch) on a larger ring; and, unless sideband-only, intel_pt with its AUX area. All carry
- * sample_id_all with TID|TIME|CPU|IDENTIFIER.
+ * mmap2, comm, comm_exec, task) on a larger ring; a "switch" dummy (context_switch) on one of its own, so that a flood
+ * of context switches on a loaded machine can only cost switch records, never the mappings and task records a decode
+ * needs; and, unless sideband-only, intel_pt with its AUX area. All carry sample_id_all with TID|TIME|CPU|IDENTIFIER.
  * <p>
  * Clocks: every time ptrec writes into the archive (regions, the recording's start and end) is in the clock of the
  * perf.data's records, so a decoder picks code by (address, time of the trace). Sideband alone records in
@@ -66,7 +67,7 @@ public final class Recorder implements AutoCloseable {
     private static final long SAMPLE_TYPE = 0x2 | 0x4 | 0x80 | 0x10000; // TID|TIME|CPU|IDENTIFIER
     private static final int TRAILER = 32;
     private static final int CLOCK_MONOTONIC = 1;
-    private static final int TEXT_PAGES = 512, SIDEBAND_PAGES = 256, PT_DATA_PAGES = 64;
+    private static final int TEXT_PAGES = 512, SIDEBAND_PAGES = 128, SWITCH_PAGES = 256, PT_DATA_PAGES = 64;
     private static final Duration LEASE_TTL = Duration.ofMinutes(10);
     private static final long CHILD_GRACE_S = 5;
 
@@ -89,12 +90,21 @@ public final class Recorder implements AutoCloseable {
     private PerfDataWriter writer;
     private Archive archive;
     private Lease lease;
+    private Recording recording;
+    private int leaseLapses;
+    private static final String LEASE_HOLDER = "ptrec pid " + ProcessHandle.current().pid();
     private String recordingId;
     private ArchiveSink regions;
+    /** Where and when each region was, for the perf.data's list of the text it used. */
+    private RegionLog regionLog;
+    private String recordingBoot;
+    private long recordingStart;
     private RegionTracker tracker;
     private TextFence fence;
     private String fenceNote = "";
     private Process child;
+    /** ptrec ended its command (stopped by a signal while the command ran): the command's status is not its own. */
+    private boolean commandStopped;
     private Path fifo;
     /** The loop ran: a failure from here on cuts a real recording short rather than failing its start. */
     private boolean loopStarted;
@@ -153,6 +163,8 @@ public final class Recorder implements AutoCloseable {
         if (fence != null && plan.kernelText()) startKernelText();
         // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
         synthesizeExistingTasks();
+        // the rings filled while /proc was read (slowly, on a loaded machine): room for the command's first records
+        drainAll();
         releaseChild();
         if (verbose) log.println("ptrec: recording " + rings.size() + " rings into " + plan.output() + "; Ctrl-C stops");
         loopStarted = true;
@@ -189,7 +201,8 @@ public final class Recorder implements AutoCloseable {
 
     private void openArchive(long startTime) {
         if (plan.archive() == null) return;
-        archive = Archive.open(plan.archive());
+        // a write waiting for another process's transaction gives up at SIGINT/SIGTERM, not only at the timeout
+        archive = Archive.open(plan.archive(), stop::get);
         recordingId = UUID.randomUUID().toString();
         String boot;
         try {
@@ -198,14 +211,14 @@ public final class Recorder implements AutoCloseable {
             boot = "unknown";
         }
         String bootId = boot;
-        lease = Recordings.openLease(archive, "ptrec pid " + ProcessHandle.current().pid(), LEASE_TTL);
-        archive.write(b -> {
-            Recordings.register(b, Recording.started(recordingId, plan.output().toAbsolutePath().toString(), bootId,
-                    startTime));
-            return null;
-        });
+        // one commit: the recording is live (gc keeps it, whatever --keep says) until the lease ends
+        recording = Recording.started(recordingId, plan.output().toAbsolutePath().toString(), bootId, startTime);
+        lease = Recordings.begin(archive, recording, LEASE_HOLDER, LEASE_TTL);
         regions = new ArchiveSink(archive, recordingId);
-        tracker = new RegionTracker(bootId, regions, monotonicClock ? LongUnaryOperator.identity() : clockMap);
+        regionLog = new RegionLog(regions);
+        recordingBoot = bootId;
+        recordingStart = startTime;
+        tracker = new RegionTracker(bootId, regionLog, monotonicClock ? LongUnaryOperator.identity() : clockMap);
     }
 
     private void startFence() throws IOException {
@@ -250,12 +263,20 @@ public final class Recorder implements AutoCloseable {
             throw new IOException("interrupted");
         }
         // $0 names ptrec in the shell's own messages (the command was looked up beforehand; an exec can still fail)
-        List<String> argv = new ArrayList<>(List.of("/bin/sh", "-c", "read _ < \"$1\"; shift; exec \"$@\"", "ptrec",
-                fifo.toString()));
+        List<String> argv = new ArrayList<>();
+        if (Files.isExecutable(SETPRIV)) {
+            // the command never outlives ptrec, even a SIGKILLed one: the kernel kills it when the thread that started
+            // it ends (this one, which runs the recording to its end)
+            argv.addAll(List.of(SETPRIV.toString(), "--pdeathsig", "KILL", "--"));
+        }
+        argv.addAll(List.of("/bin/sh", "-c", "read _ < \"$1\"; shift; exec \"$@\"", "ptrec", fifo.toString()));
         argv.addAll(plan.command());
         child = new ProcessBuilder(argv).inheritIO().start();
         child.onExit().thenRun(this::requestStop);
     }
+
+    /** util-linux's setpriv (Essential in Debian): sets the parent-death signal, then execs the command. */
+    private static final Path SETPRIV = Path.of("/usr/bin/setpriv");
 
     private void releaseChild() throws IOException {
         if (child == null) return;
@@ -291,7 +312,9 @@ public final class Recorder implements AutoCloseable {
         // mmap and mmap2 both, as perf sets them: the kernel counts mmap listeners on mmap alone (mmap2 only picks
         // the record's layout), so mmap2 by itself yields no record at all; mmap_data stays off (code only)
         EventAttr side = attr(1, 9, common | inherit | onExec | EventAttr.FLAG_MMAP | EventAttr.FLAG_MMAP2 | EventAttr.FLAG_COMM
-                | EventAttr.FLAG_COMM_EXEC | EventAttr.FLAG_TASK | EventAttr.FLAG_CONTEXT_SWITCH, 0, 0);
+                | EventAttr.FLAG_COMM_EXEC | EventAttr.FLAG_TASK, 0, 0);
+        // context switches come by the thousand per second: a ring of their own, so losses there stay there
+        EventAttr switches = attr(1, 9, common | inherit | onExec | EventAttr.FLAG_CONTEXT_SWITCH, 0, 0);
         EventAttr pt = null;
         if (plan.pt() != null) {
             long auxBytes = (long) plan.auxPages() * Mmap.PAGE_SIZE;
@@ -299,7 +322,8 @@ public final class Recorder implements AutoCloseable {
                     0, plan.snapshot() ? 0 : (int) Math.min(auxBytes / 4, Integer.MAX_VALUE));
         }
         // kernel text: always whole CPUs, since BPF loads by any task can unload text the traced code runs
-        List<Long> textIds = new ArrayList<>(), sideIds = new ArrayList<>(), ptIds = new ArrayList<>();
+        List<Long> textIds = new ArrayList<>(), sideIds = new ArrayList<>(), switchIds = new ArrayList<>(),
+                ptIds = new ArrayList<>();
         for (int cpu : CpuList.online()) {
             PerfEvent e = open(text, "kernel-text sideband", -1, cpu);
             textIds.add(e.id());
@@ -317,6 +341,9 @@ public final class Recorder implements AutoCloseable {
             PerfEvent e = open(side, "sideband", task ? targetPid : -1, cpu);
             sideIds.add(e.id());
             rings.add(new Ring("sideband", cpu, PerfRing.map(e, SIDEBAND_PAGES)));
+            PerfEvent sw = open(switches, "context switches", task ? targetPid : -1, cpu);
+            switchIds.add(sw.id());
+            rings.add(new Ring("switch", cpu, PerfRing.map(sw, SWITCH_PAGES)));
         }
         if (verbose && !missingFeatures.names().isEmpty()) {
             log.println("ptrec: this kernel refuses " + String.join(", ", missingFeatures.names())
@@ -324,6 +351,7 @@ public final class Recorder implements AutoCloseable {
         }
         if (pt != null) add(pt, "intel_pt//", ptIds);
         add(side, "dummy:sideband", sideIds);
+        add(switches, "dummy:switch", switchIds);
         sidebandIdentifier = sideIds.get(0);
         add(text, "dummy:kernel-text", textIds);
     }
@@ -428,6 +456,12 @@ public final class Recorder implements AutoCloseable {
     }
 
     private void writeFeatures() {
+        writeFeatures(Recording.RUNNING);
+    }
+
+    /** The header's features; {@code end}: the recording's end in perf time ({@link Recording#RUNNING} while it runs). */
+    private void writeFeatures(long end) {
+        if (regionLog != null) writer.setFeature(regionLog.feature(recordingId, recordingBoot, recordingStart, end));
         for (Feature f : hostFeatures) writer.setFeature(f);
         writer.setFeature(new Feature.EventDesc(eventDesc));
         if (!progInfos.isEmpty()) writer.setFeature(new Feature.BpfProgInfos(new ArrayList<>(progInfos.values())));
@@ -464,10 +498,22 @@ public final class Recorder implements AutoCloseable {
                     lastFlush = now;
                 }
                 if (lease != null && now - lastLease >= Duration.ofMinutes(1).toNanos()) {
-                    Recordings.renewLease(archive, lease.id(), LEASE_TTL);
+                    renewLease();
                     lastLease = now;
                 }
             }
+        }
+    }
+
+    /**
+     * Keeps the recording live. A lease that ran out (ptrec stopped for longer than its TTL, e.g. SIGSTOP) and was
+     * removed by gc is begun again, with the recording registered again if gc dropped it; the summary says so, since
+     * regions archived before may then be gone.
+     */
+    private void renewLease() {
+        if (!Recordings.renewLease(archive, lease.id(), LEASE_TTL)) {
+            lease = Recordings.begin(archive, recording, LEASE_HOLDER, LEASE_TTL);
+            leaseLapses++;
         }
     }
 
@@ -665,8 +711,9 @@ public final class Recorder implements AutoCloseable {
         String bootId = tracker.bootId();
         kernelText = new Thread(() -> {
             try {
-                kernelTextNote = ptfence.fence.KernelText.archive(archive, bootId, recordingId, fence.kernelMemory())
-                        .summary();
+                var kt = ptfence.fence.KernelText.archive(archive, bootId, recordingId, fence.kernelMemory());
+                if (regionLog != null) kt.regions().forEach(regionLog::named); // named in the perf.data too
+                kernelTextNote = kt.summary();
             } catch (IOException | RuntimeException e) {
                 kernelTextNote = "kernel text not archived: " + e.getMessage();
             }
@@ -763,7 +810,8 @@ public final class Recorder implements AutoCloseable {
         if (child != null) {
             // stopped while the command runs (a signal to ptrec alone): like perf record, SIGTERM it; SIGKILL if it
             // outlives a grace period, so a stop always ends
-            if (child.isAlive()) child.destroy();
+            commandStopped = child.isAlive();
+            if (commandStopped) child.destroy();
             try {
                 if (!child.waitFor(CHILD_GRACE_S, TimeUnit.SECONDS)) {
                     child.destroyForcibly();
@@ -792,13 +840,20 @@ public final class Recorder implements AutoCloseable {
         if (regions != null) regions.close();
         early.values().forEach(BpfFd::close); // pinned but their records were lost: nothing to describe
         early.clear();
-        writeFeatures();
+        writeFeatures(endTime());
         writer.close();
         sampleClockOrCount();
         long end = endTime();
         if (verbose && !monotonicClock) log.println("ptrec: " + clockMap);
+        String archiveNote = "";
         if (archive != null) {
-            archive.write(b -> Recordings.finish(b, recordingId, end));
+            if (!archive.write(b -> Recordings.finish(b, recordingId, end))) {
+                archiveNote = "recording " + recordingId + " is no longer in the archive: gc dropped it while ptrec's "
+                        + "lease had lapsed";
+            } else if (leaseLapses > 0) {
+                archiveNote = "ptrec's lease on the archive lapsed " + leaseLapses + " time(s) (stopped longer than "
+                        + LEASE_TTL.toMinutes() + " min?): regions archived before a lapse may have been collected";
+            }
             Recordings.closeLease(archive, lease.id());
         }
         finished = true;
@@ -806,7 +861,7 @@ public final class Recorder implements AutoCloseable {
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
                 progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
                 fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
-                child == null ? -1 : child.exitValue(), clockNote(), kernelTextNote);
+                child == null || commandStopped ? -1 : child.exitValue(), clockNote(), kernelTextNote, archiveNote);
     }
 
     /** Now, as the recording's end time (perf time, see Clocks). */
@@ -894,7 +949,10 @@ public final class Recorder implements AutoCloseable {
             }
         }
         if (child != null && child.isAlive()) child.destroy();
-        if (!finished) abandon();
+        if (!finished) {
+            stop.set(true); // the archive writes below do not wait out a lock holder again: they try once
+            abandon();
+        }
         wakeup.close();
         if (archive != null) archive.close();
     }

@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -24,6 +25,9 @@ import org.junit.jupiter.api.io.TempDir;
 import ptfence.bpf.ProgInfo;
 import ptfence.bpf.TestPrograms;
 import ptfence.fence.SameCode;
+import ptfence.debuginfod.NamedCode;
+import ptfence.perfdata.Feature;
+import ptfence.perfdata.PerfDataFile;
 import ptfence.recording.Recording;
 import ptfence.recording.Recordings;
 import ptfence.region.Region;
@@ -107,6 +111,29 @@ class PtrecChurnTest {
                 // another address than the control's: equal up to PC-relative fields that reach the same target
                 assertTrue(SameCode.relocatedEqual(info.functionImage(0), info.jitedKsyms()[0], bytes, r.address()),
                         e.getKey() + ": archived bytes differ from the kernel's image");
+            }
+            // the perf.data names every region the recording used, as the archive links them (docs/fleet.md)
+            try (PerfDataFile f = PerfDataFile.open(data)) {
+                Feature.TextRegions named = f.features().textRegions().orElseThrow();
+                Recording rec = a.read(s -> Recordings.get(s, named.recordingId())).orElseThrow();
+                assertEquals(rec.bootId(), named.bootId());
+                assertEquals(rec.startTime(), named.start());
+                assertTrue(named.end() != Recording.RUNNING && named.end() >= rec.startTime());
+                List<Region> linked = a.read(s -> Recordings.regions(s, rec.id()));
+                assertEquals(new HashSet<>(NamedCode.feature(rec.id(), rec.bootId(), 0, 0, linked).regions()),
+                        new HashSet<>(named.regions()));
+                assertTrue(named.regions().size() >= N, named.regions().size() + " regions named");
+            }
+            for (List<String> perf : List.of(List.of("perf", "report", "-D", "--stdio", "-i", data.toString()),
+                    List.of("perf", "script", "--show-bpf-events", "-i", data.toString()))) {
+                Process p = new ProcessBuilder(perf).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                String err = new String(p.getErrorStream().readAllBytes());
+                assertTrue(p.waitFor(300, TimeUnit.SECONDS));
+                assertEquals(0, p.exitValue(), perf + ": " + err);
+                // (perf's warning about kptr_restrict is this machine's; nothing about the file may appear)
+                for (String word : List.of("feature", "unknown", "invalid", "failed", "error")) {
+                    assertFalse(err.toLowerCase().contains(word), perf + " says '" + word + "': " + err);
+                }
             }
         }
     }

@@ -286,7 +286,8 @@ class PtrecLiveTest {
             assertTrue(ended, "ptrec still waits for its command 30 s after SIGINT");
             System.out.printf("ptrec with a running command ended %.2f s after SIGINT%n", seconds);
             assertTrue(seconds < 10, seconds + " s from SIGINT to exit");
-            assertEquals(0, ptrec.process().exitValue(), ptrec.waitForLog());
+            assertEquals(0, ptrec.process().exitValue(), "stopped by SIGINT: a complete recording, "
+                    + "whatever the command it ended says: " + ptrec.waitForLog());
             assertTrue(command.onExit().get(10, TimeUnit.SECONDS) != null && !command.isAlive(), "the command runs on");
             Result dump = run(List.of("perf", "report", "-D", "-i", data.toString()));
             assertEquals(0, dump.exit, dump.err);
@@ -525,6 +526,116 @@ class PtrecLiveTest {
     }
 
     /** Loads programs, reads their info and kallsyms name while alive, then closes them. */
+    // issue 20: 'ptrec -- /bin/false' and '-- sh -c "exit 3"' exited 0; perf record exits with the command's status
+    @Test
+    void theCommandsExitStatusIsPtrecs() throws Exception {
+        String[][] commands = {{"/bin/false"}, {"/bin/sh", "-c", "exit 3"}, {"/bin/sh", "-c", "kill -TERM $$"},
+                {"/bin/true"}};
+        int[] perf = new int[commands.length];
+        int[] ours = new int[commands.length];
+        for (int i = 0; i < commands.length; i++) {
+            List<String> p = new ArrayList<>(List.of("perf", "record", "-q", "-e", "dummy", "-o",
+                    dir.resolve("perf" + i + ".data").toString(), "--"));
+            p.addAll(List.of(commands[i]));
+            perf[i] = run(p).exit;
+            List<String> args = new ArrayList<>(List.of("--sideband-only", "-q", "--no-fence", "-o",
+                    dir.resolve("ours" + i + ".data").toString(), "--"));
+            args.addAll(List.of(commands[i]));
+            Running r = startPtrec(args.toArray(new String[0]));
+            String err = r.waitForLog();
+            ours[i] = r.process().exitValue();
+            assertEquals("", err, "a failing command is no error of ptrec's");
+        }
+        assertArrayEquals(new int[] {1, 3, 143, 0}, ours);
+        assertArrayEquals(perf, ours, "as perf record 6.1 exits");
+    }
+
+    // issue 20: 'ptrec -o myscript.sh -- ./myscript.sh' moved the script to .old and then failed to run it; -o '' said
+    // "is a directory", -o /nodir/x "no such file", -o /dev/full was an internal error (exit 70)
+    @Test
+    void outputsThatCannotBeAreOneLineExit2AndTouchNothing() throws Exception {
+        Path script = dir.resolve("myscript.sh");
+        Files.writeString(script, "#!/bin/sh\necho hi\n");
+        script.toFile().setExecutable(true);
+        PtrecLiveTest.Result r = run(ptrecWith("--sideband-only", "-a", "-o", script.toString(), "--archive",
+                dir.resolve("a").toString(), "--", script.toString()));
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("ptrec: " + script + ": is the command to run (" + script + "); ptrec would move it to "
+                + "myscript.sh.old before running it: give another -o\n", r.err());
+        assertEquals("#!/bin/sh\necho hi\n", Files.readString(script));
+        assertFalse(Files.exists(dir.resolve("myscript.sh.old")));
+        assertFalse(Files.exists(dir.resolve("a")), "nothing started: no archive either");
+        r = run(ptrecWith("--sideband-only", "-a", "--no-fence", "-o", "", "--", "/bin/true"));
+        assertEquals("ptrec: output file name is empty\n", r.err());
+        r = run(ptrecWith("--sideband-only", "-a", "--no-fence", "-o", "/nodir/x", "--", "/bin/true"));
+        assertEquals("ptrec: /nodir/x: no such directory /nodir\n", r.err());
+        r = run(ptrecWith("--sideband-only", "-a", "-o", dir.resolve("a/data.mdb").toString(), "--archive",
+                dir.resolve("a").toString(), "--", "/bin/true"));
+        assertEquals(2, r.exit(), r.err());
+        Assumptions.assumeTrue(Files.exists(Path.of("/dev/full")), "/dev/full");
+        r = run(ptrecWith("--sideband-only", "-a", "--no-fence", "-o", "/dev/full", "--", "/bin/true"));
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("ptrec: /dev/full: writing failed: No space left on device\n", r.err());
+    }
+
+    /**
+     * Issue 20: on a loaded machine the first records of a command were lost ('no MMAP2 of /usr/bin/ls'): the
+     * rings filled with context switches while /proc was read and the command already ran. Context switches have a
+     * ring of their own now, and the command starts once the rings were drained. Under a flood of context switches
+     * (perf bench sched pipe) the command's MMAP2 are all there; what the switch ring lost shows as LOST records
+     * and in the summary.
+     */
+    @Test
+    void aCommandsMappingsSurviveAFloodOfContextSwitches() throws Exception {
+        List<Process> flood = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            flood.add(new ProcessBuilder("timeout", "-s", "KILL", "120", "perf", "bench", "sched", "pipe", "-l", "100000000")
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start());
+        }
+        try {
+            Thread.sleep(500);
+            // a copy of ls under a name no other process maps: its MMAP2 are the command's
+            Path ls = dir.resolve("ls-" + ProcessHandle.current().pid());
+            Files.copy(Path.of("/usr/bin/ls"), ls);
+            ls.toFile().setExecutable(true);
+            for (int round = 0; round < 3; round++) {
+                Path data = dir.resolve("flood" + round + ".data");
+                Running ptrec = startPtrec("--sideband-only", "--no-fence", "-a", "-o", data.toString(), "--",
+                        "/bin/sh", "-c", ls + " / >/dev/null; " + ls + " /proc >/dev/null");
+                String err = ptrec.waitForLog();
+                assertEquals(0, ptrec.process().exitValue(), err);
+                long ownLs;
+                long lost;
+                try (PerfDataFile f = PerfDataFile.open(data)) {
+                    ownLs = f.stream(PerfRecord.Mmap2.class).filter(m -> m.filename().equals(ls.toString())).count();
+                }
+                try (PerfDataFile f = PerfDataFile.open(data)) {
+                    lost = f.stream(PerfRecord.Lost.class).mapToLong(PerfRecord.Lost::lost).sum();
+                }
+                assertEquals(2, ownLs, "round " + round + ": MMAP2 of " + ls + " for its two runs: " + err);
+                Matcher m = Pattern.compile("lost records: kernel-text=(\\d+) sideband=(\\d+) switch=(\\d+)")
+                        .matcher(err);
+                assertTrue(m.find(), err);
+                assertEquals(0, Long.parseLong(m.group(2)), "mappings and tasks lost: " + err);
+                assertEquals(lost, Long.parseLong(m.group(1)) + Long.parseLong(m.group(2))
+                        + Long.parseLong(m.group(3)), "the summary counts the LOST records in the file: " + err);
+                System.out.println("flood round " + round + ": " + m.group() + "; MMAP2 of ls " + ownLs);
+            }
+        } finally {
+            // SIGKILL to timeout alone would leave its perf bench (and perf's forked peer) running for ever
+            for (Process p : flood) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly().waitFor();
+            }
+        }
+    }
+
+    static List<String> ptrecWith(String... args) {
+        List<String> cmd = ptrecJava();
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
     static List<Loaded> loadPrograms(String prefix, int n, long holdMs) throws Exception {
         List<BpfFd> fds = new ArrayList<>();
         List<Loaded> out = new ArrayList<>();
@@ -559,19 +670,27 @@ class PtrecLiveTest {
     }
 
     public Running startPtrec(String... args) throws Exception {
-        return start(ptrecJava(), args);
+        return startPtrec(java.util.Map.of(), args);
+    }
+
+    /** As {@link #startPtrec(String...)}, with more environment variables. */
+    public static Running startPtrec(java.util.Map<String, String> env, String... args) throws Exception {
+        return start(ptrecJava(), env, args);
     }
 
     /** {@link #startPtrec} without --no-kernel-text: the boot's kernel text goes into the archive. */
     Running startPtrecWithKernelText(String... args) throws Exception {
         List<String> cmd = ptrecJava();
         cmd.remove("--no-kernel-text");
-        return start(cmd, args);
+        return start(cmd, java.util.Map.of(), args);
     }
 
-    private Running start(List<String> cmd, String... args) throws Exception {
+    private static Running start(List<String> cmd, java.util.Map<String, String> env, String... args)
+            throws Exception {
         cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().putAll(env);
+        Process p = pb.start();
         java.util.concurrent.CountDownLatch recording = new java.util.concurrent.CountDownLatch(1);
         StringBuffer log = collectStderr(p, recording);
         if (List.of(args).contains("--")) return new Running(p, log);

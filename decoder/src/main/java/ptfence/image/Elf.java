@@ -76,15 +76,27 @@ public final class Elf {
     public static Elf read(Path file) {
         byte[] all;
         try {
-            all = Files.readAllBytes(file);
+            all = ptfence.cli.Inputs.readAllBytes(file);
         } catch (IOException e) {
             return null;
         }
+        return of(file, all);
+    }
+
+    /**
+     * Bytes that did not come from a file here (an object fetched from a server) as an ELF named {@code name}, or
+     * null if they are not a 64-bit little-endian one or their headers point outside them.
+     */
+    public static Elf of(Path name, byte[] all) {
         if (all.length < 64 || ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN).getInt(0) != 0x464c457f
                 || all[4] != 2 || all[5] != 1) {
             return null;
         }
-        return new Elf(file, all);
+        try {
+            return new Elf(name, all);
+        } catch (RuntimeException e) {
+            return null; // a header field pointing outside the bytes
+        }
     }
 
     public Path file() {

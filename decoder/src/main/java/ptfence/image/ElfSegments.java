@@ -1,10 +1,7 @@
 package ptfence.image;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -30,11 +27,7 @@ public record ElfSegments(Path file, long base) implements SectionSource {
     @Override
     public List<Section> sections() {
         byte[] all;
-        try {
-            all = Files.readAllBytes(file);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        all = ptfence.cli.Inputs.read(file, "--elf");
         ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
         if (all.length < 52 || b.getInt(0) != 0x464c457f) {
             throw new BadInputException(file + ": not an ELF file");

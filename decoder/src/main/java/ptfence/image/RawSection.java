@@ -1,8 +1,5 @@
 package ptfence.image;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -25,11 +22,7 @@ public record RawSection(Path file, long from, long to, long address) implements
     @Override
     public List<Section> sections() {
         byte[] all;
-        try {
-            all = Files.readAllBytes(file);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        all = ptfence.cli.Inputs.read(file, "--raw");
         long end = to < 0 ? all.length : Math.min(to, all.length);
         if (from > all.length || from > end) {
             throw new BadInputException("--raw " + file + ": range 0x" + Long.toHexString(from) + "-0x"

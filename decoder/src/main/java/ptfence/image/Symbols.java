@@ -104,29 +104,38 @@ public final class Symbols {
         return this;
     }
 
-    /** Text symbols of a /proc/kallsyms copy ("ADDR TYPE NAME [MODULE]" per line). */
+    /**
+     * Text symbols of a /proc/kallsyms copy ("ADDR TYPE NAME [MODULE]" per line). A file with no such line at all
+     * (a binary file, a wrong file) is one line naming it; a copy read without root (every address 0) gives none.
+     */
     public Symbols addKallsyms(java.nio.file.Path file) {
-        try (var lines = java.nio.file.Files.lines(file)) {
-            return addKallsyms(file.toString(), lines);
-        } catch (IOException | java.io.UncheckedIOException e) {
-            throw new ptfence.cli.BadInputException(file + ": cannot read kallsyms: " + e.getMessage());
-        }
+        String text = new String(ptfence.cli.Inputs.read(file, "kallsyms"), java.nio.charset.StandardCharsets.ISO_8859_1);
+        return addKallsyms(file.toString(), text.lines());
     }
 
-    /** Text symbols of kallsyms lines; {@code where} names their source in an error. */
-    public Symbols addKallsyms(String where, java.util.stream.Stream<String> lines) {
-        try {
-            lines.forEach(l -> {
-                String[] f = l.trim().split("\\s+");
-                if (f.length >= 3 && (f[1].equals("t") || f[1].equals("T")) && f[0].length() <= 16) {
-                    long a = Long.parseUnsignedLong(f[0], 16);
-                    if (a != 0) {
-                        pending.add(new Sym(a, 0, f[2]));
-                    }
+    /**
+     * Text symbols of kallsyms lines (an archived copy); {@code where} names their source in an error: lines none of
+     * which reads "ADDRESS TYPE NAME" are not kallsyms.
+     */
+    public Symbols addKallsyms(String where, java.util.stream.Stream<String> text) {
+        long lines = 0;
+        for (String l : (Iterable<String>) text::iterator) {
+            String[] f = l.trim().split("\\s+");
+            if (f.length < 3 || f[1].length() != 1 || f[0].isEmpty() || f[0].length() > 16
+                    || !f[0].chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+                continue;
+            }
+            lines++;
+            if (f[1].equals("t") || f[1].equals("T")) {
+                long a = Long.parseUnsignedLong(f[0], 16);
+                if (a != 0) {
+                    pending.add(new Sym(a, 0, f[2]));
                 }
-            });
-        } catch (NumberFormatException e) {
-            throw new ptfence.cli.BadInputException(where + ": not a kallsyms file (" + e.getMessage() + ")");
+            }
+        }
+        if (lines == 0) {
+            throw new ptfence.cli.BadInputException(where + ": not a kallsyms file (no 'ADDRESS TYPE NAME' line, as "
+                    + "/proc/kallsyms has)");
         }
         sorted = null;
         return this;

@@ -71,7 +71,7 @@ public final class TraceSource implements AutoCloseable {
         }
         FileChannel ch;
         try {
-            ch = FileChannel.open(file, StandardOpenOption.READ);
+            ch = FileChannel.open(ptfence.cli.Inputs.add(file), StandardOpenOption.READ);
         } catch (NoSuchFileException e) {
             throw new BadInputException("no such file: " + file);
         } catch (IOException e) {
@@ -121,6 +121,12 @@ public final class TraceSource implements AutoCloseable {
     public static TraceSource of(ByteBuffer buffer) {
         ByteBuffer b = buffer.slice().order(ByteOrder.LITTLE_ENDIAN);
         return new TraceSource("<buffer>", null, 0, b.remaining(), Integer.MAX_VALUE, b);
+    }
+
+    /** A copy-free view of {@code bytes}, called {@code name} in messages (e.g. "stdin"). */
+    public static TraceSource of(byte[] bytes, String name) {
+        ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+        return new TraceSource(name, null, 0, b.remaining(), Integer.MAX_VALUE, b);
     }
 
     /** A copy-free view of {@code bytes}. */

@@ -41,6 +41,13 @@ public sealed interface Feature {
     int CLOCK_DATA = 29;
     int HYBRID_TOPOLOGY = 30;
     int PMU_CAPS = 31;
+    /**
+     * ptfence's own section (docs/perfdata.md, "Recordings that name their code"): the text regions a recording used.
+     * The last bit of the header's 256-bit map, far from perf's own numbering (31 is its last in 6.1; upstream adds
+     * about one a year); perf 6.1 skips feature bits it does not know without a word (report, script,
+     * --header-only, -v).
+     */
+    int PTFENCE_TEXT = 255;
     /** Feature bits in the file header bitmap. */
     int MAX_BITS = 256;
 
@@ -348,6 +355,32 @@ public sealed interface Feature {
             btfs = List.copyOf(btfs);
         }
         public int id() { return BPF_BTF; }
+    }
+
+    /**
+     * One dynamic text region a recording used: where and when its bytes were, what it was, and the content key
+     * (SHA-256 of the bytes, 64 hex digits) its image is archived and published under.
+     */
+    record TextRegion(long address, long length, long validFrom, long validTo, String kind, String name,
+            String key) {
+        public TextRegion {
+            if (key.length() != 64 || !key.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+                throw new IllegalArgumentException("content key must be 64 hex digits: " + key);
+            }
+            key = key.toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    /**
+     * {@link #PTFENCE_TEXT}: the recording's id in the archive that wrote it, its host's boot id, its start and end in
+     * perf time ({@code Long.MAX_VALUE} while it runs), and every text region it used.
+     */
+    record TextRegions(String recordingId, String bootId, long start, long end, List<TextRegion> regions)
+            implements Feature {
+        public TextRegions {
+            regions = List.copyOf(regions);
+        }
+        public int id() { return PTFENCE_TEXT; }
     }
 
     /** A section kept as bytes (topologies, caches, group desc, pmu caps, ...). */

@@ -126,9 +126,84 @@ final class FeatureCodec {
                 }
                 return new BpfBtfs(btfs);
             }
+            case Feature.PTFENCE_TEXT:
+                if (c.remaining() < TEXT_MAGIC.length + 8 || !hasMagic(section)) {
+                    return new Raw(id, c.bytes(c.remaining(), "feature")); // another tool's use of the bit
+                }
+                return parseTextRegions(c);
             default:
                 return new Raw(id, c.bytes(c.remaining(), "feature"));
         }
+    }
+
+    /** Magic and version leading {@link Feature#PTFENCE_TEXT}: a section another tool put there is left raw. */
+    private static final byte[] TEXT_MAGIC = "PTFTEXT\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final int TEXT_VERSION = 1;
+
+    private static boolean hasMagic(ByteBuffer section) {
+        for (int i = 0; i < TEXT_MAGIC.length; i++) {
+            if (section.get(section.position() + i) != TEXT_MAGIC[i]) {
+                return false;
+            }
+        }
+        return section.duplicate().order(ByteOrder.LITTLE_ENDIAN).getInt(section.position() + TEXT_MAGIC.length)
+                == TEXT_VERSION;
+    }
+
+    private static Feature.TextRegions parseTextRegions(Cursor c) {
+        c.skip(TEXT_MAGIC.length + 4);
+        int n = c.count(Integer.toUnsignedLong(c.u32()), 72, "text regions");
+        long start = c.u64();
+        long end = c.u64();
+        String recording = shortString(c, "recording id");
+        String boot = shortString(c, "boot id");
+        c.skip(padding(c.position()));
+        List<Feature.TextRegion> regions = new ArrayList<>(n);
+        java.util.HexFormat hex = java.util.HexFormat.of();
+        for (int i = 0; i < n; i++) {
+            long address = c.u64();
+            long length = c.u64();
+            long from = c.u64();
+            long to = c.u64();
+            ByteBuffer key = c.bytes(32, "content key");
+            byte[] k = new byte[32];
+            key.get(k);
+            String kind = shortString(c, "region kind");
+            String name = shortString(c, "region name");
+            c.skip(padding(c.position()));
+            regions.add(new Feature.TextRegion(address, length, from, to, kind, name, hex.formatHex(k)));
+        }
+        return new Feature.TextRegions(recording, boot, start, end, regions);
+    }
+
+    private static String shortString(Cursor c, String what) {
+        return c.cstring(c.u16(), what);
+    }
+
+    private static int padding(int position) {
+        return (8 - position % 8) % 8;
+    }
+
+    private static void encodeTextRegions(Out o, Feature.TextRegions t) {
+        o.bytes(TEXT_MAGIC).u32(TEXT_VERSION).u32(t.regions().size()).u64(t.start()).u64(t.end());
+        shortString(o, t.recordingId());
+        shortString(o, t.bootId());
+        o.pad(8);
+        java.util.HexFormat hex = java.util.HexFormat.of();
+        for (Feature.TextRegion r : t.regions()) {
+            o.u64(r.address()).u64(r.length()).u64(r.validFrom()).u64(r.validTo()).bytes(hex.parseHex(r.key()));
+            shortString(o, r.kind());
+            shortString(o, r.name());
+            o.pad(8);
+        }
+    }
+
+    private static void shortString(Out o, String s) {
+        byte[] b = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (b.length > 0xffff) {
+            throw new IllegalArgumentException("string of " + b.length + " bytes in a text region");
+        }
+        o.u16(b.length).bytes(b);
     }
 
     private static EventDesc parseEventDesc(Cursor c) {
@@ -236,6 +311,8 @@ final class FeatureCodec {
             for (BpfBtf e : b.btfs()) {
                 o.u32(e.btfId()).u32(e.data().remaining()).bytes(e.data());
             }
+        } else if (f instanceof Feature.TextRegions t) {
+            encodeTextRegions(o, t);
         } else if (f instanceof Raw r) {
             o.bytes(r.data());
         }

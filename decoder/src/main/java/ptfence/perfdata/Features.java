@@ -65,6 +65,11 @@ public final class Features {
                 .orElse(List.of());
     }
 
+    /** ptfence's list of the text regions the recording used, if it has one ({@link Feature#PTFENCE_TEXT}). */
+    public Optional<Feature.TextRegions> textRegions() {
+        return get(Feature.PTFENCE_TEXT, Feature.TextRegions.class);
+    }
+
     @Override
     public String toString() {
         return "Features" + byId.keySet();

@@ -49,7 +49,7 @@ public final class PerfDataFile implements Closeable {
 
     /** Opens a perf.data file (file or pipe mode) and checks its header. */
     public static PerfDataFile open(Path path) throws IOException {
-        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
+        FileChannel ch = FileChannel.open(ptfence.cli.Inputs.add(path), StandardOpenOption.READ);
         try {
             long size = ch.size();
             if (size < PIPE_HEADER_SIZE) {

@@ -69,7 +69,11 @@ public final class PerfDataWriter implements Closeable, Flushable {
         }
         head.pad(8);
         dataOffset = PerfDataFile.FILE_HEADER_SIZE + head.length();
-        channel.truncate(0);
+        try {
+            channel.truncate(0);
+        } catch (IOException e) {
+            throw named(e);
+        }
         write(head.toBuffer(), PerfDataFile.FILE_HEADER_SIZE);
         dataEnd = dataOffset;
         bufferStart = dataOffset;
@@ -165,7 +169,11 @@ public final class PerfDataWriter implements Closeable, Flushable {
             write(s, pos);
             pos += n;
         }
-        channel.truncate(pos);
+        try {
+            channel.truncate(pos);
+        } catch (IOException e) {
+            throw named(e);
+        }
         committedEnd = dataEnd;
         writeBitmapHeader(all);
     }
@@ -223,9 +231,24 @@ public final class PerfDataWriter implements Closeable, Flushable {
             writeHeaderWithoutFeatures(committedEnd - dataOffset);
         }
         long pos = at;
-        while (b.hasRemaining()) {
-            pos += channel.write(b, pos);
+        try {
+            while (b.hasRemaining()) {
+                pos += channel.write(b, pos);
+            }
+        } catch (IOException e) {
+            throw named(e);
         }
+    }
+
+    /**
+     * A write error as one that names the file ({@link java.nio.file.FileSystemException}: one line, exit 2 in every
+     * tool), not an internal error: {@code ptrec -o /dev/full} is a full device.
+     */
+    private IOException named(IOException e) {
+        if (e instanceof java.nio.file.FileSystemException) {
+            return e;
+        }
+        return new java.nio.file.FileSystemException(path.toString(), null, "writing failed: " + e.getMessage());
     }
 
     private void writeBitmapHeader(Map<Integer, Feature> all) throws IOException {
@@ -252,8 +275,12 @@ public final class PerfDataWriter implements Closeable, Flushable {
             h.putLong(w);
         }
         h.flip();
-        while (h.hasRemaining()) {
-            channel.write(h, PerfDataFile.FILE_HEADER_SIZE - h.remaining());
+        try {
+            while (h.hasRemaining()) {
+                channel.write(h, PerfDataFile.FILE_HEADER_SIZE - h.remaining());
+            }
+        } catch (IOException e) {
+            throw named(e);
         }
     }
 }

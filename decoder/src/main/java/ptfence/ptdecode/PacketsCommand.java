@@ -117,9 +117,19 @@ public final class PacketsCommand implements Callable<Integer> {
     // Large blocks go out through standard output (tests replace it); TextSink does the buffering.
     OutputStream stdout = ptfence.cli.Stdout.stream();
     java.io.PrintStream stderr = System.err;
+    java.io.InputStream stdin = System.in;
+
+    /** Set by picocli when run as 'ptdecode packets': that command's streams are this one's (tests replace them). */
+    @picocli.CommandLine.ParentCommand
+    PtdecodeCommand parent;
 
     @Override
     public Integer call() throws java.io.IOException {
+        if (parent != null) {
+            stdout = parent.stdout;
+            stderr = parent.stderr;
+            stdin = parent.stdin;
+        }
         if (time && tcal) {
             throw new BadInputException("specify either --time or --tcal");
         }
@@ -130,7 +140,9 @@ public final class PacketsCommand implements Callable<Integer> {
         }
         try (ptfence.cli.OutputFile f = ptfence.cli.OutputFile.create(output, inputs)) {
             int status = dumpTo(f.stream());
-            f.commit(); // a damaged trace's listing up to the damage is kept, as on stdout
+            if (status == 0) {
+                f.commit(); // a damaged trace (exit 2) leaves an existing file as it was, as every failure does
+            }
             return status;
         }
     }
@@ -161,19 +173,29 @@ public final class PacketsCommand implements Callable<Integer> {
                 sidebandDump.add(f.spec(), f.channel().format());
             }
         }
-        if (RecordingPackets.isRecording(trace)) {
+        byte[] piped = null;
+        if (trace.equals("-")) {
+            // stdin holds a raw trace or a pipe-mode recording: the first bytes tell which
+            try {
+                piped = stdin.readAllBytes();
+            } catch (java.io.IOException e) {
+                throw new BadInputException("stdin: cannot read (" + e.getMessage() + ")");
+            }
+        }
+        if (piped != null ? RecordingPackets.isPerfMagic(piped) : RecordingPackets.isRecording(trace)) {
             // a perf.data: its AUX buffers one by one; CPU and timing from the recording unless given here
             boolean timingGiven = mtcFreq != null || nomFreq != null || cpuid15Eax != null || cpuid15Ebx != null;
             PeventDump sb = sidebandDump;
             try {
-                return RecordingPackets.dump(trace, System.in, format == Format.jsonl, quiet,
+                return RecordingPackets.dump(trace, piped != null ? new java.io.ByteArrayInputStream(piped) : stdin,
+                        format == Format.jsonl, quiet,
                         cpu != null ? errata : null, timingGiven ? timing : null,
                         (cursor, sink, e, t) -> dump(cursor, sink, e, t, sb), out, stderr);
             } catch (java.io.IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
         }
-        try (TraceSource source = TraceSource.parse(trace)) {
+        try (TraceSource source = piped != null ? TraceSource.of(piped, "stdin") : TraceSource.parse(trace)) {
             rejectPerfData(source);
             PacketCursor cursor = new PacketCursor(source, errata);
             DecodeSummary summary;
@@ -188,6 +210,12 @@ public final class PacketsCommand implements Callable<Integer> {
             String damage = summary.describe(source.name());
             if (damage != null) {
                 stderr.println("ptdecode: " + damage);
+                return ptfence.cli.Tool.EXIT_BAD_INPUT;
+            }
+            if (summary.packets() == 0 && source.size() > 0 && !noSync) {
+                // ptdump prints nothing here; an empty listing would read as a trace without packets
+                stderr.println("ptdecode: " + source.name() + ": no PSB in its " + source.size() + " bytes: not an "
+                        + "Intel PT trace (--no-sync decodes from the first byte)");
                 return ptfence.cli.Tool.EXIT_BAD_INPUT;
             }
             return 0;

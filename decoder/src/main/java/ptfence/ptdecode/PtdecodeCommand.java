@@ -24,7 +24,10 @@ import ptfence.func.Invocation;
         description = {"Decode Intel PT: a recording's control flow (every CPU, merged by time), the flow through one "
                 + "function (--func), or raw traces (subcommands).",
                 "Code comes from, in order: the ptfence archive (by boot, address and time), perf's BPF_PROG_INFO, "
-                        + "--kcore, --vmlinux, and the files processes mapped (under --sysroot)."},
+                        + "--kcore, --vmlinux, and the files processes mapped (under --sysroot).",
+                "With DEBUGINFOD_URLS set (as for perf and gdb), images the recording names and the archive lacks, "
+                        + "and mapped files found nowhere here, are fetched by their key or build id and checked; "
+                        + "images are kept in the archive (docs/fleet.md)."},
         subcommands = {PacketsCommand.class, FlowCommand.class},
         footer = {"", "Examples:",
                 "  ptdecode                                        # ./perf.data: every CPU's flow, merged by time",
@@ -37,6 +40,7 @@ import ptfence.func.Invocation;
                 "  ptdecode --format perfetto -o t.json perf.data  # call stacks per thread for ui.perfetto.dev",
                 "  ptdecode --format folded perf.data | flamegraph.pl > f.svg   # flame graph by instructions",
                 "  ptdecode --packets perf.data                    # the recording's PT packets, per AUX buffer",
+                "  DEBUGINFOD_URLS=http://srv:8002 ptdecode perf.data   # a recording made on another host",
                 "  ptdecode packets trace.pt                       # a raw trace, as libipt's ptdump prints it",
                 "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
 public final class PtdecodeCommand implements Callable<Integer> {
@@ -72,6 +76,10 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "perf.data moved (default: matched by path, else by its BPF programs).")
     String recordingId;
 
+    @Option(names = "--no-debuginfod", description = "Ask no debuginfod server. By default, with DEBUGINFOD_URLS set "
+            + "(as perf and gdb read it), the images the recording names and the archive lacks, and mapped files "
+            + "found nowhere here, are fetched by key or build id, checked, and images kept in the archive.")
+    boolean noDebuginfod;
     @Option(names = "--kcore", paramLabel = "DIR", description = "A kcore copy (perf record --kcore's directory).")
     Path kcore;
 
@@ -136,6 +144,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
             p.trace = recording;
             p.stdout = stdout;
             p.stderr = stderr;
+            p.stdin = stdin;
             p.output = output;
             p.format = format.equals("jsonl") ? PacketsCommand.Format.jsonl : PacketsCommand.Format.ptdump;
             return p.call();
@@ -166,6 +175,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
             throw new BadInputException("--threads " + threads + ": expected a count of threads (0: one per core)");
         }
         long[] range = timeRange(time);
+        if (sysroot != null && !java.nio.file.Files.isDirectory(sysroot)) {
+            throw new BadInputException("--sysroot " + sysroot + ": no such directory");
+        }
         Path file = Path.of(recording);
         Path kcoreDir = kcore;
         if (java.nio.file.Files.isDirectory(file) && java.nio.file.Files.isRegularFile(file.resolve("data"))) {
@@ -178,7 +190,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(file, archive,
                 archive != null, recordingId, kcoreDir, vmlinux, kallsyms, sysroot, func, format, summary, source,
                 range[0], range[1], cpuSet(cpus), threads,
-                ptfence.cli.Progress.wanted(progress)), stderr);
+                ptfence.cli.Progress.wanted(progress), !noDebuginfod), stderr);
         rd.threads = threadOptions.validate();
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
@@ -194,9 +206,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         }
         try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
             rd.load();
-            int status = decode(rd, co.writer());
-            co.commit();
-            return status;
+            return co.finish(decode(rd, co.writer())); // a failed --strict leaves an existing -o file as it was
         }
     }
 
@@ -315,13 +325,18 @@ public final class PtdecodeCommand implements Callable<Integer> {
     }
 
     /**
-     * After a view: the decode errors on stderr in one line, as perf's warning counts them; with --strict, any makes
-     * the exit status 2 (the output stays as written).
+     * After a view: the decode errors on stderr in one line, as perf's warning counts them, and a thread filter that
+     * matched nothing; with --strict, any decode error or damage to the recording makes the exit status 2 (an -o
+     * file is then left as it was).
      */
     private int done(RecordingDecode rd, PrintWriter out) {
         out.flush();
         long errors = rd.reportErrors();
-        return strict && errors > 0 ? Tool.EXIT_BAD_INPUT : Tool.EXIT_OK;
+        String unmatched = rd.threads.unmatched(rd.sideband);
+        if (unmatched != null) {
+            stderr.println("ptdecode: " + unmatched);
+        }
+        return strict && (errors > 0 || rd.damaged()) ? Tool.EXIT_BAD_INPUT : Tool.EXIT_OK;
     }
 
     /** True if {@code address} lies in one of {@code functions} (at any time). */

@@ -14,6 +14,10 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import ptfence.cli.BadInputException;
+import ptfence.debuginfod.ClientSettings;
+import ptfence.debuginfod.DebuginfodClient;
+import ptfence.debuginfod.RemoteFiles;
+import ptfence.debuginfod.RemoteImages;
 import ptfence.flow.CursorInput;
 import ptfence.flow.FlowConfig;
 import ptfence.flow.FlowDecoder;
@@ -26,6 +30,7 @@ import ptfence.image.CodeSpace;
 import ptfence.perfdata.AttrIds;
 import ptfence.perfdata.AuxBuffer;
 import ptfence.perfdata.AuxRuns;
+import ptfence.perfdata.Feature;
 import ptfence.perfdata.IntelPtInfo;
 import ptfence.perfdata.PerfDataFile;
 import ptfence.perfdata.PerfRecord;
@@ -48,7 +53,7 @@ final class RecordingDecode {
     /** What the command line asked for. */
     record Request(Path recording, Path archive, boolean archiveGiven, String recordingId, Path kcore, Path vmlinux,
             Path kallsyms, Path sysroot, String func, String format, boolean summary, boolean source, long timeFrom,
-            long timeTo, Set<Integer> cpus, int threads, boolean progress) {
+            long timeTo, Set<Integer> cpus, int threads, boolean progress, boolean debuginfod) {
     }
 
     /** One CPU's PT: its runs of AUX buffers in order. */
@@ -72,6 +77,8 @@ final class RecordingDecode {
     /** The PT event had the TSC bit: the trace carries times (else no instruction will have one). */
     boolean tscEnabled;
     private String recordingBoot;
+    /** The text regions the recording names (ptrec writes them), or null. */
+    private Feature.TextRegions namedRegions;
 
     RecordingDecode(Request req, PrintStream err) {
         this.req = req;
@@ -124,6 +131,9 @@ final class RecordingDecode {
             if (damage != null && (info == null || buffers.isEmpty())) {
                 throw new BadInputException(damage.getMessage() + " (no Intel PT data before it)");
             }
+            if (info == null && buffers.isEmpty() && sidebandOnly(f)) {
+                throw new BadInputException(sidebandOnlyMessage(req.recording()));
+            }
             if (info == null || info.auxType() != PerfRecord.AuxtraceInfo.TYPE_INTEL_PT) {
                 throw new BadInputException(req.recording() + ": no Intel PT data (no intel_pt AUXTRACE_INFO); record "
                         + "with 'ptrec' or 'perf record -e intel_pt//'");
@@ -133,6 +143,7 @@ final class RecordingDecode {
             }
             if (damage != null) {
                 err.println("ptdecode: " + damage.getMessage() + " (decoding the records before it)");
+                damageReported++;
             }
             pt = IntelPtInfo.of(info);
             long ptConfig = 0;
@@ -167,21 +178,27 @@ final class RecordingDecode {
             config.cpuid15Ebx = t.cpuid15Ebx();
             config.noRetComp = pt.noretcompBit() != 0 && (ptConfig & pt.noretcompBit()) != 0;
             tscEnabled = pt.tscBit() != 0 && (ptConfig & pt.tscBit()) != 0;
-            addArchive();
+            Optional<Feature.TextRegions> named = textRegions(f);
+            namedRegions = named.orElse(null);
+            ClientSettings settings = req.debuginfod() ? ClientSettings.fromEnvironment() : null;
+            DebuginfodClient client = settings != null && settings.enabled() ? new DebuginfodClient(settings, err)
+                    : null;
             try {
-                code.addBpfProgInfo(f.features().bpfProgInfo());
-            } catch (BadInputException e) {
-                err.println("ptdecode: " + e.getMessage() + " (BPF_PROG_INFO not used)");
+                RemoteImages.Outcome fetched = named.isPresent() ? completeArchive(named.get(), settings, client)
+                        : RemoteImages.Outcome.NOTHING;
+                addArchive(named.orElse(null), fetched, client != null);
+                RemoteFiles remote = client == null ? null : new RemoteFiles(client);
+                code.fetchFilesFrom(remote);
+                addFileCode(f);
+                code.fetchFilesFrom(null); // every mapped file is decided now: nothing is fetched while decoding
+                if (remote != null) {
+                    reportFiles(remote, settings);
+                }
+            } finally {
+                if (client != null) {
+                    client.close();
+                }
             }
-            addKernelFiles();
-            Path dir = req.recording().toAbsolutePath().getParent();
-            if (dir != null) {
-                code.searchIn(dir);
-            }
-            code.addMappedFiles();
-            code.addSidebandSymbols();
-            code.applyPokes();
-            code.symbols().describe(0); // sort once, before decoder threads share it
             symbols = new ptfence.symbol.RecordingSymbols(sideband, code, req.sysroot(), buildIds(f), req.vmlinux());
             boolean snapshot = pt.snapshotMode();
             Map<Integer, List<List<AuxBuffer>>> byCpu = new TreeMap<>();
@@ -213,6 +230,26 @@ final class RecordingDecode {
         }
     }
 
+    /** perf's BPF_PROG_INFO, the kernel files, the mapped files (checked against their build ids), pokes, symbols. */
+    private void addFileCode(PerfDataFile f) {
+        try {
+            code.addBpfProgInfo(f.features().bpfProgInfo());
+        } catch (BadInputException e) {
+            err.println("ptdecode: " + e.getMessage() + " (BPF_PROG_INFO not used)");
+            damageReported++;
+        }
+        addKernelFiles();
+        Path dir = req.recording().toAbsolutePath().getParent();
+        if (dir != null) {
+            code.searchIn(dir);
+        }
+        code.useBuildIds(buildIds(f));
+        code.addMappedFiles();
+        code.addSidebandSymbols();
+        code.applyPokes();
+        code.symbols().describe(0); // sort once, before decoder threads share it
+    }
+
     /** The BUILD_ID header's ids by file name (none if the header is absent or damaged). */
     private Map<String, byte[]> buildIds(PerfDataFile f) {
         Map<String, byte[]> out = new java.util.HashMap<>();
@@ -222,6 +259,7 @@ final class RecordingDecode {
             }
         } catch (BadInputException e) {
             err.println("ptdecode: " + e.getMessage() + " (build ids not used)");
+            damageReported++;
         }
         return out;
     }
@@ -246,10 +284,74 @@ final class RecordingDecode {
     /** The archive held the recording boot's kallsyms (with its core kernel text): /proc/kallsyms is not needed. */
     private boolean archivedKallsyms;
 
-    private void addArchive() {
+    /** The recording's own list of the text regions it used (ptrec writes one), if any and readable. */
+    private Optional<Feature.TextRegions> textRegions(PerfDataFile f) {
+        try {
+            return f.features().textRegions();
+        } catch (BadInputException e) {
+            err.println("ptdecode: " + e.getMessage() + " (the recording's list of text regions not used)");
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * Adds to the local archive what the recording names and the archive lacks: images fetched from debuginfod
+     * (client null: none), regions of images it holds (docs/fleet.md). Says on stderr what was fetched and, once
+     * per image, what no server had.
+     */
+    private RemoteImages.Outcome completeArchive(Feature.TextRegions named, ClientSettings settings,
+            DebuginfodClient client) {
+        Path dir = ArchiveLocation.resolve(req.archive());
+        Path perfData = stdinBytes != null ? null : req.recording();
+        RemoteImages.Outcome o = RemoteImages.complete(named, dir, perfData, client);
+        if (o.fetched() > 0) {
+            err.println("ptdecode: debuginfod: fetched " + o.fetched() + " image(s), " + o.bytes() + " bytes, from "
+                    + settings.servers() + (o.kept() ? "; kept in the archive " + dir : ""));
+        }
+        if (!o.kept()) {
+            err.println("ptdecode: " + o.note() + "; used for this decode only");
+        }
+        if (client == null) {
+            if (!o.missing().isEmpty() && req.debuginfod()) {
+                err.println("ptdecode: " + o.missing().get(0) + " (set DEBUGINFOD_URLS to a debuginfod serving a "
+                        + "'ptarchive publish' tree: docs/fleet.md)");
+            }
+            return o;
+        }
+        int shown = 0;
+        for (String m : o.missing()) {
+            if (shown++ == MISSING_SHOWN) {
+                err.println("ptdecode: debuginfod: ... and " + (o.missing().size() - MISSING_SHOWN) + " more image(s) "
+                        + "not found");
+                break;
+            }
+            err.println("ptdecode: debuginfod: " + m);
+        }
+        return o;
+    }
+
+    /** At most this many lines about images not found; then a count. */
+    private static final int MISSING_SHOWN = 100;
+
+    private void reportFiles(RemoteFiles remote, ClientSettings settings) {
+        if (remote.fetched() > 0) {
+            err.println("ptdecode: debuginfod: fetched " + remote.fetched() + " file(s), " + remote.bytes()
+                    + " bytes, from " + settings.servers() + " into " + settings.cache());
+        }
+        for (String m : remote.missing()) {
+            err.println("ptdecode: debuginfod: " + m);
+        }
+    }
+
+    /** @param fetching whether debuginfod was asked (then an --archive that does not exist is where it would keep) */
+    private void addArchive(Feature.TextRegions named, RemoteImages.Outcome fetched, boolean fetching) {
         Path dir = ArchiveLocation.resolve(req.archive());
         if (!Files.isDirectory(dir) || !Files.exists(dir.resolve("data.mdb"))) {
-            if (req.archiveGiven() || req.recordingId() != null) {
+            if (!fetched.regions().isEmpty()) {
+                addUnkept(named, fetched, null); // fetched, but no archive could be made to keep them
+                return;
+            }
+            if ((req.archiveGiven() || req.recordingId() != null) && !(fetching && named != null)) {
                 throw new BadInputException(dir + ": no ptfence archive there (--archive)");
             }
             return; // no archive: perf's own data only
@@ -257,7 +359,7 @@ final class RecordingDecode {
         try (Archive archive = Archive.openReadOnly(dir)) {
             archive.read(s -> {
                 List<Recording> all = Recordings.all(s);
-                Recording chosen = chooseRecording(all, s);
+                Recording chosen = chooseRecording(all, s, named);
                 String boot;
                 if (chosen != null) {
                     boot = chosen.bootId();
@@ -270,23 +372,37 @@ final class RecordingDecode {
                 } else {
                     boot = null;
                 }
-                if (boot == null) {
-                    return null;
-                }
-                long from = sideband.firstTime() == Long.MAX_VALUE ? Long.MIN_VALUE : sideband.firstTime();
-                List<Region> regions = RegionIndex.all(s, r -> r.bootId().equals(boot)
-                        && (r.validTo() == Region.OPEN || r.validTo() >= from));
-                List<Region> full = withContent(s, regions);
-                code.addArchiveRegions(full, r -> s.image(r.key()).orElse(null));
-                for (Region r : full) {
-                    if (r.metadata() instanceof ptfence.region.KernelMetadata k && k.kallsyms().length > 0) {
-                        code.addKallsyms(r.name() + " kallsyms (archive)", k.kallsyms());
-                        archivedKallsyms = true;
+                if (boot != null) {
+                    long from = sideband.firstTime() == Long.MAX_VALUE ? Long.MIN_VALUE : sideband.firstTime();
+                    List<Region> regions = RegionIndex.all(s, r -> r.bootId().equals(boot)
+                            && (r.validTo() == Region.OPEN || r.validTo() >= from));
+                    List<Region> full = withContent(s, regions);
+                    code.addArchiveRegions(full, r -> s.image(r.key()).orElse(null));
+                    for (Region r : full) {
+                        if (r.metadata() instanceof ptfence.region.KernelMetadata k && k.kallsyms().length > 0) {
+                            code.addKallsyms(r.name() + " kallsyms (archive)", k.kallsyms());
+                            archivedKallsyms = true;
+                        }
                     }
                 }
+                addUnkept(named, fetched, s);
                 return null;
             });
         }
+    }
+
+    /** Regions completed from debuginfod that the archive could not keep: used for this decode only. */
+    private void addUnkept(Feature.TextRegions named, RemoteImages.Outcome fetched, ptfence.store.Snapshot s) {
+        if (fetched.kept() || fetched.regions().isEmpty()) {
+            return;
+        }
+        if (recordingBoot == null) {
+            recordingBoot = named.bootId();
+        }
+        code.addArchiveRegions(fetched.regions(), r -> {
+            byte[] b = fetched.images().get(r.key());
+            return b != null || s == null ? b : s.image(r.key()).orElse(null);
+        });
     }
 
     /**
@@ -314,14 +430,21 @@ final class RecordingDecode {
     }
 
     /**
-     * The archive's recording for this perf.data: the one named by --recording, the one written to this path, or
-     * the one whose BPF regions the sideband's KSYMBOLs match best.
+     * The archive's recording for this perf.data: the one named by --recording, the one the perf.data names (ptrec
+     * writes its id), the one written to this path, or the one whose BPF regions the sideband's KSYMBOLs match best.
      */
-    private Recording chooseRecording(List<Recording> all, ptfence.store.Snapshot s) {
+    private Recording chooseRecording(List<Recording> all, ptfence.store.Snapshot s, Feature.TextRegions named) {
         if (req.recordingId() != null) {
             return all.stream().filter(r -> r.id().equals(req.recordingId()) || r.id().startsWith(req.recordingId()))
                     .findFirst().orElseThrow(() -> new BadInputException("--recording " + req.recordingId()
                             + ": no such recording in the archive (ptarchive ls --recordings lists them)"));
+        }
+        if (named != null) {
+            for (Recording r : all) {
+                if (r.id().equals(named.recordingId())) {
+                    return r; // the recording names itself
+                }
+            }
         }
         String path = req.recording().toAbsolutePath().normalize().toString();
         for (Recording r : all) {
@@ -454,6 +577,27 @@ final class RecordingDecode {
     /** Decode errors per CPU (each a stretch of trace lost up to the next full IP). */
     private final Map<Integer, Long> errorsByCpu = new java.util.concurrent.ConcurrentSkipListMap<>();
 
+    /** Software events only, no AUX: what 'ptrec --sideband-only' writes where there is no Intel PT. */
+    static boolean sidebandOnly(PerfDataFile f) {
+        return !f.attrs().isEmpty() && f.attrs().stream().allMatch(a -> a.attr().type() == 1);
+    }
+
+    /** What a sideband-only recording holds and how to see it (there is nothing for ptdecode to decode). */
+    static String sidebandOnlyMessage(Object recording) {
+        return recording + ": a sideband-only recording (no intel_pt event, as 'ptrec --sideband-only' writes): no "
+                + "trace to decode, so no control flow and no --packets; its tasks, mappings and BPF events show with "
+                + "'perf script --show-task-events --show-mmap-events --show-bpf-events -i " + recording + "', the BPF "
+                + "code the fence archived with 'ptarchive ls --recordings'";
+    }
+
+    /** Warnings printed about damage in the recording itself (records or header sections cut short or malformed). */
+    private int damageReported;
+
+    /** Whether the recording itself was damaged (a warning said so): with --strict that is an error. */
+    boolean damaged() {
+        return damageReported > 0;
+    }
+
     /** Prints how many decode errors there were, per CPU, on one stderr line (nothing if none); returns the count. */
     long reportErrors() {
         long all = errorsByCpu.values().stream().mapToLong(Long::longValue).sum();
@@ -559,6 +703,20 @@ final class RecordingDecode {
         };
     }
 
+    /** The region the recording names at this address (the latest one), or null. */
+    private Feature.TextRegion namedAt(long ip) {
+        Feature.TextRegion found = null;
+        if (namedRegions != null) {
+            for (Feature.TextRegion r : namedRegions.regions()) {
+                if (Long.compareUnsigned(ip - r.address(), r.length()) < 0
+                        && (found == null || r.validFrom() > found.validFrom())) {
+                    found = r;
+                }
+            }
+        }
+        return found;
+    }
+
     private void reportMissing(long ip) {
         Sideband.KernelSymbol k = code.symbolAt(ip, Long.MAX_VALUE - 1);
         String key = k != null ? k.name() + "@" + k.from() : "0x" + Long.toHexString(ip >>> 12);
@@ -566,7 +724,12 @@ final class RecordingDecode {
             return;
         }
         String msg;
-        if (k != null && k.bpf()) {
+        Feature.TextRegion named = namedAt(ip);
+        if (named != null) {
+            msg = named.name() + ": no image for 0x" + Long.toHexString(ip) + " at t=" + named.validFrom()
+                    + "; the recording names it (image " + named.key() + "), but neither the archive nor "
+                    + (req.debuginfod() ? "a server in DEBUGINFOD_URLS" : "--no-debuginfod") + " gave it (docs/fleet.md)";
+        } else if (k != null && k.bpf()) {
             msg = k.name() + ": no image in the archive for 0x" + Long.toHexString(ip) + " at t=" + k.from()
                     + "; was this recorded with ptrec (its text fence archives BPF code)?";
         } else if (k != null) {

@@ -47,6 +47,15 @@ final class RecordingPackets {
         return Files.isRegularFile(p) && PerfDataFile.isPerfData(p);
     }
 
+    /** Whether these bytes start like a perf.data (file or pipe mode, either byte order). */
+    static boolean isPerfMagic(byte[] head) {
+        if (head.length < 8) {
+            return false;
+        }
+        String m = new String(head, 0, 8, java.nio.charset.StandardCharsets.ISO_8859_1);
+        return m.equals("PERFILE2") || m.equals("2ELIFREP");
+    }
+
     static int dump(String name, java.io.InputStream stdin, boolean jsonl, boolean quiet, Errata errata,
             TimingConfig given, BufferDump printer, TextSink out, PrintStream err) throws IOException {
         try (PerfDataFile f = name.equals("-") ? PerfDataFile.read(stdin, "stdin") : PerfDataFile.open(Path.of(name))) {
@@ -79,6 +88,9 @@ final class RecordingPackets {
             if (damage != null) {
                 throw damage; // after every buffer before it was printed
             }
+            if (d.buffers == 0 && RecordingDecode.sidebandOnly(f)) {
+                throw new BadInputException(RecordingDecode.sidebandOnlyMessage(name.equals("-") ? "stdin" : name));
+            }
             if (featureDamage != null) {
                 err.println("ptdecode: " + featureDamage);
                 return Tool.EXIT_BAD_INPUT;
@@ -106,6 +118,7 @@ final class RecordingPackets {
         private PerfRecord.AuxtraceInfo info;
         private boolean snapshot;
         int damaged;
+        long buffers;
 
         Dumper(Path path, boolean jsonl, boolean quiet, BufferDump printer, TextSink out, PrintStream err,
                 Errata errata, TimingConfig given, PerfDataFile file) {
@@ -130,6 +143,7 @@ final class RecordingPackets {
         }
 
         void add(AuxBuffer b) {
+            buffers++;
             List<AuxBuffer> run = pending.get(b.idx());
             if (run != null) {
                 AuxBuffer last = run.get(run.size() - 1);

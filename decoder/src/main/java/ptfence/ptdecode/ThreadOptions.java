@@ -55,6 +55,45 @@ public final class ThreadOptions {
                 && (commSet == null || comm != null && commSet.contains(comm));
     }
 
+    /**
+     * One line for stderr when --pid, --tid or --comm match no thread the recording names (its COMM, FORK and switch
+     * records), else null: an empty listing would otherwise look like a trace without code.
+     */
+    String unmatched(ptfence.sideband.Sideband sideband) {
+        if (!filters()) {
+            return null;
+        }
+        java.util.Map<Integer, java.util.Set<String>> seen = sideband.threads();
+        java.util.Set<String> named = new java.util.LinkedHashSet<>();
+        for (var e : seen.entrySet()) {
+            int tid = e.getKey();
+            int pid = sideband.pidOf(tid);
+            java.util.Set<String> names = e.getValue().isEmpty() ? java.util.Collections.singleton(null) : e.getValue();
+            for (String comm : names) {
+                if (accepts(pid, tid, comm)) {
+                    return null;
+                }
+            }
+            if (!e.getValue().isEmpty() && tid > 0) {
+                named.add(pid + "/" + tid + " " + String.join("/", e.getValue()));
+            }
+        }
+        List<String> known = named.stream().limit(8).toList();
+        List<String> asked = new java.util.ArrayList<>();
+        if (pids != null) {
+            asked.add("--pid " + String.join(",", pids));
+        }
+        if (tids != null) {
+            asked.add("--tid " + String.join(",", tids));
+        }
+        if (comms != null) {
+            asked.add("--comm " + String.join(",", comms));
+        }
+        return String.join(" ", asked) + ": no thread of the recording matches (" + (known.isEmpty()
+                ? "it names no thread" : "it has pid/tid " + String.join(", ", known) + (named.size() > known.size()
+                ? ", ..." : "")) + ")";
+    }
+
     private static Set<Integer> ints(String option, List<String> values) {
         if (values == null) {
             return null;

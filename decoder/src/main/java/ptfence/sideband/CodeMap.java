@@ -12,6 +12,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import ptfence.debuginfod.RemoteFiles;
 import ptfence.image.CodeSpace;
 import ptfence.image.ElfSegments;
 import ptfence.image.Image;
@@ -77,6 +78,9 @@ public final class CodeMap {
     private final Path sysroot;
     private final List<Path> searchDirs = new ArrayList<>();
     private final List<String> notes = new ArrayList<>();
+    private final Map<String, byte[]> headerBuildIds = new HashMap<>();
+    private final Map<String, java.util.Optional<Path>> files = new java.util.concurrent.ConcurrentHashMap<>();
+    private RemoteFiles remote;
 
     public CodeMap(Sideband sideband, Clock clock, boolean timed, Path sysroot) {
         this.sideband = sideband;
@@ -293,7 +297,7 @@ public final class CodeMap {
             if (m.file().startsWith("[") || m.file().startsWith("//")) {
                 continue; // [vdso], [kernel.kallsyms]_text, //anon: nothing to read
             }
-            byte[] all = files.computeIfAbsent(m.file(), f -> read(locate(f)));
+            byte[] all = files.computeIfAbsent(m.file(), f -> read(fileOf(f)));
             if (all == null || m.pgoff() >= all.length) {
                 continue;
             }
@@ -326,6 +330,61 @@ public final class CodeMap {
         return null;
     }
 
+    /** Build ids the recording's BUILD_ID header gives, by file name (an MMAP2's own build id comes first). */
+    public void useBuildIds(Map<String, byte[]> fromHeader) {
+        headerBuildIds.putAll(fromHeader);
+    }
+
+    /** Where files with a recorded build id that are nowhere here are fetched from (debuginfod), or null. */
+    public void fetchFilesFrom(RemoteFiles remote) {
+        this.remote = remote;
+    }
+
+    /** The build id the recording gives for a mapped file: its MMAP2's, else the BUILD_ID header's, else null. */
+    public byte[] recordedBuildId(String file) {
+        byte[] id = sideband.buildIds().get(file);
+        return id != null && id.length > 0 ? id : headerBuildIds.get(file);
+    }
+
+    /** The file the recording mapped as {@code file}, checked against its recorded build id ({@link #fileOf(String, byte[])}). */
+    public Path fileOf(String file) {
+        return fileOf(file, recordedBuildId(file));
+    }
+
+    /**
+     * The file the recording mapped as {@code file}: where {@link #locate} finds it, unless {@code buildId} (when
+     * known) says that is another build or it is nowhere; then perf's build-id cache ({@code ~/.debug}), then the
+     * debuginfod servers (through the client cache). Decided once per file and build id.
+     */
+    public Path fileOf(String file, byte[] buildId) {
+        String key = file + "\0" + (buildId == null ? "" : java.util.HexFormat.of().formatHex(buildId));
+        return files.computeIfAbsent(key, k -> java.util.Optional.ofNullable(findFile(file, buildId))).orElse(null);
+    }
+
+    private Path findFile(String file, byte[] want) {
+        Path p = locate(file);
+        if (want == null || want.length == 0) {
+            return p;
+        }
+        if (p != null) {
+            ptfence.image.Elf e = ptfence.image.Elf.read(p);
+            if (e != null && Arrays.equals(want, e.buildId())) {
+                return p;
+            }
+        }
+        String hex = java.util.HexFormat.of().formatHex(want);
+        String home = System.getProperty("user.home");
+        for (String c : new String[] {home + "/.debug/.build-id/" + hex.substring(0, 2) + "/" + hex.substring(2)
+                + "/elf", home + "/.debug" + file + "/" + hex + "/elf"}) {
+            Path cp = Path.of(c);
+            if (Files.isRegularFile(cp) && ptfence.image.Elf.read(cp) != null) {
+                return cp;
+            }
+        }
+        Path fetched = remote == null ? null : remote.find(file, want);
+        return fetched != null ? fetched : p;
+    }
+
     /** Directories searched for a mapped file by its name when it is not at its path (or under --sysroot). */
     public void searchIn(Path dir) {
         searchDirs.add(dir);
@@ -336,7 +395,7 @@ public final class CodeMap {
             return null;
         }
         try {
-            return Files.isRegularFile(p) ? Files.readAllBytes(p) : null;
+            return Files.isRegularFile(p) ? ptfence.cli.Inputs.readAllBytes(p) : null;
         } catch (IOException e) {
             notes.add(p + ": " + e.getMessage());
             return null;

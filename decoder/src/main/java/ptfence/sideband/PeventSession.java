@@ -377,7 +377,7 @@ public final class PeventSession implements CodeSpace {
         byte[] b = files.get(path);
         if (b == null) {
             try {
-                b = Files.readAllBytes(path);
+                b = ptfence.cli.Inputs.readAllBytes(path);
             } catch (IOException e) {
                 return null; // libipt: "bad file"
             }

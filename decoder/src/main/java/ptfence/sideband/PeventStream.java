@@ -400,7 +400,7 @@ final class PeventStream {
         }
         byte[] all;
         try {
-            all = Files.readAllBytes(dir.resolve(file));
+            all = ptfence.cli.Inputs.readAllBytes(dir.resolve(file));
         } catch (NoSuchFileException e) {
             throw new BadInputException("error loading " + file + ": bad file (no such file)");
         } catch (IOException e) {

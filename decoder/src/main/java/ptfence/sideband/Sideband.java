@@ -191,6 +191,19 @@ public final class Sideband {
         return Long.MAX_VALUE;
     }
 
+    /** Every thread the records name (COMM, FORK, switches), with the names it had (none known: empty). */
+    public Map<Integer, java.util.Set<String>> threads() {
+        Map<Integer, java.util.Set<String>> out = new TreeMap<>();
+        comms.forEach((tid, l) -> l.forEach(c -> out.computeIfAbsent(tid, t -> new java.util.TreeSet<>()).add(c.comm())));
+        pids.keySet().forEach(tid -> out.computeIfAbsent(tid, t -> new java.util.TreeSet<>()));
+        tasks.values().forEach(l -> l.forEach(t -> {
+            if (t.tid() >= 0) {
+                out.computeIfAbsent(t.tid(), x -> new java.util.TreeSet<>());
+            }
+        }));
+        return out;
+    }
+
     /** The process of thread {@code tid} (from its COMM records), else {@code tid} itself. */
     public int pidOf(int tid) {
         Integer p = pids.get(tid);

@@ -208,24 +208,10 @@ public final class RecordingSymbols implements Symbolizer {
         return -1;
     }
 
-    /** The file as recorded: where the code map finds it, unless its build id says perf's cache has the right one. */
+    /** The file as recorded: where the code map finds it for the build id the recording gives. */
     private Dso load(String file) {
-        byte[] want = buildIds.get(file);
-        Path p = code.locate(file);
+        Path p = code.fileOf(file, buildIds.get(file));
         Elf e = p == null ? null : Elf.read(p);
-        if (want != null && want.length > 0 && (e == null || !java.util.Arrays.equals(want, e.buildId()))) {
-            String hex = HexFormat.of().formatHex(want);
-            String home = System.getProperty("user.home");
-            for (String c : new String[] {home + "/.debug/.build-id/" + hex.substring(0, 2) + "/" + hex.substring(2)
-                    + "/elf", home + "/.debug" + file + "/" + hex + "/elf"}) {
-                Path cp = Path.of(c);
-                Elf ce = Files.isRegularFile(cp) ? Elf.read(cp) : null;
-                if (ce != null) {
-                    e = ce;
-                    break;
-                }
-            }
-        }
         return e == null ? null : new Dso(e, sysroot, file);
     }
 }

@@ -129,6 +129,48 @@ class PerfToolTest {
         assertTrue(run.out().contains("PERF_RECORD_BPF_EVENT type 1, flags 0, id 42"), run.out());
     }
 
+    /**
+     * A recording naming its text regions (ptfence's feature bit 255) is read by perf 6.1 exactly as the same
+     * recording without it: report -D, script and report --header-only -I -v print the same, and nothing about it
+     * (docs/perfdata.md, "Recordings that name their code").
+     */
+    @Test
+    void perfReadsARecordingThatNamesItsTextAsIfItDidNot() throws Exception {
+        Path with = dir.resolve("with.perf");
+        Path without = dir.resolve("without.perf");
+        for (Path p : List.of(with, without)) {
+            EventAttr pt = Samples.ptAttr();
+            EventAttr sb = Samples.sidebandAttr(Samples.PT_SAMPLE_TYPE);
+            try (PerfDataWriter w = PerfDataWriter.create(p, List.of(new AttrIds(pt, List.of(1L, 2L)),
+                    new AttrIds(sb, List.of(3L, 4L))))) {
+                Samples.features(pt, sb).values().stream()
+                        .filter(f -> p == with || f.id() != Feature.PTFENCE_TEXT).forEach(w::setFeature);
+                for (PerfRecord r : Samples.everyType(Samples.SID_LAYOUT, 3)) {
+                    if (List.of("KSYMBOL", "BPF_EVENT", "MMAP2", "COMM", "AUX", "ITRACE_START", "AUXTRACE_INFO",
+                            "AUXTRACE", "FINISHED_ROUND", "TIME_CONV").contains(r.typeName())) {
+                        w.write(r);
+                    }
+                }
+            }
+        }
+        try (PerfDataFile f = PerfDataFile.open(with)) {
+            assertEquals(Samples.textRegions(), f.features().textRegions().orElseThrow());
+        }
+        for (String[] args : List.of(new String[] {"report", "-D", "--stdio"}, new String[] {"script",
+                "--show-bpf-events", "--show-mmap-events"}, new String[] {"report", "--header-only", "-I", "-v"})) {
+            List<String> a = new ArrayList<>(List.of(args));
+            a.addAll(List.of("-i", with.toString()));
+            Run w = perf(dir, a.toArray(String[]::new));
+            a.set(a.size() - 1, without.toString());
+            Run wo = perf(dir, a.toArray(String[]::new));
+            assertEquals(0, w.exit(), String.join(" ", args) + ": " + w.err());
+            assertEquals(wo.out().replace("without.perf", "with.perf").replaceAll("(?m)^# captured on.*$", ""),
+                    w.out().replaceAll("(?m)^# captured on.*$", ""), String.join(" ", args));
+            assertEquals(wo.err().replace("without.perf", "with.perf"), w.err(), String.join(" ", args)
+                    + ": nothing said about the section");
+        }
+    }
+
     /** The lines of perf's Intel PT packet dump ("  00000036:  59 29   MTC 0x29"), in order. */
     static List<String> packetLines(List<String> lines) {
         List<String> out = new ArrayList<>();

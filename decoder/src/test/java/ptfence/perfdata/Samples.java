@@ -176,7 +176,19 @@ final class Samples {
                 new byte[] {0x0f, 0x1f, 0x44, 0, 0, 0x55, 0x48, (byte) 0x89, (byte) 0xe5, (byte) 0xc9, (byte) 0xc3},
                 0xffffffffc0001000L))));
         f.put(Feature.BPF_BTF, new Feature.BpfBtfs(List.of(new Feature.BpfBtf(7, bytes(0x9f, 0xeb, 1, 0, 24, 0, 0, 0)))));
+        f.put(Feature.PTFENCE_TEXT, textRegions());
         return f;
+    }
+
+    /** ptfence's list of text regions: names of odd lengths (padding), an open region, a long name. */
+    static Feature.TextRegions textRegions() {
+        return new Feature.TextRegions("0b9f8c3e-6c1e-4d0a-9d43-1b2f1a7c9e11", "5f0e4b7a-boot", 1_000_000, Long.MAX_VALUE,
+                List.of(new Feature.TextRegion(0xffffffffc0001000L, 92, 1_000_100, 1_009_000, "BPF_PROG",
+                                "bpf_prog_6deef7357e7b4530_sd_fw_egress", "ab".repeat(32)),
+                        new Feature.TextRegion(0xffffffffc0002000L, 7, 1_000_200, Long.MAX_VALUE, "BPF_SUBPROG",
+                                "f", "0123456789abcdef".repeat(4)),
+                        new Feature.TextRegion(0xffffffff81000000L, 4096, 0, Long.MAX_VALUE, "TEXT_POKE",
+                                "x".repeat(300), "fe".repeat(32))));
     }
 
     /**

@@ -154,7 +154,7 @@ class OutputSafetyTest {
     @Test
     void anErrorInADecoderThreadReachesTheCommand() throws Exception {
         RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(REC, null, false, null, null, null, null,
-                null, null, "text", false, false, Long.MIN_VALUE, Long.MAX_VALUE, null, 0, false),
+                null, null, "text", false, false, Long.MIN_VALUE, Long.MAX_VALUE, null, 0, false, false),
                 new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
         rd.load();
         InternalError e = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(30),
@@ -162,5 +162,119 @@ class OutputSafetyTest {
                     throw new InternalError("a fault occurred in an unsafe memory access");
                 }, line -> { })));
         assertTrue(e.getMessage().contains("unsafe memory access"));
+    }
+
+    // issue 20: 'ptdecode -o loopy loopy.perf' (the ELF loopy beside the recording is read) and '--sysroot=S -o
+    // S/.../loopy rec.perf' replaced the ELF with text and exited 0. Every file a decode reads is an input.
+    @Test
+    void anElfTheDecodeReadsIsAnInputWhereverItWasFound(@TempDir Path tmp) throws Exception {
+        Path rec = copy(tmp);
+        Path beside = tmp.resolve("loopy");
+        Files.copy(HASE.resolve("loopy"), beside);
+        byte[] elf = Files.readAllBytes(beside);
+        oneLine(RecordingFlowTest.ptdecode("-o", beside.toString(), rec.toString()), beside
+                + ": is also an input (" + beside + " was read)");
+        assertArrayEquals(elf, Files.readAllBytes(beside));
+        Files.delete(beside);
+        Path sysroot = tmp.resolve("symfs");
+        Path inSysroot = sysroot.resolve("home/joerg/git/angr/hase/tests/bin/loopy/loopy");
+        Files.createDirectories(inSysroot.getParent());
+        Files.copy(HASE.resolve("symfs/home/joerg/git/angr/hase/tests/bin/loopy/loopy"), inSysroot);
+        byte[] elf2 = Files.readAllBytes(inSysroot);
+        oneLine(RecordingFlowTest.ptdecode("--sysroot", sysroot.toString(), "-o", inSysroot.toString(),
+                rec.toString()), "is also an input");
+        assertArrayEquals(elf2, Files.readAllBytes(inSysroot));
+        assertEquals(List.of("rec.perf", "symfs"), names(tmp));
+        assertEquals(List.of("loopy"), names(inSysroot.getParent()), "no temporary file left");
+        Path kallsyms = tmp.resolve("kallsyms");
+        Files.writeString(kallsyms, "ffffffff81000000 T _stext\n");
+        oneLine(RecordingFlowTest.ptdecode("--kallsyms", kallsyms.toString(), "-o", kallsyms.toString(),
+                rec.toString()), "is also an input");
+        assertEquals("ffffffff81000000 T _stext\n", Files.readString(kallsyms));
+    }
+
+    // issue 20: 'ptdecode --strict -o existing q.data' replaced the existing file, then exited 2
+    @Test
+    void aStrictDecodeWithErrorsLeavesAnExistingOutputAsItWas(@TempDir Path tmp) throws Exception {
+        byte[] all = Files.readAllBytes(REC);
+        long payload = auxtraceOffset() + 48;
+        for (int i = 600; i < 640; i++) {
+            all[(int) payload + i] ^= (byte) 0xff; // garbage in the trace: decode errors, records intact
+        }
+        Path bad = tmp.resolve("bad.perf");
+        Files.write(bad, all);
+        // the code beside it, so the errors are the damage's, and the lax decode has lines to write
+        Files.copy(HASE.resolve("loopy"), tmp.resolve("loopy"));
+        Path k = tmp.resolve("k");
+        Files.writeString(k, "kept");
+        RecordingFlowTest.Run strict = RecordingFlowTest.ptdecode("--strict", "-o", k.toString(), bad.toString());
+        assertEquals(Tool.EXIT_BAD_INPUT, strict.exit(), strict.err());
+        assertTrue(strict.err().contains("decode error"), strict.err());
+        assertEquals("kept", Files.readString(k));
+        assertEquals(List.of("bad.perf", "k", "loopy"), names(tmp));
+        RecordingFlowTest.Run lax = RecordingFlowTest.ptdecode("-o", k.toString(), bad.toString());
+        assertEquals(0, lax.exit(), "as perf, errors are counted and the decode goes on: " + lax.err());
+        assertTrue(Files.readString(k).lines().count() > 20, lax.err() + Files.readString(k));
+        // packets: a damaged trace's listing does not replace an existing file either
+        Path pt = tmp.resolve("t.pt");
+        Files.write(pt, new byte[] {0x02, (byte) 0x82, 0x02, (byte) 0x82, 0x02, (byte) 0x82, 0x02, (byte) 0x82,
+                0x02, (byte) 0x82, 0x02, (byte) 0x82, 0x02, (byte) 0x82, 0x02, (byte) 0x82, 0x02});
+        Files.writeString(k, "kept");
+        assertEquals(Tool.EXIT_BAD_INPUT, RecordingFlowTest.ptdecode("packets", "-o", k.toString(), pt.toString())
+                .exit());
+        assertEquals("kept", Files.readString(k));
+    }
+
+    // issue 20: --strict on a truncated recording exited 0; the damage is an error
+    @Test
+    void strictMakesARecordingCutShortAnError(@TempDir Path tmp) throws Exception {
+        byte[] all = Files.readAllBytes(REC);
+        Path cut = tmp.resolve("cut.perf");
+        Files.write(cut, java.util.Arrays.copyOf(all, 30_000)); // records whole, header sections cut
+        Files.copy(HASE.resolve("loopy"), tmp.resolve("loopy")); // the code: the trace decodes without an error
+        RecordingFlowTest.Run lax = RecordingFlowTest.ptdecode(cut.toString());
+        assertEquals(0, lax.exit(), lax.err());
+        assertTrue(lax.err().contains("outside the file"), lax.err());
+        assertFalse(lax.err().contains("decode error"), "only the damage may fail it: " + lax.err());
+        RecordingFlowTest.Run strict = RecordingFlowTest.ptdecode("--strict", cut.toString());
+        assertEquals(Tool.EXIT_BAD_INPUT, strict.exit(), strict.err());
+        assertEquals(lax.out(), strict.out(), "the same listing; only the status differs");
+    }
+
+    // issue 20: a closed standard output was called "disk full?"
+    @Test
+    void aClosedStandardOutputIsCalledSo() throws Exception {
+        List<String> cmd = new java.util.ArrayList<>(ptfence.cli.JavaChild.command(List.of(),
+                PtdecodeCommand.class.getName(), List.of(REC.toString())));
+        StringBuilder line = new StringBuilder("exec");
+        cmd.forEach(a -> line.append(" '").append(a).append("'"));
+        Process p = new ProcessBuilder("/bin/sh", "-c", line + " >&-").start();
+        p.getOutputStream().close();
+        String err = new String(p.getErrorStream().readAllBytes());
+        assertEquals(Tool.EXIT_BAD_INPUT, p.waitFor(), err);
+        assertEquals("ptdecode: standard output is closed\n", err);
+    }
+
+    // issue 20: SIGINT or SIGTERM during 'ptdecode -o F' left a hidden '.F.ptfence-PID.tmp'
+    @Test
+    void aSignalDuringADecodeLeavesNoTemporaryFile(@TempDir Path tmp) throws Exception {
+        Path f = tmp.resolve("F");
+        Files.writeString(f, "kept");
+        // 'packets -o F -' opens F's temporary file, then reads the trace from a stdin that stays open
+        Process p = new ProcessBuilder(ptfence.cli.JavaChild.command(List.of(), PtdecodeCommand.class.getName(),
+                List.of("packets", "-o", f.toString(), "-"))).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (names(tmp).size() < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(2, names(tmp).size(), "the temporary file appeared: " + names(tmp));
+            assertEquals(0, new ProcessBuilder("kill", "-INT", Long.toString(p.pid())).start().waitFor());
+            assertTrue(p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS));
+        } finally {
+            p.destroyForcibly().waitFor();
+        }
+        assertEquals(List.of("F"), names(tmp));
+        assertEquals("kept", Files.readString(f));
     }
 }

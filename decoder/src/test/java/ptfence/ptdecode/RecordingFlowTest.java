@@ -107,7 +107,12 @@ class RecordingFlowTest {
         }
         Run noPt = ptdecode(sidebandOnly.toString());
         assertEquals(2, noPt.exit());
-        assertTrue(noPt.err().contains("no Intel PT data"), noPt.err());
+        // issue 20: it said "record with 'ptrec'" of what ptrec --sideband-only wrote; it says what the file is now
+        assertTrue(noPt.err().contains("a sideband-only recording") && noPt.err().contains("no --packets")
+                && noPt.err().contains("perf script --show-task-events"), noPt.err());
+        Run noPtPackets = ptdecode("--packets", sidebandOnly.toString());
+        assertEquals(2, noPtPackets.exit(), "not a silent empty listing: " + noPtPackets.err());
+        assertTrue(noPtPackets.err().contains("a sideband-only recording"), noPtPackets.err());
         Path d = RecordingPacketsTest.hase("loopy-20180514T145114");
         Run noArchive = ptdecode("--archive", tmp.resolve("none").toString(), d.resolve("perf.data.1").toString());
         assertEquals(2, noArchive.exit());

@@ -1,0 +1,312 @@
+package ptfence.debuginfod;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionService;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * A debuginfod client over {@code java.net.http}: asks every server of {@code DEBUGINFOD_URLS} at once for
+ * {@code /buildid/HEX/TYPE} and takes the first answer that passes the caller's check, as elfutils' client library
+ * does (its environment, timeouts, retries and size limit: {@link ClientSettings}). Unlike the library it checks
+ * what it got before anything is kept: an object that fails the check is refused and the next server's answer waited
+ * for. Thread-safe; files are fetched in parallel by callers.
+ */
+public final class DebuginfodClient implements AutoCloseable {
+    /** Bytes a server must deliver per timeout period (the library's 100K). */
+    static final int PROGRESS_BYTES = 100 * 1024;
+
+    /** The outcome of asking for one file. */
+    public sealed interface Answer {
+        /** The file, checked; {@code from} is the URL that gave it. */
+        record Found(byte[] bytes, String from) implements Answer {}
+
+        /** No server gave a file that passed the check; one line per server says why. */
+        record NotFound(List<String> servers) implements Answer {
+            /** Whether every server said 404 (the library caches only that as a miss). */
+            public boolean allSaidNotFound() {
+                return servers.stream().allMatch(s -> s.endsWith(": not found (404)"));
+            }
+        }
+    }
+
+    /** Why a server's answer was not taken. */
+    static final class Refused extends Exception {
+        private static final long serialVersionUID = 1L;
+        final boolean notFound;
+
+        Refused(String why, boolean notFound) {
+            super(why, null, false, false);
+            this.notFound = notFound;
+        }
+    }
+
+    private final ClientSettings settings;
+    private final PrintStream verbose;
+    private final HttpClient http;
+    private final ExecutorService requests = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "debuginfod-request");
+        t.setDaemon(true);
+        return t;
+    });
+    private final ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "debuginfod-timeout");
+        t.setDaemon(true);
+        return t;
+    });
+
+    /** @param log where DEBUGINFOD_VERBOSE lines go (stderr) */
+    public DebuginfodClient(ClientSettings settings, PrintStream log) {
+        this.settings = settings;
+        this.verbose = settings.verbose() ? log : null;
+        HttpClient.Builder b = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .followRedirects(HttpClient.Redirect.NORMAL).executor(requests);
+        if (settings.timeoutSec() > 0) {
+            b.connectTimeout(Duration.ofSeconds(settings.timeoutSec()));
+        }
+        this.http = b.build();
+    }
+
+    public ClientSettings settings() {
+        return settings;
+    }
+
+    /**
+     * Asks every server for {@code /buildid/HEX/TYPE}. {@code check} returns null when the bytes are the file asked
+     * for, else why not; a file that fails it is never returned.
+     */
+    public Answer fetch(String buildIdHex, String type, Function<byte[], String> check) {
+        long deadline = settings.maxTimeSec() > 0 ? System.nanoTime() + settings.maxTimeSec() * 1_000_000_000L
+                : Long.MAX_VALUE;
+        List<String> why = new ArrayList<>();
+        for (int attempt = 0; attempt <= Math.max(0, settings.retryLimit()); attempt++) {
+            why.clear();
+            boolean onlyNotFound = true;
+            CompletionService<byte[]> done = new ExecutorCompletionService<>(requests);
+            List<Future<byte[]>> pending = new ArrayList<>();
+            List<String> urlOf = new ArrayList<>();
+            for (String prefix : settings.urls()) {
+                String url = prefix + "/" + buildIdHex + "/" + type;
+                urlOf.add(url);
+                log("url " + (urlOf.size() - 1) + " " + url);
+                pending.add(done.submit(() -> get(url, deadline)));
+            }
+            try {
+                for (int i = 0; i < pending.size(); i++) {
+                    long left = deadline - System.nanoTime();
+                    Future<byte[]> f = left <= 0 ? null : done.poll(left, TimeUnit.NANOSECONDS);
+                    if (f == null) {
+                        why.add(settings.servers() + ": gave up after DEBUGINFOD_MAXTIME=" + settings.maxTimeSec()
+                                + " s");
+                        return new Answer.NotFound(List.copyOf(why));
+                    }
+                    String url = urlOf.get(pending.indexOf(f));
+                    String server = url.substring(0, url.indexOf("/buildid/"));
+                    try {
+                        byte[] bytes = f.get();
+                        String wrong = check.apply(bytes);
+                        if (wrong == null) {
+                            log("server response from " + url + ": " + bytes.length + " bytes, taken");
+                            return new Answer.Found(bytes, url);
+                        }
+                        log("server response from " + url + ": refused, " + wrong);
+                        why.add(server + ": wrong file refused (" + wrong + ")");
+                        onlyNotFound = false;
+                    } catch (ExecutionException e) {
+                        Throwable c = e.getCause();
+                        boolean notFound = c instanceof Refused r && r.notFound;
+                        onlyNotFound &= notFound;
+                        String reason = c instanceof Refused ? c.getMessage() : describe(c);
+                        log("server response from " + url + ": " + reason);
+                        why.add(server + ": " + reason);
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                why.add("interrupted");
+                return new Answer.NotFound(List.copyOf(why));
+            } finally {
+                pending.forEach(f -> f.cancel(true));
+            }
+            if (onlyNotFound || System.nanoTime() >= deadline) {
+                break;
+            }
+            if (attempt < settings.retryLimit()) {
+                log("retry failed query, " + (settings.retryLimit() - attempt) + " attempt(s) remaining");
+            }
+        }
+        return new Answer.NotFound(List.copyOf(why));
+    }
+
+    /** One server's file: its bytes, or a {@link Refused} saying why not. */
+    private byte[] get(String url, long deadline) throws Refused, IOException, InterruptedException {
+        if (url.regionMatches(true, 0, "file://", 0, 7)) {
+            try {
+                byte[] b = Files.readAllBytes(Path.of(URI.create(url)));
+                checkSize(b.length);
+                return b;
+            } catch (NoSuchFileException e) {
+                throw new Refused("not found (404)", true);
+            } catch (IllegalArgumentException e) {
+                throw new Refused("not a file URL", false);
+            }
+        }
+        HttpRequest.Builder rb;
+        try {
+            rb = HttpRequest.newBuilder(URI.create(url)).GET();
+        } catch (IllegalArgumentException e) {
+            throw new Refused("malformed URL", false);
+        }
+        rb.header("User-Agent", "ptfence/0.1," + System.getProperty("os.name") + "/" + System.getProperty("os.arch"));
+        if (settings.maxSize() > 0) {
+            rb.header("X-DEBUGINFOD-MAXSIZE", Long.toString(settings.maxSize()));
+        }
+        for (String h : settings.headers()) {
+            int colon = h.indexOf(':');
+            try {
+                rb.header(h.substring(0, colon).strip(), h.substring(colon + 1).strip());
+            } catch (IllegalArgumentException e) {
+                // a header java.net.http manages itself (Host, Content-Length...) or a malformed one: skipped
+            }
+        }
+        if (settings.timeoutSec() > 0) {
+            rb.timeout(Duration.ofSeconds(settings.timeoutSec())); // until the response headers
+        }
+        HttpResponse<InputStream> r;
+        try {
+            r = http.send(rb.build(), HttpResponse.BodyHandlers.ofInputStream());
+        } catch (HttpConnectTimeoutException e) {
+            throw new Refused("no connection within DEBUGINFOD_TIMEOUT=" + settings.timeoutSec() + " s", false);
+        } catch (HttpTimeoutException e) {
+            throw new Refused("no answer within DEBUGINFOD_TIMEOUT=" + settings.timeoutSec() + " s", false);
+        } catch (ConnectException e) {
+            throw new Refused("connection refused", false);
+        }
+        try (InputStream in = r.body()) {
+            if (r.statusCode() == 404) {
+                throw new Refused("not found (404)", true);
+            }
+            if (r.statusCode() == 406) {
+                throw new Refused("larger than DEBUGINFOD_MAXSIZE=" + settings.maxSize() + " (406)", false);
+            }
+            if (r.statusCode() != 200) {
+                throw new Refused("HTTP " + r.statusCode(), false);
+            }
+            long length = r.headers().firstValueAsLong("Content-Length").orElse(-1);
+            if (settings.maxSize() > 0 && length > settings.maxSize()) {
+                throw new Refused("larger than DEBUGINFOD_MAXSIZE=" + settings.maxSize() + " (" + length + " bytes)",
+                        false);
+            }
+            return readWithProgress(in, length, deadline);
+        }
+    }
+
+    /**
+     * The body, cut by the watchdog when a timeout period passes without {@link #PROGRESS_BYTES} (or the rest of the
+     * body) arriving, or when DEBUGINFOD_MAXTIME is over; a body shorter than its Content-Length is refused.
+     */
+    private byte[] readWithProgress(InputStream in, long length, long deadline) throws IOException, Refused {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        java.util.concurrent.atomic.AtomicReference<String> cut = new java.util.concurrent.atomic.AtomicReference<>();
+        long[] mark = {0};
+        List<ScheduledFuture<?>> timers = new ArrayList<>();
+        if (settings.timeoutSec() > 0) {
+            long period = settings.timeoutSec();
+            timers.add(watchdog.scheduleAtFixedRate(() -> {
+                synchronized (out) {
+                    if (out.size() - mark[0] < PROGRESS_BYTES && cut.compareAndSet(null, "less than 100K within "
+                            + "DEBUGINFOD_TIMEOUT=" + period + " s")) {
+                        closeQuietly(in);
+                    }
+                    mark[0] = out.size();
+                }
+            }, period, period, TimeUnit.SECONDS));
+        }
+        if (deadline != Long.MAX_VALUE) {
+            timers.add(watchdog.schedule(() -> {
+                if (cut.compareAndSet(null, "not done within DEBUGINFOD_MAXTIME=" + settings.maxTimeSec() + " s")) {
+                    closeQuietly(in);
+                }
+            }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+        }
+        byte[] buf = new byte[64 << 10];
+        try {
+            for (int n; (n = in.read(buf)) > 0; ) {
+                synchronized (out) {
+                    out.write(buf, 0, n);
+                }
+                checkSize(out.size());
+            }
+        } catch (IOException e) {
+            if (cut.get() == null) {
+                throw e;
+            }
+        } finally {
+            timers.forEach(t -> t.cancel(false));
+        }
+        if (cut.get() != null) {
+            throw new Refused(cut.get(), false);
+        }
+        if (length >= 0 && out.size() != length) {
+            throw new Refused("connection closed after " + out.size() + " of " + length + " bytes", false);
+        }
+        return out.toByteArray();
+    }
+
+    private void checkSize(long n) throws Refused {
+        if (settings.maxSize() > 0 && n > settings.maxSize()) {
+            throw new Refused("larger than DEBUGINFOD_MAXSIZE=" + settings.maxSize(), false);
+        }
+    }
+
+    private static void closeQuietly(InputStream in) {
+        try {
+            in.close();
+        } catch (IOException e) {
+            // closing is how the watchdog ends a stalled read
+        }
+    }
+
+    private static String describe(Throwable t) {
+        if (t instanceof ConnectException || t != null && t.getCause() instanceof ConnectException) {
+            return "connection refused";
+        }
+        String m = t == null ? null : t.getMessage();
+        return (t == null ? "failed" : t.getClass().getSimpleName()) + (m == null ? "" : ": " + m);
+    }
+
+    private void log(String line) {
+        if (verbose != null) {
+            verbose.println("debuginfod: " + line);
+        }
+    }
+
+    @Override
+    public void close() {
+        requests.shutdownNow();
+        watchdog.shutdownNow();
+    }
+}
