@@ -28,6 +28,18 @@ public final class RegionCodec {
 
     /** Encodes a region. */
     public static byte[] encode(Region r) {
+        return encode(r, false);
+    }
+
+    /**
+     * A record that travels alone (a published object): the content its metadata refers to — a program's BTF, a
+     * kernel's kallsyms — inline where the region holds it (flag 2), not by key only.
+     */
+    public static byte[] encodeSelfContained(Region r) {
+        return encode(r, true);
+    }
+
+    private static byte[] encode(Region r, boolean inline) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(128);
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.writeByte(VERSION);
@@ -42,7 +54,7 @@ public final class RegionCodec {
             RegionMetadata meta = r.metadata();
             if (meta instanceof BpfMetadata m) {
                 out.writeByte(META_BPF);
-                writeBpf(out, m);
+                writeBpf(out, m, inline);
             } else if (meta instanceof FileMetadata f) {
                 out.writeByte(META_FILE);
                 out.writeUTF(f.path());
@@ -51,8 +63,7 @@ public final class RegionCodec {
             } else if (meta instanceof KernelMetadata k) {
                 out.writeByte(META_KERNEL);
                 out.writeUTF(k.release());
-                out.writeByte(k.kallsymsKey() == null ? 0 : 1);
-                if (k.kallsymsKey() != null) out.write(k.kallsymsKey().toBytes());
+                writeContent(out, k.kallsymsKey(), inline ? k.kallsyms() : new byte[0]);
             } else {
                 out.writeByte(META_NONE);
             }
@@ -89,7 +100,11 @@ public final class RegionCodec {
                 case META_NONE -> RegionMetadata.None.INSTANCE;
                 case META_BPF -> version == 1 ? readBpfV1(in) : readBpf(in);
                 case META_FILE -> new FileMetadata(in.readUTF(), in.readLong(), readBytes(in));
-                case META_KERNEL -> new KernelMetadata(in.readUTF(), null, readKey(in));
+                case META_KERNEL -> {
+                    String release = in.readUTF();
+                    Content c = readContent(in);
+                    yield new KernelMetadata(release, c.bytes(), c.key());
+                }
                 default -> throw new BadInputException(where + ": unknown region metadata type");
             };
             if (in.available() != 0) {
@@ -101,12 +116,10 @@ public final class RegionCodec {
         }
     }
 
-    private static void writeBpf(DataOutputStream out, BpfMetadata m) throws IOException {
+    private static void writeBpf(DataOutputStream out, BpfMetadata m, boolean inline) throws IOException {
         writeBpfInfo(out, m);
         out.writeInt(m.btfId());
-        ContentKey btfKey = m.btfKey();
-        out.writeByte(btfKey == null ? 0 : 1);
-        if (btfKey != null) out.write(btfKey.toBytes());
+        writeContent(out, m.btfKey(), inline ? m.btf() : new byte[0]);
         writeBytes(out, m.xlatedInsns());
         out.writeLong(m.loadTime());
         out.writeInt(m.uid());
@@ -184,7 +197,7 @@ public final class RegionCodec {
     private static BpfMetadata readBpf(DataInputStream in) throws IOException {
         Info i = Info.read(in);
         int btfId = in.readInt();
-        ContentKey btfKey = readKey(in);
+        Content btf = readContent(in);
         byte[] xlated = readBytes(in);
         long loadTime = in.readLong();
         int uid = in.readInt();
@@ -203,8 +216,8 @@ public final class RegionCodec {
         java.util.List<BpfMetadata.SourceFile> sources = new java.util.ArrayList<>(nSources);
         for (int k = 0; k < nSources; k++) sources.add(new BpfMetadata.SourceFile(in.readUTF(), readBytes(in)));
         return new BpfMetadata(i.progId, i.tag, i.name, i.type, i.ksyms, i.lens, i.lineInfo, i.lineRec, i.jitedLine,
-                i.jitedLineRec, i.funcInfo, i.funcRec, btfId, null, xlated, loadTime, uid, maps, tags, expected,
-                attachObj, attachId, target, targetProg, gpl, verified, btfKey, sources);
+                i.jitedLineRec, i.funcInfo, i.funcRec, btfId, btf.bytes(), xlated, loadTime, uid, maps, tags, expected,
+                attachObj, attachId, target, targetProg, gpl, verified, btf.key(), sources);
     }
 
     /** A version 1 record: the BTF inline, nothing after the uid. */
@@ -219,14 +232,36 @@ public final class RegionCodec {
                 i.jitedLineRec, i.funcInfo, i.funcRec, btfId, btf, xlated, loadTime, uid);
     }
 
-    /** A u8 flag, then a content key if it is set. */
-    private static ContentKey readKey(DataInputStream in) throws IOException {
-        if (in.readUnsignedByte() == 0) {
-            return null;
+    /** Content a record refers to: by key (the archive holds it), or inline; both null/empty when none. */
+    private record Content(ContentKey key, byte[] bytes) {}
+
+    /** A u8 flag: 0 none, 1 a content key follows, 2 the bytes follow (u32 length, bytes). */
+    private static void writeContent(DataOutputStream out, ContentKey key, byte[] bytes) throws IOException {
+        if (bytes.length > 0) {
+            out.writeByte(2);
+            writeBytes(out, bytes);
+        } else if (key != null) {
+            out.writeByte(1);
+            out.write(key.toBytes());
+        } else {
+            out.writeByte(0);
+        }
+    }
+
+    private static Content readContent(DataInputStream in) throws IOException {
+        int flag = in.readUnsignedByte();
+        if (flag == 0) {
+            return new Content(null, null);
+        }
+        if (flag == 2) {
+            return new Content(null, readBytes(in));
+        }
+        if (flag != 1) {
+            throw new IOException("content flag " + flag + " is unknown");
         }
         byte[] k = new byte[ContentKey.LENGTH];
         in.readFully(k);
-        return ContentKey.fromBytes(k);
+        return new Content(ContentKey.fromBytes(k), null);
     }
 
     private static void writeBytes(DataOutputStream out, byte[] b) throws IOException {

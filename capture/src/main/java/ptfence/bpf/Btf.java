@@ -128,14 +128,7 @@ public final class Btf {
      * anonymous struct/union members and through typedef/const/volatile/restrict/type_tag.
      */
     public int offsetOf(String struct, String path) {
-        int typeId = structId(struct);
-        long bits = 0;
-        for (String field : path.split("\\.")) {
-            Found f = find(resolve(typeId), field);
-            if (f == null) throw new BadInputException("BTF: struct " + struct + " has no member " + path);
-            bits += f.bitOffset;
-            typeId = f.member.typeId();
-        }
+        long bits = bitOffsetOf(struct, path);
         if (bits % 8 != 0) throw new BadInputException("BTF: " + struct + "." + path + " is a bitfield");
         return (int) (bits / 8);
     }
