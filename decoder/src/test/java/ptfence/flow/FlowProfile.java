@@ -25,7 +25,8 @@ import ptfence.packet.TraceSource;
  *
  * <pre>
  * java -cp ... ptfence.flow.FlowProfile [--cpu F/M/S] (--elf FILE[:BASE] | --raw FILE:ADDR)... --pt FILE [--repeat N]
- *     [--quiet-only]   (only the counting runs; -Dptfence.profile.skipOnly=true: only those passing timing over)
+ *     [--quiet-only]   (only the counting runs; -Dptfence.profile.skipOnly=true: only those passing timing over;
+ *                      -Dptfence.profile.coverage=true: those runs fill a coverage bitmap, as --coverage does)
  * </pre>
  */
 public final class FlowProfile {
@@ -175,22 +176,31 @@ public final class FlowProfile {
         quietRuns(image, cfg, trace, repeat, mb);
     }
 
-    /** The counting fast path (--quiet), timing packets computed and passed over, repeated (warm caches, JIT). */
+    /**
+     * The counting fast path (--quiet), timing packets computed and passed over, repeated (warm caches, JIT); with
+     * {@code -Dptfence.profile.coverage=true} the coverage path ({@code --coverage}: a bitmap) instead.
+     */
     private static void quietRuns(Image image, FlowConfig cfg, ByteBuffer trace, int repeat, double mb) {
         boolean[] modes = Boolean.getBoolean("ptfence.profile.skipOnly") ? new boolean[] {true} : new boolean[] {false, true};
+        boolean coverage = Boolean.getBoolean("ptfence.profile.coverage");
         for (boolean skip : modes) {
             for (int r = 0; r < repeat; r++) {
-                CountingSink quiet = new CountingSink(new PrintWriter(Writer.nullWriter()));
+                FlowSink quiet = coverage
+                        ? new ptfence.coverage.EdgeCoverage(new PrintWriter(Writer.nullWriter()), false, true)
+                        : new CountingSink(new PrintWriter(Writer.nullWriter()));
                 java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
                 long c0 = mx.getCurrentThreadCpuTime();
                 long t0 = System.nanoTime();
                 FlowDecoder d = new FlowDecoder(image, cfg,
                         CursorInput.of(trace.duplicate(), cfg.errata).skipTiming(skip), quiet, false);
                 d.run();
+                if (coverage) {
+                    ((ptfence.coverage.EdgeCoverage) quiet).bitmap(); // the paths' edges added, as --coverage writes it
+                }
                 double s = (System.nanoTime() - t0) / 1e9;
                 double cpu = (mx.getCurrentThreadCpuTime() - c0) / 1e9;
-                System.out.printf("quiet run %d%s: %d insns, %.2f s, cpu %.2f s (%.0f MB/s of cpu, %.0f M insn/s); "
-                        + "TNT memo lookups %d, misses %d (this thread's, so far)%n", r + 1,
+                System.out.printf((coverage ? "coverage" : "quiet") + " run %d%s: %d insns, %.2f s, cpu %.2f s (%.0f MB/s "
+                        + "of cpu, %.0f M insn/s); TNT memo lookups %d, misses %d (this thread's, so far)%n", r + 1,
                         skip ? " (timing passed over)" : "", d.instructions, s, cpu, mb / cpu, d.instructions / cpu / 1e6,
                         d.tntPaths().lookups, d.tntPaths().misses);
             }

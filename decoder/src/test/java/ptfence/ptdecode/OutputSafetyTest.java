@@ -261,8 +261,11 @@ class OutputSafetyTest {
         Path f = tmp.resolve("F");
         Files.writeString(f, "kept");
         // 'packets -o F -' opens F's temporary file, then reads the trace from a stdin that stays open
-        Process p = new ProcessBuilder(ptfence.cli.JavaChild.command(List.of(), PtdecodeCommand.class.getName(),
-                List.of("packets", "-o", f.toString(), "-"))).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        // with SIGINT at its default, as in a terminal (a CI runner's background job inherits it ignored)
+        List<String> command = new java.util.ArrayList<>(List.of("env", "--default-signal=INT,TERM"));
+        command.addAll(ptfence.cli.JavaChild.command(List.of(), PtdecodeCommand.class.getName(),
+                List.of("packets", "-o", f.toString(), "-")));
+        Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
         try {
             long deadline = System.nanoTime() + 30_000_000_000L;
             while (names(tmp).size() < 2 && System.nanoTime() < deadline) {
