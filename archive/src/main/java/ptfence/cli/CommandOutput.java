@@ -20,9 +20,13 @@ public final class CommandOutput implements Closeable {
     /** The first write error, which the PrintWriter swallows: its reason goes into the one-line message. */
     private volatile IOException failure;
 
+    /** The bytes' way out (perf script's lines are written as bytes), its errors remembered as the writer's. */
+    private final OutputStream stream;
+
     private CommandOutput(OutputFile file, OutputStream stream) {
         this.file = file;
         OutputStream remembering = new MappedErrors(stream, this::remember);
+        this.stream = remembering;
         this.writer = new PrintWriter(new OutputStreamWriter(remembering, StandardCharsets.UTF_8), false);
     }
 
@@ -47,6 +51,15 @@ public final class CommandOutput implements Closeable {
 
     public PrintWriter writer() {
         return writer;
+    }
+
+    /**
+     * The same destination for bytes (lines built as bytes need no encoder); what the writer holds is flushed first.
+     * A write error here is thrown, not swallowed.
+     */
+    public OutputStream stream() {
+        writer.flush();
+        return stream;
     }
 
     /** Flushes; with -o, puts the file in place (after which close leaves it). */

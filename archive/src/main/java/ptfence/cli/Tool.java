@@ -43,6 +43,11 @@ public final class Tool {
         cl.setCaseInsensitiveEnumValuesAllowed(true);
         cl.setUsageHelpWidth(120); // the examples in every footer are one command and its comment per line
         cl.setParameterExceptionHandler((ex, a) -> {
+            if (java.util.Arrays.asList(a).contains("--help")) {
+                // "--func --help": the option took --help for its value's place; the user asked for help
+                ex.getCommandLine().usage(ex.getCommandLine().getOut());
+                return EXIT_OK;
+            }
             PrintWriter err = ex.getCommandLine().getErr();
             err.println(name + ": " + ex.getMessage() + " (see '" + name + " --help')");
             err.flush();

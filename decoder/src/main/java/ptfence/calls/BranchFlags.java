@@ -47,11 +47,12 @@ public final class BranchFlags {
     }
 
     /**
-     * The flags as perf script's {@code flags} column prints them: "call", "tr end  async", "tr strt jmp",
-     * padded as perf pads them ({@code %-15s%4s } with "(x)" inside a transaction).
+     * The flags as perf 6.1's {@code perf_sample__sprintf_flags} writes them: the name padded to 15 and "(x)" inside a
+     * transaction right-aligned in 6 ("call", "tr end  async", "tr strt jmp"); a combination without a name as one
+     * letter per flag ({@code bcrosyiABExghDt}, "?" beyond).
      */
     public static String perfName(int flags) {
-        String tx = (flags & IN_TX) != 0 ? " (x)" : "    ";
+        String tx = (flags & IN_TX) != 0 ? "   (x)" : "      ";
         String n = base(flags);
         if (n != null) {
             return pad(n, 15) + tx;
@@ -62,8 +63,17 @@ public final class BranchFlags {
         if ((flags & TRACE_END) != 0 && (n = base(flags & ~TRACE_END)) != null) {
             return "tr end  " + pad(n, 7) + tx;
         }
-        return pad("?" + Integer.toHexString(flags), 15) + tx;
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 32; i++) {
+            if ((flags >>> i & 1) != 0) {
+                sb.append(i < CHARS.length() ? CHARS.charAt(i) : '?');
+            }
+        }
+        return sb.toString();
     }
+
+    /** perf's PERF_IP_FLAG_CHARS: one letter per flag bit, in bit order. */
+    private static final String CHARS = "bcrosyiABExghDt";
 
     /**
      * One word for the kind of transfer, the {@code class} of recording JSON Lines: call, return, jcc, jmp, int,

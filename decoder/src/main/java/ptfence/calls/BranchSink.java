@@ -39,6 +39,8 @@ public final class BranchSink implements FlowSink {
     private long insns;
     private boolean inTx;
     private final EventMarks marks = new EventMarks();
+    /** perf's sample time (a branch's time is the one perf gives its sample). */
+    private final ptfence.flow.SampleClock sampleClock = new ptfence.flow.SampleClock();
     /** The flow was lost and has not yet said where it resumed. */
     private boolean resuming;
 
@@ -53,16 +55,19 @@ public final class BranchSink implements FlowSink {
      * own time (which the code is read with) and its last PSB.
      */
     public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator toPerf) {
-        clock = () -> d.time() < 0 ? -1 : toPerf.applyAsLong(d.time());
+        sampleClock.decoder(d);
+        clock = () -> sampleClock.time() < 0 ? -1 : toPerf.applyAsLong(sampleClock.time());
         tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
         psb = d::psbOffset;
         cycles = d::cycles;
         cyclesBefore = 0; // each decoder counts from 0
+        marks.restart();
     }
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         marks.insn();
+        sampleClock.insn(cls);
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
@@ -114,9 +119,16 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void event(Event ev) {
+        sampleClock.event();
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psb.getAsLong());
+        FlowItem.Mark cbr = marks.cbrInPsb();
         if (m != null) {
             out.add(m);
+            insns = 0;
+        }
+        if (cbr != null) { // after the psb, which took the instructions before both
+            out.add(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
+                    cbr.values(), 0));
             insns = 0;
         }
         if (ev.type == Event.TSX) {
@@ -150,7 +162,7 @@ public final class BranchSink implements FlowSink {
             }
             case Event.OVERFLOW -> {
                 pending = false;
-                loss("overflow");
+                loss("overflow", PtError.OVERFLOW, lastIp);
                 resuming = true;
             }
             case Event.TSX -> {
@@ -162,15 +174,16 @@ public final class BranchSink implements FlowSink {
         }
     }
 
-    private void loss(String reason) {
-        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, insns));
+    private void loss(String reason, int code, long ip) {
+        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, code, ip, insns));
         insns = 0;
     }
 
     @Override
     public void error(String kind, int code, long offset, long ip) {
+        sampleClock.error();
         pending = false;
-        loss(PtError.message(code));
+        loss(PtError.message(code), code, ip);
         resuming = true;
     }
 

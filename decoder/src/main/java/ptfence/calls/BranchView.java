@@ -1,44 +1,45 @@
 package ptfence.calls;
 
-import java.io.PrintWriter;
+import java.io.IOException;
+import java.io.Writer;
 import ptfence.cli.Json;
+import ptfence.symbol.Symbolizer;
 
 /**
  * {@code --branches}: every taken branch and every start and end of tracing, from -> to with perf's flags (call,
- * return, jcc, jmp, syscall, sysret, int, iret, hw int, async, tr strt, tr end, ...), as perf script
- * {@code --itrace=b -F +flags,+ip,+addr} lists them; events and losses between them.
+ * return, jcc, jmp, syscall, sysret, int, iret, hw int, async, tr strt, tr end, ...). Text is perf script
+ * {@code --itrace=b}'s lines (perf's default fields, or those of -F); JSON Lines also give the events and losses.
  */
 public final class BranchView extends LineView {
-    public BranchView(PrintWriter out, boolean jsonl, Symbolizer names, long from, long to) {
-        super(out, jsonl, names, from, to);
+    /** perf's --itrace=b: its default fields, no events, no errors. */
+    public BranchView(Writer out, boolean jsonl, Symbolizer names, PerfLines.Comms comms, PerfLines.Recording rec,
+            long from, long to) {
+        this(out, jsonl, names, comms, rec, new LineOptions(SampleFields.branches(), false, false, from, to));
+    }
+
+    public BranchView(Writer out, boolean jsonl, Symbolizer names, PerfLines.Comms comms, PerfLines.Recording rec,
+            LineOptions options) {
+        super(out, jsonl, names, comms, rec, options);
     }
 
     @Override
-    void branch(ThreadStack t, FlowItem.Branch b) {
-        String fromSym = b.from() == 0 ? null : names.describe(b.from(), b.time(), b.cpu());
-        String toSym = b.to() == 0 ? null : names.describe(b.to(), b.time(), b.cpu());
-        if (jsonl) {
-            sb.append(",\"from\":").append(Lines.hex(b.from())).append(",\"to\":").append(Lines.hex(b.to()));
-            Lines.kind(sb, b.flags());
-            if (fromSym != null) {
-                sb.append(",\"from_sym\":").append(Json.quote(fromSym));
-            }
-            if (toSym != null) {
-                sb.append(",\"to_sym\":").append(Json.quote(toSym));
-            }
-            out.append(sb.append('}')).append('\n');
-            return;
-        }
-        sb.append("  ").append(BranchFlags.perfName(b.flags())).append(' ');
-        address(b.from(), fromSym);
-        sb.append(" => ");
-        address(b.to(), toSym);
-        out.append(sb).append('\n');
+    boolean shows(FlowItem.Branch b) {
+        return true;
     }
 
-    private void address(long a, String sym) {
-        String h = Long.toHexString(a);
-        sb.append(" ".repeat(Math.max(0, 16 - h.length()))).append(h);
-        sb.append(' ').append(sym == null ? "([unknown])" : sym);
+    @Override
+    void json(ThreadStack t, FlowItem.Branch b) throws IOException {
+        String fromSym = describe(b.from(), b.time(), t.pid());
+        String toSym = describe(b.to(), b.time(), t.pid());
+        sb.append(",\"from\":").append(Lines.hex(b.from())).append(",\"to\":").append(Lines.hex(b.to()));
+        Lines.kind(sb, b.flags());
+        if (fromSym != null) {
+            sb.append(",\"from_sym\":").append(Json.quote(fromSym));
+        }
+        if (toSym != null) {
+            sb.append(",\"to_sym\":").append(Json.quote(toSym));
+        }
+        sb.append('}');
+        emit();
     }
 }

@@ -31,7 +31,10 @@ public final class CallStacks {
 
     /** Which thread ran on a CPU at a time. */
     public interface Threads {
-        /** {pid, tid} of the task on {@code cpu} at perf time {@code time} (-1: unknown), or null if not known. */
+        /**
+         * {pid, tid} of the task on {@code cpu} at perf time {@code time} (-1: unknown), or null if not known; the
+         * same array for the same task on that CPU while it runs there (the stacks take that as the same thread).
+         */
         int[] at(int cpu, long time);
     }
 
@@ -44,18 +47,39 @@ public final class CallStacks {
         this.listener = listener;
     }
 
-    /** The thread {@code item} belongs to: by the sideband's task, else (no task known, or the idle task) per CPU. */
+    /**
+     * The thread {@code item} belongs to: by the sideband's task, else (no task known, or the idle task) per CPU. A
+     * CPU runs the same task for many items: while {@link Threads#at} answers with the same array as last time on
+     * that CPU, the same stack is taken without a lookup.
+     */
     public ThreadStack threadOf(FlowItem item) {
-        int[] task = threads.at(item.cpu(), item.time());
-        long key = task == null || task[1] <= 0 ? -2L - item.cpu() : task[1];
+        int cpu = item.cpu();
+        int[] task = threads.at(cpu, item.time());
+        int c = cpu + 1;
+        if (c >= 0 && c < lastTask.length && task != null && lastTask[c] == task) {
+            return lastStack[c];
+        }
+        long key = task == null || task[1] <= 0 ? -2L - cpu : task[1];
         ThreadStack t = stacks.get(key);
         if (t == null) {
             t = new ThreadStack(key, task == null ? -1 : task[0], task == null ? -1 : task[1]);
             stacks.put(key, t);
         }
-        t.cpu = item.cpu();
+        t.cpu = cpu;
+        if (c >= 0) {
+            if (c >= lastTask.length) {
+                lastTask = java.util.Arrays.copyOf(lastTask, c * 2);
+                lastStack = java.util.Arrays.copyOf(lastStack, c * 2);
+            }
+            lastTask[c] = task;
+            lastStack[c] = t;
+        }
         return t;
     }
+
+    /** Per CPU (index cpu + 1): the task array {@link Threads#at} last answered, and its stack. */
+    private int[][] lastTask = new int[8][];
+    private ThreadStack[] lastStack = new ThreadStack[8];
 
     /** Takes one item of the merged flow in; returns its thread. */
     public ThreadStack apply(FlowItem item) {
@@ -101,27 +125,55 @@ public final class CallStacks {
             t.push(ret, b.to(), time, (f & BranchFlags.TRACE_END) != 0);
             listener.enter(t, t.depth, time);
         } else if ((f & BranchFlags.TRACE_BEGIN) != 0) {
+            // Tracing resumed: where a call's return left the traced code (a return through a thunk outside an
+            // address filter, or a callee that ran untraced) it resumes at that call's return address, which ends
+            // the call; then calls that ended the trace are not expected to return.
+            popTo(t, b.to(), time);
+            t.returnInsns = -1; // a return unseen: its instructions are not all known
+            t.returnCycles = -1;
             while (t.depth > 0 && t.traceEnd[t.depth]) {
                 listener.leave(t, t.depth--, time, false);
             }
-        } else if ((f & BranchFlags.RETURN) != 0 && b.from() != 0) {
-            for (int i = t.depth; i > 0; i--) {
-                if (t.ret[i] == b.to()) {
-                    t.returnInsns = t.insns - t.enterInsns[i];
-                    t.returnCycles = t.cycles - t.enterCycles[i];
-                    while (t.depth >= i) {
-                        listener.leave(t, t.depth--, time, false);
-                    }
-                    return;
-                }
+            if (t.depth == 0 && t.rootLeft && b.to() != 0) {
+                // the root function left the traced code by a jump or return and did not come back: the trace
+                // resumes in another function (a tail call through a thunk, the next run of a program)
+                listener.leave(t, 0, t.rootLeftTime, false);
+                t.depth = -1;
+                root(t, b.to(), time);
             }
-            if (t.depth == 0 && b.to() != 0) {
+        } else if ((f & BranchFlags.RETURN) != 0 && b.from() != 0) {
+            if (!popTo(t, b.to(), time) && t.depth == 0 && b.to() != 0 && (f & BranchFlags.TRACE_END) == 0) {
                 // returned from the root: the caller, unseen so far, is the new root
                 listener.leave(t, 0, time, false);
                 t.depth = -1;
                 root(t, b.to(), time);
             }
         }
+        if ((f & BranchFlags.TRACE_END) != 0) {
+            // the root was left for untraced code other than by a call or an interruption
+            t.rootLeft = t.depth == 0 && (f & (BranchFlags.CALL | BranchFlags.ASYNC)) == 0;
+            t.rootLeftTime = time;
+        } else if ((f & BranchFlags.TRACE_BEGIN) == 0) {
+            t.rootLeft = false;
+        }
+    }
+
+    /**
+     * Pops to the newest frame whose return address is {@code to}, that frame included (perf's thread_stack__pop:
+     * frames above it are calls seen not to return, as with longjmp); nothing when no frame matches. True if one did.
+     */
+    private boolean popTo(ThreadStack t, long to, long time) {
+        for (int i = t.depth; i > 0; i--) {
+            if (t.ret[i] == to) {
+                t.returnInsns = t.insns - t.enterInsns[i];
+                t.returnCycles = t.cycles - t.enterCycles[i];
+                while (t.depth >= i) {
+                    listener.leave(t, t.depth--, time, false);
+                }
+                return true;
+            }
+        }
+        return false;
     }
 
     private void root(ThreadStack t, long address, long time) {

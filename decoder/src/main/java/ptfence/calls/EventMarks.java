@@ -14,6 +14,17 @@ public final class EventMarks {
     private static final long BUS_MHZ = 100;
 
     private boolean inPsb;
+    /** The core:bus ratio last shown (-1: none yet): perf shows cbr when it changes, also inside a PSB+. */
+    private long lastCbr = -1;
+    private FlowItem.Mark cbrInPsb;
+    /** Where the last PSB shown starts (-1: none). */
+    private long lastPsb = -1;
+
+    /** A new decoder starts on another stretch of the CPU's trace: its offsets start again. */
+    public void restart() {
+        lastPsb = -1;
+        inPsb = false;
+    }
 
     /** An instruction ran: the PSB+ (if any) is over. */
     public void insn() {
@@ -26,11 +37,22 @@ public final class EventMarks {
      */
     public FlowItem.Mark of(Event ev, int cpu, long time, long insns, long psbOffset) {
         if (ev.statusUpdate) {
-            if (inPsb) {
-                return null;
+            if (ev.type == Event.CBR && ev.ratio != lastCbr) {
+                lastCbr = ev.ratio;
+                cbrInPsb = mark(cpu, time, "cbr", 0, insns, "ratio", ev.ratio);
+            }
+            if (inPsb || psbOffset == lastPsb && psbOffset >= 0) {
+                return null; // a PSB+ the decoder reports again (its status updates once more) is one PSB
             }
             inPsb = true;
+            lastPsb = psbOffset;
             return mark(cpu, time, "psb", 0, insns, "offset", psbOffset);
+        }
+        if (ev.type == Event.CBR) {
+            if (ev.ratio == lastCbr) {
+                return null;
+            }
+            lastCbr = ev.ratio;
         }
         return switch (ev.type) {
             case Event.CBR -> mark(cpu, time, "cbr", 0, insns, "ratio", ev.ratio);
@@ -46,6 +68,13 @@ public final class EventMarks {
                     ev.aborted ? 1 : 0);
             default -> null;
         };
+    }
+
+    /** The cbr a PSB+'s status update changed (shown after the psb, as perf does), once; else null. */
+    public FlowItem.Mark cbrInPsb() {
+        FlowItem.Mark m = cbrInPsb;
+        cbrInPsb = null;
+        return m;
     }
 
     private static FlowItem.Mark mark(int cpu, long time, String name, long ip, long insns, Object... kv) {

@@ -31,7 +31,11 @@ public sealed interface FlowItem permits FlowItem.Branch, FlowItem.Mark, FlowIte
             implements FlowItem {
     }
 
-    /** The flow was lost here (an overflow or a decode error): what came before on this CPU is not continued. */
-    record Loss(int cpu, long time, String reason, long insns) implements FlowItem {
+    /**
+     * The flow was lost here (an overflow or a decode error): what came before on this CPU is not continued.
+     * {@code code} is the decoder's error ({@link ptfence.flow.PtError}; {@code PtError.OVERFLOW} for an overflow),
+     * {@code ip} where it happened (0 when unknown).
+     */
+    record Loss(int cpu, long time, String reason, int code, long ip, long insns) implements FlowItem {
     }
 }

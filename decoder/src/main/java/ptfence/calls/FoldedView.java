@@ -7,6 +7,8 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import ptfence.symbol.Symbol;
+import ptfence.symbol.Symbolizer;
 
 /**
  * {@code --format folded}: one line per distinct call path, "root;caller;callee weight", as flamegraph.pl and
@@ -34,7 +36,8 @@ public final class FoldedView implements CallView {
     @Override
     public void enter(ThreadStack t, int level, long time) {
         long a = t.address(level);
-        String name = names.function(a, time, t.cpu());
+        Symbol sym = names.symbol(a, time, t.pid());
+        String name = sym == null ? null : sym.name();
         if (name == null) {
             name = "0x" + Long.toHexString(a);
         }

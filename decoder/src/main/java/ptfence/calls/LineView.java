@@ -1,46 +1,110 @@
 package ptfence.calls;
 
 import java.io.IOException;
-import java.io.PrintWriter;
+import java.io.Writer;
+import ptfence.symbol.Symbol;
+import ptfence.symbol.Symbolizer;
 
 /**
- * A view that prints a line per item of the merged flow, in text or JSON Lines: events and losses as they are, and
- * branches as the view says; only items in the --time range (untimed ones always).
+ * A view that prints a line per item of the merged flow: in text as perf script prints it ({@link PerfLines}: the
+ * branches the view shows, and with {@code events} the synthesized events, with {@code errors} the trace errors), or
+ * in JSON Lines (every event and loss). Only items in the --time range (untimed ones always).
  */
 abstract class LineView implements CallView {
-    final PrintWriter out;
+    private final LineBuffer buf;
     final boolean jsonl;
     final Symbolizer names;
-    private final long from;
-    private final long to;
+    final PerfLines perf;
+    private final LineOptions options;
     final StringBuilder sb = new StringBuilder(160);
+    /** Per CPU (index cpu + 1): instructions and cycles since its last branch line, for perf's ipc field. */
+    private long[] insnsSince = new long[8];
+    private long[] cyclesSince = new long[8];
+    private int[] lastFlags = new int[8];
 
-    LineView(PrintWriter out, boolean jsonl, Symbolizer names, long from, long to) {
-        this.out = out;
+    LineView(Writer out, boolean jsonl, Symbolizer names, PerfLines.Comms comms, PerfLines.Recording rec,
+            LineOptions options) {
+        this.buf = new LineBuffer(out);
         this.jsonl = jsonl;
         this.names = names;
-        this.from = from;
-        this.to = to;
+        this.options = options;
+        this.perf = new PerfLines(buf, options.fields(), options.eventFields(), names, comms, rec);
     }
 
     @Override
     public final void item(ThreadStack t, FlowItem item) throws IOException {
-        if (item.time() >= 0 && (item.time() < from || item.time() > to)) {
+        if (item instanceof FlowItem.Branch b) {
+            int c = Math.max(0, b.cpu() + 1);
+            if (c >= insnsSince.length) {
+                insnsSince = java.util.Arrays.copyOf(insnsSince, c * 2);
+                cyclesSince = java.util.Arrays.copyOf(cyclesSince, c * 2);
+                lastFlags = java.util.Arrays.copyOf(lastFlags, c * 2);
+            }
+            insnsSince[c] += b.insns();
+            cyclesSince[c] += b.cycles();
+            // perf prints an event with its CPU's state's flags: the last branch's kind, its trace end left out
+            lastFlags[c] = b.flags() & ~BranchFlags.TRACE_END;
+        }
+        if (item.time() >= 0 && (item.time() < options.from() || item.time() > options.to())) {
             return;
         }
-        Lines.head(sb, t, item, jsonl);
-        String other = Lines.other(sb, item, jsonl);
-        if (other != null) {
-            out.append(other).append('\n');
+        if (!jsonl) {
+            if (item instanceof FlowItem.Branch b) {
+                if (shows(b)) {
+                    int c = Math.max(0, b.cpu() + 1);
+                    perf.branch(t, b, depth(t, b), insnsSince[c], cyclesSince[c]);
+                    insnsSince[c] = 0;
+                    cyclesSince[c] = 0;
+                }
+            } else if (item instanceof FlowItem.Mark m) {
+                if (options.events()) {
+                    // perf shows a PSB with no flags, other events with their CPU's last branch kind
+                    int c = Math.max(0, m.cpu() + 1);
+                    perf.mark(t, m, m.name().equals("psb") || c >= lastFlags.length ? 0 : lastFlags[c]);
+                }
+            } else if (options.errors()) {
+                perf.error(t, (FlowItem.Loss) item);
+            }
+            return;
+        }
+        Lines.head(sb, t, item);
+        if (Lines.other(sb, item)) {
+            emit();
         } else {
-            branch(t, (FlowItem.Branch) item);
+            json(t, (FlowItem.Branch) item);
         }
     }
 
-    /** Prints {@code b} of thread {@code t}, if the view shows it; {@link #sb} holds the line's head. */
-    abstract void branch(ThreadStack t, FlowItem.Branch b);
+    /** Writes {@link #sb} as a line. */
+    final void emit() throws IOException {
+        buf.chars(sb).endLine();
+    }
+
+    /** "name" or "name+0x12" for {@code a}, or null (also for 0, no address). */
+    final String describe(long a, long time, int pid) {
+        Symbol s = a == 0 ? null : names.symbol(a, time, pid);
+        return s == null ? null : s.describe(a);
+    }
+
+    /** The function holding {@code a} (its name alone, as perf's call trace names it), or null. */
+    final String function(long a, long time, int pid) {
+        Symbol s = a == 0 ? null : names.symbol(a, time, pid);
+        return s == null ? null : s.name();
+    }
+
+    /** The call depth perf's callindent shows for {@code b}: the stack's after a call, before a return. */
+    static int depth(ThreadStack t, FlowItem.Branch b) {
+        return Math.max(0, t.depth()) + ((b.flags() & BranchFlags.RETURN) != 0 ? 1 : 0);
+    }
+
+    /** True if the view prints {@code b}. */
+    abstract boolean shows(FlowItem.Branch b);
+
+    /** Writes {@code b} of thread {@code t} as JSON, if the view shows it; {@link #sb} holds the line's head. */
+    abstract void json(ThreadStack t, FlowItem.Branch b) throws IOException;
 
     @Override
-    public void end() {
+    public void end() throws IOException {
+        buf.flush();
     }
 }

@@ -1,46 +1,34 @@
 package ptfence.calls;
 
 import ptfence.cli.Json;
-import ptfence.output.Columns;
 
-/** The parts the call-trace and branch lines share: who and when, events and losses, in text or JSON Lines. */
+/** The parts the call-trace and branch JSON lines share: who and when, events and losses. */
 final class Lines {
     private Lines() {
     }
 
-    /** perf script's line head: "pid/tid [cpu] seconds: " (text), or the opening fields of a JSON object. */
-    static StringBuilder head(StringBuilder sb, ThreadStack t, FlowItem item, boolean jsonl) {
+    /** The opening fields of a JSON object: cpu, pid, tid, time. */
+    static StringBuilder head(StringBuilder sb, ThreadStack t, FlowItem item) {
         sb.setLength(0);
-        if (jsonl) {
-            sb.append("{\"cpu\":").append(item.cpu()).append(",\"pid\":").append(t.pid()).append(",\"tid\":")
-                    .append(t.tid()).append(",\"time\":").append(item.time());
-            return sb;
-        }
-        String who = t.tid() > 0 ? t.pid() + "/" + t.tid() : "-/-";
-        Columns.right(sb, who, 13, ' ').append(" [");
-        Columns.right(sb, item.cpu() < 0 ? "-" : Integer.toString(item.cpu()), 3, '0').append("] ");
-        if (item.time() < 0) {
-            sb.append("                -");
-        } else {
-            StringBuilder s = Columns.seconds(new StringBuilder(), item.time());
-            Columns.right(sb, s.toString(), 17, ' ');
-        }
-        return sb.append(": ");
+        return sb.append("{\"cpu\":").append(item.cpu()).append(",\"pid\":").append(t.pid()).append(",\"tid\":")
+                .append(t.tid()).append(",\"time\":").append(item.time());
     }
 
-    /** An event (cbr, psb, ptwrite, ...) or a loss as the rest of a line; null for a branch. */
-    static String other(StringBuilder sb, FlowItem item, boolean jsonl) {
+    /** An event (cbr, psb, ptwrite, ...) or a loss as the rest of the object (true), or false for a branch. */
+    static boolean other(StringBuilder sb, FlowItem item) {
         if (item instanceof FlowItem.Mark m) {
-            return (jsonl ? EventMarks.json(sb, m).append('}') : EventMarks.text(sb, m)).toString();
+            EventMarks.json(sb, m).append('}');
+            return true;
         }
         if (item instanceof FlowItem.Loss l) {
-            if (jsonl) {
-                return sb.append(",\"event\":\"stack_lost\",\"reason\":").append(Json.quote(l.reason())).append('}')
-                        .toString();
+            sb.append(",\"event\":\"stack_lost\",\"reason\":").append(Json.quote(l.reason()));
+            if (l.ip() != 0) {
+                sb.append(",\"ip\":").append(hex(l.ip()));
             }
-            return sb.append("[stack lost: ").append(l.reason()).append(']').toString();
+            sb.append(",\"code\":").append(PerfLines.perfCode(l.code())).append('}');
+            return true;
         }
-        return null;
+        return false;
     }
 
     /** A branch's kind in JSON: {@code ,"class":…,"flags":…} and "trace" (begin/end), "in_tx" where they apply. */

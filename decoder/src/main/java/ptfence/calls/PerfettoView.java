@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import ptfence.cli.Json;
 import ptfence.func.PerfettoWriter;
+import ptfence.symbol.Symbol;
+import ptfence.symbol.Symbolizer;
 
 /**
  * {@code --format perfetto} for a whole recording: each thread a track, each call a slice nested in its caller's,
@@ -59,7 +61,8 @@ public final class PerfettoView implements CallView {
         }
         t.tag(level, 1);
         long a = t.address(level);
-        String name = names.function(a, time, t.cpu());
+        Symbol sym = names.symbol(a, time, t.pid());
+        String name = sym == null ? null : sym.name();
         try {
             w.thread(pid(t), tid(t), t.tid() > 0 ? label(t.pid(), "pid", t.pid()) : "unknown task",
                     t.tid() > 0 ? label(t.tid(), "tid", t.tid()) : "CPU " + t.cpu());

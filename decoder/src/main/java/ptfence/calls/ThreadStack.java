@@ -33,6 +33,18 @@ public final class ThreadStack {
     long lastTime = -1;
     int cpu;
     boolean untrusted;
+    /** The trace last ended with the root function leaving for untraced code by a jump or a return. */
+    boolean rootLeft;
+    /** The thread's name as a line printer last looked it up, valid over perf times [commFrom, commUntil). */
+    String comm;
+    long commFrom;
+    long commUntil;
+    /** A line printer's head for this thread (comm, pid/tid, [cpu]) and what it was made for. */
+    char[] head;
+    String headComm;
+    int headCpu;
+    SampleFields headFields;
+    long rootLeftTime;
 
     ThreadStack(long key, int pid, int tid) {
         this.key = key;

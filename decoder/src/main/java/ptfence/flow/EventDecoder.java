@@ -261,6 +261,7 @@ public final class EventDecoder {
                 break;
             }
         } while (packet.type == Pkt.PAD);
+        time.packet(packet.type);
         return 0;
     }
 
@@ -424,6 +425,8 @@ public final class EventDecoder {
         int r = pastSeam ? -1 : in.nextTnt(p);
         if (r < 0) {
             fetchPacket();
+        } else if (r == 0) {
+            time.packet(p.type);
         } else if (r != 0) {
             time.mtcSkipped(); // the run the lane passed held an MTC, as if the next call had read it
         }
@@ -467,6 +470,9 @@ public final class EventDecoder {
             case Pkt.TSC:
             case Pkt.TMA: {
                 int err = time.apply(p);
+                if (p.type == Pkt.MTC) {
+                    time.lookahead(in);
+                }
                 return err < 0 ? err : 1;
             }
             case Pkt.CBR:
@@ -568,6 +574,13 @@ public final class EventDecoder {
     private long syncOffset = -1;
 
     /** Offset of the last PSB the decoder read (where a resync restarts). */
+    /** The IP of the last PSB+'s FUP (0: none), even one BDM70 says not to act on: perf reports it with the PSB. */
+    public long headerFupIp() {
+        return headerFupIp;
+    }
+
+    private long headerFupIp;
+
     public long syncOffset() {
         return syncOffset;
     }
@@ -621,6 +634,7 @@ public final class EventDecoder {
         haveIp = false;
         ipSuppressed = false;
         lastIp = 0;
+        headerFupIp = 0;
         enabled = false;
         Event status0 = enqueue(EVB_PSBEND);
         status0.statusUpdate = true;
@@ -695,6 +709,9 @@ public final class EventDecoder {
 
     private int headerFup(Pkt p) {
         boolean en = p.ipc != 0;
+        if (en && LastIp.isCompression(p.ipc)) {
+            headerFupIp = LastIp.combine(lastIp, p.ipc, p.ip);
+        }
         if (config.bdm70 && checkBdm70()) {
             en = false;
         }

@@ -38,6 +38,9 @@ public final class FlowConfig {
      */
     public boolean resyncAtIp;
 
+    /** Keep perf's clock too ({@link ptfence.timing.PerfClock}): {@link FlowDecoder#time} is then perf's. */
+    public boolean perfClock;
+
     public int mtcFreq;
     public int nomFreq;
     public int cpuid15Eax;

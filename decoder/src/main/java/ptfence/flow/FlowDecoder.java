@@ -211,6 +211,9 @@ public final class FlowDecoder {
     }
 
     public long time() {
+        if (cfg.perfClock) {
+            return evd.time().perf().tsc(); // perf's own suppressions are in its clock
+        }
         if (!evd.time().hasTsc()) {
             return -1;
         }
@@ -220,6 +223,16 @@ public final class FlowDecoder {
         }
         reportedTime = t;
         return t;
+    }
+
+    /** The IP the last PSB+'s FUP gave (0: none): perf's PSB event reports it. */
+    public long psbIp() {
+        return evd.headerFupIp();
+    }
+
+    /** Where the flow stands: the next instruction to run (perf's decoder->ip, which its events report). */
+    public long ip() {
+        return ip;
     }
 
     static final long TSC_SLIP = 0x10000;

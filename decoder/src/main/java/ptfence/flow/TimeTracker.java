@@ -15,17 +15,69 @@ public final class TimeTracker {
     private final TimingConfig timingConfig;
     private final Timing time;
     private final TimeCalibration tcal;
+    /** perf's clock beside libipt's, when the flow's times are to be perf's (a recording's perf-format lines). */
+    private final ptfence.timing.PerfClock perf;
 
     public TimeTracker(FlowConfig config) {
         this.timingConfig = new TimingConfig(config.mtcFreq, config.nomFreq, config.cpuid15Eax, config.cpuid15Ebx,
                 config.skl168);
         this.time = new Timing(timingConfig);
         this.tcal = new TimeCalibration(timingConfig);
+        this.perf = config.perfClock ? new ptfence.timing.PerfClock(config.mtcFreq, config.cpuid15Ebx,
+                config.cpuid15Eax, config.nomFreq) : null;
+    }
+
+    private final Pkt ahead = new Pkt();
+    private long perfAppliedTo = -1;
+
+    /** Every packet but PAD as it is read (perf's clock looks one packet back for CYC). */
+    void packet(int type) {
+        if (perf != null) {
+            perf.packet(type == Pkt.CYC);
+        }
+    }
+
+    /**
+     * After an MTC: perf's clock may measure the cycles-to-TSC rate from the packets ahead (up to the next MTC); they
+     * are read and {@code in} is put back.
+     */
+    void lookahead(PacketInput in) {
+        ptfence.timing.PerfClock.Lookahead la = perf == null ? null : perf.lookahead();
+        if (la == null) {
+            return;
+        }
+        long save = in.position();
+        try {
+            while (in.next(ahead) >= 0) {
+                boolean stop = switch (ahead.type) {
+                    case Pkt.PAD -> false;
+                    case Pkt.MTC -> la.mtc((int) ahead.payload);
+                    case Pkt.CYC -> la.cyc(ahead.payload);
+                    case Pkt.CBR -> la.cbr((int) ahead.payload);
+                    case Pkt.TNT, Pkt.TIP_PGE, Pkt.TIP, Pkt.FUP, Pkt.PSB, Pkt.PIP, Pkt.MODE_EXEC, Pkt.MODE_TSX,
+                            Pkt.PSBEND, Pkt.VMCS, Pkt.MNT, Pkt.PTW, Pkt.BBP, Pkt.BIP, Pkt.BEP -> la.skip();
+                    default -> la.stop();
+                };
+                if (stop) {
+                    break;
+                }
+            }
+        } finally {
+            in.seek(save);
+        }
+    }
+
+    /** perf's clock (null unless {@link FlowConfig#perfClock}). */
+    public ptfence.timing.PerfClock perf() {
+        return perf;
     }
 
     /** Takes over {@code o}'s state. */
     void seed(TimeTracker o) {
         cycles = o.cycles;
+        if (perf != null && o.perf != null) {
+            perf.copyFrom(o.perf);
+        }
         time.copyFrom(o.time);
         tcal.copyFrom(o.tcal);
     }
@@ -38,6 +90,8 @@ public final class TimeTracker {
     void reset() {
         time.reset();
         tcal.reset();
+        // perf's decoder keeps its time across a resync (only a new, non-adjacent buffer starts it afresh, and that
+        // is a new decoder here)
     }
 
     /** OVF: drop the calibration, or (keep-tcal-on-ovf) keep the ratio but drop partial measurements. */
@@ -60,6 +114,23 @@ public final class TimeTracker {
     }
 
     int apply(Pkt p, boolean header) {
+        if (perf != null && p.offset > perfAppliedTo) {
+            // once per packet: the event layer reads some twice (a rescan to a full IP, a look past a TNT for a
+            // deferred TIP), and perf's MTC arithmetic counts an MTC equal to the last one as a full wrap
+            perfAppliedTo = p.offset;
+            switch (p.type) {
+                case Pkt.TSC -> perf.tsc(p.payload);
+                case Pkt.TMA -> perf.tma((int) p.payload, (int) p.payload2);
+                case Pkt.MTC -> perf.mtc((int) p.payload);
+                case Pkt.CBR -> perf.cbr((int) p.payload);
+                case Pkt.CYC -> {
+                    if (p.small == 0) {
+                        perf.cyc(p.payload);
+                    }
+                }
+                default -> { }
+            }
+        }
         TimingError e1;
         TimingError e2;
         switch (p.type) {

@@ -106,7 +106,8 @@ public final class Symbols {
 
     /**
      * Text symbols of a /proc/kallsyms copy ("ADDR TYPE NAME [MODULE]" per line). A file with no such line at all
-     * (a binary file, a wrong file) is one line naming it; a copy read without root (every address 0) gives none.
+     * (a binary file, a wrong file) is one line naming it; a copy read without root (every address 0) gives none,
+     * and so does an empty file (the way to say "no kernel symbols", as {@code --kallsyms=/dev/null}).
      */
     public Symbols addKallsyms(java.nio.file.Path file) {
         String text = new String(ptfence.cli.Inputs.read(file, "kallsyms"), java.nio.charset.StandardCharsets.ISO_8859_1);
@@ -119,7 +120,11 @@ public final class Symbols {
      */
     public Symbols addKallsyms(String where, java.util.stream.Stream<String> text) {
         long lines = 0;
+        long written = 0; // lines with anything on them: an empty file is no symbols, not a wrong file
         for (String l : (Iterable<String>) text::iterator) {
+            if (!l.isBlank()) {
+                written++;
+            }
             String[] f = l.trim().split("\\s+");
             if (f.length < 3 || f[1].length() != 1 || f[0].isEmpty() || f[0].length() > 16
                     || !f[0].chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
@@ -133,7 +138,7 @@ public final class Symbols {
                 }
             }
         }
-        if (lines == 0) {
+        if (lines == 0 && written > 0) {
             throw new ptfence.cli.BadInputException(where + ": not a kallsyms file (no 'ADDRESS TYPE NAME' line, as "
                     + "/proc/kallsyms has)");
         }

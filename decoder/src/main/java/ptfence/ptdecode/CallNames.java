@@ -1,28 +1,66 @@
 package ptfence.ptdecode;
 
-import ptfence.calls.Symbolizer;
-import ptfence.sideband.Sideband;
+import ptfence.symbol.SourceLine;
 import ptfence.symbol.Symbol;
-import ptfence.symbol.SymbolCursor;
+import ptfence.symbol.Symbolizer;
 
 /**
  * The call views' names from the recording's one symbolizer ({@link ptfence.symbol.RecordingSymbols}), so calls,
- * branches, Perfetto slices and folded stacks name code exactly as the instruction listing does. The views know a
- * CPU; the symbolizer wants the process, which the sideband gives for the CPU at that time.
+ * branches, Perfetto slices and folded stacks name code exactly as the instruction listing does. A branch's two ends
+ * are looked up on every line, and a program's branches keep coming back to the same few addresses: the answers are
+ * kept in a small table by address and process, each valid while its symbol is (its perf time span).
  */
 final class CallNames implements Symbolizer {
-    private final Sideband sideband;
-    private final SymbolCursor symbols;
+    private static final int SLOTS = 1 << 12;
 
-    CallNames(ptfence.symbol.Symbolizer symbols, Sideband sideband) {
-        this.sideband = sideband;
-        this.symbols = new SymbolCursor(symbols);
+    private final Symbolizer symbols;
+    private final long[] address = new long[SLOTS];
+    private final int[] pid = new int[SLOTS];
+    private final Symbol[] symbol = new Symbol[SLOTS];
+    private final String[] dso = new String[SLOTS];
+
+    CallNames(Symbolizer symbols) {
+        this.symbols = symbols;
+    }
+
+    /** The slot holding {@code a} for {@code p} at {@code time}, filled on a miss; -1 when nothing names it. */
+    private int slot(long a, long time, int p) {
+        int i = (int) ((a ^ a >>> 12) * 0x9E3779B1L >>> 20) & (SLOTS - 1);
+        Symbol s = symbol[i];
+        if (s != null && address[i] == a && (pid[i] == p || a < 0)
+                && (time < 0 || time >= s.from() && time < s.to())) {
+            return i;
+        }
+        s = symbols.symbol(a, time, p);
+        if (s == null) {
+            return -1;
+        }
+        address[i] = a;
+        pid[i] = p;
+        symbol[i] = s;
+        dso[i] = symbols.dso(a, time, p);
+        return i;
     }
 
     @Override
-    public String describe(long address, long time, int cpu) {
-        Sideband.Task task = time >= 0 ? sideband.taskAt(cpu, time) : null;
-        Symbol s = symbols.symbol(address, time, task == null ? -1 : task.pid());
-        return s == null ? null : s.describe(address);
+    public Symbol symbol(long a, long time, int p) {
+        int i = slot(a, time, p);
+        return i < 0 ? null : symbol[i];
+    }
+
+    @Override
+    public String dso(long a, long time, int p) {
+        int i = slot(a, time, p);
+        return i < 0 ? symbols.dso(a, time, p) : dso[i];
+    }
+
+    @Override
+    public SourceLine line(long a, long time, int p) {
+        return symbols.line(a, time, p);
+    }
+
+    @Override
+    public java.util.List<Symbol> named(String name) {
+        return symbols.named(name);
     }
 }

@@ -10,6 +10,9 @@ import ptfence.calls.CallTraceView;
 import ptfence.calls.CallView;
 import ptfence.calls.FlowItem;
 import ptfence.calls.FoldedView;
+import ptfence.calls.LineOptions;
+import ptfence.calls.PerfLines;
+import ptfence.calls.SampleFields;
 import ptfence.calls.PerfettoView;
 import ptfence.calls.ThreadStack;
 import ptfence.cli.BadInputException;
@@ -36,6 +39,12 @@ final class CallViews {
     @Option(names = "--weight", paramLabel = "insns|time", defaultValue = "insns",
             description = "--format folded: weigh stacks by instructions (default) or by time.")
     String weight;
+
+    /**
+     * perf script's --itrace=c / r on the branch view: only branches with one of these flags (perf's branches_filter:
+     * calls, asynchronous transfers and trace ends for c; returns and trace begins for r); 0: every branch.
+     */
+    int branchFilter;
 
     /** True if the command line asks for one of these views (given no --func). */
     boolean wanted(String format) {
@@ -65,10 +74,30 @@ final class CallViews {
         }
     }
 
-    /** Runs the view asked for over the whole recording. */
+    /** Runs the view asked for over the whole recording, text as perf prints it by default. */
     void run(RecordingDecode rd, RecordingDecode.Request req, String format, PrintWriter out) throws Exception {
-        CallNames names = new CallNames(rd.symbols, rd.sideband);
+        run(rd, req, format, out, null);
+    }
+
+    /**
+     * Runs the view asked for; {@code options} (perf's -F fields and the events and errors --itrace asks for) shape
+     * the text of --call-trace, --call-ret-trace and --branches, null for perf's defaults of each.
+     */
+    void run(RecordingDecode rd, RecordingDecode.Request req, String format, PrintWriter out, LineOptions options)
+            throws Exception {
+        CallNames names = new CallNames(rd.symbols);
         boolean jsonl = format.equals("jsonl");
+        Sideband sideband = rd.sideband;
+        PerfLines.Comms comms = new PerfLines.Comms() {
+            public String comm(int tid, long time) {
+                return sideband.commAt(tid, time);
+            }
+
+            public long nextChange(int tid, long time) {
+                return sideband.nextCommChange(tid, time);
+            }
+        };
+        PerfLines.Recording rec = perfRecording(rd);
         CallView view;
         if (format.equals("perfetto")) {
             view = new PerfettoView(req.recording().toString(), out, names, rd.tscEnabled,
@@ -76,23 +105,150 @@ final class CallViews {
         } else if (format.equals("folded")) {
             view = new FoldedView(out, names, weight.equals("time"));
         } else if (branches) {
-            view = new BranchView(out, jsonl, names, req.timeFrom(), req.timeTo());
+            LineOptions o = options != null ? options : new LineOptions(defaults(rd, SampleFields.branches()),
+                    events(rd, SampleFields.branches()), false, false, req.timeFrom(), req.timeTo());
+            view = new BranchView(out, jsonl, names, comms, rec, o);
+            if (branchFilter != 0) {
+                view = filtered(view, branchFilter);
+            }
         } else {
-            view = new CallTraceView(out, jsonl, callRetTrace, names, req.timeFrom(), req.timeTo());
+            SampleFields f = callRetTrace ? SampleFields.callRetTrace() : SampleFields.callTrace();
+            LineOptions o = options != null ? options : new LineOptions(defaults(rd, f), events(rd, f), true, true,
+                    req.timeFrom(), req.timeTo());
+            view = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
         }
         run(rd, view);
+    }
+
+    /** {@code view} with only the branches that have one of {@code flags} (the stacks still see every one). */
+    private static CallView filtered(CallView view, int flags) {
+        return new CallView() {
+            @Override
+            public void item(ThreadStack t, ptfence.calls.FlowItem item) throws IOException {
+                if (!(item instanceof ptfence.calls.FlowItem.Branch b) || (b.flags() & flags) != 0) {
+                    view.item(t, item);
+                }
+            }
+
+            @Override
+            public void end() throws IOException {
+                view.end();
+            }
+
+            @Override
+            public void ran(ThreadStack t, long insns, long time) {
+                view.ran(t, insns, time);
+            }
+
+            @Override
+            public void enter(ThreadStack t, int level, long time) {
+                view.enter(t, level, time);
+            }
+
+            @Override
+            public void leave(ThreadStack t, int level, long time, boolean lost) {
+                view.leave(t, level, time, lost);
+            }
+        };
+    }
+
+    /**
+     * perf's default fields as this recording can show them: no cpu for a per-thread one, no time untimed, and as
+     * perf checks a type's fields against the first event of that type, not those a recorded hardware event (cycles
+     * sampled beside intel_pt) lacks: the synthesized branches are hardware events too.
+     */
+    static SampleFields defaults(RecordingDecode rd, SampleFields view) {
+        long st = rd.hardwareSampleType;
+        boolean cpu = rd.pt.perCpuMmaps() && (st < 0 || (st & ptfence.perfdata.SampleType.CPU) != 0);
+        boolean time = rd.tscEnabled && (st < 0 || (st & ptfence.perfdata.SampleType.TIME) != 0);
+        SampleFields f = view.forRecording(cpu, time);
+        if (st >= 0 && (st & ptfence.perfdata.SampleType.IP) == 0 && !f.userSet()) {
+            f = new SampleFields(f.bits() & ~SampleFields.IP, false, f.nanosecs(), f.dsoPad());
+        }
+        return f;
+    }
+
+    /** The same for synthesized events (psb, cbr, ...): perf shows their cpu also in a per-thread recording. */
+    static SampleFields events(RecordingDecode rd, SampleFields view) {
+        return view.forRecording(true, rd.tscEnabled);
+    }
+
+    /**
+     * What perf's lines take from the recording: the synthesized branches event's name and the event name width,
+     * the TSC frequency (intel_pt's ns-to-ticks of one second) and the maximum non-turbo ratio (as recorded, else
+     * the TSC frequency in 100 MHz steps) for cbr.
+     */
+    static PerfLines.Recording perfRecording(RecordingDecode rd) {
+        String branches = rd.ptAttr == null ? "branches"
+                : ptfence.perfdata.EventNames.synthesized("branches", rd.ptAttr);
+        int width = branches.length();
+        for (String n : rd.eventNames) {
+            width = Math.max(width, n.length());
+        }
+        long mult = rd.pt.timeMult();
+        long shift = rd.pt.timeShift();
+        long ns = 1_000_000_000L;
+        long tscHz = mult == 0 ? 0 : (ns / mult << shift) + (ns % mult << shift) / mult;
+        int ratio = (int) rd.pt.maxNonTurboRatio();
+        if (ratio == 0) {
+            ratio = (int) ((tscHz + 50_000_000) / 100_000_000);
+        }
+        return new PerfLines.Recording(branches, width, tscHz, ratio);
+    }
+
+    /**
+     * The sideband's task on a CPU at a time, remembered per CPU with the span it runs for, so consecutive items of
+     * one task (nearly all) take no lookup and get the same array back.
+     */
+    private static final class CpuTasks implements CallStacks.Threads {
+        private final Sideband sb;
+        private final java.util.Map<Integer, long[]> span = new java.util.HashMap<>();
+        private final java.util.Map<Integer, int[]> task = new java.util.HashMap<>();
+        private int lastCpu = Integer.MIN_VALUE;
+        private long[] lastSpan;
+        private int[] lastTask;
+
+        CpuTasks(Sideband sb) {
+            this.sb = sb;
+        }
+
+        @Override
+        public int[] at(int cpu, long time) {
+            long[] s = cpu == lastCpu ? lastSpan : span.get(cpu);
+            if (s != null && time >= s[0] && time < s[1]) {
+                return cpu == lastCpu ? lastTask : task.get(cpu);
+            }
+            int[] t;
+            long from;
+            long until;
+            if (time < 0) {
+                // untimed: the CPU's one task, if it ran only one
+                java.util.List<Sideband.Task> all = sb.tasks(cpu);
+                Sideband.Task only = all.size() == 1 ? all.get(0) : null;
+                t = only == null || only.pid() < 0 ? null : new int[] {only.pid(), only.tid()};
+                from = Long.MIN_VALUE;
+                until = 0;
+            } else {
+                Sideband.Task k = sb.taskAt(cpu, time);
+                Sideband.Task next = sb.taskAfter(cpu, time);
+                t = k == null || k.pid() < 0 ? null : new int[] {k.pid(), k.tid()};
+                from = k == null ? Long.MIN_VALUE : k.time();
+                until = next == null ? Long.MAX_VALUE : next.time();
+            }
+            s = new long[] {from, until};
+            span.put(cpu, s);
+            task.put(cpu, t);
+            lastCpu = cpu;
+            lastSpan = s;
+            lastTask = t;
+            return t;
+        }
     }
 
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */
     static void run(RecordingDecode rd, CallView view) throws Exception {
         Sideband sb = rd.sideband;
-        CallStacks stacks = new CallStacks((cpu, time) -> {
-            if (time < 0 && sb.tasks(cpu).size() > 1) {
-                return null; // untimed: which of the CPU's tasks is unknown
-            }
-            Sideband.Task t = sb.taskAt(cpu, time < 0 ? Long.MAX_VALUE : time);
-            return t == null || t.pid() < 0 ? null : new int[] {t.pid(), t.tid()};
-        }, view);
+        CallStacks stacks = new CallStacks(new CpuTasks(sb), view);
         boolean timed = rd.code.timed();
         rd.<FlowItem>decodeMerged((t, q) -> {
             BranchSink s = new BranchSink(t.cpu(), item -> q.add(item.time(), item),

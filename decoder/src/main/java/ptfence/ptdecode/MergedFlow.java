@@ -34,7 +34,10 @@ final class MergedFlow {
         try {
             rd.<Line>decodeMerged((t, lines) -> {
                 LineSink s = new LineSink(t, lines, rd, jsonl, req, threads);
-                return new RecordingDecode.CpuPart(s, d -> s.decoder = d, () -> { });
+                return new RecordingDecode.CpuPart(s, d -> {
+                    s.decoder = d;
+                    s.clock.decoder(d);
+                }, () -> { });
             }, groups == null ? line -> out.append(line.text()).append('\n')
                     : line -> groups.add(line.pid(), line.tid(), line.comm(), line.text()));
             if (groups != null) {
@@ -102,8 +105,10 @@ final class MergedFlow {
             return decoder == null ? -1 : decoder.time();
         }
 
-        private long perfTime() {
-            long tsc = tsc();
+        /** perf's time for the samples of this CPU (see SampleClock), as perf time. */
+        private final ptfence.flow.SampleClock clock = new ptfence.flow.SampleClock();
+
+        private long perfTime(long tsc) {
             return tsc >= 0 ? code.clock().toPerf(tsc) : -1;
         }
 
@@ -164,7 +169,7 @@ final class MergedFlow {
         @Override
         public void insn(long ip, int size, int cls, int mode, boolean speculative) {
             marks.insn();
-            long t = perfTime();
+            long t = perfTime(clock.insn(cls));
             if (!wanted(t)) {
                 return;
             }
@@ -232,7 +237,7 @@ final class MergedFlow {
             if (ev.type == Event.TIP || ev.type == Event.TNT || ev.type == Event.IGNORE) {
                 return;
             }
-            long t = perfTime();
+            long t = perfTime(clock.event());
             ptfence.calls.FlowItem.Mark m = marks.of(ev, cpu, t, 0, decoder == null ? -1 : decoder.psbOffset());
             if (m != null) {
                 if (wanted(t)) {
@@ -273,7 +278,7 @@ final class MergedFlow {
 
         @Override
         public void error(String kind, int codeNo, long offset, long ip) {
-            long t = perfTime();
+            long t = perfTime(clock.error());
             if (!wanted(t)) {
                 return;
             }

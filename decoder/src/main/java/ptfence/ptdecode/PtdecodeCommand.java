@@ -114,8 +114,15 @@ public final class PtdecodeCommand implements Callable<Integer> {
             + "them, count them on stderr and go on, as perf does).")
     boolean strict;
 
+    @Option(names = {"-v", "--verbose"}, description = "Also list on stderr each place whose code was missing "
+            + "(without it: one line per kind, with counts); may be repeated, as perf's -v.")
+    boolean[] verbose;
+
     @picocli.CommandLine.Mixin
     ThreadOptions threadOptions = new ThreadOptions();
+
+    @picocli.CommandLine.Mixin
+    PerfScriptOptions perf = new PerfScriptOptions();
 
     @Option(names = "--packets", description = "Print the recording's PT packets instead (as 'ptdecode packets').")
     boolean packets;
@@ -129,6 +136,21 @@ public final class PtdecodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (perf.input != null) {
+            if (recording != null && !recording.equals(perf.input)) {
+                throw new BadInputException("-i " + perf.input + " and " + recording + ": give the recording once");
+            }
+            recording = perf.input;
+        }
+        if (perf.symfs != null) {
+            if (sysroot != null && !sysroot.equals(perf.symfs)) {
+                throw new BadInputException("--symfs and --sysroot name two directories: give one");
+            }
+            sysroot = perf.symfs;
+        }
+        if (perf.vmlinux != null) {
+            vmlinux = perf.vmlinux;
+        }
         if (recording == null) {
             recording = directory.resolve("perf.data").toString(); // as perf script (and where ptrec writes)
             if (!java.nio.file.Files.exists(Path.of(recording))) {
@@ -174,7 +196,22 @@ public final class PtdecodeCommand implements Callable<Integer> {
         if (threads < 0) {
             throw new BadInputException("--threads " + threads + ": expected a count of threads (0: one per core)");
         }
-        long[] range = timeRange(time);
+        boolean perfMode = perf.given();
+        if (perfMode && perf.unsupported() != null) {
+            throw new BadInputException(perf.unsupported());
+        }
+        if (perfMode && func != null) {
+            throw new BadInputException("--func is a view of ptdecode's own, not of perf script's options (-F, --itrace, "
+                    + "...): leave one out");
+        }
+        if (perfMode && !format.equals("text")) {
+            throw new BadInputException("--format " + format + " with perf script's options: perf script prints text");
+        }
+        if (perf.reltime && perf.deltatime) {
+            throw new BadInputException("--reltime and --deltatime: give one (as perf script)");
+        }
+        long[] range = time == null || needsSampleTimes(time, perf.reltime) ? new long[] {Long.MIN_VALUE,
+            Long.MAX_VALUE} : hull(ptfence.script.TimeRanges.parse(time, 0, 0, false));
         if (sysroot != null && !java.nio.file.Files.isDirectory(sysroot)) {
             throw new BadInputException("--sysroot " + sysroot + ": no such directory");
         }
@@ -192,6 +229,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 range[0], range[1], cpuSet(cpus), threads,
                 ptfence.cli.Progress.wanted(progress), !noDebuginfod), stderr);
         rd.threads = threadOptions.validate();
+        rd.lenientCpus = perfMode;
+        rd.verbose = verbose != null && verbose.length > 0;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
                     + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");
@@ -206,8 +245,92 @@ public final class PtdecodeCommand implements Callable<Integer> {
         }
         try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
             rd.load();
-            return co.finish(decode(rd, co.writer())); // a failed --strict leaves an existing -o file as it was
+            ptfence.script.TimeRanges ranges = ptfence.script.TimeRanges.parse(time, rd.firstSampleTime,
+                    rd.lastSampleTime, perf.reltime);
+            if (time != null) {
+                long[] h = hull(ranges);
+                rd.timeRange(h[0], h[1]);
+            }
+            int status = perfMode ? perfScript(rd, ranges, co) : decode(rd, co.writer());
+            return co.finish(status); // a failed --strict leaves an existing -o file as it was
         }
+    }
+
+    private static boolean needsSampleTimes(String spec, boolean reltime) {
+        return reltime || spec.indexOf('%') >= 0;
+    }
+
+    /** The earliest and latest perf time the ranges keep. */
+    private static long[] hull(ptfence.script.TimeRanges r) {
+        if (r.isEmpty()) {
+            return new long[] {Long.MIN_VALUE, Long.MAX_VALUE};
+        }
+        long from = r.earliest() == 0 ? Long.MIN_VALUE : r.earliest();
+        return new long[] {from, r.latest()};
+    }
+
+    /** perf script's view of the recording, as its options ask. */
+    private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
+        PrintWriter out = co.writer();
+        if (calls.callTrace || calls.callRetTrace) {
+            calls.run(rd, rd.request(), "text", out);
+            return done(rd, out);
+        }
+        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parse(perf.itraceSpec());
+        if (!itrace.instructions && itrace.branches && perf.fields.isEmpty()) {
+            // perf's branch samples alone: the call views' branch listing
+            calls.branches = true;
+            calls.branchFilter = itrace.branchFilter();
+            calls.run(rd, rd.request(), "text", out);
+            return done(rd, out);
+        }
+        ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
+        if (perf.insnTrace != null) {
+            fields.parse(perf.insnTrace.equals("disasm") ? "+insn,-event,-period" : "+insn,-event,-period");
+        }
+        for (String f : perf.fields) {
+            fields.parse(f);
+        }
+        ptfence.script.PerfEvents events = new ptfence.script.PerfEvents(rd.eventAttrs, rd.eventNames, rd.pt, itrace);
+        events.check(fields, true);
+        fields.warn(stderr);
+        ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
+        if (perf.symbols != null) {
+            java.util.Set<String> names = new java.util.LinkedHashSet<>();
+            List<Long> addrs = new java.util.ArrayList<>();
+            for (String s : perf.symbols) {
+                String v = s.trim();
+                if (v.matches("(0[xX])?[0-9a-fA-F]+") && (v.startsWith("0x") || v.startsWith("0X")
+                        || !names.contains(v))) {
+                    try {
+                        addrs.add(Long.parseUnsignedLong(v.replaceFirst("^0[xX]", ""), 16));
+                    } catch (NumberFormatException e) {
+                        names.add(v);
+                    }
+                }
+                names.add(v);
+            }
+            symbolFilter = new ptfence.script.ScriptConfig.SymbolFilter(names,
+                    addrs.stream().mapToLong(Long::longValue).toArray(), perf.addrRange == null ? 0 : perf.addrRange);
+        }
+        java.util.Set<Integer> pids = threadOptions.pids == null ? null : ints(threadOptions.pids);
+        java.util.Set<Integer> tids = threadOptions.tids == null ? null : ints(threadOptions.tids);
+        java.util.Set<String> comms = threadOptions.comms == null ? null
+                : new java.util.LinkedHashSet<>(threadOptions.comms);
+        ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
+                perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
+                perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+        PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap, perf.showSwitch,
+                perf.showLost, perf.showBpf, perf.showTextPoke), co.stream());
+        return done(rd, out);
+    }
+
+    private static java.util.Set<Integer> ints(List<String> values) {
+        java.util.Set<Integer> out = new java.util.LinkedHashSet<>();
+        for (String v : values) {
+            out.add(Integer.parseInt(v.trim()));
+        }
+        return out;
     }
 
     /** The view asked for, into {@code out}; the exit status. */
@@ -365,34 +488,6 @@ public final class PtdecodeCommand implements Callable<Integer> {
             }
         }
         return List.copyOf(byContent.values());
-    }
-
-    /** "START,END" in seconds → perf time ns [from, to]. */
-    static long[] timeRange(String spec) {
-        if (spec == null) {
-            return new long[] {Long.MIN_VALUE, Long.MAX_VALUE};
-        }
-        int comma = spec.indexOf(',');
-        if (comma < 0) {
-            throw new BadInputException("--time " + spec + ": expected START,END in seconds (either may be empty)");
-        }
-        long[] range = {seconds(spec.substring(0, comma), Long.MIN_VALUE, spec),
-                seconds(spec.substring(comma + 1), Long.MAX_VALUE, spec)};
-        if (range[1] < range[0]) {
-            throw new BadInputException("--time " + spec + ": the end comes before the start");
-        }
-        return range;
-    }
-
-    private static long seconds(String s, long empty, String spec) {
-        if (s.isBlank()) {
-            return empty;
-        }
-        try {
-            return new java.math.BigDecimal(s.trim()).movePointRight(9).longValueExact();
-        } catch (ArithmeticException | NumberFormatException e) {
-            throw new BadInputException("--time " + spec + ": '" + s + "' is not a time in seconds");
-        }
     }
 
     static Set<Integer> cpuSet(String spec) {

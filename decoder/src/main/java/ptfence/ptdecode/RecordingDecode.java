@@ -60,9 +60,11 @@ final class RecordingDecode {
     record CpuTrace(int cpu, int tid, List<List<AuxBuffer>> runs) {
     }
 
-    private final Request req;
+    private Request req;
     private final PrintStream err;
-    private final Set<String> reportedMissing = java.util.Collections.synchronizedSet(new HashSet<>());
+    private final MissingCode missing = new MissingCode();
+    /** -v: every place whose code is missing, not only a line per kind. */
+    boolean verbose;
 
     Sideband sideband = new Sideband();
     CodeMap code;
@@ -71,6 +73,11 @@ final class RecordingDecode {
     /** Names for the recording's code (every view asks here). */
     ptfence.symbol.Symbolizer symbols = ptfence.symbol.Symbolizer.NONE;
     IntelPtInfo pt;
+    /** The intel_pt event (perf's synthesized events take its modifiers), and every event's name as perf gives it. */
+    ptfence.perfdata.EventAttr ptAttr;
+    List<String> eventNames = new ArrayList<>();
+    /** The sample type of the recording's first hardware event (-1: none), which decides perf's hardware fields. */
+    long hardwareSampleType = -1;
     FlowConfig config;
     List<CpuTrace> traces = new ArrayList<>();
     String recordingUsed;
@@ -92,6 +99,11 @@ final class RecordingDecode {
 
     void fromStdin(ByteBuffer bytes) {
         stdinBytes = bytes;
+    }
+
+    /** The recording again (its records are read once more for the lines perf prints from them). */
+    PerfDataFile openPerfData() throws IOException {
+        return openRecording();
     }
 
     private PerfDataFile openRecording() throws IOException {
@@ -146,10 +158,17 @@ final class RecordingDecode {
                 damageReported++;
             }
             pt = IntelPtInfo.of(info);
+            readEvents(f);
             long ptConfig = 0;
             for (AttrIds a : f.attrs()) {
                 if (a.attr().type() == pt.pmuType()) {
                     ptConfig = a.attr().config();
+                    ptAttr = a.attr();
+                }
+            }
+            for (AttrIds a : f.attrs()) {
+                if (a.attr().type() == 0 && hardwareSampleType < 0) {
+                    hardwareSampleType = a.attr().sampleType(); // perf checks a type's fields on its first event
                 }
             }
             // the decoder asks by time once the trace has told it the time (TSC packets), else by address only
@@ -167,6 +186,7 @@ final class RecordingDecode {
             code = new CodeMap(sideband, clock, timed, req.sysroot());
             config = new FlowConfig();
             config.resyncAtIp = true; // as perf: lose only the trace up to the next full IP after an error
+            config.perfClock = true; // a recording's times are perf's, to the nanosecond
             String cpuSpec = cpuSpec(f);
             if (cpuSpec != null) {
                 config.setCpu(cpuSpec);
@@ -214,9 +234,12 @@ final class RecordingDecode {
                 byCpu.keySet().forEach(k -> have.add(k >= 0 ? k : -1));
                 for (int c : req.cpus()) {
                     if (!have.contains(c)) {
-                        throw new BadInputException("-C " + c + ": no Intel PT trace of CPU " + c + " in "
-                                + req.recording() + " (it has CPUs " + have.toString().replaceAll("[\\[\\] ]", "")
-                                + ")");
+                        String msg = "-C " + c + ": no Intel PT trace of CPU " + c + " in " + req.recording()
+                                + " (it has CPUs " + have.toString().replaceAll("[\\[\\] ]", "") + ")";
+                        if (!lenientCpus) {
+                            throw new BadInputException(msg);
+                        }
+                        err.println("ptdecode: " + msg); // perf script prints nothing for it and goes on
                     }
                 }
             }
@@ -227,6 +250,46 @@ final class RecordingDecode {
                 }
                 traces.add(new CpuTrace(cpu, tids.get(e.getKey()), e.getValue()));
             }
+        }
+    }
+
+    /** -C naming a CPU without trace is a note, not an error (perf script's options: it prints nothing for it). */
+    boolean lenientCpus;
+
+    /** The recorded events (attrs in file order; names: EVENT_DESC's by id, else perf's from the attr). */
+    List<ptfence.perfdata.EventAttr> eventAttrs = new ArrayList<>();
+    List<List<Long>> eventIds = new ArrayList<>();
+    /** HEADER_SAMPLE_TIME's first and last sample time (0, 0 when absent). */
+    long firstSampleTime;
+    long lastSampleTime;
+
+    private void readEvents(PerfDataFile f) {
+        Map<Long, String> names = new java.util.HashMap<>();
+        try {
+            for (ptfence.perfdata.Feature.EventDescEntry e : f.features().eventDesc()) {
+                for (long id : e.ids()) {
+                    names.put(id, e.name());
+                }
+            }
+            f.features().get(ptfence.perfdata.Feature.SAMPLE_TIME, ptfence.perfdata.Feature.SampleTime.class)
+                    .ifPresent(t -> {
+                        firstSampleTime = t.start();
+                        lastSampleTime = t.end();
+                    });
+        } catch (BadInputException e) {
+            err.println("ptdecode: " + e.getMessage() + " (event names not used)");
+        }
+        for (AttrIds a : f.attrs()) {
+            eventAttrs.add(a.attr());
+            eventIds.add(a.ids());
+            String n = null;
+            for (long id : a.ids()) {
+                n = names.get(id);
+                if (n != null) {
+                    break;
+                }
+            }
+            eventNames.add(n != null && !n.isEmpty() ? n : ptfence.perfdata.EventNames.name(a.attr()));
         }
     }
 
@@ -598,8 +661,14 @@ final class RecordingDecode {
         return damageReported > 0;
     }
 
-    /** Prints how many decode errors there were, per CPU, on one stderr line (nothing if none); returns the count. */
+    /**
+     * Prints the code found nowhere (a line per kind, with -v a line per place), then how many decode errors there
+     * were, per CPU, on one stderr line (nothing if none); returns the count.
+     */
     long reportErrors() {
+        for (String l : missing.lines(verbose)) {
+            err.println("ptdecode: " + l);
+        }
         long all = errorsByCpu.values().stream().mapToLong(Long::longValue).sum();
         if (all > 0) {
             StringBuilder sb = new StringBuilder("ptdecode: ").append(all).append(all == 1 ? " decode error" :
@@ -717,31 +786,24 @@ final class RecordingDecode {
         return found;
     }
 
+    /** Counts an error at {@code ip} against the code that is nowhere there (told at the end: {@link #reportErrors}). */
     private void reportMissing(long ip) {
         Sideband.KernelSymbol k = code.symbolAt(ip, Long.MAX_VALUE - 1);
-        String key = k != null ? k.name() + "@" + k.from() : "0x" + Long.toHexString(ip >>> 12);
-        if (!reportedMissing.add(key)) {
-            return;
-        }
-        String msg;
         Feature.TextRegion named = namedAt(ip);
         if (named != null) {
-            msg = named.name() + ": no image for 0x" + Long.toHexString(ip) + " at t=" + named.validFrom()
-                    + "; the recording names it (image " + named.key() + "), but neither the archive nor "
-                    + (req.debuginfod() ? "a server in DEBUGINFOD_URLS" : "--no-debuginfod") + " gave it (docs/fleet.md)";
-        } else if (k != null && k.bpf()) {
-            msg = k.name() + ": no image in the archive for 0x" + Long.toHexString(ip) + " at t=" + k.from()
-                    + "; was this recorded with ptrec (its text fence archives BPF code)?";
+            missing.add(MissingCode.Kind.NAMED, named.name() + " (image " + named.key() + ")", ip);
         } else if (k != null) {
-            msg = k.name() + ": no code for 0x" + Long.toHexString(ip) + " at t=" + k.from()
-                    + "; record with ptrec, or give --kcore";
+            missing.add(k.bpf() ? MissingCode.Kind.BPF : MissingCode.Kind.KSYM, k.name(), ip);
         } else if (ip < 0) {
-            msg = "no kernel code for 0x" + Long.toHexString(ip) + "; give --kcore DIR (perf record --kcore) or "
-                    + "--vmlinux FILE";
+            missing.add(MissingCode.Kind.KERNEL, "0x" + Long.toHexString(ip & -4096), ip);
         } else {
-            msg = "no code mapped at 0x" + Long.toHexString(ip) + "; is the mapped file under --sysroot?";
+            String file = symbols.dso(ip, -1, -1);
+            if (file != null) {
+                missing.add(MissingCode.Kind.FILE, file, ip);
+            } else {
+                missing.add(MissingCode.Kind.UNMAPPED, "0x" + Long.toHexString(ip & -4096), ip);
+            }
         }
-        err.println("ptdecode: " + msg);
     }
 
     /**
@@ -899,6 +961,13 @@ final class RecordingDecode {
 
     Request request() {
         return req;
+    }
+
+    /** Narrows the request to perf time [from, to] (a --time range known only once the recording is read). */
+    void timeRange(long from, long to) {
+        req = new Request(req.recording(), req.archive(), req.archiveGiven(), req.recordingId(), req.kcore(),
+                req.vmlinux(), req.kallsyms(), req.sysroot(), req.func(), req.format(), req.summary(), req.source(),
+                from, to, req.cpus(), req.threads(), req.progress(), req.debuginfod());
     }
 
     void merged(PrintWriter out) throws Exception {

@@ -25,7 +25,7 @@ public final class ThreadOptions {
     @Option(names = "--tid", paramLabel = "TIDS", split = ",", description = "Only these threads (1,2).")
     List<String> tids;
 
-    @Option(names = "--comm", paramLabel = "NAMES", split = ",", description = "Only threads of these names "
+    @Option(names = {"--comm", "--comms", "-c"}, paramLabel = "NAMES", split = ",", description = "Only threads of these names "
             + "(as perf script --comms).")
     List<String> comms;
 

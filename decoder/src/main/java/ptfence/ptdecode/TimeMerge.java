@@ -99,6 +99,7 @@ final class TimeMerge<T> {
         Batch[] head = new Batch[k];
         int[] pos = new int[k];
         boolean[] ended = new boolean[k];
+        int last = -1;
         while (true) {
             int best = -1;
             for (int i = 0; i < k; i++) {
@@ -120,13 +121,17 @@ final class TimeMerge<T> {
                     head[i] = b;
                     pos[i] = 0;
                 }
-                if (best < 0 || head[i].times()[pos[i]] < head[best].times()[pos[best]]) {
+                long t = head[i].times()[pos[i]];
+                long tb = best < 0 ? 0 : head[best].times()[pos[best]];
+                // at equal times the source taken last goes on, as perf lets the CPU it decodes run to a later time
+                if (best < 0 || t < tb || t == tb && i == last) {
                     best = i;
                 }
             }
             if (best < 0) {
                 return;
             }
+            last = best;
             Object item = head[best].items()[pos[best]];
             head[best].items()[pos[best]++] = null;
             out.accept((T) item);

@@ -29,10 +29,14 @@ public final class RecordingSymbols implements Symbolizer {
     private final Path sysroot;
     private final Map<Integer, Mapped[]> byPid = new HashMap<>();
     private final Mapped[] all;
+    /** Every mapping by process (anonymous and [vdso] ones too), the kernel's under {@link #KERNEL_PID}. */
+    private final Map<Integer, Sideband.Mapping[]> namesByPid = new HashMap<>();
+    private static final int KERNEL_PID = Integer.MIN_VALUE;
     /** The last process asked about and its mappings (decoders ask for one process for long stretches). */
     private volatile PidMappings lastPid = new PidMappings(Integer.MIN_VALUE, null);
     private final Map<String, byte[]> buildIds = new HashMap<>();
     private final Map<String, Optional<Dso>> dsos = new ConcurrentHashMap<>();
+    private final List<Sideband.Mapping> kernelMappings = new ArrayList<>();
     private final Dso vmlinux;
 
     /**
@@ -49,7 +53,12 @@ public final class RecordingSymbols implements Symbolizer {
         buildIds.putAll(sideband.buildIds());
         Map<Integer, List<Mapped>> lists = new HashMap<>();
         List<Mapped> every = new ArrayList<>();
+        Map<Integer, List<Sideband.Mapping>> named = new HashMap<>();
         for (Sideband.Mapping m : sideband.mappings()) {
+            named.computeIfAbsent(m.kernel() ? KERNEL_PID : m.pid(), p -> new ArrayList<>()).add(m);
+            if (m.kernel() && m.file().startsWith(KERNEL_DSO)) {
+                kernelMappings.add(m);
+            }
             if (m.kernel() || m.file().startsWith("[") || m.file().startsWith("//")) {
                 continue;
             }
@@ -58,6 +67,7 @@ public final class RecordingSymbols implements Symbolizer {
             every.add(mm);
         }
         lists.forEach((pid, l) -> byPid.put(pid, l.toArray(Mapped[]::new)));
+        named.forEach((pid, l) -> namesByPid.put(pid, l.toArray(Sideband.Mapping[]::new)));
         all = every.toArray(Mapped[]::new);
         Elf v = vmlinux == null ? null : Elf.read(vmlinux);
         this.vmlinux = v == null ? null : new Dso(v, null, vmlinux.toString());
@@ -105,6 +115,79 @@ public final class RecordingSymbols implements Symbolizer {
         }
         long shift = address - vaddr;
         return new Symbol(e.name(), e.start() + shift, e.end() + shift, m.file(), m.time(), Long.MAX_VALUE);
+    }
+
+    @Override
+    public String dso(long address, long time, int pid) {
+        Symbol s = symbol(address, time, pid);
+        if (s != null) {
+            return s.dso();
+        }
+        if (address >= 0) {
+            Mapped mm = mapping(address, time, pid); // a file's mapping (any process's for pid -1)
+            if (mm != null) {
+                return mm.m.file();
+            }
+        }
+        Sideband.Mapping m = address < 0 ? newest(namesByPid.get(KERNEL_PID), address, -1) // the kernel stays mapped
+                : newest(namesByPid.get(pid), address, time);
+        if (m == null) {
+            return address < 0 && kernelMapped(address, time) ? KERNEL_DSO : null;
+        }
+        if (!m.kernel()) {
+            return m.file();
+        }
+        if (m.file().startsWith(KERNEL_DSO)) {
+            return KERNEL_DSO;
+        }
+        String f = m.file(); // a module: perf names it [name]
+        int slash = f.lastIndexOf('/');
+        String base = f.substring(slash + 1);
+        int dot = base.indexOf('.');
+        return slash >= 0 && base.endsWith(".ko") || base.endsWith(".ko.xz") || base.endsWith(".ko.zst")
+                ? "[" + (dot > 0 ? base.substring(0, dot) : base).replace('-', '_') + "]" : f;
+    }
+
+    @Override
+    public String srclineFallback(long address, long time, int pid) {
+        if (address >= 0) {
+            Mapped mm = mapping(address, time, pid);
+            if (mm == null || mm.dso() != null) {
+                return null; // a file perf can read but whose lines miss the address: perf prints nothing
+            }
+            String f = mm.m.file();
+            return f.substring(f.lastIndexOf('/') + 1) + "[" + Long.toHexString(address - mm.m.address()
+                    + mm.m.pgoff()) + "]";
+        }
+        Symbol s = symbol(address, time, pid);
+        if (s != null && !s.dso().startsWith("[")) {
+            return s.dso() + "[" + Long.toHexString(address - s.start()) + "]";
+        }
+        return vmlinux == null && KERNEL_DSO.equals(dso(address, time, pid))
+                ? KERNEL_DSO + "[" + Long.toHexString(address) + "]" : null;
+    }
+
+    private static Sideband.Mapping newest(Sideband.Mapping[] ms, long address, long time) {
+        if (ms == null) {
+            return null;
+        }
+        for (int i = ms.length - 1; i >= 0; i--) {
+            Sideband.Mapping m = ms[i];
+            if (Long.compareUnsigned(address - m.address(), m.length()) < 0 && (time < 0 || m.time() <= time)) {
+                return m;
+            }
+        }
+        return null;
+    }
+
+    /** A kernel MMAP of the recording covers {@code address} (perf's kernel map reaches to the top of memory). */
+    private boolean kernelMapped(long address, long time) {
+        for (Sideband.Mapping m : kernelMappings) {
+            if (Long.compareUnsigned(address, m.address()) >= 0 && (time < 0 || m.time() <= time)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

@@ -18,6 +18,25 @@ public interface Symbolizer {
         return l == null ? null : l.text();
     }
 
+    /**
+     * The name perf gives the code's container at {@code address} (its dso): a mapped file's path as recorded,
+     * {@code [kernel.kallsyms]} for kernel text, a BPF program's name; null where nothing maps the address. Also
+     * for addresses no symbol names.
+     */
+    default String dso(long address, long time, int pid) {
+        Symbol s = symbol(address, time, pid);
+        return s == null ? null : s.dso();
+    }
+
+    /**
+     * perf's srcline where it cannot read lines (the file is missing, the code has no file): the dso's short name
+     * and the address in it ({@code name[hex]}): in a mapped file its file address, in code a KSYMBOL names (a BPF program, each JITed function its own dso) the
+     * offset from the symbol's start, in {@code [kernel.kallsyms]} the address; null where nothing maps the address.
+     */
+    default String srclineFallback(long address, long time, int pid) {
+        return null;
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 

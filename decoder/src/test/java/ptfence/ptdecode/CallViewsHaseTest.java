@@ -265,6 +265,68 @@ class CallViewsHaseTest {
         sameCalls(want, branchLines(ours("--call-trace")), flowTimesDiffer(tmp), false);
     }
 
+    /** Our text of a call view with the given perf fields (what the option layer hands the views for -F). */
+    private static String ours(boolean branches, boolean returns, ptfence.calls.SampleFields fields, boolean events)
+            throws Exception {
+        java.io.StringWriter text = new java.io.StringWriter();
+        RecordingDecode rd = new RecordingDecode(new RecordingDecode.Request(REC, null, false, null, null, null,
+                null, DIR.resolve("symfs"), null, "text", false, false, Long.MIN_VALUE, Long.MAX_VALUE, null, 1,
+                false, false), new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
+        rd.load();
+        CallViews views = new CallViews();
+        views.branches = branches;
+        views.callRetTrace = returns;
+        views.callTrace = !branches && !returns;
+        views.weight = "insns";
+        try (java.io.PrintWriter out = new java.io.PrintWriter(text)) {
+            views.run(rd, rd.request(), "text", out, new ptfence.calls.LineOptions(fields, events, events,
+                    Long.MIN_VALUE, Long.MAX_VALUE));
+        }
+        return text.toString();
+    }
+
+    /**
+     * perf's -F choices carry over to the views' text: for each, every line is perf 6.1's but the two whose time the
+     * flow gives one CYC step later (the same two in every view).
+     */
+    @Test
+    void fieldsChosenAsWithDashFAreLaidOutAsPerfLaysThemOut(@TempDir Path tmp) throws Exception {
+        record Case(String[] perf, boolean branches, boolean returns, ptfence.calls.SampleFields fields,
+                boolean events) {
+        }
+        long all = ptfence.calls.SampleFields.COMM | ptfence.calls.SampleFields.TID | ptfence.calls.SampleFields.TIME
+                | ptfence.calls.SampleFields.FLAGS | ptfence.calls.SampleFields.IP | ptfence.calls.SampleFields.SYM
+                | ptfence.calls.SampleFields.SYMOFF | ptfence.calls.SampleFields.DSO | ptfence.calls.SampleFields.ADDR;
+        List<Case> cases = List.of(
+                new Case(new String[] {"--call-ret-trace", "-F", "+pid"}, false, true,
+                        ptfence.calls.SampleFields.callRetTrace().with(ptfence.calls.SampleFields.PID), true),
+                new Case(new String[] {"--call-trace", "-F", "-cpu,+flags"}, false, false,
+                        ptfence.calls.SampleFields.callTrace().without(ptfence.calls.SampleFields.CPU)
+                                .with(ptfence.calls.SampleFields.FLAGS), true),
+                new Case(new String[] {"--itrace=b", "-F", "comm,tid,time,flags,ip,sym,symoff,dso,addr", "--ns"},
+                        true, false, ptfence.calls.SampleFields.branches().only(all).nanosecs(true), false),
+                new Case(new String[] {"--itrace=b", "-F", "+callindent,-period,-event,+pid"}, true, false,
+                        ptfence.calls.SampleFields.branches().with(ptfence.calls.SampleFields.CALLINDENT)
+                                .without(ptfence.calls.SampleFields.PERIOD | ptfence.calls.SampleFields.EVENT)
+                                .with(ptfence.calls.SampleFields.PID), false));
+        Pattern time = Pattern.compile(" (\\d+\\.\\d{6}(?:\\d{3})?): ");
+        for (Case c : cases) {
+            List<String> want = perf(tmp, c.perf()).lines().toList();
+            List<String> got = ours(c.branches(), c.returns(), c.fields(), c.events()).lines().toList();
+            assertEquals(want.size(), got.size(), String.join(" ", c.perf()));
+            int timesDiffer = 0;
+            for (int i = 0; i < want.size(); i++) {
+                if (!want.get(i).equals(got.get(i))) {
+                    assertEquals(time.matcher(want.get(i)).replaceFirst(" T: "),
+                            time.matcher(got.get(i)).replaceFirst(" T: "), String.join(" ", c.perf()) + " line " + i);
+                    timesDiffer++;
+                }
+            }
+            assertTrue(timesDiffer <= 2, timesDiffer + " times differ in " + String.join(" ", c.perf()));
+            assertTrue(want.size() > 20, String.join(" ", c.perf()));
+        }
+    }
+
     @Test
     void twoViewsAtOnceAreRefusedRatherThanOneDropped() {
         String rec = REC.toString();

@@ -89,6 +89,10 @@ class NonsenseInputTest {
         Files.write(bin, random(4096));
         oneLine(RecordingFlowTest.ptdecode("--kallsyms", bin.toString(), REC.toString()),
                 bin + ": not a kallsyms file");
+        // but an empty one says "no kernel symbols", as --kallsyms=/dev/null does for perf
+        RecordingFlowTest.Run none = RecordingFlowTest.ptdecode("--kallsyms", "/dev/null", REC.toString());
+        assertEquals(0, none.exit(), none.err());
+        assertTrue(none.out().lines().count() > 50);
         oneLine(RecordingFlowTest.ptdecode("flow", "--elf", tmp.toString(), "--pt", bin.toString()),
                 "--elf " + tmp + ": is a directory, not a file");
         oneLine(RecordingFlowTest.ptdecode("flow", "--raw", tmp + ":0x1000", "--pt", bin.toString()),

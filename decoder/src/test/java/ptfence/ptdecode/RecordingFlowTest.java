@@ -90,7 +90,15 @@ class RecordingFlowTest {
         Files.copy(d.resolve("perf.data.1"), rec);
         Run r = ptdecode(rec.toString());
         assertEquals(0, r.exit());
-        assertEquals(1, r.err().lines().filter(l -> l.contains("no code mapped at 0x4000e8")).count(), r.err());
+        // one line per kind of missing code, not per place: the file the trace ran in is not there
+        assertEquals(1, r.err().lines().filter(l -> l.startsWith("ptdecode: no code for 1 mapped file ")
+                && l.contains("loopy")).count(), r.err());
+        assertEquals(2, r.err().strip().lines().count(), r.err());
+        // -v adds the place: the file, its errors and the first address that had no code
+        Run v = ptdecode("-v", rec.toString());
+        assertEquals(3, v.err().strip().lines().count(), v.err());
+        assertTrue(v.err().lines().anyMatch(l -> l.matches("ptdecode:   /\\S+/loopy: 7 errors, first at 0x4000e8")),
+                v.err());
         assertTrue(r.out().contains("error: no memory mapped at this address"), r.out());
     }
 

@@ -1,0 +1,69 @@
+package ptfence.flow;
+
+import ptfence.insn.InsnClass;
+
+/**
+ * The time perf gives a sample of one CPU's flow (tools/perf/util/intel-pt-decoder: sample_timestamp, and the queue's
+ * timestamp in intel-pt.c). perf's decoder reads the packets of the next branch before walking to it, and the time
+ * of its samples moves only when it returns one between packets: so an instruction run while the decoder waits for
+ * the packet its next branch needs gets the time from before the timing packets that came ahead of that packet; the
+ * branch that takes the packet, and what follows, the time after them. (ptfence.flow reads events the way libipt
+ * does, which gives those instructions the later time.) A CPU's times never go back.
+ */
+public final class SampleClock {
+    private FlowDecoder decoder;
+    private long sample = -1;
+    private long queue = -1;
+
+    /** The decoder now reporting (its time is the trace's, in TSC ticks). */
+    public void decoder(FlowDecoder d) {
+        this.decoder = d;
+    }
+
+    private long now() {
+        return decoder == null ? -1 : decoder.time();
+    }
+
+    /** An instruction of class {@code cls} is run; returns its sample time (TSC, -1: none yet). */
+    public long insn(int cls) {
+        if (takesPacket(cls)) {
+            sample = now();
+        }
+        if (sample > queue) {
+            queue = sample;
+        }
+        return queue;
+    }
+
+    /** An event perf returns between packets (trace begin or end, PSB, CBR, power, ptwrite...); returns its time. */
+    public long event() {
+        sample = now();
+        if (sample > queue) {
+            queue = sample;
+        }
+        return queue;
+    }
+
+    /**
+     * A decode error: its time is that of the last state perf returned, which is where the flow resumed when nothing
+     * ran since (perf returns a trace begin there, then fails); the queue keeps it.
+     */
+    public long error() {
+        sample = now();
+        return Math.max(queue, sample);
+    }
+
+    /** The time of the last sample (TSC, -1: none yet). */
+    public long time() {
+        return queue;
+    }
+
+    /** Whether an instruction of this class takes a packet: a TNT bit or a TIP. */
+    public static boolean takesPacket(int cls) {
+        return switch (cls) {
+            case InsnClass.COND_JUMP, InsnClass.RETURN, InsnClass.JUMP_INDIRECT, InsnClass.CALL_INDIRECT,
+                    InsnClass.FAR_CALL, InsnClass.FAR_JUMP, InsnClass.FAR_RETURN -> true;
+            default -> false;
+        };
+    }
+}

@@ -1,0 +1,215 @@
+package ptfence.script;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * A growable run of ASCII bytes that perf script's printf formats are written into by hand (%16lx, %10lu, %-5d,
+ * %*s ...): lines are built as bytes, never as formatted strings, and handed on as ranges of one array.
+ */
+public final class LineBytes {
+    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+
+    byte[] b;
+    int len;
+    private final byte[] digits = new byte[20];
+
+    public LineBytes(int capacity) {
+        b = new byte[Math.max(16, capacity)];
+    }
+
+    public int length() {
+        return len;
+    }
+
+    public byte[] array() {
+        return b;
+    }
+
+    public void clear() {
+        len = 0;
+    }
+
+    void room(int n) {
+        if (len + n > b.length) {
+            b = Arrays.copyOf(b, Math.max(b.length * 2, len + n));
+        }
+    }
+
+    public LineBytes ch(char c) {
+        room(1);
+        b[len++] = (byte) c;
+        return this;
+    }
+
+    public LineBytes spaces(int n) {
+        if (n <= 0) {
+            return this;
+        }
+        room(n);
+        Arrays.fill(b, len, len + n, (byte) ' ');
+        len += n;
+        return this;
+    }
+
+    public LineBytes bytes(byte[] src) {
+        return bytes(src, 0, src.length);
+    }
+
+    public LineBytes bytes(byte[] src, int off, int n) {
+        room(n);
+        System.arraycopy(src, off, b, len, n);
+        len += n;
+        return this;
+    }
+
+    /** Text as bytes (UTF-8: perf writes names as it reads them). */
+    public LineBytes str(String s) {
+        int n = s.length();
+        room(n);
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c >= 0x80) {
+                // rare: the rest through the encoder
+                return bytes(s.substring(i).getBytes(StandardCharsets.UTF_8));
+            }
+            b[len++] = (byte) c;
+        }
+        return this;
+    }
+
+    /** {@code %*s}: right-aligned in {@code width} (a longer text is kept whole). */
+    public LineBytes right(String s, int width) {
+        spaces(width - s.length());
+        return str(s);
+    }
+
+    /** {@code %-*s}. */
+    public LineBytes left(String s, int width) {
+        str(s);
+        return spaces(width - s.length());
+    }
+
+    /** {@code %*s} of bytes. */
+    public LineBytes right(byte[] s, int width) {
+        spaces(width - s.length);
+        return bytes(s);
+    }
+
+    /** {@code %lx}. */
+    public LineBytes hex(long v) {
+        int n = v == 0 ? 1 : (67 - Long.numberOfLeadingZeros(v)) / 4;
+        room(n);
+        for (int k = n - 1; k >= 0; k--) {
+            b[len + k] = HEX[(int) (v & 0xf)];
+            v >>>= 4;
+        }
+        len += n;
+        return this;
+    }
+
+    /** {@code %*lx} (space-padded to {@code width}). */
+    public LineBytes hex(long v, int width) {
+        int n = v == 0 ? 1 : (67 - Long.numberOfLeadingZeros(v)) / 4;
+        spaces(width - n);
+        return hex(v);
+    }
+
+    /** {@code %0*lx}. */
+    public LineBytes hexZero(long v, int width) {
+        int n = v == 0 ? 1 : (67 - Long.numberOfLeadingZeros(v)) / 4;
+        room(Math.max(0, width - n));
+        for (int i = n; i < width; i++) {
+            b[len++] = '0';
+        }
+        return hex(v);
+    }
+
+    /** {@code %#lx}: "0x" and the digits, or "0" for zero (C's alternate form). */
+    public LineBytes hexAlt(long v) {
+        if (v == 0) {
+            return ch('0');
+        }
+        ch('0').ch('x');
+        return hex(v);
+    }
+
+    private int unsignedDigits(long v) {
+        int n = 0;
+        if (v == 0) {
+            digits[n++] = '0';
+        }
+        while (v != 0) {
+            long q = Long.divideUnsigned(v, 10);
+            digits[n++] = (byte) ('0' + (v - q * 10));
+            v = q;
+        }
+        return n;
+    }
+
+    /** {@code %lu}. */
+    public LineBytes dec(long v) {
+        int n = unsignedDigits(v);
+        room(n);
+        for (int i = n - 1; i >= 0; i--) {
+            b[len++] = digits[i];
+        }
+        return this;
+    }
+
+    /** {@code %*lu}. */
+    public LineBytes dec(long v, int width) {
+        int n = unsignedDigits(v);
+        spaces(width - n);
+        room(n);
+        for (int i = n - 1; i >= 0; i--) {
+            b[len++] = digits[i];
+        }
+        return this;
+    }
+
+    /** {@code %d} (signed). */
+    public LineBytes sdec(long v) {
+        if (v < 0) {
+            ch('-');
+            return dec(-v);
+        }
+        return dec(v);
+    }
+
+    /** {@code %*d} (signed, space-padded right-aligned). */
+    public LineBytes sdec(long v, int width) {
+        int n = unsignedDigits(v < 0 ? -v : v) + (v < 0 ? 1 : 0);
+        spaces(width - n);
+        return sdec(v);
+    }
+
+    /** {@code %-*d}. */
+    public LineBytes sdecLeft(long v, int width) {
+        int n = unsignedDigits(v < 0 ? -v : v) + (v < 0 ? 1 : 0);
+        sdec(v);
+        return spaces(width - n);
+    }
+
+    /** {@code %0*d} for a non-negative value; C's {@code %03d} of a negative number puts the sign first. */
+    public LineBytes decZero(long v, int width) {
+        if (v < 0) {
+            ch('-');
+            return decZero(-v, width - 1);
+        }
+        int n = unsignedDigits(v);
+        for (int i = n; i < width; i++) {
+            ch('0');
+        }
+        return dec(v);
+    }
+
+    public LineBytes nl() {
+        return ch('\n');
+    }
+
+    @Override
+    public String toString() {
+        return new String(b, 0, len, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,138 @@
+package ptfence.script;
+
+import java.util.ArrayList;
+import java.util.List;
+import ptfence.perfdata.EventAttr;
+import ptfence.perfdata.IntelPtInfo;
+import ptfence.perfdata.SampleType;
+
+/**
+ * The events perf script knows for an Intel PT recording: the recorded ones (intel_pt, dummy, any other sampled
+ * event), then those perf synthesizes from the trace for the --itrace letters, in perf's order (branches,
+ * instructions, transactions, ptwrite, cbr, psb, then mwait, pwre, exstop, pwrx when power events were recorded),
+ * each with the name perf gives it and the sample fields its samples carry. The name column is as wide as the
+ * longest name of them all, and each field of {@link FieldSet} is checked against the first event of each type.
+ */
+public final class PerfEvents {
+    /** perf's PERF_TYPE_SYNTH. */
+    public static final int TYPE_SYNTH = 0x80000000;
+
+    /** One event: its attr type, name, the fields its samples carry, and the kind perf synthesizes (or RECORDED). */
+    public record Event(int type, String name, long sampleType, Kind kind, long config, boolean dummy) {
+        public FieldSet.Type outputType() {
+            return outputType(type);
+        }
+
+        static FieldSet.Type outputType(int type) {
+            return switch (type) {
+                case 0 -> FieldSet.Type.HW;
+                case 1 -> FieldSet.Type.SW;
+                case 2 -> FieldSet.Type.TRACEPOINT;
+                case 3 -> FieldSet.Type.HW_CACHE;
+                case 4 -> FieldSet.Type.RAW;
+                case 5 -> FieldSet.Type.BREAKPOINT;
+                case TYPE_SYNTH -> FieldSet.Type.SYNTH;
+                default -> FieldSet.Type.OTHER;
+            };
+        }
+    }
+
+    public enum Kind { RECORDED, BRANCHES, INSTRUCTIONS, TRANSACTIONS, PTWRITE, CBR, PSB, MWAIT, PWRE, EXSTOP, PWRX }
+
+    private final List<Event> events = new ArrayList<>();
+    private final int nameWidth;
+    /** Samples without time: no TSC in the trace, or an event without the TIME sample field (perf's rule). */
+    public final boolean timeless;
+
+    /**
+     * @param recorded every recorded event's attr and name (EVENT_DESC's name, or null to make perf's)
+     * @param pt the intel_pt AUXTRACE_INFO
+     */
+    public PerfEvents(List<EventAttr> attrs, List<String> names, IntelPtInfo pt, ItraceOptions itrace) {
+        EventAttr ptAttr = null;
+        boolean tl = pt.tscBit() == 0 || !pt.capUserTimeZero() || itrace.timeless;
+        for (int i = 0; i < attrs.size(); i++) {
+            EventAttr a = attrs.get(i);
+            String name = names.get(i) != null ? names.get(i) : ptfence.perfdata.EventNames.name(a);
+            boolean dummy = a.type() == 1 && a.config() == 9;
+            events.add(new Event(a.type(), name, a.sampleType(), Kind.RECORDED, a.config(), dummy));
+            if (a.type() == pt.pmuType() && ptAttr == null) {
+                ptAttr = a;
+            }
+            if ((a.sampleType() & SampleType.TIME) == 0 || a.type() == pt.pmuType() && (a.config() & pt.tscBit()) == 0) {
+                tl = true;
+            }
+        }
+        timeless = tl;
+        if (ptAttr != null) {
+            long mask = SampleType.IP | SampleType.TID | SampleType.TIME | SampleType.ADDR | SampleType.CPU
+                    | SampleType.PERIOD | SampleType.ID | SampleType.STREAM_ID | SampleType.IDENTIFIER;
+            long st = (ptAttr.sampleType() & mask) | SampleType.IP | SampleType.TID | SampleType.PERIOD;
+            st = timeless ? st & ~SampleType.TIME : st | SampleType.TIME;
+            if (!pt.perCpuMmaps()) {
+                st &= ~SampleType.CPU;
+            }
+            String mod = ptfence.perfdata.EventNames.modifiers(ptAttr);
+            if (itrace.branches) {
+                events.add(new Event(0, "branches" + mod, st | SampleType.ADDR, Kind.BRANCHES, 5, false));
+            }
+            if (itrace.instructions) {
+                events.add(new Event(0, "instructions" + mod, st, Kind.INSTRUCTIONS, 1, false));
+            }
+            st &= ~SampleType.PERIOD;
+            if (itrace.transactions) {
+                events.add(new Event(0, "transactions", st, Kind.TRANSACTIONS, 1, false));
+            }
+            st |= SampleType.RAW;
+            if (itrace.ptwrites) {
+                events.add(new Event(TYPE_SYNTH, "ptwrite", st, Kind.PTWRITE, 0, false));
+            }
+            if (itrace.power) {
+                events.add(new Event(TYPE_SYNTH, "cbr", st, Kind.CBR, 0, false));
+                events.add(new Event(TYPE_SYNTH, "psb", st, Kind.PSB, 0, false));
+                if ((ptAttr.config() & 0x10) != 0) { // pwr_evt
+                    events.add(new Event(TYPE_SYNTH, "mwait", st, Kind.MWAIT, 0, false));
+                    events.add(new Event(TYPE_SYNTH, "pwre", st, Kind.PWRE, 0, false));
+                    events.add(new Event(TYPE_SYNTH, "exstop", st, Kind.EXSTOP, 0, false));
+                    events.add(new Event(TYPE_SYNTH, "pwrx", st, Kind.PWRX, 0, false));
+                }
+            }
+        }
+        int w = 0;
+        for (Event e : events) {
+            w = Math.max(w, e.name().length());
+        }
+        nameWidth = w;
+    }
+
+    public List<Event> events() {
+        return events;
+    }
+
+    /** The width of perf script's event-name column: the longest event name. */
+    public int nameWidth() {
+        return nameWidth;
+    }
+
+    /** The synthesized event of {@code kind}, or null when the --itrace letters did not ask for it. */
+    public Event of(Kind kind) {
+        for (Event e : events) {
+            if (e.kind() == kind) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /** Runs perf's field checks against the first (non-dummy) event of each type; a type without events is left. */
+    public void check(FieldSet fields, boolean auxtrace) {
+        for (FieldSet.Type t : FieldSet.Type.values()) {
+            for (Event e : events) {
+                if (!e.dummy() && e.outputType() == t) {
+                    fields.check(t, e.sampleType(), e.name(), auxtrace);
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,439 @@
+package ptfence.script;
+
+import java.nio.charset.StandardCharsets;
+import ptfence.calls.BranchFlags;
+import ptfence.flow.Event;
+import ptfence.symbol.Symbol;
+import ptfence.symbol.SymbolCursor;
+import ptfence.symbol.Symbolizer;
+
+/**
+ * perf script's lines for one CPU's samples (builtin-script.c: perf_sample__fprintf_start, process_event, the
+ * branch ("bts") form, the synthesized events' texts, the auxtrace error line), written as bytes. What repeats from
+ * line to line is kept as bytes: the thread's columns until the task changes, a function's name and file while the
+ * samples stay in it, the period and event name columns.
+ */
+final class SampleLines {
+    private final ScriptConfig cfg;
+    private final Symbolizer symbols;
+    private final SymbolCursor cursor;
+    private final long hw;
+    private final long synth;
+    private final boolean flags;
+    private final int nameWidth;
+    private final byte[] instructionsName;
+    private final byte[] branchesName;
+
+    // the thread's columns, made once per task
+    private String prefixComm;
+    private int prefixPid = Integer.MIN_VALUE;
+    private int prefixTid = Integer.MIN_VALUE;
+    private final byte[][] prefix = new byte[2][];
+
+    // the symbol last printed and its text
+    private Symbol lastSym;
+    private byte[] lastName;
+    private byte[] lastDso;
+    private long unknownFrom = 1;
+    private long unknownTo;
+    private int unknownPid;
+    private byte[] unknownDso;
+    private final LineBytes scratch = new LineBytes(256);
+
+    SampleLines(ScriptConfig cfg, Symbolizer symbols) {
+        this.cfg = cfg;
+        this.symbols = symbols;
+        this.cursor = new SymbolCursor(symbols);
+        this.hw = cfg.fields.fields(FieldSet.Type.HW);
+        this.synth = cfg.fields.fields(FieldSet.Type.SYNTH);
+        this.flags = cfg.fields.flags();
+        this.nameWidth = cfg.events.nameWidth();
+        PerfEvents.Event in = cfg.events.of(PerfEvents.Kind.INSTRUCTIONS);
+        PerfEvents.Event br = cfg.events.of(PerfEvents.Kind.BRANCHES);
+        this.instructionsName = in == null ? null : nameColumn(in.name());
+        this.branchesName = br == null ? null : nameColumn(br.name());
+    }
+
+    private byte[] nameColumn(String name) {
+        scratch.clear();
+        scratch.right(name, nameWidth).ch(':').ch(' ');
+        return java.util.Arrays.copyOf(scratch.array(), scratch.length());
+    }
+
+    private static boolean on(long fields, long f) {
+        return (fields & f) != 0;
+    }
+
+    // ------------------------------------------------------------------ line parts
+
+    /** perf_sample__fprintf_start: comm, pid/tid, cpu, misc, and where the time goes. */
+    private LineBytes start(SampleSink s, long fields) {
+        ScriptMerge.Producer out = s.out();
+        LineBytes b = out.line();
+        int kind = fields == hw ? 0 : 1;
+        String comm = s.comm();
+        if (!comm.equals(prefixComm) || s.pid() != prefixPid || s.tid() != prefixTid) {
+            prefixComm = comm; // another task: both kinds' columns are made again
+            prefixPid = s.pid();
+            prefixTid = s.tid();
+            prefix[0] = null;
+            prefix[1] = null;
+        }
+        if (prefix[kind] == null) {
+            scratch.clear();
+            if (on(fields, FieldSet.COMM)) {
+                scratch.right(comm, 16).ch(' ');
+            }
+            if (on(fields, FieldSet.PID) && on(fields, FieldSet.TID)) {
+                scratch.sdec(s.pid(), 5).ch('/').sdecLeft(s.tid(), 5).ch(' ');
+            } else if (on(fields, FieldSet.PID)) {
+                scratch.sdec(s.pid(), 5).ch(' ');
+            } else if (on(fields, FieldSet.TID)) {
+                scratch.sdec(s.tid(), 5).ch(' ');
+            }
+            if (on(fields, FieldSet.CPU)) {
+                scratch.ch('[').decZero(s.cpu(), 3).ch(']').ch(' ');
+            }
+            if (on(fields, FieldSet.MISC)) {
+                scratch.spaces(6);
+            }
+            prefix[kind] = java.util.Arrays.copyOf(scratch.array(), scratch.length());
+        }
+        b.bytes(prefix[kind]);
+        if (on(fields, FieldSet.TIME) && s.time() >= 0) {
+            out.timeHere();
+        }
+        return b;
+    }
+
+    /** " %16lx sym+0xoff (dso)" as sample__fprintf_sym prints it; the source line after it unless deferred. */
+    private void ipSym(LineBytes b, long fields, long ip, long time, int pid, boolean srclineNow) {
+        b.hex(ip, 16);
+        boolean sym = on(fields, FieldSet.SYM);
+        boolean dso = on(fields, FieldSet.DSO);
+        if (sym || dso) {
+            symDso(b, fields, ip, time, pid);
+        }
+        if (srclineNow && on(fields, FieldSet.SRCLINE)) {
+            srcline(b, ip, time, pid);
+        }
+    }
+
+    private void symDso(LineBytes b, long fields, long ip, long time, int pid) {
+        Symbol s = ip == 0 ? null : cursor.symbol(ip, time, pid);
+        if (on(fields, FieldSet.SYM)) {
+            b.ch(' ');
+            if (s != null) {
+                if (s != lastSym) {
+                    lastSym = s;
+                    lastName = s.name().getBytes(StandardCharsets.UTF_8);
+                    lastDso = null;
+                }
+                b.bytes(lastName);
+                if (on(fields, FieldSet.SYMOFFSET)) {
+                    b.ch('+').ch('0').ch('x').hex(ip - s.start());
+                }
+            } else {
+                b.str("[unknown]");
+            }
+        }
+        if (on(fields, FieldSet.DSO)) {
+            b.ch(' ').ch('(');
+            if (s != null) {
+                if (s != lastSym) {
+                    lastSym = s;
+                    lastName = s.name().getBytes(StandardCharsets.UTF_8);
+                    lastDso = null;
+                }
+                if (lastDso == null) {
+                    lastDso = (s.dso() == null ? "[unknown]" : s.dso()).getBytes(StandardCharsets.UTF_8);
+                }
+                b.bytes(lastDso);
+            } else {
+                b.bytes(unknownDso(ip, time, pid));
+            }
+            b.ch(')');
+        }
+    }
+
+    /** The file of an address no symbol names (looked up again only outside the last such page). */
+    private byte[] unknownDso(long ip, long time, int pid) {
+        if (ip != 0 && pid == unknownPid && Long.compareUnsigned(ip - unknownFrom, unknownTo - unknownFrom) < 0) {
+            return unknownDso;
+        }
+        String d = ip == 0 ? null : symbols.dso(ip, time, pid);
+        unknownDso = (d == null ? "[unknown]" : d).getBytes(StandardCharsets.UTF_8);
+        unknownFrom = ip & ~0xfffL;
+        unknownTo = unknownFrom + 0x1000;
+        unknownPid = pid;
+        return unknownDso;
+    }
+
+    private void srcline(LineBytes b, long ip, long time, int pid) {
+        String src = ip == 0 ? null : cursor.srcline(ip, time, pid);
+        if (src != null) {
+            b.ch('\n').ch(' ').ch(' ').str(src);
+            return;
+        }
+        String fallback = ip == 0 ? null : symbols.srclineFallback(ip, time, pid);
+        if (fallback != null) {
+            b.ch('\n').ch(' ').ch(' ').str(fallback);
+        }
+    }
+
+    private void insnFields(LineBytes b, long fields, int size, byte[] bytes, int len) {
+        if (on(fields, FieldSet.INSNLEN)) {
+            b.str(" ilen: ").sdec(size);
+        }
+        if (on(fields, FieldSet.INSN) && len > 0) {
+            b.str(" insn:");
+            for (int i = 0; i < len; i++) {
+                b.ch(' ').hexZero(bytes[i] & 0xff, 2);
+            }
+        }
+    }
+
+    private void flagsColumn(LineBytes b, int f) {
+        if (flags) {
+            String name = f == 0 ? "" : BranchFlags.perfName(f);
+            b.ch(' ').ch(' ').left(name.stripTrailing().isEmpty() ? "" : name, 21).ch(' ');
+        }
+    }
+
+    /** The file perf names for {@code ip}, or null where nothing is mapped. */
+    String dsoOf(long ip, long time, int pid) {
+        return ip == 0 ? null : symbols.dso(ip, time, pid);
+    }
+
+    /** The -S and --dsos filters. */
+    boolean symbolKept(long ip, long time, int pid) {
+        if (cfg.dsos == null && cfg.symbols == null) {
+            return true;
+        }
+        Symbol s = ip == 0 ? null : cursor.symbol(ip, time, pid);
+        if (cfg.dsos != null) {
+            String d = s != null ? s.dso() : ip == 0 ? null : symbols.dso(ip, time, pid);
+            if (d == null || !cfg.dsos.contains(d) && !cfg.dsos.contains(d.substring(d.lastIndexOf('/') + 1))) {
+                return false;
+            }
+        }
+        return cfg.symbols == null || cfg.symbols.keeps(ip, s == null ? null : s.name(), s == null ? 0 : s.start());
+    }
+
+    // ------------------------------------------------------------------ samples
+
+    void instruction(SampleSink s, long ip, long to, int f, int size, byte[] bytes, int len, long period) {
+        long fields = hw;
+        if (fields == 0) {
+            return;
+        }
+        LineBytes b = start(s, fields);
+        if (on(fields, FieldSet.PERIOD)) {
+            b.dec(period, 10).ch(' ');
+        }
+        if (on(fields, FieldSet.EVNAME)) {
+            b.bytes(instructionsName);
+        }
+        flagsColumn(b, f);
+        if (on(fields, FieldSet.ADDR)) {
+            b.hex(to, 16);
+        }
+        if (on(fields, FieldSet.IP)) {
+            b.ch(' ');
+            ipSym(b, fields, ip, s.time(), s.pid(), true);
+        }
+        insnFields(b, fields, size, bytes, len);
+        b.nl();
+        s.out().commit(s.time(), true);
+    }
+
+    void branch(SampleSink s, long from, long to, int f, int size, byte[] bytes, int len) {
+        long fields = hw;
+        if (fields == 0) {
+            return;
+        }
+        LineBytes b = start(s, fields);
+        if (on(fields, FieldSet.PERIOD)) {
+            b.dec(1, 10).ch(' ');
+        }
+        if (on(fields, FieldSet.EVNAME)) {
+            b.bytes(branchesName);
+        }
+        flagsColumn(b, f);
+        if (on(fields, FieldSet.IP)) {
+            b.ch(' ');
+            ipSym(b, fields, from, s.time(), s.pid(), false);
+        }
+        if (on(fields, FieldSet.ADDR) || !cfg.fields.userSet(FieldSet.Type.HW)) {
+            b.str(" => ").hex(to, 16);
+            if (on(fields, FieldSet.SYM) || on(fields, FieldSet.DSO)) {
+                symDso(b, fields, to, s.time(), s.pid());
+            }
+        }
+        if (on(fields, FieldSet.IP) && on(fields, FieldSet.SRCLINE)) {
+            srcline(b, from, s.time(), s.pid());
+        }
+        insnFields(b, fields, size, bytes, len);
+        b.nl();
+        s.out().commit(s.time(), true);
+    }
+
+    /** A synthesized event's line: its own text, then the IP. */
+    private LineBytes synthStart(SampleSink s, String name, int f) {
+        s.moveTask();
+        LineBytes b = start(s, synth);
+        if (on(synth, FieldSet.EVNAME)) {
+            b.right(name, nameWidth).ch(':').ch(' ');
+        }
+        flagsColumn(b, f);
+        return b;
+    }
+
+    private void synthEnd(SampleSink s, LineBytes b, long ip, long to, boolean skippable) {
+        if (on(synth, FieldSet.ADDR)) {
+            b.hex(to, 16);
+        }
+        if (on(synth, FieldSet.IP)) {
+            b.ch(' ');
+            ipSym(b, synth, ip, s.time(), s.pid(), true);
+        }
+        if (on(synth, FieldSet.INSN | FieldSet.INSNLEN)) {
+            int n = s.fetch(ip);
+            insnFields(b, synth, n, s.fetchedBytes(), n);
+        }
+        b.nl();
+        s.out().commit(s.time(), skippable);
+    }
+
+    /** perf's pt spacing: texts of the synthesized events are padded to 34 columns. */
+    private static void ptSpacing(LineBytes b, int from) {
+        int len = b.length() - from;
+        if (len > 0 && len < 34) {
+            b.spaces(34 - len);
+        }
+    }
+
+    private boolean synthShown() {
+        return synth != 0;
+    }
+
+    void psb(SampleSink s, long ip, long offset) {
+        if (!synthShown()) {
+            return;
+        }
+        LineBytes b = synthStart(s, "psb", 0); // perf clears a PSB's flags
+        if (on(synth, FieldSet.SYNTH)) {
+            int from = b.length();
+            b.str(" psb offs: ").hexAlt(offset);
+            ptSpacing(b, from);
+        }
+        synthEnd(s, b, ip, 0, true);
+    }
+
+    void cbr(SampleSink s, long ip, int cbr) {
+        if (!synthShown()) {
+            return;
+        }
+        LineBytes b = synthStart(s, "cbr", s.lastFlags(ip));
+        if (on(synth, FieldSet.SYNTH)) {
+            int from = b.length();
+            long freq = (cbr * cfg.cbr2khz + 500) / 1000;
+            b.str(" cbr: ").sdec(cbr, 2).str(" freq: ").sdec(freq, 4).str(" MHz ");
+            long max = cfg.pt.maxNonTurboRatio();
+            if (max != 0) {
+                long percent = (5 + (1000L * cbr) / max) / 10;
+                b.ch('(').sdec(percent, 3).str("%) ");
+            }
+            ptSpacing(b, from);
+        }
+        synthEnd(s, b, ip, 0, false);
+    }
+
+    void ptwrite(SampleSink s, long ip, long payload, boolean fupIp) {
+        if (!synthShown()) {
+            return;
+        }
+        LineBytes b = synthStart(s, "ptwrite", s.lastFlags(ip));
+        if (on(synth, FieldSet.SYNTH)) {
+            int from = b.length();
+            b.str(" IP: ").sdec(fupIp ? 1 : 0).str(" payload: ").hexAlt(payload).ch(' ');
+            b.str(ptfence.calls.PerfLines.printable(payload)).ch(' ');
+            ptSpacing(b, from);
+        }
+        synthEnd(s, b, ip, 0, true);
+    }
+
+    void power(SampleSink s, PerfEvents.Kind k, Event ev) {
+        if (!synthShown()) {
+            return;
+        }
+        String name = switch (k) {
+            case MWAIT -> "mwait";
+            case PWRE -> "pwre";
+            case PWRX -> "pwrx";
+            default -> "exstop";
+        };
+        long ip = switch (k) {
+            case MWAIT, EXSTOP -> ev.ipSuppressed ? 0 : ev.ip;
+            default -> 0;
+        };
+        LineBytes b = synthStart(s, name, s.lastFlags(ip));
+        if (on(synth, FieldSet.SYNTH)) {
+            int from = b.length();
+            switch (k) {
+                case MWAIT -> b.str(" hints: ").hexAlt(ev.hints).str(" extensions: ").hexAlt(ev.ext).ch(' ');
+                case PWRE -> b.str(" hw: ").sdec(ev.hw ? 1 : 0).str(" cstate: ").sdec(ev.state).str(" sub-cstate: ")
+                        .sdec(ev.subState).ch(' ');
+                case PWRX -> b.str(" deepest cstate: ").sdec(ev.deepest).str(" last cstate: ").sdec(ev.last)
+                        .str(" wake reason: ").hexAlt((ev.interrupt ? 1 : 0) | (ev.store ? 2 : 0)
+                                | (ev.autonomous ? 4 : 0)).ch(' ');
+                default -> b.str(" IP: ").sdec(ev.ipSuppressed ? 0 : 1).ch(' ');
+            }
+            ptSpacing(b, from);
+        }
+        synthEnd(s, b, ip, 0, true);
+    }
+
+    void transaction(SampleSink s, long ip, int f) {
+        long fields = hw;
+        if (fields == 0) {
+            return;
+        }
+        s.moveTask();
+        LineBytes b = start(s, fields);
+        if (on(fields, FieldSet.EVNAME)) {
+            b.right("transactions", nameWidth).ch(':').ch(' ');
+        }
+        flagsColumn(b, f);
+        if (on(fields, FieldSet.ADDR)) {
+            b.hex(0, 16);
+        }
+        if (on(fields, FieldSet.IP)) {
+            b.ch(' ');
+            ipSym(b, fields, ip, s.time(), s.pid(), true);
+        }
+        b.nl();
+        s.out().commit(s.time(), true);
+    }
+
+    private static final String[] ERRORS = {"", "Memory allocation failed", "Internal error", "Bad packet",
+        "No more data", "Failed to get instruction", "Trace doesn't match instruction", "Overflow packet",
+        "Lost trace data", "Unknown error!", "Never-ending loop"};
+
+    /** perf's auxtrace error line (perf_event__fprintf_auxtrace_error): type 1 is an instruction trace error. */
+    void error(SampleSink s, int code, long ip) {
+        ScriptMerge.Producer out = s.out();
+        LineBytes b = out.line();
+        long t = s.time();
+        b.str(" instruction trace error type 1 time ");
+        if (t > 0) {
+            long secs = t / 1_000_000_000L;
+            b.dec(secs).ch('.').decZero(t - secs * 1_000_000_000L, 9);
+        } else {
+            b.ch('0');
+        }
+        b.str(" cpu ").sdec(s.cpu()).str(" pid ").sdec(s.pid()).str(" tid ").sdec(s.tid()).str(" ip ").hexAlt(ip)
+                .str(" code ").sdec(code).str(": ").str(code < ERRORS.length ? ERRORS[code] : ERRORS[9]).nl();
+        out.commit(t, false);
+    }
+}

@@ -1,0 +1,733 @@
+package ptfence.script;
+
+import ptfence.calls.BranchFlags;
+import ptfence.flow.Event;
+import ptfence.flow.FlowDecoder;
+import ptfence.flow.FlowSink;
+import ptfence.flow.PtError;
+import ptfence.flow.SampleClock;
+import ptfence.image.CodeSpace;
+import ptfence.insn.CodeCache;
+import ptfence.insn.InsnClass;
+import ptfence.sideband.Sideband;
+import ptfence.sideband.TaskCursor;
+import ptfence.symbol.Symbolizer;
+
+/**
+ * One CPU's flow as the samples perf's Intel PT decoder synthesizes from it (tools/perf/util/intel-pt.c), written as
+ * perf script prints them: instructions (every N instructions, or every N ns or TSC ticks of trace time), branches
+ * (all, calls, returns), power and PSB events, ptwrite, transactions, and errors.
+ *
+ * <p>Times follow perf's rule for a sample's timestamp: the trace time perf's decoder had when it last returned a
+ * sample while between packets. An instruction run while the decoder waits for the packet its next branch needs gets
+ * the time from before the timing packets that came ahead of that packet; the branch that takes the packet, and what
+ * follows, the time after them. (ptfence.flow follows libipt, which gives those instructions the later time: one MTC
+ * step apart, on a few instructions per thousand.) A CPU's times never go back, as perf keeps them per queue.
+ */
+public final class SampleSink implements FlowSink {
+    private static final int FLAG_BRANCH = BranchFlags.BRANCH;
+
+    private final ScriptConfig cfg;
+    private final int cpu;
+    private final ScriptMerge.Producer out;
+    private final CodeSpace space;
+    private final TaskCursor task;
+    private final SampleLines lines;
+    private FlowDecoder decoder;
+    private java.util.function.LongUnaryOperator toPerf = t -> t;
+
+    private final SampleClock clock = new SampleClock();
+    /** The time of the sample being written (TSC): the clock's, or a held branch's own. */
+    private long queueTsc = -1;
+
+    // the instruction whose sample (or branch) waits for where it went
+    private boolean pending;
+    private long pIp;
+    private int pSize;
+    private int pCls;
+    private long pTsc;
+    private boolean pSample;
+    private long pPeriod;
+    private final byte[] pBytes = new byte[16];
+    private int pLen;
+    private boolean resuming;
+    private boolean inPsb;
+    private boolean psbOpen;
+    private long psbOffset;
+    private long psbIp;
+    /** The core:bus ratio (0 until a CBR packet) and the last one shown: perf starts with none shown, so it shows 0. */
+    private int cbr;
+    private int cbrSeen = -1;
+    private boolean inTx;
+    private long lastIp;
+    private int lastCls;
+    private int lastSize;
+    private int lastMode = ptfence.insn.ExecMode.BITS64;
+    private final ptfence.insn.X86Decoder x86 = new ptfence.insn.X86Decoder();
+    private final byte[] fetched = new byte[16];
+    /** Where perf's decoder stands while tracing is off: the branch that left (-1: tracing is on). */
+    private long offIp = -1;
+
+    // instruction sampling
+    private final boolean sampleInsns;
+    private final boolean wantBranches;
+    private final int branchFilter;
+    private final boolean holdForTarget;
+    private long insnTotal;
+    private long insnAtLastSample;
+    private long periodCount;
+    // tick periods (i...ns, i...t): perf's intel_pt_next_period
+    private final boolean tickPeriod;
+    private long periodMask;
+    private long periodTicksPow2;
+    private long lastMasked;
+    private boolean continuous;
+    private long ticksLeft = -1;
+    private long timestampInsnCnt;
+    private long lastDecoderTsc = Long.MIN_VALUE;
+
+    private final byte[] code = new byte[16];
+
+    // perf's time filter inside its decoder loop (intel_pt_time_filter), on TSC times: the bound looked at next
+    private long[] selStarts = new long[0];
+    private long[] selEnds = new long[0];
+    private int selIdx;
+    private boolean selStart;
+    private long selTsc;
+    private long ffTsc;
+    /** A fast forward asked for: count from the last PSB before {@link #ffTsc} after the decoder's time then. */
+    private long ffAfter = -1;
+    /** Past the last range's end: perf stops decoding the queue. */
+    private boolean stopped;
+
+    public SampleSink(ScriptConfig cfg, int cpu, int fixedTid, Sideband sideband, Symbolizer symbols,
+            CodeSpace space, ScriptMerge.Producer out) {
+        this.cfg = cfg;
+        this.cpu = cpu;
+        this.out = out;
+        this.space = space;
+        this.task = new TaskCursor(sideband, cpu, fixedTid);
+        this.lines = new SampleLines(cfg, symbols);
+        ItraceOptions it = cfg.itrace;
+        this.sampleInsns = it.instructions && cfg.events.of(PerfEvents.Kind.INSTRUCTIONS) != null;
+        this.wantBranches = it.branches && cfg.events.of(PerfEvents.Kind.BRANCHES) != null;
+        this.branchFilter = it.branchFilter();
+        FieldSet f = cfg.fields;
+        this.holdForTarget = wantBranches || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
+        this.tickPeriod = it.periodType != ItraceOptions.PeriodType.INSTRUCTIONS;
+        if (tickPeriod) {
+            long p = Math.max(1, cfg.periodTicks);
+            periodTicksPow2 = Long.highestOneBit(p);
+            periodMask = ~(periodTicksPow2 - 1);
+        }
+    }
+
+    /**
+     * The --time ranges in TSC (starts and ends; 0: none), for the filter perf applies inside its decoder: a sample
+     * before a range's start is not made and the decoder fast-forwards to the last PSB before the start (the
+     * instructions before it are never counted); past the last end it stops.
+     */
+    public void tscRanges(long[] starts, long[] ends) {
+        selStarts = starts;
+        selEnds = ends;
+        if (starts.length > 0) {
+            selIdx = 0;
+            selStart = starts[0] != 0;
+            selTsc = selStart ? starts[0] : ends[0];
+        }
+    }
+
+    /** perf's intel_pt_next_time: the next bound to look at; false when there is none. */
+    private boolean nextTime() {
+        if (selStart) {
+            selStart = false;
+            selTsc = selEnds[selIdx];
+            return true;
+        }
+        if (selIdx + 1 < selStarts.length) {
+            selStart = true;
+            selIdx++;
+            selTsc = selStarts[selIdx];
+            return true;
+        }
+        return false;
+    }
+
+    /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
+    private boolean timeFiltered(long ts) {
+        if (stopped) {
+            return true;
+        }
+        if (selTsc == 0 || ts < 0) {
+            return false;
+        }
+        while (true) {
+            if (selStart) {
+                if (ts >= selTsc) {
+                    nextTime();
+                    if (selTsc == 0) {
+                        return false;
+                    }
+                    continue;
+                }
+                if (selTsc > ffTsc) {
+                    ffTsc = selTsc;
+                    ffAfter = decoderTsc();
+                }
+                return true;
+            } else if (ts > selTsc) {
+                if (!nextTime()) {
+                    stopped = true;
+                    return true;
+                }
+            } else {
+                return false;
+            }
+        }
+    }
+
+    /** The decoder now reporting here (one per run of AUX buffers) and its TSC → perf time conversion. */
+    public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator tscToPerf) {
+        this.decoder = d;
+        this.toPerf = tscToPerf;
+        clock.decoder(d);
+    }
+
+    // ------------------------------------------------------------------ time
+
+    private long decoderTsc() {
+        return decoder == null ? -1 : decoder.time();
+    }
+
+    /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
+    private void consume() {
+        queueTsc = clock.event();
+    }
+
+    private long perfTime() {
+        return queueTsc < 0 || cfg.events.timeless ? -1 : toPerf.applyAsLong(queueTsc);
+    }
+
+    /**
+     * The time the thread is looked up at: the sample's; without timing, the end of the recording (perf decodes an
+     * untimed trace after all the sideband, so its thread is the CPU's last).
+     */
+    private long taskTime() {
+        return cfg.events.timeless ? Long.MAX_VALUE - 1 : perfTime();
+    }
+
+    // ------------------------------------------------------------------ flow
+
+    @Override
+    public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        closePsb(ip);
+        lastIp = ip;
+        lastCls = cls;
+        lastMode = mode;
+        lastSize = size;
+        if (pending) {
+            resolve(ip, 0);
+        }
+        if (resuming) {
+            resuming = false;
+            consume();
+            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+        }
+        queueTsc = clock.insn(cls);
+        if (cbr != cbrSeen) {
+            maybeCbr(ip); // perf checks the ratio with every state it returns
+        }
+        insnTotal++;
+        boolean branch = InsnClass.isBranch(cls);
+        boolean filtered = selStarts.length > 0 ? timeFiltered(queueTsc) : timeSkipped();
+        boolean sample = sampleInsns && due(branch) && !filtered;
+        if (!sample && !(branch && wantBranches)) {
+            return;
+        }
+        int len = space.read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, code, 0,
+                Math.min(size, code.length));
+        if (branch && holdForTarget) {
+            pending = true;
+            pIp = ip;
+            pSize = size;
+            pCls = cls;
+            pTsc = queueTsc;
+            pSample = sample;
+            pPeriod = sample ? insnTotal - insnAtLastSample : 0;
+            System.arraycopy(code, 0, pBytes, 0, len);
+            pLen = len;
+            if (sample) {
+                insnAtLastSample = insnTotal;
+            }
+            return;
+        }
+        if (sample) {
+            long period = insnTotal - insnAtLastSample;
+            insnAtLastSample = insnTotal;
+            int flags = branch ? insnFlags(cls, code, len) : 0;
+            instruction(ip, 0, flags, size, code, len, period);
+        }
+    }
+
+    /** The held branch went to {@code to} (0: not traced on), ending tracing when {@code extra} says so. */
+    private void resolve(long to, int extra) {
+        pending = false;
+        boolean taken = pCls != InsnClass.COND_JUMP || to != pIp + pSize;
+        int flags = insnFlags(pCls, pBytes, pLen) | extra;
+        long saved = clock.time();
+        queueTsc = pTsc;
+        if (pSample) {
+            instruction(pIp, taken ? to : 0, flags, pSize, pBytes, pLen, pPeriod);
+        }
+        if (wantBranches && (taken || (extra & BranchFlags.TRACE_END) != 0)) {
+            branch(pIp, to, flags, pSize, pBytes, pLen);
+        }
+        queueTsc = saved;
+    }
+
+    /**
+     * Whether the instruction just counted is sampled (perf's period in instructions or in trace time). perf walks to
+     * the next branch at most, so it counts the ticks to the next sample again after each branch.
+     */
+    private boolean due(boolean branch) {
+        if (!tickPeriod) {
+            if (++periodCount >= cfg.itrace.period) {
+                periodCount = 0;
+                return true;
+            }
+            return false;
+        }
+        long dt = decoderTsc();
+        if (dt != lastDecoderTsc) {
+            lastDecoderTsc = dt;
+            timestampInsnCnt = 0;
+            ticksLeft = -1;
+        }
+        if (ticksLeft < 0) {
+            ticksLeft = nextPeriod(dt);
+        }
+        timestampInsnCnt++;
+        if (--ticksLeft > 0) {
+            if (branch) {
+                ticksLeft = -1;
+            }
+            return false;
+        }
+        long ts = dt + timestampInsnCnt;
+        long masked = ts & periodMask;
+        if (masked > lastMasked) {
+            lastMasked = masked;
+        } else {
+            lastMasked += periodTicksPow2;
+        }
+        ticksLeft = -1;
+        return true;
+    }
+
+    /** perf's intel_pt_next_period: instructions (one tick each) until the next sample. */
+    private long nextPeriod(long dt) {
+        long ts = Math.max(0, dt) + timestampInsnCnt;
+        long masked = ts & periodMask;
+        if (continuous) {
+            if (masked > lastMasked) {
+                return 1;
+            }
+        } else {
+            ts += 1;
+            masked = ts & periodMask;
+            if (masked > lastMasked) {
+                lastMasked = masked;
+                continuous = true;
+            }
+        }
+        if (masked < lastMasked) {
+            return periodTicksPow2;
+        }
+        return periodTicksPow2 - (ts - masked);
+    }
+
+    @Override
+    public void block(long ip, int count, CodeCache cc, int off, int mode, boolean speculative) {
+        throw new UnsupportedOperationException("perf samples use the instruction decoder");
+    }
+
+    @Override
+    public void event(Event ev) {
+        if (ev.statusUpdate) {
+            long at = decoder == null ? 0 : decoder.psbOffset();
+            if (inPsb && at != psbOffset) {
+                closePsb(0); // the next PSB+ right after the last one: each is an event
+            }
+            consume(); // perf returns its PSB event with the time the PSB+ gave
+            if (!inPsb) {
+                inPsb = true;
+                psbOpen = true;
+                psbOffset = at;
+                psbIp = decoder == null ? 0 : decoder.psbIp();
+            }
+            if (ev.type == Event.CBR) {
+                cbr = ev.ratio;
+            }
+            return;
+        }
+        closePsb(0);
+        switch (ev.type) {
+            case Event.ENABLED -> {
+                offIp = -1;
+                pending = false;
+                resuming = false;
+                consume();
+                branch(0, ev.ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+            }
+            case Event.DISABLED -> {
+                continuous = false;
+                offIp = ev.ipSuppressed ? lastIp : ev.ip;
+                if (pending) {
+                    consume();
+                    pTsc = queueTsc;
+                    resolve(ev.ipSuppressed ? 0 : ev.ip, BranchFlags.TRACE_END);
+                } else {
+                    consume();
+                    branch(decoderIp(), 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0, null, 0);
+                }
+            }
+            case Event.ASYNC_DISABLED -> {
+                continuous = false;
+                offIp = ev.from;
+                if (pending) {
+                    resolve(ev.from, 0);
+                }
+                consume();
+                branch(ev.from, 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0, null, 0);
+            }
+            case Event.ASYNC_BRANCH -> {
+                if (pending) {
+                    resolve(ev.from, 0);
+                }
+                consume();
+                branch(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT, 0,
+                        null, 0);
+            }
+            case Event.OVERFLOW -> {
+                if (pending) {
+                    // the branch's outcome was known before the overflow: perf returned it (its sample, its branch)
+                    resolve(decoderIp(), 0);
+                }
+                continuous = false;
+                timestampInsnCnt = 0; // perf's intel_pt_overflow: the tick period counts from the last time again
+                ticksLeft = -1;
+                if (!cfg.itrace.suppressesOverflow()) {
+                    error(7, decoderIp());
+                }
+                consume();
+                resuming = true;
+            }
+            case Event.CBR -> {
+                cbr = ev.ratio;
+                consume();
+                maybeCbr(decoderIp());
+            }
+            case Event.PTWRITE -> {
+                consume();
+                if (cfg.events.of(PerfEvents.Kind.PTWRITE) != null) {
+                    lines.ptwrite(this, ev.ipSuppressed ? 0 : ev.ip, ev.payload, !ev.ipSuppressed);
+                }
+            }
+            case Event.MWAIT, Event.PWRE, Event.PWRX, Event.EXSTOP -> {
+                consume();
+                PerfEvents.Kind k = switch (ev.type) {
+                    case Event.MWAIT -> PerfEvents.Kind.MWAIT;
+                    case Event.PWRE -> PerfEvents.Kind.PWRE;
+                    case Event.PWRX -> PerfEvents.Kind.PWRX;
+                    default -> PerfEvents.Kind.EXSTOP;
+                };
+                if (cfg.events.of(k) != null) {
+                    lines.power(this, k, ev);
+                }
+            }
+            case Event.TSX -> {
+                consume();
+                if (ev.aborted && pending) {
+                    resolve(ev.ip, 0);
+                }
+                inTx = ev.speculative;
+                if (cfg.events.of(PerfEvents.Kind.TRANSACTIONS) != null) {
+                    int flags = FLAG_BRANCH | (ev.aborted ? BranchFlags.TX_ABORT : 0) | (ev.speculative
+                            ? BranchFlags.IN_TX : 0);
+                    lines.transaction(this, ev.ip, flags);
+                }
+                if (ev.aborted && wantBranches) {
+                    branch(ev.ip, 0, FLAG_BRANCH | BranchFlags.TX_ABORT, 0, null, 0);
+                }
+            }
+            default -> { }
+        }
+    }
+
+    /** The end of a PSB+: perf's PSB event (with the FUP's IP, if tracing was on), then a changed CBR. */
+    private void closePsb(long ignored) {
+        inPsb = false;
+        if (!psbOpen) {
+            return;
+        }
+        psbOpen = false;
+        if (ffAfter >= 0) {
+            long t = decoderTsc();
+            if (t < ffTsc && t > ffAfter) {
+                insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
+            } else if (t >= ffTsc) {
+                ffAfter = -1;
+            }
+        }
+        if (cfg.events.of(PerfEvents.Kind.PSB) != null) {
+            lines.psb(this, psbIp, psbOffset);
+        }
+        maybeCbr(psbIp);
+    }
+
+    private void maybeCbr(long ip) {
+        if (cbr != cbrSeen) {
+            cbrSeen = cbr;
+            if (cfg.events.of(PerfEvents.Kind.CBR) != null) {
+                lines.cbr(this, ip, cbr);
+            }
+        }
+    }
+
+    /** Where the flow stands (perf's decoder->ip): the next instruction. */
+    private long decoderIp() {
+        return offIp != -1 ? offIp : decoder == null ? 0 : decoder.ip();
+    }
+
+    @Override
+    public void error(String kind, int codeNo, long offset, long ip) {
+        pending = false;
+        continuous = false;
+        int perf = switch (codeNo) {
+            case PtError.NOMAP, PtError.BAD_INSN -> 5;
+            case PtError.BAD_PACKET, PtError.BAD_OPC -> 3;
+            case PtError.OVERFLOW -> 7;
+            case PtError.BAD_QUERY, PtError.BAD_RETCOMP, PtError.RETSTACK_EMPTY, PtError.NOIP,
+                    PtError.IP_SUPPRESSED, PtError.BAD_CONTEXT, PtError.NO_ENABLE, PtError.BAD_STATUS_UPDATE -> 6;
+            default -> 9;
+        };
+        if (resuming && codeNo == PtError.NOMAP) {
+            // the flow resumed at ip after an earlier error and there is no code there: perf returns the trace
+            // begin at ip first, then fails
+            consume();
+            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+        }
+        queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
+        boolean quiet = false;
+        if (codeNo == PtError.NOMAP) {
+            String dso = lines.dsoOf(ip, perfTime(), task.pid());
+            quiet = dso != null && !cfg.failedDsos.add(dso);
+        }
+        if (!quiet && (perf != 7 || !cfg.itrace.suppressesOverflow())) {
+            error(perf, ip);
+        }
+        resuming = true;
+    }
+
+    private void error(int code, long ip) {
+        if (!cfg.itrace.errors || stopped) {
+            return;
+        }
+        task.at(taskTime());
+        lines.error(this, code, ip);
+    }
+
+    @Override
+    public void endOfTrace() {
+        closePsb(0);
+        if (pending) {
+            resolve(0, 0);
+        }
+    }
+
+    // ------------------------------------------------------------------ samples
+
+    private void instruction(long ip, long to, int flags, int size, byte[] bytes, int len, long period) {
+        if (!keep(ip)) {
+            return;
+        }
+        lines.instruction(this, ip, to, flags | (inTx ? BranchFlags.IN_TX : 0), size, bytes, len, period);
+    }
+
+    private void branch(long from, long to, int flags, int size, byte[] bytes, int len) {
+        if (!wantBranches) {
+            return;
+        }
+        int f = flags | (inTx ? BranchFlags.IN_TX : 0);
+        if (branchFilter != 0 && (branchFilter & f) == 0) {
+            return;
+        }
+        if (!keep(from)) {
+            return;
+        }
+        lines.branch(this, from, to, f, size, bytes, len);
+    }
+
+    /**
+     * Whether --time leaves out a sample now. perf filters time in its decoder's loop, before it synthesizes a sample
+     * (so a left-out instruction sample counts into the next one's period); its other filters come after.
+     */
+    private boolean timeSkipped() {
+        long t;
+        return !cfg.time.isEmpty() && (t = perfTime()) >= 0 && cfg.time.skip(t);
+    }
+
+    /** The thread, time, CPU and symbol filters of a sample at {@code ip}; moves the task to the sample's time. */
+    private boolean keep(long ip) {
+        if (stopped) {
+            return false;
+        }
+        long t = perfTime();
+        if (!cfg.time.isEmpty() && t >= 0 && cfg.time.skip(t)) {
+            return false;
+        }
+        task.at(taskTime());
+        if (cfg.pids != null && !cfg.pids.contains(task.pid())) {
+            return false;
+        }
+        if (cfg.tids != null && !cfg.tids.contains(task.tid())) {
+            return false;
+        }
+        if (cfg.comms != null && !cfg.comms.contains(comm())) {
+            return false;
+        }
+        return lines.symbolKept(ip, t, task.pid());
+    }
+
+    /** perf's flags on an event's sample: those of the last instruction the decoder walked (0 without an IP). */
+    int lastFlags(long ip) {
+        if (ip == 0 || !InsnClass.isBranch(lastCls)) {
+            return 0;
+        }
+        int n = space.read(lastIp, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, fetched, 0,
+                fetched.length);
+        return insnFlags(lastCls, fetched, n);
+    }
+
+    /**
+     * The instruction an event's sample carries: the one perf's decoder walked last, or (before any) the one at
+     * {@code ip}, which perf script reads from the file: its bytes
+     * into {@link #fetchedBytes()}, returning its length (0 when there is no code there).
+     */
+    int fetch(long ip) {
+        if (lastSize > 0) { // perf's state keeps the instruction its decoder walked last
+            int n = space.read(lastIp, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, fetched, 0,
+                    Math.min(lastSize, fetched.length));
+            return n < lastSize ? 0 : lastSize;
+        }
+        if (ip == 0) {
+            return 0;
+        }
+        int n = space.read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, fetched, 0,
+                fetched.length);
+        if (n <= 0 || x86.decode(fetched, 0, n, lastMode) == 0) {
+            return 0;
+        }
+        return x86.length;
+    }
+
+    byte[] fetchedBytes() {
+        return fetched;
+    }
+
+    /** Moves the thread to the time of the line about to be written (events that are not filtered samples). */
+    void moveTask() {
+        task.at(taskTime());
+    }
+
+    /** The thread's name as perf prints it: its comm, "swapper" for the idle task, else ":tid". */
+    String comm() {
+        String c = task.comm();
+        if (c != null) {
+            return c;
+        }
+        return task.tid() == 0 ? "swapper" : ":" + task.tid();
+    }
+
+    int cpu() {
+        return cpu;
+    }
+
+    int pid() {
+        return task.pid();
+    }
+
+    int tid() {
+        return task.tid();
+    }
+
+    long time() {
+        return perfTime();
+    }
+
+    ScriptMerge.Producer out() {
+        return out;
+    }
+
+    /** perf's flags of a branch instruction of class {@code cls} (far transfers told apart by their opcode). */
+    static int insnFlags(int cls, byte[] b, int len) {
+        return switch (cls) {
+            case InsnClass.COND_JUMP -> FLAG_BRANCH | BranchFlags.CONDITIONAL;
+            case InsnClass.CALL, InsnClass.CALL_INDIRECT -> FLAG_BRANCH | BranchFlags.CALL;
+            case InsnClass.RETURN -> FLAG_BRANCH | BranchFlags.RETURN;
+            case InsnClass.JUMP, InsnClass.JUMP_INDIRECT -> FLAG_BRANCH;
+            case InsnClass.FAR_CALL -> farCall(b, len);
+            case InsnClass.FAR_RETURN -> farReturn(b, len);
+            case InsnClass.FAR_JUMP -> FLAG_BRANCH;
+            default -> 0;
+        };
+    }
+
+    private static int opcodeAt(byte[] b, int len) {
+        int i = 0;
+        while (i < len) {
+            int x = b[i] & 0xff;
+            boolean prefix = x == 0x66 || x == 0x67 || x == 0xf0 || x == 0xf2 || x == 0xf3 || x == 0x2e || x == 0x36
+                    || x == 0x3e || x == 0x26 || x == 0x64 || x == 0x65 || (x & 0xf0) == 0x40;
+            if (!prefix) {
+                return i;
+            }
+            i++;
+        }
+        return -1;
+    }
+
+    private static int farCall(byte[] b, int len) {
+        int i = opcodeAt(b, len);
+        int op = i < 0 ? -1 : b[i] & 0xff;
+        int op2 = i >= 0 && i + 1 < len ? b[i + 1] & 0xff : -1;
+        int op3 = i >= 0 && i + 2 < len ? b[i + 2] & 0xff : -1;
+        if (op == 0x0f && (op2 == 0x05 || op2 == 0x34)) {
+            return FLAG_BRANCH | BranchFlags.CALL | BranchFlags.SYSCALLRET;
+        }
+        if (op == 0x9a || op == 0xff) {
+            return FLAG_BRANCH | BranchFlags.CALL;
+        }
+        if (op == 0x0f && op2 == 0x01 && op3 == 0xc1) {
+            return FLAG_BRANCH | BranchFlags.CALL | BranchFlags.VMEXIT;
+        }
+        return FLAG_BRANCH | BranchFlags.CALL | BranchFlags.INTERRUPT;
+    }
+
+    private static int farReturn(byte[] b, int len) {
+        int i = opcodeAt(b, len);
+        int op = i < 0 ? -1 : b[i] & 0xff;
+        int op2 = i >= 0 && i + 1 < len ? b[i + 1] & 0xff : -1;
+        int op3 = i >= 0 && i + 2 < len ? b[i + 2] & 0xff : -1;
+        if (op == 0x0f && (op2 == 0x07 || op2 == 0x35)) {
+            return FLAG_BRANCH | BranchFlags.RETURN | BranchFlags.SYSCALLRET;
+        }
+        if (op == 0x0f && op2 == 0x01 && (op3 == 0xc2 || op3 == 0xc3)) {
+            return FLAG_BRANCH | BranchFlags.CALL | BranchFlags.VMENTRY;
+        }
+        if (op == 0xca || op == 0xcb) {
+            return FLAG_BRANCH | BranchFlags.RETURN;
+        }
+        return FLAG_BRANCH | BranchFlags.RETURN | BranchFlags.INTERRUPT;
+    }
+}

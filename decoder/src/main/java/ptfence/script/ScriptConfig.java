@@ -1,0 +1,94 @@
+package ptfence.script;
+
+import java.util.Set;
+import ptfence.perfdata.IntelPtInfo;
+
+/**
+ * Everything a perf-format run of one recording is asked for, resolved and checked once, shared read-only by the
+ * CPUs' sinks: the --itrace letters, the fields, the time ranges, the filters, and what the recording says about
+ * time and frequency.
+ */
+public final class ScriptConfig {
+    public final ItraceOptions itrace;
+    public final FieldSet fields;
+    public final PerfEvents events;
+    public final TimeRanges time;
+    public final IntelPtInfo pt;
+    /** --ns: nine decimals. */
+    public final boolean nanoseconds;
+    public final boolean reltime;
+    public final boolean deltatime;
+    /** -C; null: every CPU. */
+    public final Set<Integer> cpus;
+    /** --pid, --tid, --comms; null: all. */
+    public final Set<Integer> pids;
+    public final Set<Integer> tids;
+    public final Set<String> comms;
+    /** --dsos, -S/--symbols (with --addr-range); null: all. */
+    public final Set<String> dsos;
+    public final SymbolFilter symbols;
+    /** The instruction period in TSC ticks, for i...ns and i...t periods. */
+    public final long periodTicks;
+    /**
+     * The files whose code perf failed to read once: perf then stays silent about each later failure there (it marks
+     * the file's data as bad and resynchronizes quietly); failures where no file is mapped it reports every time.
+     */
+    public final Set<String> failedDsos = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** TSC ticks per second / max non-turbo ratio / 1000: the kHz one core:bus ratio step is (perf's cbr2khz). */
+    public final long cbr2khz;
+
+    public ScriptConfig(ItraceOptions itrace, FieldSet fields, PerfEvents events, TimeRanges time, IntelPtInfo pt,
+            boolean nanoseconds, boolean reltime, boolean deltatime, Set<Integer> cpus, Set<Integer> pids,
+            Set<Integer> tids, Set<String> comms, Set<String> dsos, SymbolFilter symbols) {
+        this.itrace = itrace;
+        this.fields = fields;
+        this.events = events;
+        this.time = time;
+        this.pt = pt;
+        this.nanoseconds = nanoseconds;
+        this.reltime = reltime;
+        this.deltatime = deltatime;
+        this.cpus = cpus;
+        this.pids = pids;
+        this.tids = tids;
+        this.comms = comms;
+        this.dsos = dsos;
+        this.symbols = symbols;
+        long ticks = itrace.period;
+        if (itrace.periodType == ItraceOptions.PeriodType.NANOSECS) {
+            ticks = nsToTicks(pt, itrace.period);
+        }
+        this.periodTicks = ticks;
+        long tscFreq = nsToTicks(pt, 1_000_000_000L);
+        this.cbr2khz = pt.maxNonTurboRatio() == 0 ? 0 : tscFreq / pt.maxNonTurboRatio() / 1000;
+    }
+
+    /** perf's intel_pt_ns_to_ticks. */
+    static long nsToTicks(IntelPtInfo pt, long ns) {
+        long mult = pt.timeMult();
+        long shift = pt.timeShift();
+        if (mult == 0) {
+            return ns;
+        }
+        long quot = ns / mult;
+        long rem = ns % mult;
+        return (quot << shift) + (rem << shift) / mult;
+    }
+
+    /** -S/--symbols: names, start addresses or any address, each with --addr-range bytes after it. */
+    public record SymbolFilter(Set<String> names, long[] addresses, long range) {
+        /** True if a sample at {@code ip} in symbol {@code name} (null if none) starting at {@code start} is kept. */
+        public boolean keeps(long ip, String name, long start) {
+            if (name != null && names.contains(name)) {
+                return true;
+            }
+            for (long a : addresses) {
+                if (name != null && a == start || ip == a || range > 0 && Long.compareUnsigned(ip - a, range) < 0) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+}

@@ -1,0 +1,277 @@
+package ptfence.script;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * perf script's lines of every CPU (and of the sideband) in time order, with bounded memory: each source builds its
+ * lines as bytes into batches on its own thread (all of a line but its time field, which only the printer can write:
+ * --reltime and --deltatime depend on the line printed before); the printer takes the earliest line of any source and
+ * copies its bytes out. As perf, a source whose line ties with the last one printed goes on (perf decodes one CPU's
+ * queue until its time passes the next one's), and the sideband goes before a CPU's line of the same time.
+ */
+public final class ScriptMerge {
+    private static final int BATCH_LINES = 2048;
+    private static final int BATCH_BYTES = 1 << 17;
+    private static final int QUEUED_BATCHES = 4;
+
+    /** One batch of lines: line i is bytes [ends[i-1], ends[i]) with its time field at splits[i] (-1: none). */
+    private static final class Batch {
+        final long[] times = new long[BATCH_LINES];
+        final int[] ends = new int[BATCH_LINES];
+        final int[] splits = new int[BATCH_LINES];
+        final boolean[] skippable = new boolean[BATCH_LINES];
+        final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
+        int count;
+        boolean end;
+    }
+
+    private final List<BlockingQueue<Batch>> queues = new ArrayList<>();
+    private final List<BlockingQueue<Batch>> free = new ArrayList<>();
+    private final boolean[] sideband;
+    private final Semaphore turns;
+    private volatile boolean abandoned;
+
+    /**
+     * @param sources how many sources (CPUs, then sideband sources)
+     * @param turns the decoding threads' turns: a source waiting for the printer gives its turn back
+     */
+    public ScriptMerge(int sources, Semaphore turns) {
+        this.turns = turns;
+        this.sideband = new boolean[sources];
+        for (int i = 0; i < sources; i++) {
+            queues.add(new ArrayBlockingQueue<>(QUEUED_BATCHES));
+            BlockingQueue<Batch> f = new ArrayBlockingQueue<>(QUEUED_BATCHES + 2);
+            for (int k = 0; k < QUEUED_BATCHES + 2; k++) {
+                f.add(new Batch());
+            }
+            free.add(f);
+        }
+    }
+
+    /** The producing end of source {@code i}; {@code isSideband}: it wins ties with CPU lines. */
+    public Producer producer(int i, boolean isSideband) {
+        sideband[i] = isSideband;
+        return new Producer(i, !isSideband);
+    }
+
+    /** One source's lines, written by one thread. */
+    public final class Producer {
+        private final int index;
+        /** A CPU's producer holds a decoding turn, which it gives back while it waits; the sideband's holds none. */
+        private final boolean holdsTurn;
+        private Batch batch;
+        private int start;
+        private int split = -1;
+
+        private Producer(int index, boolean holdsTurn) {
+            this.index = index;
+            this.holdsTurn = holdsTurn;
+        }
+
+        /** The buffer the current line is appended to (the line started at the last {@link #commit}). */
+        public LineBytes line() {
+            if (batch == null) {
+                batch = take(free.get(index), holdsTurn);
+                batch.count = 0;
+                batch.end = false;
+                batch.text.clear();
+                start = 0;
+            }
+            return batch.text;
+        }
+
+        /** The time field goes here. */
+        public void timeHere() {
+            split = line().length();
+        }
+
+        /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
+        public void commit(long time, boolean skippable) {
+            Batch b = batch;
+            int i = b.count++;
+            b.times[i] = time;
+            b.ends[i] = b.text.length();
+            b.splits[i] = split;
+            b.skippable[i] = skippable;
+            split = -1;
+            start = b.ends[i];
+            if (b.count == BATCH_LINES || b.text.length() >= BATCH_BYTES) {
+                flush();
+            }
+        }
+
+        /** Drops the line being built. */
+        public void cancel() {
+            if (batch != null) {
+                batch.text.len = start;
+            }
+            split = -1;
+        }
+
+        private void flush() {
+            if (batch != null && batch.count > 0) {
+                put(queues.get(index), batch, holdsTurn);
+                batch = null;
+            }
+        }
+
+        /** No more lines: must be called however the source ends, else the printer waits forever. */
+        public void end() {
+            flush();
+            Batch b = take(free.get(index), holdsTurn);
+            b.count = 0;
+            b.end = true;
+            put(queues.get(index), b, holdsTurn);
+        }
+    }
+
+    private Batch take(BlockingQueue<Batch> q, boolean holdsTurn) {
+        Batch b = q.poll();
+        if (b != null || !holdsTurn) {
+            try {
+                return b != null ? b : q.take();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while merging CPUs");
+            }
+        }
+        turns.release(); // waiting on the printer: another CPU may decode meanwhile
+        try {
+            b = q.take();
+            turns.acquire();
+            return b;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while merging CPUs");
+        }
+    }
+
+    private void put(BlockingQueue<Batch> q, Batch b, boolean holdsTurn) {
+        if (q.offer(b)) {
+            return;
+        }
+        if (!holdsTurn) {
+            try {
+                q.put(b);
+                return;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while merging CPUs");
+            }
+        }
+        turns.release();
+        try {
+            q.put(b);
+            turns.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while merging CPUs");
+        }
+    }
+
+    /** The decode failed before every source ended: {@link #drain} returns. */
+    public void abandon() {
+        abandoned = true;
+    }
+
+    /** Writes every line of every source, earliest first, with its time field as {@code clock} formats it. */
+    public void drain(OutputStream out, TimeField clock, long skip) throws IOException, InterruptedException {
+        int k = queues.size();
+        Batch[] head = new Batch[k];
+        int[] pos = new int[k];
+        boolean[] ended = new boolean[k];
+        LineBytes buf = new LineBytes(1 << 16);
+        int current = -1;
+        long skipLeft = skip;
+        while (true) {
+            int best = -1;
+            long bestTime = 0;
+            for (int i = 0; i < k; i++) {
+                if (ended[i]) {
+                    continue;
+                }
+                if (head[i] == null || pos[i] == head[i].count) {
+                    if (head[i] != null) {
+                        free.get(i).put(head[i]);
+                        head[i] = null;
+                    }
+                    Batch b;
+                    while ((b = queues.get(i).poll(100, TimeUnit.MILLISECONDS)) == null) {
+                        if (abandoned) {
+                            out.write(buf.b, 0, buf.len);
+                            return;
+                        }
+                    }
+                    if (b.end) {
+                        ended[i] = true;
+                        free.get(i).put(b);
+                        continue;
+                    }
+                    head[i] = b;
+                    pos[i] = 0;
+                }
+                long t = head[i].times[pos[i]];
+                if (best < 0 || earlier(t, i, bestTime, best, current)) {
+                    best = i;
+                    bestTime = t;
+                }
+            }
+            if (best < 0) {
+                break;
+            }
+            current = best;
+            Batch b = head[best];
+            int i = pos[best]++;
+            if (b.skippable[i] && skipLeft > 0) {
+                skipLeft--;
+                continue;
+            }
+            int from = i == 0 ? 0 : b.ends[i - 1];
+            int to = b.ends[i];
+            int split = b.splits[i];
+            if (split < 0) {
+                buf.bytes(b.text.b, from, to - from);
+            } else {
+                buf.bytes(b.text.b, from, split - from);
+                clock.write(buf, b.times[i]);
+                buf.bytes(b.text.b, split, to - split);
+            }
+            if (buf.len >= 1 << 16) {
+                out.write(buf.b, 0, buf.len);
+                buf.len = 0;
+            }
+        }
+        out.write(buf.b, 0, buf.len);
+    }
+
+    /** Whether source {@code i}'s line at {@code t} goes before the best so far (perf's order on ties). */
+    private boolean earlier(long t, int i, long bestTime, int best, int current) {
+        if (t < 0 || bestTime < 0) {
+            // untimed: a CPU's lines come after the sideband's (perf decodes an untimed trace once all records are
+            // read), else as they come
+            if (sideband[i] != sideband[best]) {
+                return sideband[i];
+            }
+            return t < 0 && bestTime >= 0;
+        }
+        if (t != bestTime) {
+            return t < bestTime;
+        }
+        if (sideband[i] != sideband[best]) {
+            return sideband[i];
+        }
+        return i == current;
+    }
+
+    /** Writes a line's time field (perf's formats, --reltime and --deltatime count from lines printed before). */
+    public interface TimeField {
+        void write(LineBytes out, long time);
+    }
+}

@@ -1,0 +1,298 @@
+package ptfence.script;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import ptfence.perfdata.PerfRecord;
+import ptfence.perfdata.SampleType;
+import ptfence.sideband.Sideband;
+import ptfence.symbol.Symbol;
+import ptfence.symbol.Symbolizer;
+
+/**
+ * The lines perf script prints from the recording's own records, between the trace's samples in time order: the
+ * samples of other recorded events (a cycles event recorded beside intel_pt), and with --show-task-events,
+ * --show-mmap-events, --show-switch-events, --show-lost-events, --show-bpf-events and --show-text-poke-events the
+ * records themselves (perf_event__fprintf's words after the sample's comm, tid, cpu and time).
+ */
+public final class SidebandLines {
+    /** Which records to show. */
+    public record Show(boolean task, boolean mmap, boolean switches, boolean lost, boolean bpf, boolean textPoke) {
+    }
+
+    private record Item(long time, long seq, PerfRecord record) {
+    }
+
+    private final ScriptConfig cfg;
+    private final Sideband sideband;
+    private final Symbolizer symbols;
+    private final Map<Long, PerfEvents.Event> byId;
+    private final PerfEvents.Event single;
+    private final List<Item> items = new ArrayList<>();
+
+    /**
+     * @param byId each recorded event by its sample ids
+     * @param single the event of records whose id says nothing (one event recorded, or no id in the layout)
+     */
+    public SidebandLines(ScriptConfig cfg, Sideband sideband, Symbolizer symbols, Map<Long, PerfEvents.Event> byId,
+            PerfEvents.Event single) {
+        this.cfg = cfg;
+        this.sideband = sideband;
+        this.symbols = symbols;
+        this.byId = byId;
+        this.single = single;
+    }
+
+    /** Takes a record in file order if it prints a line with {@code show}; true if it does. */
+    public boolean add(PerfRecord r, Show show, int ptType) {
+        boolean take;
+        if (r instanceof PerfRecord.Sample s) {
+            PerfEvents.Event e = eventOf(s.id() != 0 ? s.id() : s.identifier());
+            take = e != null && e.type() != ptType && !e.dummy();
+        } else if (r instanceof PerfRecord.Comm || r instanceof PerfRecord.Fork || r instanceof PerfRecord.Exit) {
+            take = show.task();
+        } else if (r instanceof PerfRecord.Mmap || r instanceof PerfRecord.Mmap2) {
+            take = show.mmap();
+        } else if (r instanceof PerfRecord.Switch || r instanceof PerfRecord.SwitchCpuWide) {
+            take = show.switches();
+        } else if (r instanceof PerfRecord.Lost) {
+            take = show.lost();
+        } else if (r instanceof PerfRecord.Ksymbol) {
+            take = show.bpf() || show.textPoke();
+        } else if (r instanceof PerfRecord.BpfEvent) {
+            take = show.bpf();
+        } else if (r instanceof PerfRecord.TextPoke) {
+            take = show.textPoke();
+        } else {
+            take = false;
+        }
+        if (take) {
+            items.add(new Item(timeOf(r), items.size(), r));
+        }
+        return take;
+    }
+
+    private PerfEvents.Event eventOf(long id) {
+        PerfEvents.Event e = byId.get(id);
+        return e != null ? e : single;
+    }
+
+    private static long timeOf(PerfRecord r) {
+        if (r instanceof PerfRecord.Sample s) {
+            return s.time();
+        }
+        if ((r instanceof PerfRecord.Fork f) && !r.sampleId().has(SampleType.TIME)) {
+            return f.time();
+        }
+        if ((r instanceof PerfRecord.Exit x) && !r.sampleId().has(SampleType.TIME)) {
+            return x.time();
+        }
+        return r.sampleId().has(SampleType.TIME) ? r.sampleId().time() : 0;
+    }
+
+    public boolean isEmpty() {
+        return items.isEmpty();
+    }
+
+    /** Writes every line, in perf's order (by time; records of one time in file order), then ends the source. */
+    public void write(ScriptMerge.Producer out) {
+        try {
+            items.sort(Comparator.comparingLong(Item::time).thenComparingLong(Item::seq));
+            LineBytes scratch = new LineBytes(256);
+            for (Item it : items) {
+                line(out, it.record(), it.time());
+            }
+            items.clear();
+        } finally {
+            out.end();
+        }
+    }
+
+    private String comm(int tid, long time) {
+        String c = sideband.commAt(tid, time);
+        if (c != null) {
+            return c;
+        }
+        return tid == 0 ? "swapper" : ":" + tid;
+    }
+
+    private void line(ScriptMerge.Producer out, PerfRecord r, long time) {
+        PerfEvents.Event e = eventOf(r.sampleId().has(SampleType.IDENTIFIER) ? r.sampleId().identifier()
+                : r.sampleId().id());
+        if (r instanceof PerfRecord.Sample s) {
+            e = eventOf(s.id() != 0 ? s.id() : s.identifier());
+            sample(out, s, e, time);
+            return;
+        }
+        FieldSet.Type type = e == null ? FieldSet.Type.OTHER : e.outputType();
+        long fields = cfg.fields.fields(type);
+        int tid = r.sampleId().tid();
+        int threadTid = tid;
+        if (r instanceof PerfRecord.Comm c) {
+            threadTid = c.tid();
+        } else if (r instanceof PerfRecord.Fork f) {
+            threadTid = f.tid();
+        } else if (r instanceof PerfRecord.Exit x) {
+            threadTid = x.tid();
+        } else if (r instanceof PerfRecord.Mmap m) {
+            threadTid = m.tid();
+        } else if (r instanceof PerfRecord.Mmap2 m) {
+            threadTid = m.tid();
+        }
+        LineBytes b = start(out, fields, comm(threadTid, time), r.sampleId().pid(), tid, r.sampleId().cpu(), time);
+        b.str("PERF_RECORD_");
+        if (r instanceof PerfRecord.Comm c) {
+            b.str("COMM").str((c.misc() & 0x2000) != 0 ? " exec" : "").str(": ").str(c.comm()).ch(':')
+                    .sdec(c.pid()).ch('/').sdec(c.tid()).nl();
+        } else if (r instanceof PerfRecord.Fork f) {
+            b.str("FORK(").sdec(f.pid()).ch(':').sdec(f.tid()).str("):(").sdec(f.ppid()).ch(':').sdec(f.ptid())
+                    .str(")").nl();
+        } else if (r instanceof PerfRecord.Exit x) {
+            b.str("EXIT(").sdec(x.pid()).ch(':').sdec(x.tid()).str("):(").sdec(x.ppid()).ch(':').sdec(x.ptid())
+                    .str(")").nl();
+        } else if (r instanceof PerfRecord.Mmap m) {
+            b.str("MMAP ").sdec(m.pid()).ch('/').sdec(m.tid()).str(": [").hexAlt(m.addr()).ch('(').hexAlt(m.len())
+                    .str(") @ ").hexAlt(m.pgoff()).str("]: ").ch((m.misc() & 0x2000) != 0 ? 'r' : 'x').ch(' ')
+                    .str(m.filename()).nl();
+        } else if (r instanceof PerfRecord.Mmap2 m) {
+            b.str("MMAP2 ").sdec(m.pid()).ch('/').sdec(m.tid()).str(": [").hexAlt(m.addr()).ch('(')
+                    .hexAlt(m.len()).str(") @ ").hexAlt(m.pgoff()).ch(' ');
+            if (m.hasBuildId()) {
+                b.ch('<');
+                for (byte x : m.buildId()) {
+                    b.hexZero(x & 0xff, 2);
+                }
+                b.ch('>');
+            } else {
+                b.hexZero(m.maj() & 0xffffffffL, 2).ch(':').hexZero(m.min() & 0xffffffffL, 2).ch(' ')
+                        .dec(m.ino()).ch(' ').dec(m.inoGeneration());
+            }
+            b.str("]: ").ch((m.prot() & 1) != 0 ? 'r' : '-').ch((m.prot() & 2) != 0 ? 'w' : '-')
+                    .ch((m.prot() & 4) != 0 ? 'x' : '-').ch((m.flags() & 1) != 0 ? 's' : 'p').ch(' ')
+                    .str(m.filename()).nl();
+        } else if (r instanceof PerfRecord.Switch s) {
+            b.str("SWITCH ").str(inOut(s.misc())).nl();
+        } else if (r instanceof PerfRecord.SwitchCpuWide s) {
+            boolean outward = (s.misc() & PerfRecord.MISC_SWITCH_OUT) != 0;
+            b.str("SWITCH_CPU_WIDE ").str(inOut(s.misc())).str("  ").str(outward ? "next" : "prev")
+                    .str(" pid/tid: ").sdec(s.nextPrevPid(), 5).ch('/').sdecLeft(s.nextPrevTid(), 5).nl();
+        } else if (r instanceof PerfRecord.Lost l) {
+            b.str("LOST lost ").dec(l.lost()).nl();
+        } else if (r instanceof PerfRecord.Ksymbol k) {
+            b.str("KSYMBOL addr ").hex(k.addr()).str(" len ").dec(k.len() & 0xffffffffL).str(" type ")
+                    .dec(k.ksymType()).str(" flags 0x").hex(k.flags()).str(" name ").str(k.name()).nl();
+        } else if (r instanceof PerfRecord.BpfEvent be) {
+            b.str("BPF_EVENT type ").dec(be.eventType()).str(", flags ").dec(be.flags()).str(", id ")
+                    .dec(be.id() & 0xffffffffL).nl();
+        } else if (r instanceof PerfRecord.TextPoke p) {
+            b.str("TEXT_POKE ").hex(p.addr()).ch(' ');
+            Symbol s = symbols.symbol(p.addr(), time, -1);
+            if (s != null) {
+                b.str(s.name()).str("+0x").hex(p.addr() - s.start());
+            } else {
+                b.str("[unknown]");
+            }
+            ByteBuffer o = p.oldBytes();
+            ByteBuffer n = p.newBytes();
+            b.str(" old len ").dec(o.remaining()).str(" new len ").dec(n.remaining()).nl();
+            b.spaces(12).str("Old bytes:");
+            while (o.hasRemaining()) {
+                b.ch(' ').hexZero(o.get() & 0xff, 2);
+            }
+            b.nl().spaces(12).str("New bytes:");
+            while (n.hasRemaining()) {
+                b.ch(' ').hexZero(n.get() & 0xff, 2);
+            }
+            b.nl();
+        }
+        out.commit(time, false);
+    }
+
+    private static String inOut(int misc) {
+        if ((misc & PerfRecord.MISC_SWITCH_OUT) == 0) {
+            return "IN         ";
+        }
+        return (misc & 0x4000) == 0 ? "OUT        " : "OUT preempt";
+    }
+
+    /** perf_sample__fprintf_start for a record: comm, tid, cpu and the time field. */
+    private LineBytes start(ScriptMerge.Producer out, long fields, String comm, int pid, int tid, int cpu, long time) {
+        LineBytes b = out.line();
+        if ((fields & FieldSet.COMM) != 0) {
+            b.right(comm, 16).ch(' ');
+        }
+        if ((fields & FieldSet.PID) != 0 && (fields & FieldSet.TID) != 0) {
+            b.sdec(pid, 5).ch('/').sdecLeft(tid, 5).ch(' ');
+        } else if ((fields & FieldSet.PID) != 0) {
+            b.sdec(pid, 5).ch(' ');
+        } else if ((fields & FieldSet.TID) != 0) {
+            b.sdec(tid, 5).ch(' ');
+        }
+        if ((fields & FieldSet.CPU) != 0) {
+            b.ch('[').decZero(cpu, 3).ch(']').ch(' ');
+        }
+        if ((fields & FieldSet.MISC) != 0) {
+            b.spaces(6);
+        }
+        if ((fields & FieldSet.TIME) != 0) {
+            out.timeHere();
+        }
+        return b;
+    }
+
+    /** A recorded event's sample, as perf script's process_event prints it. */
+    private void sample(ScriptMerge.Producer out, PerfRecord.Sample s, PerfEvents.Event e, long time) {
+        long fields = cfg.fields.fields(e.outputType());
+        if (fields == 0) {
+            return;
+        }
+        LineBytes b = start(out, fields, comm(s.tid(), time), s.pid(), s.tid(), s.cpu(), time);
+        if ((fields & FieldSet.PERIOD) != 0) {
+            b.dec(s.period(), 10).ch(' ');
+        }
+        if ((fields & FieldSet.EVNAME) != 0) {
+            b.right(e.name(), cfg.events.nameWidth()).ch(':').ch(' ');
+        }
+        if (cfg.fields.flags()) {
+            b.spaces(24); // a recorded event has no branch flags: perf prints the empty column
+        }
+        if ((fields & FieldSet.ADDR) != 0) {
+            b.hex(s.addr(), 16);
+        }
+        if ((fields & FieldSet.IP) != 0) {
+            b.ch(' ').hex(s.ip(), 16);
+            Symbol sym = s.ip() == 0 ? null : symbols.symbol(s.ip(), time, s.pid());
+            if ((fields & FieldSet.SYM) != 0) {
+                b.ch(' ');
+                if (sym != null) {
+                    b.str(sym.name());
+                    if ((fields & FieldSet.SYMOFFSET) != 0) {
+                        b.str("+0x").hex(s.ip() - sym.start());
+                    }
+                } else {
+                    b.str("[unknown]");
+                }
+            }
+            if ((fields & FieldSet.DSO) != 0) {
+                String d = sym != null ? sym.dso() : s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());
+                b.str(" (").str(d == null ? "[unknown]" : d).ch(')');
+            }
+        }
+        if ((fields & FieldSet.IP) != 0 && (fields & FieldSet.SRCLINE) != 0 && s.ip() != 0) {
+            String src = symbols.srcline(s.ip(), time, s.pid());
+            if (src == null) {
+                src = symbols.srclineFallback(s.ip(), time, s.pid());
+            }
+            if (src != null) {
+                b.str("\n  ").str(src);
+            }
+        }
+        if ((fields & FieldSet.INSNLEN) != 0) {
+            b.str(" ilen: 0"); // perf has no instruction for a recorded event's sample (and so prints no insn:)
+        }
+        b.nl();
+        out.commit(time, false);
+    }
+}
