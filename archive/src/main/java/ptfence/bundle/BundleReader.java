@@ -42,6 +42,7 @@ public final class BundleReader {
 
     /** Verifies a bundle (magic, version, every entry, count, checksum, every region's image present). */
     public static BundleSummary check(Path bundle) {
+        List<BundleFile> files = new ArrayList<>();
         Recording[] rec = new Recording[1];
         long[] counts = new long[3];
         Set<ContentKey> keys = new HashSet<>();
@@ -54,6 +55,8 @@ public final class BundleReader {
                     counts[0]++;
                     counts[2] += payload.length;
                 }
+                case BundleFormat.FILE -> files.add(fileHeader(payload, bundle, offset).file());
+                case BundleFormat.FILE_DATA -> { }
                 default -> {
                     regions.add(RegionCodec.decode(payload, where(bundle, offset)));
                     counts[1]++;
@@ -61,12 +64,36 @@ public final class BundleReader {
             }
         });
         for (Region r : regions) {
-            if (!keys.contains(r.key())) {
-                throw new BadInputException("bundle " + bundle + ": region " + r.name() + " needs image "
-                        + r.key().hex() + " which the bundle does not hold");
+            for (ContentKey k : r.contentKeys()) {
+                if (!keys.contains(k)) {
+                    throw new BadInputException("bundle " + bundle + ": region " + r.name() + " needs "
+                            + (k.equals(r.key()) ? "image " : "BTF ") + k.hex() + " which the bundle does not hold");
+                }
             }
         }
-        return new BundleSummary(rec[0].id(), counts[0], counts[1], counts[2], 0, 0);
+        return new BundleSummary(rec[0].id(), counts[0], counts[1], counts[2], 0, 0, files, List.of());
+    }
+
+    /** A FILE entry's header: the file and its size. */
+    private record FileHeader(BundleFile file, long size) {}
+
+    private static FileHeader fileHeader(byte[] payload, Path bundle, long offset) {
+        try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(payload))) {
+            int role = in.readUnsignedByte();
+            String path = in.readUTF();
+            int n = in.readInt();
+            if (n < 0 || n > in.available()) {
+                throw new IOException("build id of " + n + " bytes");
+            }
+            byte[] id = in.readNBytes(n);
+            long size = in.readLong();
+            if (size < 0 || in.available() != 0 || role != BundleFile.PERF_DATA && role != BundleFile.BINARY) {
+                throw new IOException("role " + role + ", size " + size);
+            }
+            return new FileHeader(new BundleFile(role, path, id, null), size);
+        } catch (IOException e) {
+            throw new BadInputException(where(bundle, offset) + ": malformed file entry (" + e.getMessage() + ")");
+        }
     }
 
     /**
@@ -80,8 +107,102 @@ public final class BundleReader {
 
     /** {@link #importInto(Archive, Path, String)}, counting entries on {@code progress}. */
     public static BundleSummary importInto(Archive archive, Path bundle, String perfDataPath, Progress progress) {
+        return importInto(archive, bundle, perfDataPath, progress, null);
+    }
+
+    /**
+     * {@link #importInto(Archive, Path, String, Progress)}, writing the files the bundle carries into
+     * {@code filesDir} (null: leave them): its perf.data and the binaries side by side, each under its own name (a
+     * second binary of the same name, another build, goes under a directory named by its build id), where a decode
+     * of that perf.data finds them. Without {@code perfDataPath} the recording's perf.data becomes the one written.
+     */
+    public static BundleSummary importInto(Archive archive, Path bundle, String perfDataPath, Progress progress,
+            Path filesDir) {
         progress.phase("checking the bundle", 0);
         BundleSummary checked = check(bundle);
+        List<BundleFile> written = new ArrayList<>();
+        if (filesDir != null && !checked.files().isEmpty()) {
+            written = writeFiles(bundle, filesDir);
+            if (perfDataPath == null || perfDataPath.isEmpty()) {
+                for (BundleFile f : written) {
+                    if (f.role() == BundleFile.PERF_DATA) {
+                        perfDataPath = f.local().toAbsolutePath().toString();
+                    }
+                }
+            }
+        }
+        BundleSummary imported = importChecked(archive, bundle, perfDataPath, progress, checked);
+        return new BundleSummary(imported.recordingId(), imported.images(), imported.regions(),
+                imported.imageBytes(), imported.newImages(), imported.newRegions(),
+                filesDir == null ? checked.files() : written, List.of());
+    }
+
+    /** Streams the bundle's files into {@code dir} (each through a temporary file renamed when whole). */
+    private static List<BundleFile> writeFiles(Path bundle, Path dir) {
+        List<BundleFile> out = new ArrayList<>();
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new BadInputException(dir + ": cannot create the directory for the bundle's files: " + e.getMessage());
+        }
+        java.io.OutputStream[] current = {null};
+        Path[] tmp = {null}, target = {null};
+        long[] left = {0};
+        FileHeader[] header = {null};
+        try {
+            read(bundle, (type, payload, offset) -> {
+                try {
+                    if (type == BundleFormat.FILE) {
+                        header[0] = fileHeader(payload, bundle, offset);
+                        target[0] = placeFor(dir, header[0].file(), out);
+                        Files.createDirectories(target[0].getParent());
+                        tmp[0] = Files.createTempFile(target[0].getParent(), ".import-", ".tmp");
+                        current[0] = Files.newOutputStream(tmp[0]);
+                        left[0] = header[0].size();
+                    } else if (type == BundleFormat.FILE_DATA) {
+                        current[0].write(payload);
+                        left[0] -= payload.length;
+                    }
+                    if (current[0] != null && left[0] == 0) {
+                        current[0].close();
+                        current[0] = null;
+                        Files.move(tmp[0], target[0], java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                        BundleFile f = header[0].file();
+                        out.add(new BundleFile(f.role(), f.recordedPath(), f.buildId(), target[0]));
+                    }
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+        } catch (UncheckedIOException e) {
+            throw new BadInputException(dir + ": writing the bundle's files: " + e.getCause().getMessage());
+        } finally {
+            try {
+                if (current[0] != null) current[0].close();
+                if (tmp[0] != null) Files.deleteIfExists(tmp[0]);
+            } catch (IOException e) {
+                // the temporary file of a file not written whole: nothing more to do
+            }
+        }
+        return out;
+    }
+
+    /** Where a carried file goes: its own name in {@code dir}, or under its build id if that name is taken. */
+    private static Path placeFor(Path dir, BundleFile f, List<BundleFile> placed) {
+        Path name = Path.of(f.recordedPath()).getFileName();
+        Path plain = dir.resolve(name == null ? "file" : name.toString());
+        boolean taken = placed.stream().anyMatch(p -> p.local().equals(plain));
+        if (!taken) {
+            return plain;
+        }
+        String id = f.buildId().length > 0 ? java.util.HexFormat.of().formatHex(f.buildId())
+                : Integer.toHexString(f.recordedPath().hashCode());
+        return dir.resolve(id).resolve(plain.getFileName());
+    }
+
+    private static BundleSummary importChecked(Archive archive, Path bundle, String perfDataPath, Progress progress,
+            BundleSummary checked) {
         progress.phase("importing images and regions", checked.images() + checked.regions());
         // the lease names the recording: from its registration on, gc keeps it until the import is done
         Lease lease = Recordings.openLease(archive, "import of " + bundle, Duration.ofHours(6), checked.recordingId());
@@ -96,6 +217,7 @@ public final class BundleReader {
                 progress.add(type == BundleFormat.RECORDING ? 0 : 1);
                 switch (type) {
                     case BundleFormat.RECORDING -> rec[0] = RecordingCodec.decode(payload, where(bundle, offset));
+                    case BundleFormat.FILE, BundleFormat.FILE_DATA -> { }
                     case BundleFormat.IMAGE -> {
                         pendingImages.add(payload);
                         pendingBytes[0] += payload.length;
@@ -205,10 +327,11 @@ public final class BundleReader {
                 throw new BadInputException("bundle " + bundle + ": not a ptfence bundle (no PTFBUNDL magic at offset 0)");
             }
             int version = in.readInt();
-            if (version != BundleFormat.VERSION) {
+            if (version != BundleFormat.VERSION && version != 1) {
                 throw new BadInputException("bundle " + bundle + ": format version " + version
-                        + " is unknown (this build reads version " + BundleFormat.VERSION + ")");
+                        + " is unknown (this build reads versions 1 to " + BundleFormat.VERSION + ")");
             }
+            long fileLeft = 0;
             offset = 12;
             long entries = 0;
             boolean sawRecording = false;
@@ -217,6 +340,10 @@ public final class BundleReader {
                 int length = in.readInt();
                 long at = offset;
                 offset += 5;
+                if (fileLeft > 0 && type != BundleFormat.FILE_DATA) {
+                    throw new BadInputException(where(bundle, at) + ": a carried file is " + fileLeft
+                            + " bytes short");
+                }
                 if (type == BundleFormat.END) {
                     if (length != BundleFormat.END_LENGTH) {
                         throw new BadInputException(where(bundle, at) + ": malformed end record");
@@ -241,7 +368,9 @@ public final class BundleReader {
                     }
                     return;
                 }
-                if (type != BundleFormat.RECORDING && type != BundleFormat.IMAGE && type != BundleFormat.REGION) {
+                boolean fileEntry = type == BundleFormat.FILE || type == BundleFormat.FILE_DATA;
+                if (type != BundleFormat.RECORDING && type != BundleFormat.IMAGE && type != BundleFormat.REGION
+                        && !(fileEntry && version >= 2)) {
                     throw new BadInputException(where(bundle, at) + ": unknown entry type " + type);
                 }
                 if (length < 0 || length > BundleFormat.MAX_ENTRY || offset + length > size) {
@@ -254,6 +383,15 @@ public final class BundleReader {
                 sawRecording |= type == BundleFormat.RECORDING;
                 byte[] payload = new byte[length];
                 in.readFully(payload);
+                if (type == BundleFormat.FILE) {
+                    fileLeft = fileHeader(payload, bundle, at).size();
+                } else if (type == BundleFormat.FILE_DATA) {
+                    if (length == 0 || length > fileLeft) {
+                        throw new BadInputException(where(bundle, at) + ": file data of " + length
+                                + " bytes where " + fileLeft + " are left of its file");
+                    }
+                    fileLeft -= length;
+                }
                 offset += length;
                 entries++;
                 handler.entry(type, payload, at);

@@ -3,13 +3,16 @@ package ptfence.bundle;
 import java.io.BufferedOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.DigestOutputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -39,6 +42,15 @@ public final class BundleWriter {
 
     /** {@link #export(Archive, String, Path)}, counting images on {@code progress}. */
     public static BundleSummary export(Archive archive, String recordingId, Path out, Progress progress) {
+        return export(archive, recordingId, out, progress, List.of());
+    }
+
+    /**
+     * {@link #export(Archive, String, Path, Progress)}, carrying {@code files} besides (their {@code local} copies;
+     * one whose local copy is null is left out and listed in the summary's {@code missing}).
+     */
+    public static BundleSummary export(Archive archive, String recordingId, Path out, Progress progress,
+            List<BundleFile> files) {
         Path dir = archive.directory();
         try (OutputFile file = OutputFile.create(out, List.of(dir.resolve("data.mdb"), dir.resolve("lock.mdb")))) {
             BundleSummary summary = archive.read(s -> {
@@ -46,13 +58,13 @@ public final class BundleWriter {
                         "archive " + dir + ": no recording '" + recordingId + "' (see 'ptarchive ls')"));
                 List<Region> regions = Recordings.regions(s, recordingId);
                 Set<ContentKey> keys = new LinkedHashSet<>();
-                regions.forEach(r -> keys.add(r.key()));
+                regions.forEach(r -> keys.addAll(r.contentKeys()));
                 progress.phase("exporting images", keys.size());
                 try {
                     return write(file.stream(), rec, regions, keys, k -> {
                         progress.add(1);
                         return s.requireImage(k);
-                    });
+                    }, files);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
@@ -72,6 +84,11 @@ public final class BundleWriter {
 
     static BundleSummary write(OutputStream raw, Recording rec, List<Region> regions, Set<ContentKey> keys,
             Images images) throws IOException {
+        return write(raw, rec, regions, keys, images, List.of());
+    }
+
+    static BundleSummary write(OutputStream raw, Recording rec, List<Region> regions, Set<ContentKey> keys,
+            Images images, List<BundleFile> files) throws IOException {
         MessageDigest sha = sha256();
         DataOutputStream out = new DataOutputStream(new DigestOutputStream(new BufferedOutputStream(raw, 1 << 16), sha));
         out.write(BundleFormat.MAGIC);
@@ -90,6 +107,16 @@ public final class BundleWriter {
             entry(out, BundleFormat.REGION, RegionCodec.encode(r));
             entries++;
         }
+        List<BundleFile> carried = new ArrayList<>();
+        List<String> missing = new ArrayList<>();
+        for (BundleFile f : files) {
+            if (f.local() == null || !Files.isRegularFile(f.local())) {
+                missing.add(f.recordedPath());
+                continue;
+            }
+            entries += fileEntries(out, f);
+            carried.add(f);
+        }
         out.writeByte(BundleFormat.END);
         out.writeInt(BundleFormat.END_LENGTH);
         out.writeLong(entries);
@@ -97,7 +124,37 @@ public final class BundleWriter {
         byte[] digest = sha.digest();
         raw.write(digest);
         raw.flush();
-        return new BundleSummary(rec.id(), keys.size(), regions.size(), bytes, 0, 0);
+        return new BundleSummary(rec.id(), keys.size(), regions.size(), bytes, 0, 0, carried, missing);
+    }
+
+    /** A FILE entry and the FILE_DATA entries holding its bytes; returns how many entries. */
+    private static long fileEntries(DataOutputStream out, BundleFile f) throws IOException {
+        long size = Files.size(f.local());
+        java.io.ByteArrayOutputStream header = new java.io.ByteArrayOutputStream();
+        try (DataOutputStream h = new DataOutputStream(header)) {
+            h.writeByte(f.role());
+            h.writeUTF(f.recordedPath());
+            h.writeInt(f.buildId().length);
+            h.write(f.buildId());
+            h.writeLong(size);
+        }
+        entry(out, BundleFormat.FILE, header.toByteArray());
+        long entries = 1, done = 0;
+        byte[] chunk = new byte[(int) Math.min(BundleFormat.FILE_CHUNK, Math.max(1, size))];
+        try (InputStream in = Files.newInputStream(f.local())) {
+            while (done < size) {
+                int n = in.readNBytes(chunk, 0, (int) Math.min(chunk.length, size - done));
+                if (n <= 0) {
+                    throw new IOException(f.local() + ": shorter than its " + size + " bytes (changed while read)");
+                }
+                out.writeByte(BundleFormat.FILE_DATA);
+                out.writeInt(n);
+                out.write(chunk, 0, n);
+                done += n;
+                entries++;
+            }
+        }
+        return entries;
     }
 
     private static void entry(DataOutputStream out, int type, byte[] payload) throws IOException {

@@ -275,7 +275,9 @@ public final class GarbageCollector {
         int before = regionRefs.getOrDefault(id, 0);
         regionRefs.put(id, before + delta);
         if (before == 0 && delta > 0 || before == 1 && delta < 0) {
-            refImage(r.key(), imageRefs, sizes, liveBytes, delta);
+            for (ContentKey k : r.contentKeys()) {
+                refImage(k, imageRefs, sizes, liveBytes, delta);
+            }
         }
     }
 
@@ -343,7 +345,7 @@ public final class GarbageCollector {
                     if (RegionIndex.touchGeneration(b, id) >= generation || sparedRegions.contains(id)
                             || Recordings.isPinned(b, new PinTarget(PinTarget.Type.NAME, r.name()))) {
                         c.spared++;
-                        sparedImages.add(r.key());
+                        sparedImages.addAll(r.contentKeys());
                         continue;
                     }
                     if (RegionIndex.delete(b, id)) {

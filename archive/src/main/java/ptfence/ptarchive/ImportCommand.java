@@ -7,6 +7,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import ptfence.cli.Progress;
 import ptfence.bundle.BundleReader;
+import ptfence.bundle.BundleFile;
 import ptfence.bundle.BundleSummary;
 import ptfence.store.Archive;
 
@@ -21,6 +22,11 @@ final class ImportCommand extends ArchiveSubcommand implements Callable<Integer>
     Path bundle;
     @Option(names = "--perf-data", paramLabel = "FILE", description = "Where the recording's perf.data is on this machine.")
     Path perfData;
+
+    @Option(names = "--files", paramLabel = "DIR", description = "Write the files the bundle carries (perf.data, "
+            + "binaries; 'ptarchive export --perf-data --binaries') into DIR, side by side, where a decode of that "
+            + "perf.data finds the binaries.")
+    Path files;
 
     @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
             + "a terminal).")
@@ -46,10 +52,14 @@ final class ImportCommand extends ArchiveSubcommand implements Callable<Integer>
         try (Archive a = createArchive();
                 Progress p = Progress.start(spec.commandLine().getErr(), "import", Progress.wanted(progress))) {
             BundleSummary s = BundleReader.importInto(a, bundle,
-                    perfData == null ? "" : perfData.toAbsolutePath().toString(), p);
+                    perfData == null ? "" : perfData.toAbsolutePath().toString(), p, files);
             p.done();
             out().printf("imported %s: %d regions (%d new), %d images (%d new, %s)%n",
                     s.recordingId(), s.regions(), s.newRegions(), s.images(), s.newImages(), Units.bytes(s.imageBytes()));
+            for (BundleFile f : s.files()) {
+                out().printf(files == null ? "  carries %s (not written: give --files DIR)%n" : "  wrote %s%n",
+                        files == null ? f.recordedPath() : f.local());
+            }
         }
         out().flush();
         return 0;

@@ -2,6 +2,7 @@ package ptfence.ptarchive;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
@@ -72,7 +73,7 @@ final class ShowCommand extends ArchiveSubcommand implements Callable<Integer> {
         out.printf("region %s%n  name %s%n  kind %s%n  boot %s%n  address %s..%s (%d bytes)%n  valid %s..%s%n  key %s%n",
                 r.idHex(), r.name(), r.kind().name().toLowerCase(Locale.ROOT), r.bootId(), Units.address(r.address()),
                 Units.address(r.end()), r.length(), Units.time(r.validFrom()), Units.time(r.validTo()), r.key().hex());
-        if (r.metadata() instanceof BpfMetadata m) {
+        if (RegionIndex.withContent(s, r).metadata() instanceof BpfMetadata m) {
             out.printf("  bpf prog id %d, tag %s, name %s, type %d, uid %d, loaded %s%n", m.progId(), m.tag(), m.name(),
                     m.type(), m.uid(), Units.time(m.loadTime()));
             long[] ksyms = m.jitedKsyms();
@@ -84,6 +85,16 @@ final class ShowCommand extends ArchiveSubcommand implements Callable<Integer> {
                     + "BTF id %d %d B, xlated %d B%n", m.lineInfo().length, m.lineInfoRecSize(), m.jitedLineInfo().length,
                     m.jitedLineInfoRecSize(), m.funcInfo().length, m.funcInfoRecSize(), m.btfId(), m.btf().length,
                     m.xlatedInsns().length);
+            out.printf("    maps %s, function tags %s, gpl %s, verified insns %d%n",
+                    Arrays.toString(m.mapIds()), Arrays.stream(m.progTags()).mapToObj(HexFormat.of()::toHexDigits).toList(),
+                    m.gplCompatible(), m.verifiedInsns());
+            if (m.expectedAttachType() != 0 || !m.attachTarget().isEmpty() || m.targetProgId() != 0) {
+                out.printf("    attach type %d, target %s (BTF %d:%d), target prog %d%n", m.expectedAttachType(),
+                        m.attachTarget().isEmpty() ? "-" : m.attachTarget(), m.attachBtfObjId(), m.attachBtfId(),
+                        m.targetProgId());
+            }
+            if (m.btfKey() != null) out.printf("    BTF key %s%n", m.btfKey().hex());
+            for (BpfMetadata.SourceFile f : m.sources()) out.printf("    source %s, %d B%n", f.name(), f.content().length);
         } else if (r.metadata() instanceof FileMetadata f) {
             out.printf("  file %s at offset %d, build id %s%n", f.path(), f.fileOffset(),
                     HexFormat.of().formatHex(f.buildId()));

@@ -23,7 +23,9 @@ import ptfence.store.ContentKey;
  *       first region;</li>
  *   <li>{@code .ptfence.regions}: u32 format version (1), u32 count, then per region a u32 length and the archive's
  *       own region record ({@link RegionCodec}: boot, address, length, valid-from/to, kind, name, key, and whatever
- *       metadata the archive keeps), so a field the archive learns to keep travels without a new format;</li>
+ *       metadata the archive keeps, with the BTF and kallsyms it refers to inline:
+ *       {@link RegionCodec#encodeSelfContained}), so a field the archive learns to keep travels without a new
+ *       format;</li>
  *   <li>{@code .symtab}: the regions' names at the {@code .text} address, for tools that show symbols.</li>
  * </ul>
  *
@@ -141,7 +143,7 @@ public final class ImageObject {
         ByteArrayOut out = new ByteArrayOut();
         out.u32(REGIONS_VERSION).u32(regions.size());
         for (Region r : regions) {
-            byte[] rec = RegionCodec.encode(r);
+            byte[] rec = RegionCodec.encodeSelfContained(r);
             out.u32(rec.length).bytes(rec);
         }
         return out.toArray();

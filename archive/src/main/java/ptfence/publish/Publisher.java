@@ -157,7 +157,7 @@ public final class Publisher {
                     Optional<byte[]> image = s.image(k);
                     List<Region> regions = new ArrayList<>();
                     for (long id : regionsByKey.get(k)) {
-                        RegionIndex.get(s, id).ifPresent(regions::add);
+                        RegionIndex.get(s, id).map(r -> RegionIndex.withContent(s, r)).ifPresent(regions::add);
                     }
                     if (image.isEmpty() || regions.isEmpty()) {
                         counts[3]++;

@@ -91,6 +91,17 @@ public record Region(String bootId, long address, long length, long validFrom, l
         return new Region(bootId, address, length, validFrom, time, kind, name, key, metadata);
     }
 
+    /**
+     * Every content-store entry the region needs: its image, and its program's BTF or its kernel's kallsyms (each
+     * stored once by content). gc keeps
+     * them, bundles carry them, verify checks them.
+     */
+    public java.util.List<ContentKey> contentKeys() {
+        ContentKey more = metadata instanceof BpfMetadata m ? m.btfKey()
+                : metadata instanceof KernelMetadata k ? k.kallsymsKey() : null;
+        return more == null || more.equals(key) ? java.util.List.of(key) : java.util.List.of(key, more);
+    }
+
     /** The BPF tag, or "" if this is not a BPF region with a tag. */
     public String tag() {
         return metadata instanceof BpfMetadata m ? m.tag() : "";

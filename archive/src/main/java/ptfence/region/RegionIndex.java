@@ -47,6 +47,12 @@ public final class RegionIndex {
             throw new IllegalArgumentException("region " + r.name() + " is " + r.length() + " bytes long but its image "
                     + r.key().hex() + " has " + imageLength + " bytes");
         }
+        if (r.metadata() instanceof BpfMetadata m && m.btfElsewhere() && b.imageInfo(m.btfKey()).isEmpty()
+                || r.metadata() instanceof KernelMetadata k && k.kallsymsElsewhere()
+                && b.imageInfo(k.kallsymsKey()).isEmpty()) {
+            throw new IllegalArgumentException("content " + r.contentKeys().get(1).hex() + " of region " + r.name()
+                    + " is not in the archive: put it (in the same batch) before adding the region");
+        }
         b.touch(r.key());
         long id = r.id();
         byte[] idKey = idKey(id);
@@ -54,12 +60,12 @@ public final class RegionIndex {
         if (old != null) {
             Region stored = RegionCodec.decode(old, "region " + Region.idHex(id));
             if (stored.isOpen() && !r.isOpen()) {
-                b.putRaw(Table.REGIONS, idKey, RegionCodec.encode(stored.closedAt(r.validTo())));
+                b.putRaw(Table.REGIONS, idKey, encodeStoring(b, stored.closedAt(r.validTo())));
             }
             touch(b, id);
             return id;
         }
-        b.putRaw(Table.REGIONS, idKey, RegionCodec.encode(r));
+        b.putRaw(Table.REGIONS, idKey, encodeStoring(b, r));
         b.putRaw(Table.REGION_BY_ADDR, addrKey(r.bootId(), r.address(), id), EMPTY);
         b.putRaw(Table.REGION_BY_NAME, nameKey(r.name(), id), EMPTY);
         if (!r.tag().isEmpty()) {
@@ -81,8 +87,39 @@ public final class RegionIndex {
             return false;
         }
         b.putRaw(Table.REGION_TOUCH, idKey(id), longBytes(b.currentGeneration()));
-        b.touch(RegionCodec.decode(v, "region " + Region.idHex(id)).key());
+        for (ContentKey k : RegionCodec.decode(v, "region " + Region.idHex(id)).contentKeys()) {
+            b.touch(k);
+        }
         return true;
+    }
+
+    /**
+     * A region's stored record; a program's BTF (a kernel's kallsyms) goes into the content store (once, however many regions and
+     * programs share it) and the record keeps its key.
+     */
+    private static byte[] encodeStoring(Batch b, Region r) {
+        if (r.metadata() instanceof BpfMetadata m && m.btf().length > 0) {
+            b.put(m.btf());
+        } else if (r.metadata() instanceof KernelMetadata k && k.kallsyms().length > 0) {
+            b.put(k.kallsyms());
+        }
+        return RegionCodec.encode(r);
+    }
+
+    /**
+     * The region with the content its metadata refers to put back from the content store — a program's BTF, a
+     * kernel's kallsyms (a region record holds their keys only); unchanged when it has none or the bytes are not in
+     * this snapshot.
+     */
+    public static Region withContent(Snapshot s, Region r) {
+        RegionMetadata full = r.metadata();
+        if (r.metadata() instanceof BpfMetadata m && m.btfElsewhere()) {
+            full = s.image(m.btfKey()).map(m::withBtf).orElse(m);
+        } else if (r.metadata() instanceof KernelMetadata k && k.kallsymsElsewhere()) {
+            full = s.image(k.kallsymsKey()).map(k::withKallsyms).orElse(k);
+        }
+        return full == r.metadata() ? r : new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(),
+                r.kind(), r.name(), r.key(), full);
     }
 
     /** The generation a region was last touched in (0 if never). */
@@ -97,7 +134,25 @@ public final class RegionIndex {
         if (r.isEmpty() || !r.get().isOpen()) {
             return false;
         }
-        b.putRaw(Table.REGIONS, idKey(id), RegionCodec.encode(r.get().closedAt(validTo)));
+        b.putRaw(Table.REGIONS, idKey(id), encodeStoring(b, r.get().closedAt(validTo)));
+        return true;
+    }
+
+    /**
+     * Gives a stored region the metadata of {@code r} (same id; its validity stays as stored): what was learnt of a
+     * program after its region was written, such as its source found later. False if the region is unknown.
+     */
+    public static boolean enrich(Batch b, Region r) {
+        Optional<Region> stored = get(b, r.id());
+        if (stored.isEmpty()) {
+            return false;
+        }
+        Region s = stored.get();
+        if (!s.metadata().equals(r.metadata())) {
+            b.putRaw(Table.REGIONS, idKey(r.id()), encodeStoring(b, new Region(s.bootId(), s.address(), s.length(),
+                    s.validFrom(), s.validTo(), s.kind(), s.name(), s.key(), r.metadata())));
+            touch(b, r.id());
+        }
         return true;
     }
 
@@ -235,8 +290,11 @@ public final class RegionIndex {
             if (r.id() != ByteBuffer.wrap(k).getLong()) {
                 problems.accept(where + " is stored under the wrong id (its fields give " + r.idHex() + ")");
             }
-            if (!s.hasImage(r.key())) {
-                problems.accept(where + " (" + r.name() + ") needs image " + r.key().hex() + " which is missing");
+            for (ContentKey key : r.contentKeys()) {
+                if (!s.hasImage(key)) {
+                    problems.accept(where + " (" + r.name() + ") needs " + (key.equals(r.key()) ? "image " : "BTF ")
+                            + key.hex() + " which is missing");
+                }
             }
             if (s.raw(Table.REGION_BY_ADDR, addrKey(r.bootId(), r.address(), r.id())) == null
                     || s.raw(Table.REGION_BY_NAME, nameKey(r.name(), r.id())) == null

@@ -2,6 +2,7 @@ package ptfence.bundle;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,6 +24,7 @@ import ptfence.region.Region;
 import ptfence.region.RegionIndex;
 import ptfence.region.RegionKind;
 import ptfence.store.Archive;
+import ptfence.store.ContentKey;
 import ptfence.store.Table;
 
 class BundleTest {
@@ -91,6 +93,83 @@ class BundleTest {
         }
     }
 
+    /** A region's BTF travels in the bundle as content and comes back whole. */
+    @Test
+    void programBtfTravelsWithTheRegions() {
+        byte[] btf = new byte[300];
+        new Random(3).nextBytes(btf);
+        BpfMetadata meta = new BpfMetadata(3, "00000000000000bb", "withbtf", 1, null, null, null, 0, null, 0, null, 0,
+                41, btf, null, 0, 0);
+        Path bundle = tmp.resolve("btf.ptfb");
+        try (Archive a = Archive.open(tmp.resolve("srcbtf"))) {
+            a.write(b -> {
+                Recordings.register(b, Recording.started("btfrec", "", "boot-2", 0));
+                Recordings.link(b, "btfrec", RegionIndex.add(b, new Region("boot-2", 0x9000, 4, 0, Region.OPEN,
+                        RegionKind.BPF_PROG, "withbtf", b.put(new byte[] {1, 2, 3, 4}), meta)));
+                return null;
+            });
+            assertEquals(2, BundleWriter.export(a, "btfrec", bundle).images(), "the image and the BTF");
+        }
+        try (Archive dst = Archive.open(tmp.resolve("dstbtf"))) {
+            BundleReader.importInto(dst, bundle, "");
+            Region back = dst.read(s -> RegionIndex.withContent(s, RegionIndex.byName(s, "withbtf").get(0)));
+            assertEquals(meta, back.metadata());
+        }
+    }
+
+    /** A bundle of format version 1 (no carried files; what earlier builds wrote) still imports. */
+    @Test
+    void versionOneBundlesStillImport() throws Exception {
+        byte[] b = Files.readAllBytes(source());
+        ByteBuffer.wrap(b).putInt(8, 1);
+        System.arraycopy(ContentKey.sha256(Arrays.copyOf(b, b.length - 32)), 0, b, b.length - 32, 32);
+        Path v1 = Files.write(tmp.resolve("v1.ptfb"), b);
+        try (Archive dst = Archive.open(tmp.resolve("dstv1"))) {
+            assertEquals(5, BundleReader.importInto(dst, v1, "").newRegions());
+        }
+    }
+
+    /** Carried files: written whole where asked; a bundle whose file data is cut is refused before anything. */
+    @Test
+    void carriedFilesAreWrittenWholeOrTheBundleIsRefused() throws Exception {
+        byte[] big = new byte[(16 << 20) + 12345]; // more than one FILE_DATA entry
+        new Random(4).nextBytes(big);
+        Path data = Files.write(tmp.resolve("perf.data"), big);
+        Path bin = Files.write(tmp.resolve("prog"), new byte[] {1, 2, 3});
+        Path bundle = tmp.resolve("files.ptfb");
+        try (Archive a = Archive.open(tmp.resolve("srcf"))) {
+            a.write(b -> {
+                Recordings.register(b, Recording.started("withfiles", data.toString(), "boot-3", 0));
+                return null;
+            });
+            BundleSummary s = BundleWriter.export(a, "withfiles", bundle, ptfence.cli.Progress.NONE, List.of(
+                    new BundleFile(BundleFile.PERF_DATA, data.toString(), null, data),
+                    new BundleFile(BundleFile.BINARY, "/usr/bin/prog", new byte[] {9}, bin),
+                    new BundleFile(BundleFile.BINARY, "/usr/lib/gone.so", null, null)));
+            assertEquals(2, s.files().size());
+            assertEquals(List.of("/usr/lib/gone.so"), s.missing());
+        }
+        try (Archive dst = Archive.open(tmp.resolve("dstf"))) {
+            Path out = tmp.resolve("files");
+            BundleSummary s = BundleReader.importInto(dst, bundle, "", ptfence.cli.Progress.NONE, out);
+            assertArrayEquals(big, Files.readAllBytes(out.resolve("perf.data")));
+            assertArrayEquals(new byte[] {1, 2, 3}, Files.readAllBytes(out.resolve("prog")));
+            assertEquals(2, s.files().size());
+            assertEquals(out.resolve("perf.data").toAbsolutePath().toString(),
+                    dst.read(st -> Recordings.get(st, "withfiles")).orElseThrow().perfDataPath(),
+                    "the recording's perf.data is the one written");
+        }
+        byte[] whole = Files.readAllBytes(bundle);
+        // the second FILE_DATA entry of the perf.data, one byte shorter: the file is short, the sum is off
+        byte[] cut = Arrays.copyOf(whole, whole.length - 1);
+        Path bad = Files.write(tmp.resolve("cut.ptfb"), cut);
+        try (Archive dst = Archive.open(tmp.resolve("dstcut"))) {
+            assertThrows(BadInputException.class, () -> BundleReader.importInto(dst, bad, "",
+                    ptfence.cli.Progress.NONE, tmp.resolve("nofiles")));
+            assertFalse(Files.exists(tmp.resolve("nofiles/perf.data")), "nothing written from a bad bundle");
+        }
+    }
+
     @Test
     void cutShortAlteredOrUnknownBundlesAreClearErrorsAndTouchNothing() throws Exception {
         Path bundle = source();
@@ -109,10 +188,10 @@ class BundleTest {
             bad.add(altered);
             expect.add("");
         }
-        byte[] v2 = whole.clone();
-        ByteBuffer.wrap(v2).putInt(8, 2);
-        bad.add(v2);
-        expect.add("format version 2 is unknown");
+        byte[] v3 = whole.clone();
+        ByteBuffer.wrap(v3).putInt(8, 3);
+        bad.add(v3);
+        expect.add("format version 3 is unknown");
         byte[] magic = whole.clone();
         magic[0] = 'X';
         bad.add(magic);

@@ -106,6 +106,30 @@ class GarbageCollectorTest {
         assertEquals(0, again.imagesFreed() + again.regionsFreed() + again.droppedRecordings().size(), "idempotent");
     }
 
+    /** A program's BTF is content in the store like an image: kept while any kept region needs it, then freed. */
+    @Test
+    void programBtfStaysWhileARegionNeedsIt() {
+        byte[] btf = image(9, 700);
+        ptfence.region.BpfMetadata meta = new ptfence.region.BpfMetadata(1, "00000000000000aa", "p", 1, null, null,
+                null, 0, null, 0, null, 0, 5, btf, null, 0, 0);
+        for (String[] rec : new String[][] {{"oldbtf", "40"}, {"newbtf", "1"}}) {
+            archive.write(b -> {
+                Recordings.register(b, new Recording(rec[0], perfData.toString(), "boot", 0, 1000,
+                        NOW - Integer.parseInt(rec[1]) * DAY));
+                byte[] img = image(rec[0].hashCode(), 64);
+                Recordings.link(b, rec[0], RegionIndex.add(b, new Region("boot", 0x1000L * rec[1].length(), 64, 0,
+                        Region.OPEN, RegionKind.BPF_PROG, rec[0], b.put(img), meta)));
+                return null;
+            });
+        }
+        GarbageCollector.run(archive, GcPolicy.defaults(), NOW);
+        assertTrue(has(btf), "the newer recording's region still needs it");
+        GcReport r = GarbageCollector.run(archive, new GcPolicy(Duration.ofHours(1), 0, false, 500), NOW);
+        assertEquals(1, r.regionsFreed());
+        assertEquals(2, r.imagesFreed(), "the region's image and the BTF");
+        assertFalse(has(btf));
+    }
+
     @Test
     void recordingWhosePerfDataIsGoneIsDroppedUnlessPinned() {
         byte[] a = image(5, 100);

@@ -100,22 +100,115 @@ class RegionIndexTest {
     @Test
     void codecRoundTripsEveryMetadataShape() {
         ContentKey k = ContentKey.of(new byte[] {1});
-        BpfMetadata full = new BpfMetadata(77, "0123456789abcdef", "xdp_prog", 6, new long[] {0xffffffffc0001000L,
-                0xffffffffc0001400L}, new int[] {0x3f0, 0x80}, code(5, 48), 16, code(6, 48), 8, code(7, 16), 8, 99,
-                code(8, 1000), code(9, 256), 123456789L, 1000);
+        BpfMetadata full = full();
         for (RegionMetadata m : List.of(full, new FileMetadata("/lib/x.so", 4096, new byte[] {1, 2}),
                 RegionMetadata.None.INSTANCE)) {
             Region r = new Region(BOOT, -4096, 10, 1, Region.OPEN, RegionKind.USER_FILE, "n", k, m);
             Region back = RegionCodec.decode(RegionCodec.encode(r), "test");
-            assertEquals(r, back);
+            // the record keeps the BTF's key; the bytes live in the content store
+            assertEquals(m instanceof BpfMetadata b ? withMetadata(r, b.withoutBtfBytes()) : r, back);
             assertEquals(r.id(), back.id());
         }
+        // a version 1 record (BTF inline, nothing after the uid) still reads
+        Region v1 = new Region(BOOT, -4096, 10, 1, Region.OPEN, RegionKind.BPF_PROG, "n", k,
+                new BpfMetadata(full.progId(), full.tag(), full.name(), full.type(), full.jitedKsyms(),
+                        full.jitedFuncLens(), full.lineInfo(), 16, full.jitedLineInfo(), 8, full.funcInfo(), 8,
+                        full.btfId(), full.btf(), full.xlatedInsns(), full.loadTime(), full.uid()));
+        assertEquals(v1, RegionCodec.decode(versionOne(v1), "test"));
         byte[] enc = RegionCodec.encode(new Region(BOOT, 1, 1, 1, 2, RegionKind.MODULE, "m", k, null));
         enc[0] = 9;
         assertThrows(ptfence.cli.BadInputException.class, () -> RegionCodec.decode(enc, "test"));
         byte[] cut = java.util.Arrays.copyOf(RegionCodec.encode(new Region(BOOT, 1, 1, 1, 2, RegionKind.MODULE, "m", k,
                 full)), 100);
         assertThrows(ptfence.cli.BadInputException.class, () -> RegionCodec.decode(cut, "test"));
+    }
+
+    private static BpfMetadata full() {
+        return new BpfMetadata(77, "0123456789abcdef", "xdp_prog", 6, new long[] {0xffffffffc0001000L,
+                0xffffffffc0001400L}, new int[] {0x3f0, 0x80}, code(5, 48), 16, code(6, 48), 8, code(7, 16), 8, 99,
+                code(8, 1000), code(9, 256), 123456789L, 1000, new int[] {4, 9}, new long[] {0x1122334455667788L,
+                0x99aabbccddeeff00L}, 37, 1, 4242, "tcp_v4_connect", 12, true, 55,  null,
+                List.of(new BpfMetadata.SourceFile("prog.c", "int x;\n".getBytes())));
+    }
+
+    private static Region withMetadata(Region r, RegionMetadata m) {
+        return new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(), r.name(),
+                r.key(), m);
+    }
+
+    /** The version 1 encoding of a region with BPF metadata, as builds before version 2 wrote it. */
+    private static byte[] versionOne(Region r) {
+        BpfMetadata m = (BpfMetadata) r.metadata();
+        var bytes = new java.io.ByteArrayOutputStream();
+        try (var out = new java.io.DataOutputStream(bytes)) {
+            out.writeByte(1);
+            out.writeUTF(r.bootId());
+            out.writeLong(r.address());
+            out.writeLong(r.length());
+            out.writeLong(r.validFrom());
+            out.writeLong(r.validTo());
+            out.writeUTF(r.kind().name());
+            out.writeUTF(r.name());
+            out.write(r.key().toBytes());
+            out.writeByte(1);
+            out.writeInt(m.progId());
+            out.writeUTF(m.tag());
+            out.writeUTF(m.name());
+            out.writeInt(m.type());
+            out.writeInt(m.jitedKsyms().length);
+            for (long a : m.jitedKsyms()) out.writeLong(a);
+            out.writeInt(m.jitedFuncLens().length);
+            for (int l : m.jitedFuncLens()) out.writeInt(l);
+            byte[][] arrays = {m.lineInfo(), m.jitedLineInfo(), m.funcInfo()};
+            for (int i = 0; i < arrays.length; i++) {
+                out.writeInt(arrays[i].length);
+                out.write(arrays[i]);
+                out.writeInt(i == 0 ? 16 : 8);
+            }
+            out.writeInt(m.btfId());
+            out.writeInt(m.btf().length);
+            out.write(m.btf());
+            out.writeInt(m.xlatedInsns().length);
+            out.write(m.xlatedInsns());
+            out.writeLong(m.loadTime());
+            out.writeInt(m.uid());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    /**
+     * A program's BTF is stored once by content: regions of two programs sharing it hold its key, the archive holds
+     * the bytes once, {@link RegionIndex#withContent} puts them back; an unknown key is refused; verify names a missing
+     * one.
+     */
+    @Test
+    void btfIsStoredOnceByContentAndPutBack() {
+        BpfMetadata m = full();
+        try (Archive a = Archive.open(tmp.resolve("btf"))) {
+            long[] ids = a.write(b -> new long[] {
+                    RegionIndex.add(b, new Region(BOOT, 0x1000, 3, 0, Region.OPEN, RegionKind.BPF_PROG, "p1",
+                            b.put(new byte[] {1, 2, 3}), m)),
+                    RegionIndex.add(b, new Region(BOOT, 0x2000, 3, 0, Region.OPEN, RegionKind.BPF_PROG, "p2",
+                            b.put(new byte[] {4, 5, 6}), m))});
+            a.read(s -> {
+                for (long id : ids) {
+                    Region stored = RegionIndex.get(s, id).orElseThrow();
+                    BpfMetadata sm = (BpfMetadata) stored.metadata();
+                    assertTrue(sm.btfElsewhere() && sm.btf().length == 0, sm.toString());
+                    assertEquals(List.of(stored.key(), ContentKey.of(m.btf())), stored.contentKeys());
+                    assertEquals(m, RegionIndex.withContent(s, stored).metadata());
+                }
+                assertEquals(3, RegionIndex.all(s, r -> true).stream().flatMap(r -> r.contentKeys().stream())
+                        .distinct().count(), "two images and one BTF");
+                return null;
+            });
+            BpfMetadata unknownBtf = new BpfMetadata(1, "", "p3", 1, null, null, null, 0, null, 0, null, 0, 3,
+                    code(3, 50), null, 0, 0).withoutBtfBytes();
+            assertThrows(IllegalArgumentException.class, () -> a.write(b -> RegionIndex.add(b, new Region(BOOT,
+                    0x3000, 3, 0, 1, RegionKind.BPF_PROG, "p3", b.put(new byte[] {7, 8, 9}), unknownBtf))));
+        }
     }
 
     /** Property: for random non-overlapping-in-time histories, bytesAt agrees with a brute-force scan. */
@@ -159,6 +252,32 @@ class RegionIndexTest {
                         + " t " + time);
                 got.ifPresent(g -> assertEquals(g.region().key(), ContentKey.of(g.bytes())));
             }
+        }
+    }
+
+    /** What is learnt of a program after its region was stored (bcc's source) rewrites the record, validity kept. */
+    @Test
+    void enrichingAStoredRegionKeepsItsValidityAndAddsTheMetadata() {
+        byte[] v = code(7, 64);
+        BpfMetadata bare = BpfMetadata.of(21, "cccc000000000021", "late", 2);
+        BpfMetadata withSource = bare.withSources(List.of(new BpfMetadata.SourceFile("late.c", "int x;".getBytes())));
+        try (Archive a = Archive.open(tmp.resolve("e"))) {
+            Region r = a.write(b -> {
+                Region x = new Region(BOOT, PROG_ADDR, v.length, 100, Region.OPEN, RegionKind.BPF_PROG,
+                        "bpf_prog_cccc_late", b.put(v), bare);
+                RegionIndex.add(b, x);
+                return x;
+            });
+            assertEquals(1, (int) a.write(b -> RegionIndex.closeOpenAt(b, BOOT, PROG_ADDR, 200)));
+            Region richer = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
+                    r.name(), r.key(), withSource);
+            assertTrue((boolean) a.write(b -> RegionIndex.enrich(b, richer)));
+            Region stored = a.read(s -> RegionIndex.get(s, r.id())).orElseThrow();
+            assertEquals(withSource, stored.metadata());
+            assertEquals(200, stored.validTo(), "still closed");
+            Region unknown = new Region(BOOT, PROG_ADDR + 4096, v.length, 100, Region.OPEN, RegionKind.BPF_PROG,
+                    "bpf_prog_cccc_late", r.key(), withSource);
+            assertFalse((boolean) a.write(b -> RegionIndex.enrich(b, unknown)));
         }
     }
 }

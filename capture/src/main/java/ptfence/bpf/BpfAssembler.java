@@ -49,7 +49,7 @@ public final class BpfAssembler {
             CLASS_JMP = 0x05, CLASS_ALU64 = 0x07, MODE_IMM = 0x00, MODE_MEM = 0x60, MODE_ATOMIC = 0xc0,
             SRC_K = 0x00, SRC_X = 0x08;
     private static final int JA = 0x00, CALL = 0x80, EXIT = 0x90;
-    private static final int PSEUDO_MAP_FD = 1, PSEUDO_CALL = 1, PSEUDO_KFUNC_CALL = 2;
+    private static final int PSEUDO_MAP_FD = 1, PSEUDO_MAP_VALUE = 2, PSEUDO_CALL = 1, PSEUDO_KFUNC_CALL = 2;
 
     private final List<Insn> insns = new ArrayList<>();
     private final Map<String, Integer> labels = new HashMap<>();
@@ -112,6 +112,12 @@ public final class BpfAssembler {
     public BpfAssembler loadMapFd(Reg dst, int mapFd) {
         raw(new Insn(CLASS_LD | MODE_IMM | Size.DW.code, dst.ordinal(), PSEUDO_MAP_FD, 0, mapFd));
         return raw(new Insn(0, 0, 0, 0, 0));
+    }
+
+    /** dst = the address of the value at {@code offset} in a single-element array map (BPF_PSEUDO_MAP_VALUE). */
+    public BpfAssembler loadMapValue(Reg dst, int mapFd, int offset) {
+        raw(new Insn(CLASS_LD | MODE_IMM | Size.DW.code, dst.ordinal(), PSEUDO_MAP_VALUE, 0, mapFd));
+        return raw(new Insn(0, 0, 0, 0, offset));
     }
 
     public BpfAssembler call(int helperId) {

@@ -128,6 +128,13 @@ public final class Btf {
      * anonymous struct/union members and through typedef/const/volatile/restrict/type_tag.
      */
     public int offsetOf(String struct, String path) {
+        long bits = bitOffsetOf(struct, path);
+        if (bits % 8 != 0) throw new BadInputException("BTF: " + struct + "." + path + " is a bitfield");
+        return (int) (bits / 8);
+    }
+
+    /** Bit offset of {@code path} in the struct (for bitfields such as bpf_prog.gpl_compatible). */
+    public long bitOffsetOf(String struct, String path) {
         int typeId = structId(struct);
         long bits = 0;
         for (String field : path.split("\\.")) {
@@ -136,8 +143,7 @@ public final class Btf {
             bits += f.bitOffset;
             typeId = f.member.typeId();
         }
-        if (bits % 8 != 0) throw new BadInputException("BTF: " + struct + "." + path + " is a bitfield");
-        return (int) (bits / 8);
+        return bits;
     }
 
     /** The type id of member {@code path} (resolved through qualifiers). */

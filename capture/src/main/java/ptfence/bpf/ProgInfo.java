@@ -30,7 +30,7 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
             BTF_ID = 128, FUNC_INFO_REC_SIZE = 132, FUNC_INFO = 136, NR_FUNC_INFO = 144, NR_LINE_INFO = 148,
             LINE_INFO = 152, JITED_LINE_INFO = 160, NR_JITED_LINE_INFO = 168, LINE_INFO_REC_SIZE = 172,
             JITED_LINE_INFO_REC_SIZE = 176, NR_PROG_TAGS = 180, PROG_TAGS = 184, RUN_TIME_NS = 192, RUN_CNT = 200,
-            RECURSION_MISSES = 208, VERIFIED_INSNS = 216;
+            RECURSION_MISSES = 208, VERIFIED_INSNS = 216, ATTACH_BTF_OBJ_ID = 220, ATTACH_BTF_ID = 224;
 
     /** Thrown when the program changed between the two calls (a count grew); the caller may retry. */
     public static final class Raced extends RuntimeException {
@@ -110,6 +110,39 @@ public record ProgInfo(int type, int id, long tag, String name, long loadTimeBoo
                 funcRec, funcInfo, lineRec, lineInfo, longs(jitedLine), s.getLong(RUN_TIME_NS), s.getLong(RUN_CNT),
                 s.getLong(RECURSION_MISSES), second);
     }
+
+    /**
+     * A ProgInfo from what the fence read in the kernel (no bpf() call): {@code raw} is filled as
+     * BPF_OBJ_GET_INFO_BY_FD fills struct bpf_prog_info for a privileged caller (counts, record sizes, ids; run
+     * statistics 0), so {@link ProgramMetadata#toPerfBpil} gives perf the same entry.
+     */
+    public static ProgInfo of(int type, int id, long tag, String name, long loadTime, int uid, int btfId,
+            int verifiedInsns, boolean gpl, byte[] jited, byte[] xlated, long[] ksyms, int[] lens, long[] progTags,
+            int[] mapIds, int funcInfoRecSize, byte[] funcInfo, int lineInfoRecSize, byte[] lineInfo,
+            long[] jitedLineInfo, int attachBtfObjId, int attachBtfId) {
+        ByteBuffer r = le(new byte[SIZE]);
+        byte[] nameBytes = name.getBytes(StandardCharsets.UTF_8);
+        r.putInt(TYPE, type).putInt(ID, id).putLong(TAG, Long.reverseBytes(tag)).putInt(JITED_LEN, jited.length)
+                .putInt(XLATED_LEN, xlated.length).putLong(LOAD_TIME, loadTime).putInt(UID, uid)
+                .putInt(NR_MAP_IDS, mapIds.length).put(NAME, nameBytes, 0, Math.min(15, nameBytes.length))
+                .putInt(GPL, gpl ? 1 : 0).putInt(NR_JITED_KSYMS, ksyms.length).putInt(NR_JITED_FUNC_LENS, lens.length)
+                .putInt(BTF_ID, btfId).putInt(FUNC_INFO_REC_SIZE, funcInfoRecSize)
+                .putInt(NR_FUNC_INFO, funcInfoRecSize == 0 ? 0 : funcInfo.length / funcInfoRecSize)
+                .putInt(NR_LINE_INFO, lineInfoRecSize == 0 ? 0 : lineInfo.length / lineInfoRecSize)
+                .putInt(NR_JITED_LINE_INFO, jitedLineInfo.length).putInt(LINE_INFO_REC_SIZE, lineInfoRecSize)
+                .putInt(JITED_LINE_INFO_REC_SIZE, 8).putInt(NR_PROG_TAGS, progTags.length)
+                .putInt(VERIFIED_INSNS, verifiedInsns).putInt(ATTACH_BTF_OBJ_ID, attachBtfObjId)
+                .putInt(ATTACH_BTF_ID, attachBtfId);
+        return new ProgInfo(type, id, tag, name, loadTime, uid, btfId, verifiedInsns, gpl, jited, xlated,
+                ksyms.clone(), lens.clone(), progTags.clone(), mapIds.clone(), funcInfoRecSize, funcInfo,
+                lineInfoRecSize, lineInfo, jitedLineInfo.clone(), 0, 0, 0, r.array());
+    }
+
+    /** attach_btf_obj_id: the BTF object of the function an fentry/fexit/LSM/freplace program attaches to. */
+    public int attachBtfObjId() { return raw.length >= SIZE ? le(raw).getInt(ATTACH_BTF_OBJ_ID) : 0; }
+
+    /** attach_btf_id: that function's BTF type id. */
+    public int attachBtfId() { return raw.length >= SIZE ? le(raw).getInt(ATTACH_BTF_ID) : 0; }
 
     /** The tag as kallsyms and perf print it (16 hex digits, byte order). */
     public static String tagHex(long tag) {

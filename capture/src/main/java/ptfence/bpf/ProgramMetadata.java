@@ -14,8 +14,25 @@ import java.util.List;
  * Everything bpf() tells about one program: its {@link ProgInfo} and the raw bytes of its BTF (what perf stores in
  * HEADER_BPF_BTF), plus the kallsyms name of each JITed function derived from them.
  */
-public record ProgramMetadata(ProgInfo info, byte[] btf) {
+public record ProgramMetadata(ProgInfo info, byte[] btf, Attach attach) {
     private static final int BTF_INFO_SIZE = 32, BTF_PTR = 0, BTF_SIZE = 8;
+
+    /**
+     * What bpf_prog_info does not say about a program's attachment, read by the fence in the kernel: the expected
+     * attach type (enum bpf_attach_type), the target function's name (fentry/fexit/LSM/tp_btf) and the target
+     * program's id (freplace, fentry on a BPF program); 0 and "" where none.
+     */
+    public record Attach(int expectedAttachType, String functionName, int targetProgId) {
+        public static final Attach NONE = new Attach(0, "", 0);
+    }
+
+    public ProgramMetadata {
+        attach = attach == null ? Attach.NONE : attach;
+    }
+
+    public ProgramMetadata(ProgInfo info, byte[] btf) {
+        this(info, btf, Attach.NONE);
+    }
 
     /** Fetches info and BTF while {@code prog} holds the program alive. */
     public static ProgramMetadata fetch(BpfFd prog) throws BpfException {
@@ -29,7 +46,8 @@ public record ProgramMetadata(ProgInfo info, byte[] btf) {
         return new ProgramMetadata(info, btf);
     }
 
-    private static byte[] btfBytes(BpfFd btfFd) throws BpfException {
+    /** The raw bytes of the BTF object behind {@code btfFd} (BPF_OBJ_GET_INFO_BY_FD, two calls). */
+    public static byte[] btfBytes(BpfFd btfFd) throws BpfException {
         byte[] first = new byte[BTF_INFO_SIZE];
         Bpf.get().objGetInfo(btfFd, first, List.of());
         int size = ByteBuffer.wrap(first).order(ByteOrder.LITTLE_ENDIAN).getInt(BTF_SIZE);
@@ -65,7 +83,9 @@ public record ProgramMetadata(ProgInfo info, byte[] btf) {
         return new ptfence.region.BpfMetadata(info.id(), info.tagHex(), info.name(), info.type(), info.jitedKsyms(),
                 info.jitedFuncLens(), info.lineInfo(), info.lineInfoRecSize(), jl.array(),
                 info.jitedLineInfo().length == 0 ? 0 : 8, info.funcInfo(), info.funcInfoRecSize(), info.btfId(), btf,
-                info.xlatedInsns(), info.loadTimeBoottimeNs(), info.createdByUid());
+                info.xlatedInsns(), info.loadTimeBoottimeNs(), info.createdByUid(), info.mapIds(), info.progTags(),
+                attach.expectedAttachType(), info.attachBtfObjId(), info.attachBtfId(), attach.functionName(),
+                attach.targetProgId(), info.gplCompatible(), info.verifiedInsns(), null, null);
     }
 
     /** This program's BTF as one entry of perf's HEADER_BPF_BTF; empty if it has none. */

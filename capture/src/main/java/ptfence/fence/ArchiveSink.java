@@ -23,11 +23,13 @@ import java.util.concurrent.TimeUnit;
  * the last {@code maxDelay} of images; everything committed before stays.
  */
 public final class ArchiveSink implements RegionTracker.RegionWriter, AutoCloseable {
-    private sealed interface Op permits Opened, Closed {}
+    private sealed interface Op permits Opened, Closed, Enriched {}
 
     private record Opened(Region region, byte[] bytes) implements Op {}
 
     private record Closed(Region region) implements Op {}
+
+    private record Enriched(Region region) implements Op {}
 
     private final Archive archive;
     private final String recordingId;
@@ -71,11 +73,11 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
     }
 
     /**
-     * Richer metadata for a region: taken if the region is still in the pending batch; once committed the archive
-     * keeps the first metadata (its index has no update), which is counted.
+     * Richer metadata for a region: swapped in if the region is still in the pending batch, else the stored record
+     * is rewritten with it in the next commit (counted in {@link #metadataTooLate} if the region is not there).
      */
     @Override
-    public synchronized void enriched(Region region) {
+    public synchronized void enriched(Region region) throws IOException {
         long id = region.id();
         for (int i = pending.size() - 1; i >= 0; i--) {
             if (pending.get(i) instanceof Opened o && o.region().id() == id) {
@@ -83,10 +85,11 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
                 return;
             }
         }
-        metadataTooLate++;
+        pending.add(new Enriched(region));
+        if (pending.size() >= maxBatch) flush();
     }
 
-    /** Metadata that arrived after its region was committed (kept in perf.data's BPF_PROG_INFO only). */
+    /** Metadata for a region the archive does not hold (kept in perf.data's BPF_PROG_INFO only). */
     public synchronized long metadataTooLate() { return metadataTooLate; }
 
     @Override
@@ -102,7 +105,7 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
         pending = new ArrayList<>();
         try {
             long[] counts = archive.write(b -> {
-                long added = 0, closed = 0;
+                long added = 0, closed = 0, unknown = 0;
                 for (Op op : ops) {
                     if (op instanceof Opened o) {
                         ContentKey key = b.put(o.bytes());
@@ -113,12 +116,15 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
                         added++;
                     } else if (op instanceof Closed c) {
                         if (RegionIndex.close(b, c.region().id(), c.region().validTo())) closed++;
+                    } else if (op instanceof Enriched e) {
+                        if (!RegionIndex.enrich(b, e.region())) unknown++;
                     }
                 }
-                return new long[] {added, closed};
+                return new long[] {added, closed, unknown};
             });
             regionsAdded += counts[0];
             regionsClosed += counts[1];
+            metadataTooLate += counts[2];
             commits++;
         } catch (RuntimeException e) {
             ops.addAll(pending); // keep them for the next attempt, in order

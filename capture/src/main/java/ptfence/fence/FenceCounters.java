@@ -14,11 +14,14 @@ import java.util.Map;
  * @param metadataMissing    programs whose metadata was asked for after they were gone
  * @param sinkErrors         images the sink refused (IOException)
  * @param recursionMisses    hook runs the kernel skipped because the hook was already running on that CPU
+ * @param metadataFenced     programs whose whole metadata the LOAD hook read with their code
+ * @param metadataIncomplete programs the LOAD hook saw whose metadata is partial (a fault, a record too large, an
+ *                           image or a BTF object that did not arrive)
  */
 public record FenceCounters(Map<Hook, Long> imagesByHook, long reserveFailures, long submittedInKernel,
                             long incompleteImages, long functionListsCut, long userSpaceMissed,
                             long metadataFetched, long metadataMissing, long sinkErrors,
-                            long recursionMisses) {
+                            long recursionMisses, long metadataFenced, long metadataIncomplete) {
 
     public long images(Hook h) { return imagesByHook.getOrDefault(h, 0L); }
 
@@ -36,6 +39,10 @@ public record FenceCounters(Map<Hook, Long> imagesByHook, long reserveFailures, 
         if (functionListsCut > 0) b.append(" (function lists cut: ").append(functionListsCut).append(')');
         if (recursionMisses > 0) b.append(" (hook runs skipped by the kernel: ").append(recursionMisses).append(')');
         if (sinkErrors > 0) b.append(" (sink errors: ").append(sinkErrors).append(')');
+        if (metadataFenced > 0 || metadataIncomplete > 0) {
+            b.append("; metadata fenced=").append(metadataFenced);
+            if (metadataIncomplete > 0) b.append(" partial=").append(metadataIncomplete);
+        }
         if (metadataMissing > 0) b.append("; metadata missing for ").append(metadataMissing).append(" programs");
         return b.toString();
     }

@@ -24,12 +24,16 @@ import static ptfence.fence.FenceRecord.*;
  */
 final class FencePrograms {
     /** Slots of the stats array map. */
-    static final int STAT_RESERVE_FAILED = 0, STAT_SUBMITTED = 1, STAT_FUNCS_TRUNCATED = 2, STATS = 4;
+    static final int STAT_RESERVE_FAILED = 0, STAT_SUBMITTED = 1, STAT_FUNCS_TRUNCATED = 2, STAT_META_SUBMITTED = 3,
+            STATS = 4;
 
     private static final int HELPER_MAP_LOOKUP = 1, HELPER_KTIME_NS = 5, HELPER_PID_TGID = 14,
             HELPER_CURRENT_TASK = 35, HELPER_PROBE_READ_KERNEL = 113, HELPER_RINGBUF_QUERY = 134,
             HELPER_RESERVE_DYNPTR = 198, HELPER_SUBMIT_DYNPTR = 199, HELPER_DISCARD_DYNPTR = 200,
-            HELPER_DYNPTR_DATA = 203;
+            HELPER_DYNPTR_DATA = 203, HELPER_MAP_UPDATE = 2, HELPER_MAP_DELETE = 3, HELPER_DYNPTR_WRITE = 202, HELPER_PROBE_READ_KERNEL_STR = 115;
+    private static final int BPF_NOEXIST = 1, HELPER_RINGBUF_RESERVE = 131, HELPER_RINGBUF_SUBMIT = 132;
+    /** bpf commands that attach or detach programs: BPF_PROG_ATTACH, _DETACH, BPF_LINK_CREATE, _UPDATE, _DETACH. */
+    private static final int[] ATTACH_COMMANDS = {8, 9, 28, 29, 34};
     /** bpf(2) on x86-64, and through the ia32 compat entry (int 0x80), where the first argument is in bx. */
     private static final int NR_BPF = 321, NR_BPF_IA32 = 357, BPF_PROG_LOAD = 5;
     private static final int RB_NO_WAKEUP = 1, RB_FORCE_WAKEUP = 2;
@@ -37,15 +41,28 @@ final class FencePrograms {
     // Stack slots (r10-relative).
     private static final int TMP = -8, ITER = -16, DYNPTR = -32, P = -40, AUX = -48, FUNCS = -56, N = -64, ID = -72,
             CNT = -80, FCNT = -88, START = -96, SIZE = -104, NAMEP = -112, CLEN = -120, FLAGS = -128;
+    // The metadata record's slots.
+    private static final int M_AUX = -136, M_LEN = -144, M_NLINFO = -152, M_NFINFO = -160, M_NMAPS = -168,
+            M_LINFO = -176, M_JLINFO = -184, M_FINFO = -192, M_MAPS = -200, M_FUNCS = -208, M_FCNT = -216,
+            M_BTF = -224, M_BTFID = -232, M_BTFSZ = -240, M_L0 = -248, M_TOTAL = -304, M_MFLAGS = -312,
+            M_KEY = -320, M_VAL = -328, M_O4 = -336, M_O5 = -344, M_PTR = -352, M_NREAL = -360;
+    /** Caps that keep the record under the dynptr limit: instructions and line records per program. */
+    private static final int MAX_META_INSNS = 1 << 20, MAX_MAPS = 64;
 
     private final KernelLayout k;
-    private final int ringFd, statsFd, ringSize;
+    private final int ringFd, statsFd, ringSize, btfSeenFd;
 
-    FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize) {
+    /** @param btfSeenFd an LRU hash map (u32 BTF id -> u32) of the BTF objects already sent, or -1 for none */
+    FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize, int btfSeenFd) {
         this.k = layout;
         this.ringFd = ringFd;
         this.statsFd = statsFd;
         this.ringSize = ringSize;
+        this.btfSeenFd = btfSeenFd;
+    }
+
+    FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize) {
+        this(layout, ringFd, statsFd, ringSize, -1);
     }
 
     /** raw_tp/sys_exit: ctx = {struct pt_regs *regs, long ret}. */
@@ -60,8 +77,9 @@ final class FencePrograms {
         a.label("native");
         read64(a, TMP, R6, k.ptRegsDi());
         a.label("cmd").load(DW, R1, R10, TMP)
-                .alu(BpfAssembler.Alu.LSH, R1, 32).alu(BpfAssembler.Alu.RSH, R1, 32)   // int cmd: the low 32 bits
-                .jumpIf(Cond.NE, R1, BPF_PROG_LOAD, "out");
+                .alu(BpfAssembler.Alu.LSH, R1, 32).alu(BpfAssembler.Alu.RSH, R1, 32);  // int cmd: the low 32 bits
+        for (int attach : ATTACH_COMMANDS) a.jumpIf(Cond.EQ, R1, attach, "attach");
+        a.jumpIf(Cond.NE, R1, BPF_PROG_LOAD, "out");
         a.call(HELPER_CURRENT_TASK).mov(R8, R0);
         deref(a, R8, k.taskFiles());
         deref(a, R8, k.filesFdt());
@@ -71,7 +89,27 @@ final class FencePrograms {
         a.mov(R6, R7).alu(BpfAssembler.Alu.LSH, R6, 3).add(R6, R8);
         deref(a, R6, 0);                       // struct file *
         deref(a, R6, k.filePrivateData());     // struct bpf_prog *
+        if (k.metadata().isPresent() && btfSeenFd >= 0) captureMetadata(a, k.metadata().get());
         captureProgram(a, KIND_LOAD);
+        // An attachment changed (the XDP dispatcher is rewritten then): a header-only ATTACH record, the bpf command
+        // in prog_id, tells the consumer to copy the dispatchers again, stamped with this time.
+        a.label("attach").store(DW, R10, CLEN, R1);
+        a.loadMapFd(R1, ringFd).mov(R2, HEADER).mov(R3, 0).call(HELPER_RINGBUF_RESERVE)
+                .jumpIf(Cond.EQ, R0, 0, "attach_lost").mov(R7, R0);
+        a.store(DW, R7, FenceRecord.START, 0).store(DW, R7, END, 0);
+        a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
+        a.store(W, R7, KIND, KIND_ATTACH).store(W, R7, OFF, 0).store(W, R7, LEN, 0).store(W, R7, CAP, 0)
+                .store(W, R7, NAME_LEN, 0).store(W, R7, ERR, 0);
+        a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(BpfAssembler.Alu.RSH, R0, 32).store(W, R7, PID, R0);
+        a.load(DW, R1, R10, CLEN).store(W, R7, PROG_ID, R1);
+        a.store(H, R7, FUNC_IDX, 0).store(H, R7, FUNC_CNT, 0).store(DW, R7, TAG, 0)
+                .store(W, R7, FenceRecord.FLAGS, F_LAST).store(W, R7, PAD, 0);
+        a.mov(R1, R7).mov(R2, RB_FORCE_WAKEUP).call(HELPER_RINGBUF_SUBMIT);
+        countStat(a, STAT_SUBMITTED);
+        a.jump("out");
+        a.label("attach_lost");
+        countStat(a, STAT_RESERVE_FAILED);
+        a.jump("out");
         return a.assemble();
     }
 
@@ -157,6 +195,265 @@ final class FencePrograms {
         emitRecord(a, kind, true, "loop");
         a.label("done").mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
         a.label("out").mov(R0, 0).exit();
+    }
+
+    /**
+     * r6 = struct bpf_prog *: one META record (layout in {@link MetaRecord}) before the program's images, with
+     * everything bpf_prog_info would tell — translated instructions, line and func info, JITed line addresses, the
+     * maps, each function's tag and the program's BTF (once per BTF id: {@code btfSeenFd} remembers what was sent).
+     * Falls through to the image capture whatever happens; a failed reserve is counted as a loss.
+     */
+    private void captureMetadata(BpfAssembler a, KernelLayout.Metadata m) {
+        a.store(DW, R10, M_MFLAGS, 0);
+        read64(a, M_AUX, R6, k.progAux());
+        a.load(DW, R7, R10, M_AUX).jumpIf(Cond.EQ, R7, 0, "meta_done");
+        read32(a, M_LEN, R6, m.progLen());
+        read32(a, M_NLINFO, R7, m.auxNrLinfo());
+        read32(a, M_NFINFO, R7, m.auxFuncInfoCnt());
+        read32(a, M_NMAPS, R7, m.auxUsedMapCnt());
+        read64(a, M_LINFO, R7, m.auxLinfo());
+        read64(a, M_JLINFO, R7, m.auxJitedLinfo());
+        read64(a, M_FINFO, R7, m.auxFuncInfo());
+        read64(a, M_MAPS, R7, m.auxUsedMaps());
+        read64(a, M_FUNCS, R7, k.auxFunc());
+        read32(a, M_NREAL, R7, k.auxRealFuncCnt());
+        read64(a, M_BTF, R7, m.auxBtf());
+        // Section lengths: xlated, line info, JITed line info, func info, maps, function tags, BTF.
+        clampTo(a, M_LEN, MAX_META_INSNS, "m_len");
+        a.load(DW, R1, R10, M_LEN).alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(0), R1);
+        clampTo(a, M_NLINFO, MAX_META_INSNS, "m_nl");
+        zeroIfNull(a, M_NLINFO, M_LINFO, "m_nl0");
+        a.load(DW, R1, R10, M_NLINFO).alu(BpfAssembler.Alu.LSH, R1, 4).store(DW, R10, len(1), R1);
+        a.load(DW, R1, R10, M_NLINFO).load(DW, R2, R10, M_JLINFO).jumpIf(Cond.NE, R2, 0, "m_jl").mov(R1, 0)
+                .label("m_jl").alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(2), R1);
+        clampTo(a, M_NFINFO, MAX_META_INSNS, "m_nf");
+        zeroIfNull(a, M_NFINFO, M_FINFO, "m_nf0");
+        a.load(DW, R1, R10, M_NFINFO).alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(3), R1);
+        a.load(DW, R1, R10, M_NMAPS).jumpIf(Cond.LE, R1, MAX_MAPS, "m_nm").mov(R1, MAX_MAPS)
+                .store(DW, R10, M_NMAPS, R1).load(DW, R2, R10, M_MFLAGS).alu(BpfAssembler.Alu.OR, R2,
+                        MetaRecord.F_MAPS_TRUNC).store(DW, R10, M_MFLAGS, R2).label("m_nm");
+        zeroIfNull(a, M_NMAPS, M_MAPS, "m_nm0");
+        a.load(DW, R1, R10, M_NMAPS).alu(BpfAssembler.Alu.MUL, R1, MetaRecord.MAP_ENTRY).store(DW, R10, len(4), R1);
+        a.load(DW, R1, R10, M_NREAL).jumpIf(Cond.NE, R1, 0, "m_fc").mov(R1, 1).label("m_fc")
+                .jumpIf(Cond.LE, R1, MAX_FUNCS, "m_fc2").mov(R1, MAX_FUNCS).label("m_fc2").store(DW, R10, M_FCNT, R1)
+                .alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(5), R1);
+        // The BTF, unless a program with the same BTF object sent it already.
+        a.store(DW, R10, len(6), 0).store(DW, R10, M_BTFID, 0).store(DW, R10, M_BTFSZ, 0);
+        a.load(DW, R8, R10, M_BTF).jumpIf(Cond.EQ, R8, 0, "m_btf_done");
+        read32(a, M_BTFID, R8, m.btfId());
+        read32(a, M_BTFSZ, R8, m.btfDataSize());
+        a.load(DW, R1, R10, M_BTFID).store(DW, R10, M_KEY, R1).store(DW, R10, M_VAL, 0);
+        a.loadMapFd(R1, btfSeenFd).mov(R2, R10).add(R2, M_KEY).mov(R3, R10).add(R3, M_VAL).mov(R4, BPF_NOEXIST)
+                .call(HELPER_MAP_UPDATE).jumpIf(Cond.EQ, R0, 0, "m_btf_new");
+        orFlag(a, MetaRecord.F_BTF_SEEN);
+        a.jump("m_btf_done");
+        a.label("m_btf_new").load(DW, R1, R10, M_BTFSZ).jumpIf(Cond.LE, R1, MetaRecord.MAX_BTF, "m_btf_fits");
+        orFlag(a, MetaRecord.F_BTF_DROPPED);
+        forgetBtf(a);
+        a.jump("m_btf_done");
+        a.label("m_btf_fits").store(DW, R10, len(6), R1);
+        orFlag(a, MetaRecord.F_BTF_INCLUDED);
+        a.label("m_btf_done");
+        // Total; over the dynptr limit the translated instructions go first, then the BTF.
+        sumTotal(a);
+        a.load(DW, R1, R10, M_TOTAL).jumpIf(Cond.LE, R1, MetaRecord.MAX_RECORD, "m_fits");
+        a.store(DW, R10, len(0), 0);
+        orFlag(a, MetaRecord.F_XLATED_DROPPED);
+        sumTotal(a);
+        a.load(DW, R1, R10, M_TOTAL).jumpIf(Cond.LE, R1, MetaRecord.MAX_RECORD, "m_fits");
+        a.load(DW, R1, R10, M_MFLAGS).jumpIf(Cond.SET, R1, MetaRecord.F_BTF_INCLUDED, "m_drop_btf")
+                .jump("m_fits");
+        a.label("m_drop_btf").store(DW, R10, len(6), 0);
+        a.load(DW, R1, R10, M_MFLAGS).alu(BpfAssembler.Alu.XOR, R1, MetaRecord.F_BTF_INCLUDED)
+                .alu(BpfAssembler.Alu.OR, R1, MetaRecord.F_BTF_DROPPED).store(DW, R10, M_MFLAGS, R1);
+        forgetBtf(a);
+        sumTotal(a);
+        a.label("m_fits");
+        a.loadMapFd(R1, ringFd).load(DW, R2, R10, M_TOTAL).mov(R3, 0).mov(R4, R10).add(R4, DYNPTR)
+                .call(HELPER_RESERVE_DYNPTR).jumpIf(Cond.NE, R0, 0, "m_discard");
+        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).mov(R3, MetaRecord.SECTIONS_START).call(HELPER_DYNPTR_DATA)
+                .jumpIf(Cond.EQ, R0, 0, "m_discard");
+        a.mov(R7, R0);
+        // The common header.
+        probeInto(a, FenceRecord.START, 8, R6, k.progBpfFunc());
+        a.load(DW, R1, R7, FenceRecord.START).store(DW, R7, END, R1);
+        a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
+        a.store(W, R7, KIND, KIND_META).store(W, R7, OFF, 0);
+        a.load(DW, R1, R10, M_TOTAL).store(W, R7, LEN, R1).store(W, R7, CAP, R1);
+        a.store(W, R7, NAME_LEN, 0).store(W, R7, ERR, 0);
+        a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(BpfAssembler.Alu.RSH, R0, 32).store(W, R7, PID, R0);
+        a.load(DW, R8, R10, M_AUX);
+        probeInto(a, PROG_ID, 4, R8, k.auxId());
+        a.store(H, R7, FUNC_IDX, 0).load(DW, R1, R10, M_FCNT).store(H, R7, FUNC_CNT, R1);
+        probeInto(a, TAG, 8, R6, k.progTag());
+        a.store(W, R7, FenceRecord.FLAGS, F_LAST).store(W, R7, PAD, 0);
+        // What bpf_prog_info says.
+        probeInto(a, MetaRecord.TYPE, 4, R6, m.progType());
+        probeInto(a, MetaRecord.EXPECTED_ATTACH_TYPE, 4, R6, m.progExpectedAttachType());
+        probeInto(a, MetaRecord.ATTACH_BTF_ID, 4, R8, m.auxAttachBtfId());
+        probeInto(a, MetaRecord.LOAD_TIME, 8, R8, m.auxLoadTime());
+        probeInto(a, MetaRecord.NAME, 16, R8, m.auxName());
+        probeInto(a, MetaRecord.VERIFIED_INSNS, 4, R8, m.auxVerifiedInsns());
+        a.store(W, R7, MetaRecord.ATTACH_BTF_OBJ_ID, 0).store(W, R7, MetaRecord.DST_PROG_ID, 0)
+                .store(W, R7, MetaRecord.UID, 0).store(B, R7, MetaRecord.ATTACH_FUNC_NAME, 0);
+        readPtr(a, R8, m.auxAttachBtf(), "m_abtf");
+        probeInto(a, MetaRecord.ATTACH_BTF_OBJ_ID, 4, R9, m.btfId());
+        a.label("m_abtf");
+        readPtr(a, R8, m.auxUser(), "m_user");
+        probeInto(a, MetaRecord.UID, 4, R9, m.userUid());
+        a.label("m_user");
+        readPtr(a, R8, m.auxDstProg(), "m_dst");
+        readPtr(a, R9, k.progAux(), "m_dst");
+        probeInto(a, MetaRecord.DST_PROG_ID, 4, R9, k.auxId());
+        a.label("m_dst");
+        readPtr(a, R8, m.auxAttachFuncName(), "m_afn");
+        a.mov(R1, R7).add(R1, MetaRecord.ATTACH_FUNC_NAME).mov(R2, MetaRecord.ATTACH_FUNC_NAME_MAX).mov(R3, R9)
+                .call(HELPER_PROBE_READ_KERNEL_STR);
+        a.label("m_afn");
+        int gplByte = (int) (m.progGplBit() / 8) & ~3;
+        a.store(DW, R10, TMP, 0).mov(R1, R10).add(R1, TMP).mov(R2, 4).mov(R3, R6).add(R3, gplByte)
+                .call(HELPER_PROBE_READ_KERNEL);
+        a.load(W, R1, R10, TMP).alu(BpfAssembler.Alu.RSH, R1, (int) (m.progGplBit() - 8L * gplByte))
+                .alu(BpfAssembler.Alu.AND, R1, 1).store(W, R7, MetaRecord.GPL, R1);
+        a.load(DW, R1, R10, len(0)).alu(BpfAssembler.Alu.RSH, R1, 3).store(W, R7, MetaRecord.INSN_CNT, R1);
+        a.load(DW, R1, R10, M_NLINFO).store(W, R7, MetaRecord.NR_LINFO, R1);
+        a.load(DW, R1, R10, M_NFINFO).store(W, R7, MetaRecord.NR_FINFO, R1);
+        a.load(DW, R1, R10, M_NMAPS).store(W, R7, MetaRecord.NR_MAPS, R1);
+        a.load(DW, R1, R10, M_BTFID).store(W, R7, MetaRecord.BTF_ID, R1);
+        a.load(DW, R1, R10, M_BTFSZ).store(W, R7, MetaRecord.BTF_SIZE, R1);
+        a.load(DW, R1, R10, M_FCNT).store(W, R7, MetaRecord.FUNC_CNT, R1);
+        a.load(DW, R1, R10, M_MFLAGS).store(W, R7, MetaRecord.META_FLAGS, R1);
+        // Section table and the sections, back to back after the header.
+        a.mov(R8, MetaRecord.SECTIONS_START);
+        for (int i = 0; i < MetaRecord.SECTION_COUNT; i++) {
+            int entry = MetaRecord.SECTION_TABLE + 16 * i;
+            a.store(W, R7, entry, R8).load(DW, R1, R10, len(i)).store(W, R7, entry + 4, R1)
+                    .store(W, R7, entry + 8, 0).store(W, R7, entry + 12, 0);
+            if (i == MetaRecord.MAPS) a.store(DW, R10, M_O4, R8);
+            if (i == MetaRecord.FUNC_TAGS) a.store(DW, R10, M_O5, R8);
+            a.add(R8, R1);
+        }
+        copySection(a, MetaRecord.XLATED, R6, m.progInsnsi(), -1);
+        copySection(a, MetaRecord.LINE_INFO, null, 0, M_LINFO);
+        copySection(a, MetaRecord.JITED_LINE_INFO, null, 0, M_JLINFO);
+        copySection(a, MetaRecord.FUNC_INFO, null, 0, M_FINFO);
+        a.load(DW, R8, R10, M_BTF).jumpIf(Cond.EQ, R8, 0, "m_btf_copied");
+        read64(a, M_PTR, R8, m.btfData());
+        copySection(a, MetaRecord.BTF, null, 0, M_PTR);
+        a.label("m_btf_copied");
+        // Maps: {u64 address, u32 id, u32 type, u32 max_entries, u32 value_size} each.
+        a.load(DW, R3, R10, M_NMAPS).jumpIf(Cond.EQ, R3, 0, "m_maps_done");
+        a.mov(R1, R10).add(R1, ITER).mov(R2, 0).callKfunc(k.kfuncIterNew());
+        a.label("m_maps");
+        a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "m_maps_end");
+        a.load(W, R8, R0, 0);
+        a.mov(R9, R8).alu(BpfAssembler.Alu.MUL, R9, MetaRecord.MAP_ENTRY).load(DW, R1, R10, M_O4).add(R9, R1);
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_MAPS).add(R3, R1);
+        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R4, R10, M_PTR).jumpIf(Cond.EQ, R4, 0, "m_maps");
+        a.store(DW, R10, TMP, R4);
+        dynptrWriteStack(a, 0, TMP, 8);
+        dynptrReadKernel(a, 8, 4, m.mapId());
+        dynptrReadKernel(a, 12, 4, m.mapType());
+        dynptrReadKernel(a, 16, 4, m.mapMaxEntries());
+        dynptrReadKernel(a, 20, 4, m.mapValueSize());
+        a.jump("m_maps");
+        a.label("m_maps_end").mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
+        a.label("m_maps_done");
+        // Each JITed function's own tag (subprograms are hashed on their own).
+        a.load(DW, R3, R10, M_FCNT);
+        a.mov(R1, R10).add(R1, ITER).mov(R2, 0).callKfunc(k.kfuncIterNew());
+        a.label("m_tags");
+        a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "m_tags_end");
+        a.load(W, R8, R0, 0);
+        a.mov(R9, R6).load(DW, R1, R10, M_NREAL).jumpIf(Cond.EQ, R1, 0, "m_tag_f");
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_FUNCS).add(R3, R1);
+        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, "m_tags");
+        a.label("m_tag_f");
+        a.mov(R2, R8).alu(BpfAssembler.Alu.LSH, R2, 3).load(DW, R1, R10, M_O5).add(R2, R1);
+        a.mov(R1, R10).add(R1, DYNPTR).mov(R3, 8).mov(R4, R9).add(R4, k.progTag()).callKfunc(k.kfuncReadKernelDynptr());
+        a.jump("m_tags");
+        a.label("m_tags_end").mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
+        a.loadMapFd(R1, ringFd).mov(R2, 0).call(HELPER_RINGBUF_QUERY)
+                .mov(R2, RB_NO_WAKEUP).jumpIf(Cond.LE, R0, ringSize / 4, "m_quiet").mov(R2, RB_FORCE_WAKEUP)
+                .label("m_quiet");
+        a.mov(R1, R10).add(R1, DYNPTR).call(HELPER_SUBMIT_DYNPTR);
+        countStat(a, STAT_META_SUBMITTED);
+        a.jump("meta_done");
+        a.label("m_discard").mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).call(HELPER_DISCARD_DYNPTR);
+        a.load(DW, R1, R10, M_MFLAGS).jumpIf(Cond.SET, R1, MetaRecord.F_BTF_INCLUDED, "m_unsee").jump("m_count");
+        a.label("m_unsee");
+        forgetBtf(a);
+        a.label("m_count");
+        countStat(a, STAT_RESERVE_FAILED);
+        a.label("meta_done");
+    }
+
+    private static int len(int section) {
+        return M_L0 - 8 * section;
+    }
+
+    private static void clampTo(BpfAssembler a, int slot, int max, String label) {
+        a.load(DW, R1, R10, slot).jumpIf(Cond.LE, R1, max, label).mov(R1, max).store(DW, R10, slot, R1).label(label);
+    }
+
+    /** slot = 0 when the pointer in ptrSlot is NULL. */
+    private static void zeroIfNull(BpfAssembler a, int slot, int ptrSlot, String label) {
+        a.load(DW, R1, R10, ptrSlot).jumpIf(Cond.NE, R1, 0, label).store(DW, R10, slot, 0).label(label);
+    }
+
+    private static void orFlag(BpfAssembler a, int flag) {
+        a.load(DW, R1, R10, M_MFLAGS).alu(BpfAssembler.Alu.OR, R1, flag).store(DW, R10, M_MFLAGS, R1);
+    }
+
+    /** Takes this BTF id out of the sent set again: a later program of the same object must send it. */
+    private void forgetBtf(BpfAssembler a) {
+        a.loadMapFd(R1, btfSeenFd).mov(R2, R10).add(R2, M_KEY).call(HELPER_MAP_DELETE);
+    }
+
+    private static void sumTotal(BpfAssembler a) {
+        a.mov(R1, MetaRecord.SECTIONS_START);
+        for (int i = 0; i < MetaRecord.SECTION_COUNT; i++) a.load(DW, R2, R10, len(i)).add(R1, R2);
+        a.store(DW, R10, M_TOTAL, R1);
+    }
+
+    /** *(record r7 + at) = size bytes at (reg + off), via bpf_probe_read_kernel (zeros on fault). */
+    private static void probeInto(BpfAssembler a, int at, int size, Reg reg, int off) {
+        a.mov(R1, R7).add(R1, at).mov(R2, size).mov(R3, reg).add(R3, off).call(HELPER_PROBE_READ_KERNEL);
+    }
+
+    /** r9 = *(u64 *)(reg + off); goto skip if NULL. */
+    private static void readPtr(BpfAssembler a, Reg reg, int off, String skip) {
+        read64(a, M_PTR, reg, off);
+        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, skip);
+    }
+
+    /**
+     * Copies section i's bytes from kernel memory: from reg + off, or from the pointer in srcSlot; records the
+     * kfunc's result in the section table. Skips an empty section.
+     */
+    private void copySection(BpfAssembler a, int section, Reg reg, int off, int srcSlot) {
+        int entry = MetaRecord.SECTION_TABLE + 16 * section;
+        String skip = "m_sec_" + section;
+        a.load(W, R3, R7, entry + 4).jumpIf(Cond.EQ, R3, 0, skip);
+        a.load(W, R2, R7, entry);
+        if (reg != null) a.mov(R4, reg).add(R4, off);
+        else a.load(DW, R4, R10, srcSlot);
+        a.mov(R1, R10).add(R1, DYNPTR).callKfunc(k.kfuncReadKernelDynptr()).store(W, R7, entry + 8, R0);
+        a.label(skip);
+    }
+
+    /** record[r9 + at] = size bytes at (*(u64 *)TMP + off) — a field of the map in TMP. */
+    private void dynptrReadKernel(BpfAssembler a, int at, int size, int off) {
+        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, R9).add(R2, at).mov(R3, size).load(DW, R4, R10, TMP).add(R4, off)
+                .callKfunc(k.kfuncReadKernelDynptr());
+    }
+
+    /** record[r9 + at] = size bytes of the stack slot (bpf_dynptr_write). */
+    private static void dynptrWriteStack(BpfAssembler a, int at, int slot, int size) {
+        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, R9).add(R2, at).mov(R3, R10).add(R3, slot).mov(R4, size).mov(R5, 0)
+                .call(HELPER_DYNPTR_WRITE);
     }
 
     /**

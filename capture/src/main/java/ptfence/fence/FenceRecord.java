@@ -20,7 +20,8 @@ public final class FenceRecord {
             ERR = 44, PID = 48, TID = 52, PROG_ID = 56, FUNC_IDX = 60, FUNC_CNT = 62, TAG = 64, FLAGS = 72, PAD = 76,
             NAME = 80, NAME_MAX = 512, IMAGE = 592, HEADER = 80;
 
-    public static final int KIND_LOAD = 8, KIND_FREE = 9, KIND_TRAMP_FREE = 10, KIND_PEEK = 11;
+    public static final int KIND_LOAD = 8, KIND_FREE = 9, KIND_TRAMP_FREE = 10, KIND_PEEK = 11, KIND_META = 12,
+            KIND_ATTACH = 13;
     public static final int F_LAST = 1, F_TRUNC = 2, F_FTRUNC = 8;
 
     /**
@@ -39,6 +40,11 @@ public final class FenceRecord {
         public boolean complete() {
             return err == 0 && (flags & F_TRUNC) == 0 && len == end - start;
         }
+    }
+
+    /** The record's kind (its header is common to every kind), or -1 if the record is too short to say. */
+    public static int kind(ByteBuffer ring, int at, int payloadLen) {
+        return payloadLen < HEADER ? -1 : ring.duplicate().order(ByteOrder.LITTLE_ENDIAN).getInt(at + KIND);
     }
 
     public static Parsed parse(ByteBuffer ring, int at, int payloadLen) {

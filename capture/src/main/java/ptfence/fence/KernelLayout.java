@@ -17,7 +17,43 @@ public record KernelLayout(
         int workFunc,
         OptionalInt trampImage, OptionalInt trampSize, OptionalInt trampKsymName, OptionalInt trampWork,
         int kfuncIterNew, int kfuncIterNext, int kfuncIterDestroy,
-        int kfuncReadKernelDynptr, int kfuncReadKernelStrDynptr) {
+        int kfuncReadKernelDynptr, int kfuncReadKernelStrDynptr,
+        java.util.Optional<Metadata> metadata) {
+
+    /**
+     * What the LOAD hook reads besides the code, so a program's metadata is taken in the same window as its bytes
+     * (docs/fence.md, Metadata): struct bpf_prog, bpf_prog_aux, btf, bpf_map and user_struct offsets. Absent where
+     * the kernel lacks one of them; the fence then falls back to bpf() for metadata.
+     */
+    public record Metadata(int progType, int progExpectedAttachType, int progLen, int progInsnsi, long progGplBit,
+            int auxUsedMapCnt, int auxUsedMaps, int auxAttachBtfId, int auxAttachBtf, int auxDstProg,
+            int auxAttachFuncName, int auxLoadTime, int auxVerifiedInsns, int auxName, int auxBtf, int auxFuncInfo,
+            int auxFuncInfoCnt, int auxLinfo, int auxJitedLinfo, int auxNrLinfo, int auxUser, int userUid,
+            int btfData, int btfDataSize, int btfId, int mapId, int mapType, int mapMaxEntries, int mapValueSize,
+            int arrayValue) {
+
+        static java.util.Optional<Metadata> from(Btf btf) {
+            try {
+                return java.util.Optional.of(new Metadata(btf.offsetOf("bpf_prog", "type"),
+                        btf.offsetOf("bpf_prog", "expected_attach_type"), btf.offsetOf("bpf_prog", "len"),
+                        btf.offsetOf("bpf_prog", "insnsi"), btf.bitOffsetOf("bpf_prog", "gpl_compatible"),
+                        btf.offsetOf("bpf_prog_aux", "used_map_cnt"), btf.offsetOf("bpf_prog_aux", "used_maps"),
+                        btf.offsetOf("bpf_prog_aux", "attach_btf_id"), btf.offsetOf("bpf_prog_aux", "attach_btf"),
+                        btf.offsetOf("bpf_prog_aux", "dst_prog"), btf.offsetOf("bpf_prog_aux", "attach_func_name"),
+                        btf.offsetOf("bpf_prog_aux", "load_time"), btf.offsetOf("bpf_prog_aux", "verified_insns"),
+                        btf.offsetOf("bpf_prog_aux", "name"), btf.offsetOf("bpf_prog_aux", "btf"),
+                        btf.offsetOf("bpf_prog_aux", "func_info"), btf.offsetOf("bpf_prog_aux", "func_info_cnt"),
+                        btf.offsetOf("bpf_prog_aux", "linfo"), btf.offsetOf("bpf_prog_aux", "jited_linfo"),
+                        btf.offsetOf("bpf_prog_aux", "nr_linfo"), btf.offsetOf("bpf_prog_aux", "user"),
+                        btf.offsetOf("user_struct", "uid"), btf.offsetOf("btf", "data"),
+                        btf.offsetOf("btf", "data_size"), btf.offsetOf("btf", "id"), btf.offsetOf("bpf_map", "id"),
+                        btf.offsetOf("bpf_map", "map_type"), btf.offsetOf("bpf_map", "max_entries"),
+                        btf.offsetOf("bpf_map", "value_size"), btf.offsetOf("bpf_array", "value")));
+            } catch (BadInputException e) {
+                return java.util.Optional.empty();
+            }
+        }
+    }
 
     public static KernelLayout from(Btf btf) {
         boolean tramp = hasStruct(btf, "bpf_tramp_image");
@@ -37,7 +73,8 @@ public record KernelLayout(
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "ksym.name")) : OptionalInt.empty(),
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "work")) : OptionalInt.empty(),
                 kfunc(btf, "bpf_iter_num_new"), kfunc(btf, "bpf_iter_num_next"), kfunc(btf, "bpf_iter_num_destroy"),
-                kfunc(btf, "bpf_probe_read_kernel_dynptr"), kfunc(btf, "bpf_probe_read_kernel_str_dynptr"));
+                kfunc(btf, "bpf_probe_read_kernel_dynptr"), kfunc(btf, "bpf_probe_read_kernel_str_dynptr"),
+                Metadata.from(btf));
     }
 
     private static boolean hasStruct(Btf btf, String name) {

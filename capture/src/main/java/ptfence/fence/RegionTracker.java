@@ -1,5 +1,6 @@
 package ptfence.fence;
 
+import ptfence.bpf.BccProgramStore;
 import ptfence.region.BpfMetadata;
 import ptfence.region.Region;
 import ptfence.region.RegionKind;
@@ -59,6 +60,7 @@ public final class RegionTracker implements TextSink {
     private final Map<Key, Long> unregistered = new HashMap<>();
     private final LongUnaryOperator fenceTime;
     private volatile boolean freeHooked;
+    private final BccProgramStore bcc;
 
     /** A tracker for a recording on CLOCK_MONOTONIC, the fence's own clock. */
     public RegionTracker(String bootId, RegionWriter writer) {
@@ -70,9 +72,15 @@ public final class RegionTracker implements TextSink {
      *                  recording's perf time (identity for a recording on CLOCK_MONOTONIC)
      */
     public RegionTracker(String bootId, RegionWriter writer, LongUnaryOperator fenceTime) {
+        this(bootId, writer, fenceTime, BccProgramStore.standard());
+    }
+
+    /** @param bcc where programs without line info find their source (bcc's store) */
+    public RegionTracker(String bootId, RegionWriter writer, LongUnaryOperator fenceTime, BccProgramStore bcc) {
         this.bootId = bootId;
         this.writer = writer;
         this.fenceTime = fenceTime;
+        this.bcc = bcc;
     }
 
     /**
@@ -82,6 +90,11 @@ public final class RegionTracker implements TextSink {
     @Override
     public void freeHookActive(boolean active) {
         this.freeHooked = active;
+    }
+
+    /** The boot the regions belong to. */
+    public String bootId() {
+        return bootId;
     }
 
     public static String currentBootId() throws IOException {
@@ -95,7 +108,7 @@ public final class RegionTracker implements TextSink {
         long at = fenceTime.applyAsLong(t.monotonicNs());
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE -> {
-                Live open = live.remove(key);
+                Live open = withLateSources(live.remove(key));
                 unregistered.remove(key);
                 if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
                     writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
@@ -133,7 +146,7 @@ public final class RegionTracker implements TextSink {
     /** Full bpf_prog_info for a program's functions: enriches their live regions, or waits for their images. */
     @Override
     public synchronized void metadata(ptfence.bpf.ProgramMetadata m) throws IOException {
-        BpfMetadata meta = m.toArchive();
+        BpfMetadata meta = bcc.complete(m.toArchive());
         java.util.List<String> names = m.ksymNames();
         long[] addrs = m.info().jitedKsyms();
         for (int i = 0; i < addrs.length && i < names.size(); i++) {
@@ -166,6 +179,7 @@ public final class RegionTracker implements TextSink {
             return true;
         }
         live.remove(key);
+        open = withLateSources(open);
         writer.closed(open.region().closedAt(Math.max(time, open.region().validFrom())));
         return true;
     }
@@ -177,7 +191,7 @@ public final class RegionTracker implements TextSink {
     public synchronized int closeUnfreed() throws IOException {
         int n = 0;
         for (var e : unregistered.entrySet()) {
-            Live open = live.remove(e.getKey());
+            Live open = withLateSources(live.remove(e.getKey()));
             if (open == null) continue;
             writer.closed(open.region().closedAt(Math.max(e.getValue(), open.region().validFrom())));
             n++;
@@ -188,10 +202,23 @@ public final class RegionTracker implements TextSink {
 
     /**
      * A PERF_RECORD_TEXT_POKE at perf time {@code time}: the live region holding
-     * {@code [address, address + newBytes.length)} ends then and a new version with the poked bytes begins. False if
-     * no live region holds the range (the recorder then copies the region anew).
+     * {@code [address, address + newBytes.length)} ends then and a new version with the poked bytes begins. Where no
+     * live region holds it (kernel or module text, an out-of-line page the kernel populates with a poke of nothing),
+     * the new bytes alone become a TEXT_POKE region from then on, over whatever code was there (a decoder takes the
+     * newest version at each address); a later poke of the same bytes ends it. Returns whether a live region held
+     * the range.
      */
     public synchronized boolean textPoke(long address, byte[] newBytes, long time) throws IOException {
+        if (newBytes.length == 0) return false;
+        if (patchLive(address, newBytes, time)) return true;
+        Region r = new Region(bootId, address, newBytes.length, time, Region.OPEN, RegionKind.TEXT_POKE,
+                "text_poke@0x" + Long.toHexString(address), ContentKey.of(newBytes), null);
+        live.put(new Key(address, r.name()), new Live(r, newBytes.clone(), false));
+        writer.opened(r, newBytes.clone());
+        return false;
+    }
+
+    private boolean patchLive(long address, byte[] newBytes, long time) throws IOException {
         for (var e : live.entrySet()) {
             Region r = e.getValue().region();
             long off = address - r.address();
@@ -217,17 +244,31 @@ public final class RegionTracker implements TextSink {
         writer.flush();
     }
 
+    /**
+     * A program without line info whose source bcc had not written yet when its region opened (bcc writes it just
+     * after the load returns): looked up again as the region ends, and the stored region enriched with it.
+     */
+    private Live withLateSources(Live open) throws IOException {
+        if (open == null || !(open.region().metadata() instanceof BpfMetadata m)) return open;
+        BpfMetadata full = bcc.complete(m);
+        if (full == m) return open;
+        Region r = open.region(), richer = new Region(r.bootId(), r.address(), r.length(), r.validFrom(),
+                r.validTo(), r.kind(), r.name(), r.key(), full);
+        writer.enriched(richer);
+        return open.withRegion(richer);
+    }
+
     private Region region(CapturedText t, long from, long to) {
         return new Region(bootId, t.address(), t.bytes().length, from, to, kindOf(t), t.name(),
                 ContentKey.of(t.bytes()), metadataOf(t));
     }
 
-    private static RegionMetadata metadataOf(CapturedText t) {
-        if (t.metadata() != null) return t.metadata().toArchive();
+    private RegionMetadata metadataOf(CapturedText t) {
+        if (t.metadata() != null) return bcc.complete(t.metadata().toArchive());
         if (t.progId() == 0 && t.tag() == 0) return RegionMetadata.None.INSTANCE;
         String n = t.name();
         String progName = n.startsWith("bpf_prog_") && n.length() > 26 ? n.substring(26) : "";
-        return BpfMetadata.of(t.progId(), t.tagHex(), progName, 0);
+        return bcc.complete(BpfMetadata.of(t.progId(), t.tagHex(), progName, 0));
     }
 
     private static RegionKind kindOf(CapturedText t) {

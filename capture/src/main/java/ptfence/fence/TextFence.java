@@ -69,7 +69,8 @@ public final class TextFence implements AutoCloseable {
     private final TextSink sink;
     private final Map<Hook, AtomicLong> images = new EnumMap<>(Hook.class);
     private final AtomicLong incomplete = new AtomicLong(), userMissed = new AtomicLong(),
-            metadataFetched = new AtomicLong(), metadataMissing = new AtomicLong(), sinkErrors = new AtomicLong();
+            metadataFetched = new AtomicLong(), metadataMissing = new AtomicLong(), sinkErrors = new AtomicLong(),
+            metadataFenced = new AtomicLong(), metadataIncomplete = new AtomicLong();
     private final Set<Integer> pinned = ConcurrentHashMap.newKeySet();
     private final List<BpfFd> fds = new ArrayList<>();
     /** Attachments: closing one detaches its hook. */
@@ -81,7 +82,7 @@ public final class TextFence implements AutoCloseable {
     private Mode mode;
     private String fallbackReason = "";
     private KernelLayout layout;
-    private BpfFd ring, stats;
+    private BpfFd ring, stats, btfSeen;
     private BpfRingMapping mapping;
     private BpfRingBuffer consumer;
     private Thread worker;
@@ -124,6 +125,14 @@ public final class TextFence implements AutoCloseable {
 
     public Mode mode() { return mode; }
 
+    /**
+     * Whether the LOAD hook delivers each program's metadata with its images ({@link CapturedText#metadata}): the
+     * in-kernel fence on a kernel whose BTF has every field it reads.
+     */
+    public boolean metadataInKernel() {
+        return mode == Mode.IN_KERNEL && btfSeen != null;
+    }
+
     /** Why the in-kernel hooks are not used (empty in IN_KERNEL mode). */
     public String fallbackReason() { return fallbackReason; }
 
@@ -135,7 +144,11 @@ public final class TextFence implements AutoCloseable {
         stats = keep(bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "fence_stats"));
         mapping = BpfRingMapping.map(ring, config.ringBytes());
         consumer = new BpfRingBuffer(mapping.consumerPage(), mapping.producerArea(), config.ringBytes());
-        FencePrograms programs = new FencePrograms(layout, ring.fd(), stats.fd(), config.ringBytes());
+        if (layout.metadata().isPresent()) {
+            btfSeen = keep(bpf.mapCreate(Bpf.MAP_TYPE_LRU_HASH, 4, 4, BTF_SEEN_ENTRIES, 0, "fence_btf_seen"));
+        }
+        FencePrograms programs = new FencePrograms(layout, ring.fd(), stats.fd(), config.ringBytes(),
+                btfSeen == null ? -1 : btfSeen.fd());
         // FREE first: from then on no image can disappear unseen; LOAD then gives the earliest copy.
         BpfFd free = keep(load(programs.free(syms.require("bpf_prog_free_deferred")), "fence_free"));
         BpfFd load = keep(load(programs.load(), "fence_load"));
@@ -181,12 +194,57 @@ public final class TextFence implements AutoCloseable {
     private void consumeLoop() {
         long parkNanos = config.pollInterval().toNanos();
         while (!stopping) {
-            if (consumer.poll(this::deliverRecord) == 0) LockSupport.parkNanos(parkNanos);
+            if (consumer.poll(this::deliverRecord) == 0) {
+                releaseStaleGroups(STALE_GROUP_NANOS);
+                LockSupport.parkNanos(parkNanos);
+            }
         }
         consumer.poll(this::deliverRecord);
+        releaseStaleGroups(0);
     }
 
+    /** BTF objects the LOAD hook has sent once, by id (the kernel's LRU map keeps as many ids). */
+    private static final int BTF_SEEN_ENTRIES = 8192;
+    /** A program's records are written within microseconds; a group this old lost its last image to a full ring. */
+    private static final long STALE_GROUP_NANOS = 1_000_000_000L;
+
+    /** A program's metadata record and the images that follow it, delivered together once the last one is in. */
+    private static final class Group {
+        final MetaRecord meta;
+        final long since = System.nanoTime();
+        final List<CapturedText> images = new ArrayList<>();
+
+        Group(MetaRecord meta) { this.meta = meta; }
+    }
+
+    private final Map<Integer, Group> groups = new java.util.HashMap<>();
+    private final BtfCache btfs = new BtfCache(2 * BTF_SEEN_ENTRIES, 256L << 20);
+
     private void deliverRecord(ByteBuffer data, int offset, int length) {
+        try {
+            deliverParsed(data, offset, length);
+        } catch (IllegalArgumentException e) {
+            incomplete.incrementAndGet(); // a malformed record: counted, and the consumer goes on
+        }
+    }
+
+    private void deliverParsed(ByteBuffer data, int offset, int length) {
+        int kind = FenceRecord.kind(data, offset, length);
+        if (kind == FenceRecord.KIND_ATTACH) {
+            recopyDispatchers(data.duplicate().order(ByteOrder.LITTLE_ENDIAN).getLong(offset + FenceRecord.TS));
+            return;
+        }
+        if (kind == FenceRecord.KIND_META) {
+            try {
+                MetaRecord m = MetaRecord.parse(data, offset, length);
+                if ((m.flags() & MetaRecord.F_BTF_INCLUDED) != 0) btfs.put(m.btfId(), m.btf());
+                Group stale = groups.put(m.progId(), new Group(m));
+                if (stale != null) releaseGroup(stale, false);
+            } catch (IllegalArgumentException e) {
+                metadataIncomplete.incrementAndGet();
+            }
+            return;
+        }
         FenceRecord.Parsed r = FenceRecord.parse(data, offset, length);
         Hook hook = switch (r.kind()) {
             case FenceRecord.KIND_LOAD -> Hook.LOAD;
@@ -194,10 +252,72 @@ public final class TextFence implements AutoCloseable {
             case FenceRecord.KIND_TRAMP_FREE -> Hook.TRAMPOLINE_FREE;
             default -> Hook.KERNEL_READ;
         };
-        if (r.len() == 0 && r.end() == r.start()) return; // not JITed (interpreter): no text to keep
+        if (hook == Hook.FREE && !dispatchers.isEmpty() && System.nanoTime() - lastFreeRecopy > FREE_RECOPY_NANOS) {
+            // a program freed may have been detached by a close (no bpf() command): its dispatcher changed then;
+            // at most once per 10 ms (a churn frees thousands)
+            lastFreeRecopy = System.nanoTime();
+            recopyDispatchers(r.monotonicNs());
+        }
+        Group g = hook == Hook.LOAD ? groups.get(r.progId()) : null;
+        if (r.len() == 0 && r.end() == r.start()) { // not JITed (interpreter): no text to keep
+            if (g != null && (r.flags() & FenceRecord.F_LAST) != 0) releaseGroup(groups.remove(r.progId()), false);
+            return;
+        }
         if (!r.complete()) incomplete.incrementAndGet();
-        deliver(new CapturedText(hook, r.start(), r.image(), r.progId(), r.tag(), r.name(), r.monotonicNs(),
-                r.funcIdx(), r.funcCnt(), r.pid(), r.tid(), r.complete()));
+        CapturedText t = new CapturedText(hook, r.start(), r.image(), r.progId(), r.tag(), r.name(), r.monotonicNs(),
+                r.funcIdx(), r.funcCnt(), r.pid(), r.tid(), r.complete());
+        if (g == null) {
+            deliver(t);
+            return;
+        }
+        g.images.add(t);
+        if ((r.flags() & FenceRecord.F_LAST) != 0) releaseGroup(groups.remove(r.progId()), true);
+    }
+
+    /**
+     * Delivers a program's images with the metadata its META record carried — all of it when every function's image
+     * came ({@code whole}), else the images alone (the metadata could not say which functions are where).
+     */
+    private void releaseGroup(Group g, boolean whole) {
+        ProgramMetadata m = null;
+        whole &= !g.images.isEmpty() && g.images.size() == g.meta.funcCnt()
+                && g.images.stream().allMatch(CapturedText::complete);
+        if (whole) {
+            byte[] btf = g.meta.btfId() == 0 ? new byte[0] : btfs.get(g.meta.btfId());
+            if (btf == null) btf = btfFromKernel(g.meta.btfId());
+            m = g.meta.toMetadata(g.images, btf, layout.metadata().map(KernelLayout.Metadata::arrayValue).orElse(0));
+            if (g.meta.complete() && (g.meta.btfId() == 0 || btf.length > 0)) metadataFenced.incrementAndGet();
+            else metadataIncomplete.incrementAndGet();
+        } else {
+            metadataIncomplete.incrementAndGet();
+        }
+        for (CapturedText t : g.images) {
+            deliver(m == null ? t : new CapturedText(t.hook(), t.address(), t.bytes(), t.progId(), t.tag(), t.name(),
+                    t.monotonicNs(), t.functionIndex(), t.functionCount(), t.pid(), t.tid(), t.complete(), m));
+        }
+    }
+
+    /** Programs whose images are waiting for their last one: released once no record can complete them. */
+    private void releaseStaleGroups(long olderThanNanos) {
+        long now = System.nanoTime();
+        for (var it = groups.values().iterator(); it.hasNext(); ) {
+            Group g = it.next();
+            if (now - g.since >= olderThanNanos) {
+                it.remove();
+                releaseGroup(g, false);
+            }
+        }
+    }
+
+    /** A BTF object sent with an earlier program that the cache no longer holds: asked of the kernel by id. */
+    private byte[] btfFromKernel(int id) {
+        try (BpfFd b = Bpf.get().btfGetFdById(id)) {
+            byte[] bytes = b == null ? new byte[0] : ProgramMetadata.btfBytes(b);
+            if (bytes.length > 0) btfs.put(id, bytes);
+            return bytes;
+        } catch (BpfException e) {
+            return new byte[0];
+        }
     }
 
     private void deliver(CapturedText t) {
@@ -384,11 +504,38 @@ public final class TextFence implements AutoCloseable {
      * kernel text and delivers it to the sink as a KERNEL_READ image.
      */
     public CapturedText copyKernelRange(String name, long address, int length) throws IOException {
+        return copyKernelRange(name, address, length, System.nanoTime());
+    }
+
+    private CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
+            throws IOException {
         byte[] bytes = kernelMemory().read(address, length);
-        CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, System.nanoTime(), 0, 1,
+        CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);
+        if (name.startsWith(DISPATCHER_PREFIX)) dispatchers.put(name, new long[] {address, length});
         deliver(t);
         return t;
+    }
+
+    private static final String DISPATCHER_PREFIX = "bpf_dispatcher_";
+    private static final long FREE_RECOPY_NANOS = 10_000_000L;
+    private long lastFreeRecopy;
+    /** BPF dispatchers copied so far (name -> {address, length}): rewritten in place when attachments change. */
+    private final Map<String, long[]> dispatchers = new ConcurrentHashMap<>();
+
+    /**
+     * Copies every known dispatcher again, as of {@code monotonicNs} (an attach or detach just ended, or a program
+     * was freed): a dispatcher is rewritten in place on every XDP attachment change, and a copy that differs from
+     * the last is its next version (the sink keeps versions by time).
+     */
+    private void recopyDispatchers(long monotonicNs) {
+        for (var e : dispatchers.entrySet()) {
+            try {
+                copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
+            } catch (IOException ex) {
+                incomplete.incrementAndGet();
+            }
+        }
     }
 
     /** The name of the core kernel text image (perf's name for the kernel map). */
@@ -423,7 +570,8 @@ public final class TextFence implements AutoCloseable {
         long[] s = readStats();
         return new FenceCounters(byHook, s[FencePrograms.STAT_RESERVE_FAILED], s[FencePrograms.STAT_SUBMITTED],
                 incomplete.get(), s[FencePrograms.STAT_FUNCS_TRUNCATED], userMissed.get(), metadataFetched.get(),
-                metadataMissing.get(), sinkErrors.get(), recursionMisses());
+                metadataMissing.get(), sinkErrors.get(), recursionMisses(), metadataFenced.get(),
+                metadataIncomplete.get());
     }
 
     private long recursionMisses() {

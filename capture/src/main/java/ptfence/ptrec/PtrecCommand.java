@@ -52,6 +52,12 @@ public final class PtrecCommand implements Callable<Integer> {
     @Option(names = "--no-fence", description = "run no text fence and archive nothing (sideband and PT only)")
     boolean noFence;
 
+    @Option(names = "--kernel-text", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "archive this boot's kernel text and kallsyms (default; the first recording of a boot copies "
+                    + "them, later ones reuse them); with --no-kernel-text a decode on another machine needs "
+                    + "--kallsyms and --vmlinux or --kcore")
+    boolean kernelText = true;
+
     @Option(names = {"-q", "--quiet"}, description = "print no summary")
     boolean quiet;
 
@@ -217,7 +223,7 @@ public final class PtrecCommand implements Callable<Integer> {
         if (archiveDir != null) inputs.addAll(List.of(archiveDir.resolve("data.mdb"), archiveDir.resolve("lock.mdb")));
         OutputFile.checkTarget(output, inputs);
         return new RecordingPlan(output, archiveDir, cpus, systemWide, pid == null ? -1 : pid, command, pmu, config, kernelFilter,
-                auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline(), perfClock);
+                auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline(), perfClock, kernelText);
     }
 
     /**

@@ -13,12 +13,13 @@ import ptfence.fence.Hook;
  * @param commandExit the traced command's exit status (128+N if signal N ended it), -1 without a command or when ptrec
  *                    ended it (a SIGINT or SIGTERM to ptrec)
  * @param clockNote   how the fence's CLOCK_MONOTONIC times were converted to perf's clock, or "" if they were not
+ * @param kernelTextNote whether this boot's kernel text and kallsyms were archived now or found archived, or ""
  * @param archiveNote what went wrong with the recording in the archive ("" if nothing)
  */
 public record RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
                             long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
                             String fenceNote, String recordingId, int commandExit, String clockNote,
-                            String archiveNote) {
+                            String kernelTextNote, String archiveNote) {
 
     /** The ring-side counts. */
     public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
@@ -49,6 +50,7 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
             out.printf("[ ptrec: archived %d regions (recording %s); %s ]%n", regionsArchived, recordingId,
                     fenceSummary);
             if (!fenceNote.isEmpty()) out.println("[ ptrec: " + fenceNote + " ]");
+            if (!kernelTextNote.isEmpty()) out.println("[ ptrec: " + kernelTextNote + " ]");
             if (counts.kernelReads() + counts.kernelReadFailures() > 0) {
                 out.printf("[ ptrec: out-of-line text copied on KSYMBOL: %d, failed: %d ]%n", counts.kernelReads(),
                         counts.kernelReadFailures());

@@ -25,6 +25,8 @@ import ptfence.sys.Bpf;
 import ptfence.sys.BpfException;
 import ptfence.sys.BpfFd;
 import ptfence.fence.ArchiveSink;
+import ptfence.fence.CapturedText;
+import ptfence.fence.TextSink;
 import ptfence.fence.FenceCounters;
 import ptfence.fence.Hook;
 import ptfence.fence.RegionTracker;
@@ -157,7 +159,8 @@ public final class Recorder implements AutoCloseable {
             if (!(plan.command().isEmpty() || e.pid() < 0)) continue; // enable_on_exec starts the command's events
             e.enable();
         }
-        if (fence != null) startPinner();
+        if (fence != null && !metadataFenced) startPinner();
+        if (fence != null && plan.kernelText()) startKernelText();
         // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
         synthesizeExistingTasks();
         // the rings filled while /proc was read (slowly, on a loaded machine): room for the command's first records
@@ -220,7 +223,25 @@ public final class Recorder implements AutoCloseable {
 
     private void startFence() throws IOException {
         if (!plan.fence() || tracker == null) return;
-        fence = TextFence.start(TextFence.Config.defaults(), tracker);
+        fence = TextFence.start(TextFence.Config.defaults(), new TextSink() {
+            public void accept(CapturedText t) throws IOException {
+                if (t.metadata() != null && t.functionIndex() == 0 && t.hook() == Hook.LOAD) fenced.add(t.metadata());
+                tracker.accept(t);
+            }
+
+            public void metadata(ProgramMetadata m) throws IOException {
+                tracker.metadata(m);
+            }
+
+            public void freeHookActive(boolean active) {
+                tracker.freeHookActive(active);
+            }
+
+            public void flush() throws IOException {
+                tracker.flush();
+            }
+        });
+        metadataFenced = fence.metadataInKernel();
         if (fence.mode() != TextFence.Mode.IN_KERNEL) fenceNote = "user-space fence: " + fence.fallbackReason();
         if (verbose) log.println("ptrec: fence " + fence.mode() + (fenceNote.isEmpty() ? "" : " (" + fenceNote + ")"));
     }
@@ -509,6 +530,7 @@ public final class Recorder implements AutoCloseable {
             if (r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
         }
         if (!pinnedIds.isEmpty()) describePinned();
+        takeFenced();
         for (Ring r : rings) {
             if (bulk && !r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
             if (bulk && r.kind().equals("pt") && !plan.snapshot()) {
@@ -660,6 +682,10 @@ public final class Recorder implements AutoCloseable {
         int eventType = Short.toUnsignedInt(rec.getShort(8));
         int id = rec.getInt(12);
         if (eventType != 1 || fence == null) return;
+        if (metadataFenced) {
+            if (!progInfos.containsKey(id)) undescribed.add(id);
+            return;
+        }
         try {
             if (pinnedByLoop.size() > 100_000) pinnedByLoop.clear(); // marks the pinner never came back for
             pinnedByLoop.add(id);
@@ -672,6 +698,64 @@ public final class Recorder implements AutoCloseable {
             stats.metadataErrors++;
             if (verbose) log.println("ptrec: pinning BPF program " + id + ": " + e.getMessage());
         }
+    }
+
+    private Thread kernelText;
+    private volatile String kernelTextNote = "";
+
+    /**
+     * This boot's kernel text and kallsyms into the archive (once per boot: later recordings link them), on a thread
+     * of its own: the first copy takes seconds, and the recording must not wait for it.
+     */
+    private void startKernelText() {
+        String bootId = tracker.bootId();
+        kernelText = new Thread(() -> {
+            try {
+                var kt = ptfence.fence.KernelText.archive(archive, bootId, recordingId, fence.kernelMemory());
+                if (regionLog != null) kt.regions().forEach(regionLog::named); // named in the perf.data too
+                kernelTextNote = kt.summary();
+            } catch (IOException | RuntimeException e) {
+                kernelTextNote = "kernel text not archived: " + e.getMessage();
+            }
+        }, "ptrec-kernel-text");
+        kernelText.setDaemon(true);
+        kernelText.start();
+    }
+
+    /** The LOAD hook delivers each program's metadata with its code: no pinning, no race (docs/fence.md). */
+    private boolean metadataFenced;
+    /** Metadata the fence delivered, for the BPF_PROG_INFO header (taken over by the loop thread). */
+    private final java.util.concurrent.ConcurrentLinkedQueue<ProgramMetadata> fenced =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** Programs a BPF_EVENT(PROG_LOAD) announced whose fenced metadata has not come (yet). */
+    private final java.util.Set<Integer> undescribed = new java.util.LinkedHashSet<>();
+
+    private void takeFenced() {
+        for (ProgramMetadata m; (m = fenced.poll()) != null; ) {
+            int id = m.info().id();
+            undescribed.remove(id);
+            progInfos.put(id, m.toPerfBpil());
+            m.toPerfBtf().ifPresent(b -> btfs.putIfAbsent(b.btfId(), b));
+        }
+    }
+
+    /**
+     * At the end: programs announced but never fenced with their metadata (loaded where the LOAD hook cannot see,
+     * or lost to a full ring) are asked of bpf() if they still exist; the rest count as metadata missing.
+     */
+    private void describeUnfenced() {
+        takeFenced();
+        for (int id : undescribed) {
+            try {
+                fence.onProgramLoaded(id).ifPresent(m -> {
+                    progInfos.put(id, m.toPerfBpil());
+                    m.toPerfBtf().ifPresent(b -> btfs.putIfAbsent(b.btfId(), b));
+                });
+            } catch (IOException | RuntimeException e) {
+                stats.metadataErrors++;
+            }
+        }
+        undescribed.clear();
     }
 
     private void describePinned() {
@@ -738,8 +822,16 @@ public final class Recorder implements AutoCloseable {
             }
         }
         FenceCounters fc = null;
+        if (kernelText != null) {
+            try {
+                kernelText.join(); // its copy belongs to the recording (the fence's kernel reader must stay open)
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         if (fence != null) {
             fence.awaitQuiet(Duration.ofMillis(300), Duration.ofSeconds(3));
+            if (metadataFenced) describeUnfenced();
             fence.close();
             fc = fence.finalCounters();
             fence = null;
@@ -769,7 +861,7 @@ public final class Recorder implements AutoCloseable {
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
                 progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
                 fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
-                child == null || commandStopped ? -1 : child.exitValue(), clockNote(), archiveNote);
+                child == null || commandStopped ? -1 : child.exitValue(), clockNote(), kernelTextNote, archiveNote);
     }
 
     /** Now, as the recording's end time (perf time, see Clocks). */

@@ -28,7 +28,7 @@ import ptfence.pmu.IntelPtPmu;
  */
 public record RecordingPlan(Path output, Path archive, int[] cpus, boolean systemWide, int pid, List<String> command, IntelPtPmu pt,
                             long ptConfig, String kernelFilter, int auxPages, boolean snapshot, boolean fence,
-                            Duration flushInterval, List<String> cmdline, boolean perfClock) {
+                            Duration flushInterval, List<String> cmdline, boolean perfClock, boolean kernelText) {
     public RecordingPlan {
         perfClock = perfClock || pt != null;
         command = List.copyOf(command);

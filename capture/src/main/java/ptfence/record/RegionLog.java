@@ -45,6 +45,11 @@ final class RegionLog implements RegionTracker.RegionWriter {
         archive.flush();
     }
 
+    /** A region the recording uses that the archive got by another way (the boot's kernel text). */
+    void named(Region region) {
+        remember(region);
+    }
+
     private synchronized void remember(Region r) {
         regions.put(r.id(), new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(),
                 r.name(), r.key(), RegionMetadata.None.INSTANCE));

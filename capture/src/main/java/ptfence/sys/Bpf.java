@@ -19,7 +19,8 @@ public final class Bpf {
     private static final long NR_BPF = 321;
     private static final int MAP_CREATE = 0, MAP_LOOKUP_ELEM = 1, MAP_UPDATE_ELEM = 2, PROG_LOAD = 5,
             PROG_TEST_RUN = 10, PROG_GET_NEXT_ID = 11, PROG_GET_FD_BY_ID = 13, OBJ_GET_INFO_BY_FD = 15,
-            RAW_TRACEPOINT_OPEN = 17, BTF_LOAD = 18, BTF_GET_FD_BY_ID = 19, LINK_CREATE = 28, ENABLE_STATS = 32;
+            RAW_TRACEPOINT_OPEN = 17, BTF_LOAD = 18, BTF_GET_FD_BY_ID = 19, LINK_CREATE = 28, LINK_UPDATE = 29,
+            ENABLE_STATS = 32;
     /** sizeof(union bpf_attr) in the newest uapi; the kernel accepts a larger zero-tailed attr. */
     private static final int ATTR_SIZE = 168;
     private static final int ENOENT = 2;
@@ -27,7 +28,7 @@ public final class Bpf {
     public static final int PROG_TYPE_SOCKET_FILTER = 1, PROG_TYPE_TRACEPOINT = 5, PROG_TYPE_XDP = 6,
             PROG_TYPE_RAW_TRACEPOINT = 17;
     public static final int ATTACH_XDP = 37, ATTACH_PERF_EVENT = 41;
-    public static final int MAP_TYPE_ARRAY = 2, MAP_TYPE_PROG_ARRAY = 3, MAP_TYPE_RINGBUF = 27;
+    public static final int MAP_TYPE_ARRAY = 2, MAP_TYPE_PROG_ARRAY = 3, MAP_TYPE_LRU_HASH = 9, MAP_TYPE_RINGBUF = 27;
 
     public interface LibC {
         @SaveError long syscall(long number, long cmd, Pointer attr, long size);
@@ -198,6 +199,14 @@ public final class Bpf {
         long fd = sys(RAW_TRACEPOINT_OPEN, attr, name);
         if (fd < 0) throw fail("bpf(BPF_RAW_TRACEPOINT_OPEN, " + tracepoint + ", " + prog + ")");
         return new BpfFd((int) fd, "raw_tp link " + tracepoint);
+    }
+
+    /** BPF_LINK_UPDATE: the link runs {@code newProg} from now on (an XDP link: the dispatcher is rewritten). */
+    public void linkUpdate(BpfFd link, BpfFd newProg) throws BpfException {
+        Pointer attr = attr();
+        attr.putInt(0, link.fd());
+        attr.putInt(4, newProg.fd());
+        if (sys(LINK_UPDATE, attr) < 0) throw fail("bpf(BPF_LINK_UPDATE, " + link + ", " + newProg + ")");
     }
 
     /** BPF_LINK_CREATE: attaches {@code prog} to a target fd or ifindex; closing the link detaches. */

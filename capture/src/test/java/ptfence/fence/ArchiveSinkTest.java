@@ -104,4 +104,56 @@ class ArchiveSinkTest {
             }
         }
     }
+
+    /**
+     * Issue 21: bcc loads programs without BTF and writes their C source to /var/tmp/bcc/bpf_prog_TAG/ just after
+     * the load returns. A program without line info gets those files in its archived metadata, even when they appear
+     * after its region was committed (looked up again at its FREE); a program with line info gets none.
+     */
+    @Test
+    void aProgramWithoutLineInfoKeepsTheSourceBccStoredForItsTag() throws Exception {
+        assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
+        String boot = RegionTracker.currentBootId();
+        Path bcc = dir.resolve("bcc");
+        byte[] source = "int kprobe__bcc_src(void *ctx) { return 42; }\n".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        ProgInfo plain, lined;
+        try (Archive archive = Archive.open(dir.resolve("archive"))) {
+            archive.write(b -> {
+                Recordings.register(b, Recording.started("rec3", "", boot, 0));
+                return null;
+            });
+            try (ArchiveSink sink = new ArchiveSink(archive, "rec3", Duration.ofMillis(1), 1 << 20);
+                 TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false),
+                         new RegionTracker(boot, sink, java.util.function.LongUnaryOperator.identity(),
+                                 new ptfence.bpf.BccProgramStore(bcc)))) {
+                var code = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 42);
+                var lines = TestPrograms.lines(code.exit(), "bcc_lined");
+                try (BpfFd fd = Bpf.get().progLoad(TestPrograms.constant("bcc_src", 4242));
+                     BpfFd btf = Bpf.get().btfLoad(lines.btf());
+                     BpfFd withLines = TestPrograms.loadWithLines("bcc_lined", code, btf, lines.info())) {
+                    plain = ProgInfo.fetch(fd);
+                    lined = ProgInfo.fetch(withLines);
+                    fence.awaitQuiet(Duration.ofMillis(300), Duration.ofSeconds(60)); // LOAD regions committed
+                    for (ProgInfo i : List.of(plain, lined)) { // as bcc does, after the load
+                        Path d = bcc.resolve(ptfence.bpf.BccProgramStore.directoryName(i.tagHex()));
+                        java.nio.file.Files.createDirectories(d);
+                        java.nio.file.Files.write(d.resolve(i.name() + ".c"), source);
+                    }
+                }
+                fence.awaitQuiet(Duration.ofSeconds(2), Duration.ofSeconds(60));
+                assertEquals(0, sink.metadataTooLate());
+            }
+            List<Region> regions = archive.read(s -> Recordings.regions(s, "rec3"));
+            Region p = regions.stream().filter(r -> r.address() == plain.jitedKsyms()[0]
+                    && r.name().endsWith("_bcc_src")).findFirst().orElseThrow();
+            var meta = (ptfence.region.BpfMetadata) p.metadata();
+            assertEquals(List.of(new ptfence.region.BpfMetadata.SourceFile("bcc_src.c", source)), meta.sources());
+            assertFalse(p.isOpen());
+            Region l = regions.stream().filter(r -> r.address() == lined.jitedKsyms()[0]
+                    && r.name().endsWith("_bcc_lined")).findFirst().orElseThrow();
+            var lmeta = (ptfence.region.BpfMetadata) l.metadata();
+            assertTrue(lmeta.lineInfo().length > 0);
+            assertEquals(List.of(), lmeta.sources(), "line info is the source: bcc's files are not needed");
+        }
+    }
 }

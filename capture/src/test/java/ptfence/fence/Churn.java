@@ -20,10 +20,32 @@ public final class Churn {
         return System.nanoTime() - t0;
     }
 
+    /**
+     * N programs as a compiler with -g would give them: each with its own BTF object, a func_info record per
+     * function and a line record per instruction (maps, a subprogram and a tail call besides,
+     * {@link TestPrograms#withMetadata}), each closed right after the load.
+     */
+    public static long runWithLines(int n, String prefix, int salt) throws Exception {
+        Bpf bpf = Bpf.get();
+        try (TestPrograms.Maps maps = TestPrograms.Maps.create("churnl")) {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++) {
+                ptfence.bpf.BpfAssembler code = TestPrograms.withMetadata(maps, salt + i);
+                TestPrograms.Lines lines = TestPrograms.lines(code, prefix + i);
+                try (var btf = bpf.btfLoad(lines.btf())) {
+                    TestPrograms.loadWithLines(prefix + i, code, btf, lines.info()).close();
+                }
+            }
+            return System.nanoTime() - t0;
+        }
+    }
+
+    /** Usage: {@code Churn N PREFIX [SALT] [lines]}. */
     public static void main(String[] args) throws Exception {
         int n = Integer.parseInt(args[0]);
         String prefix = args.length > 1 ? args[1] : "churn";
         int salt = args.length > 2 ? Integer.parseInt(args[2]) : 0;
-        System.out.println(run(n, prefix, salt));
+        boolean lines = args.length > 3 && args[3].equals("lines");
+        System.out.println(lines ? runWithLines(n, prefix, salt) : run(n, prefix, salt));
     }
 }

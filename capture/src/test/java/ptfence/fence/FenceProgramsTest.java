@@ -26,8 +26,10 @@ class FenceProgramsTest {
     void verifierAcceptsAllFencePrograms() throws Exception {
         Bpf bpf = Bpf.get();
         try (BpfFd rb = bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, 1 << 20, 0, "t_rb");
-             BpfFd stats = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "t_stats")) {
-            FencePrograms p = new FencePrograms(layout, rb.fd(), stats.fd(), 1 << 20);
+             BpfFd stats = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "t_stats");
+             BpfFd seen = bpf.mapCreate(Bpf.MAP_TYPE_LRU_HASH, 4, 4, 64, 0, "t_btf_seen")) {
+            assertTrue(layout.metadata().isPresent(), "this kernel's BTF has every field the metadata record reads");
+            FencePrograms p = new FencePrograms(layout, rb.fd(), stats.fd(), 1 << 20, seen.fd());
             byte[][] programs = {p.load(), p.free(kallsyms.require("bpf_prog_free_deferred")), p.peek(),
                     p.trampolineFree(kallsyms.require("__bpf_tramp_image_put_deferred"))};
             String[] names = {"t_load", "t_free", "t_peek", "t_tramp"};

@@ -347,6 +347,45 @@ class TextFenceTest {
         return -1;
     }
 
+    /**
+     * Issue 21: the XDP dispatcher is rewritten in place on every attachment change; the LOAD hook sees the bpf()
+     * command end and the fence copies the dispatcher again at that time, so each version is kept: here the link is
+     * updated from one program to another, and the copies dispatch to the first, then to the second.
+     */
+    @Test
+    void theXdpDispatcherIsCopiedAgainWhenItsAttachmentChanges() throws Exception {
+        Bpf bpf = Bpf.get();
+        CollectingSink sink = new CollectingSink();
+        byte[] pass = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 2).exit().assemble();
+        byte[] drop = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 1).exit().assemble();
+        try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink);
+             BpfFd a = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_XDP, pass, "GPL", "xdp_va", Bpf.ATTACH_XDP, 0));
+             BpfFd b = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_XDP, drop, "GPL", "xdp_vb", Bpf.ATTACH_XDP, 0));
+             BpfFd link = bpf.linkCreate(a, 1 /* lo */, Bpf.ATTACH_XDP)) {
+            // as ptrec does on the dispatcher's KSYMBOL: the first copy
+            long addr = Kallsyms.read().require("bpf_dispatcher_xdp");
+            fence.copyKernelRange("bpf_dispatcher_xdp", addr, 4096);
+            long before = System.nanoTime();
+            bpf.linkUpdate(link, b);
+            fence.awaitQuiet(Duration.ofMillis(500), MAX_WAIT);
+            List<CapturedText> copies = sink.all.stream().filter(t -> t.name().equals("bpf_dispatcher_xdp")).toList();
+            long aAddr = ProgInfo.fetch(a).jitedKsyms()[0], bAddr = ProgInfo.fetch(b).jitedKsyms()[0];
+            assertTrue(indexOf(copies.get(0).bytes(), DispatcherCode.compareWith(aAddr)) >= 0, "the first copy dispatches to a");
+            CapturedText after = copies.stream().filter(t -> t.monotonicNs() >= before).findFirst()
+                    .orElseThrow(() -> new AssertionError("no copy after the update: " + copies));
+            // the image is two halves: the update writes the idle one and then switches the static call to it
+            // (a TEXT_POKE), so the half that was live keeps dispatching to a until the next update
+            int toB = indexOf(after.bytes(), DispatcherCode.compareWith(bAddr));
+            assertTrue(toB >= 0, "the copy after the update dispatches to b");
+            int half = after.bytes().length / 2, from = toB < half ? 0 : half;
+            byte[] live = java.util.Arrays.copyOfRange(after.bytes(), from, from + half);
+            assertTrue(indexOf(live, DispatcherCode.compareWith(aAddr)) < 0, "and its new half no more to a");
+            assertTrue(after.monotonicNs() < System.nanoTime() && after.monotonicNs() - before < 1_000_000_000L,
+                    "stamped with the update's time");
+        }
+    }
+
+
     @Test
     void aFullRingIsCountedNeverSilent() throws Exception {
         int n = 400;

@@ -28,7 +28,8 @@ public final class ArchiveWriteHolder {
     /** Starts a holder and returns once it holds the write transaction. */
     static Process start(Path archive, long millis) throws Exception {
         java.util.List<String> cmd = PtrecLiveTest.ptrecJava();
-        cmd.set(cmd.size() - 1, ArchiveWriteHolder.class.getName());
+        cmd.remove("--no-kernel-text"); // ptrec's option, not this class's
+        cmd.set(cmd.indexOf(PtrecCommand.class.getName()), ArchiveWriteHolder.class.getName());
         cmd.addAll(java.util.List.of(archive.toString(), Long.toString(millis)));
         Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
         String line = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream())).readLine();

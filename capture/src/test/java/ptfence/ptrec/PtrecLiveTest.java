@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import ptfence.bpf.ProgInfo;
 import ptfence.bpf.TestPrograms;
+import ptfence.fence.DispatcherCode;
 import ptfence.perfdata.EventAttr;
 import ptfence.perfdata.PerfDataFile;
 import ptfence.perfdata.PerfRecord;
@@ -128,6 +129,77 @@ class PtrecLiveTest {
             }
             assertTrue(a.read(Recordings::leases).stream().noneMatch(le -> le.liveAt(System.currentTimeMillis())),
                     "lease left open");
+        }
+    }
+
+    /**
+     * Issue 21: the XDP dispatcher is rewritten in place when an attachment changes. ptrec copies it at start (it
+     * exists already) and again when the LOAD hook sees the link update, so the archive holds both versions, one
+     * after the other in time: the first dispatches to the program attached before, the second to its successor.
+     */
+    @Test
+    void everyVersionOfTheXdpDispatcherIsArchived() throws Exception {
+        Path archive = dir.resolve("archive");
+        byte[] pass = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 2).exit().assemble();
+        byte[] drop = new ptfence.bpf.BpfAssembler().mov(ptfence.bpf.BpfAssembler.Reg.R0, 1).exit().assemble();
+        Bpf bpf = Bpf.get();
+        long aAddr, bAddr;
+        String err;
+        try (BpfFd a = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_XDP, pass, "GPL", "ptrec_xa", Bpf.ATTACH_XDP, 0));
+             BpfFd b = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_XDP, drop, "GPL", "ptrec_xb", Bpf.ATTACH_XDP, 0));
+             BpfFd link = bpf.linkCreate(a, 1 /* lo */, Bpf.ATTACH_XDP)) {
+            aAddr = ProgInfo.fetch(a).jitedKsyms()[0];
+            bAddr = ProgInfo.fetch(b).jitedKsyms()[0];
+            Running ptrec = startPtrec("--sideband-only", "-a", "-v", "-o", dir.resolve("xdp.data").toString(),
+                    "--archive", archive.toString());
+            Thread.sleep(300);
+            bpf.linkUpdate(link, b);
+            Thread.sleep(500);
+            signal(ptrec.process(), "INT");
+            err = ptrec.waitForLog();
+            assertEquals(0, ptrec.process().exitValue(), err);
+        }
+        try (Archive ar = Archive.open(archive)) {
+            String rec = ar.read(Recordings::all).get(0).id();
+            List<Region> versions = new ArrayList<>(ar.read(s -> Recordings.regions(s, rec)).stream()
+                    .filter(r -> r.name().equals("bpf_dispatcher_xdp")).toList());
+            versions.sort(java.util.Comparator.comparingLong(Region::validFrom));
+            assertTrue(versions.size() >= 2, "dispatcher versions: " + versions + "\n" + err);
+            for (Region r : versions) assertEquals(ptfence.region.RegionKind.BPF_DISPATCHER, r.kind());
+            byte[] first = ar.get(versions.get(0).key()).orElseThrow();
+            byte[] last = ar.get(versions.get(versions.size() - 1).key()).orElseThrow();
+            assertTrue(DispatcherCode.dispatchesTo(first, aAddr), "first version: to a");
+            assertTrue(DispatcherCode.dispatchesTo(last, bAddr), "last version: to b");
+            for (int i = 1; i < versions.size(); i++) {
+                assertEquals(versions.get(i - 1).validTo(), versions.get(i).validFrom(), "one version after another");
+            }
+        }
+    }
+
+    /**
+     * Issue 21: the boot's kernel text and kallsyms go into the archive with the first recording of the boot; the
+     * next recording links them and copies nothing. The summary says which.
+     */
+    @Test
+    void kernelTextIsArchivedOncePerBoot() throws Exception {
+        Path archive = dir.resolve("archive");
+        String[] logs = new String[2];
+        for (int i = 0; i < 2; i++) {
+            Running ptrec = startPtrecWithKernelText("--sideband-only", "-o", dir.resolve("kt" + i + ".data")
+                    .toString(), "--archive", archive.toString(), "--", "true");
+            logs[i] = ptrec.waitForLog(300); // the first copies 19 MB through the BPF read program: seconds, loaded
+            assertEquals(0, ptrec.process().exitValue(), logs[i]);
+        }
+        assertTrue(logs[0].contains("bytes and kallsyms archived for this boot"), logs[0]);
+        assertTrue(logs[1].contains("kernel text: this boot's, archived before"), logs[1]);
+        try (ptfence.store.Archive a = ptfence.store.Archive.open(archive)) {
+            List<ptfence.region.Region> text = a.read(s -> ptfence.region.RegionIndex.all(s,
+                    r -> r.kind() == ptfence.region.RegionKind.KERNEL_TEXT));
+            assertEquals(1, text.size());
+            for (var rec : a.read(ptfence.recording.Recordings::all)) {
+                assertTrue(a.read(s -> ptfence.recording.Recordings.regionIds(s, rec.id())).contains(text.get(0).id()),
+                        "recording " + rec.id() + " links the kernel text");
+            }
         }
     }
 
@@ -587,7 +659,11 @@ class PtrecLiveTest {
     /** A running ptrec and everything it has printed on stderr so far. */
     record Running(Process process, StringBuffer log) {
         String waitForLog() throws InterruptedException {
-            process.waitFor(60, TimeUnit.SECONDS);
+            return waitForLog(60);
+        }
+
+        String waitForLog(int seconds) throws InterruptedException {
+            process.waitFor(seconds, TimeUnit.SECONDS);
             Thread.sleep(100); // the drainer's last read
             return log.toString();
         }
@@ -599,7 +675,18 @@ class PtrecLiveTest {
 
     /** As {@link #startPtrec(String...)}, with more environment variables. */
     public static Running startPtrec(java.util.Map<String, String> env, String... args) throws Exception {
+        return start(ptrecJava(), env, args);
+    }
+
+    /** {@link #startPtrec} without --no-kernel-text: the boot's kernel text goes into the archive. */
+    Running startPtrecWithKernelText(String... args) throws Exception {
         List<String> cmd = ptrecJava();
+        cmd.remove("--no-kernel-text");
+        return start(cmd, java.util.Map.of(), args);
+    }
+
+    private static Running start(List<String> cmd, java.util.Map<String, String> env, String... args)
+            throws Exception {
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD);
         pb.environment().putAll(env);
@@ -621,7 +708,9 @@ class PtrecLiveTest {
         cmd.addAll(List.of(jvmOptions));
         cmd.addAll(List.of("--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens",
                 "java.base/sun.nio.ch=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                "ptfence.ptrec.PtrecCommand"));
+                "ptfence.ptrec.PtrecCommand",
+                // each test's archive is new: the boot's kernel text (19 MB) only where a test asks for it
+                "--no-kernel-text"));
         return cmd;
     }
 

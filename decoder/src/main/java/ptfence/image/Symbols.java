@@ -111,8 +111,20 @@ public final class Symbols {
      */
     public Symbols addKallsyms(java.nio.file.Path file) {
         String text = new String(ptfence.cli.Inputs.read(file, "kallsyms"), java.nio.charset.StandardCharsets.ISO_8859_1);
+        return addKallsyms(file.toString(), text.lines());
+    }
+
+    /**
+     * Text symbols of kallsyms lines (an archived copy); {@code where} names their source in an error: lines none of
+     * which reads "ADDRESS TYPE NAME" are not kallsyms.
+     */
+    public Symbols addKallsyms(String where, java.util.stream.Stream<String> text) {
         long lines = 0;
-        for (String l : (Iterable<String>) text.lines()::iterator) {
+        long written = 0; // lines with anything on them: an empty file is no symbols, not a wrong file
+        for (String l : (Iterable<String>) text::iterator) {
+            if (!l.isBlank()) {
+                written++;
+            }
             String[] f = l.trim().split("\\s+");
             if (f.length < 3 || f[1].length() != 1 || f[0].isEmpty() || f[0].length() > 16
                     || !f[0].chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
@@ -126,8 +138,8 @@ public final class Symbols {
                 }
             }
         }
-        if (lines == 0 && !text.isBlank()) {
-            throw new ptfence.cli.BadInputException(file + ": not a kallsyms file (no 'ADDRESS TYPE NAME' line, as "
+        if (lines == 0 && written > 0) {
+            throw new ptfence.cli.BadInputException(where + ": not a kallsyms file (no 'ADDRESS TYPE NAME' line, as "
                     + "/proc/kallsyms has)");
         }
         sorted = null;

@@ -47,15 +47,84 @@ public final class TimedSections implements CodeSpace {
         dirty = false;
     }
 
+    /**
+     * The piece holding {@code addr} at {@code time}, answered only where and while its section is the one that
+     * holds the code: cut before any other section that would win over it — a newer version of the same code
+     * (TEXT_POKE) from the time it begins, a program loaded later over part of it — so a decoder that keeps the piece
+     * asks again exactly when the code changes.
+     */
     @Override
-    public Image.Piece find(long addr, long time) {
-        Section s = section(addr, time);
-        return s == null ? null : Image.Piece.of(s, s.address(), s.end(), time == ANY_TIME ? Long.MIN_VALUE
-                : s.validFrom(), time == ANY_TIME ? Long.MAX_VALUE : s.validTo());
+    public synchronized Image.Piece find(long addr, long time) {
+        int w = winner(addr, time);
+        if (w < 0) {
+            return null;
+        }
+        Section s = sorted[w];
+        if (time == ANY_TIME) {
+            return Image.Piece.of(s, s.address(), s.end(), Long.MIN_VALUE, Long.MAX_VALUE);
+        }
+        long from = s.validFrom();
+        long to = s.validTo();
+        long lo = s.address();
+        long hi = s.end();
+        for (int i = lastStartingBefore(hi); i >= 0 && maxEnd[i] > (lo ^ Long.MIN_VALUE); i--) {
+            Section c = sorted[i];
+            if (i == w || !overlaps(c, lo, hi) || !beats(i, w) || c.validTo() <= from || c.validFrom() >= to) {
+                continue;
+            }
+            if (Long.compareUnsigned(addr - c.address(), c.size()) < 0) {
+                // it holds addr but lost at this time: it is over before, or begins after
+                if (c.validTo() <= time) {
+                    from = Math.max(from, c.validTo());
+                } else {
+                    to = Math.min(to, c.validFrom());
+                }
+            } else if (Long.compareUnsigned(c.end(), addr) <= 0) {
+                lo = c.end();
+            } else {
+                hi = c.address();
+            }
+        }
+        return Image.Piece.of(s, lo, hi, from, to);
     }
 
     /** The section holding {@code addr} at {@code time}, or null. */
     public synchronized Section section(long addr, long time) {
+        int w = winner(addr, time);
+        return w < 0 ? null : sorted[w];
+    }
+
+    /** Whether section i wins over section w where both hold the code: it became valid later, or was added later. */
+    private boolean beats(int i, int w) {
+        long a = sorted[i].validFrom();
+        long b = sorted[w].validFrom();
+        return a > b || a == b && i > w;
+    }
+
+    private static boolean overlaps(Section c, long lo, long hi) {
+        return Long.compareUnsigned(c.address(), hi) < 0 && Long.compareUnsigned(lo, c.end()) < 0;
+    }
+
+    /** Index of the last section (by start address) starting before {@code end}, or -1. */
+    private int lastStartingBefore(long end) {
+        long key = end ^ Long.MIN_VALUE;
+        int lo = 0;
+        int hi = sorted.length - 1;
+        int last = -1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if ((sorted[mid].address() ^ Long.MIN_VALUE) < key) {
+                last = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return last;
+    }
+
+    /** Index of the section holding {@code addr} at {@code time}: the one that became valid last; -1 if none. */
+    private int winner(long addr, long time) {
         if (dirty) {
             index();
         }
@@ -72,14 +141,14 @@ public final class TimedSections implements CodeSpace {
                 hi = mid - 1;
             }
         }
-        Section best = null;
+        int best = -1;
         for (int i = last; i >= 0 && maxEnd[i] > key; i--) {
             Section s = sorted[i];
             if (!s.covers(addr, time == ANY_TIME ? s.validFrom() : time)) {
                 continue;
             }
-            if (best == null || s.validFrom() > best.validFrom()) {
-                best = s;
+            if (best < 0 || s.validFrom() > sorted[best].validFrom()) {
+                best = i;
             }
         }
         return best;

@@ -57,7 +57,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
     boolean summary;
 
     @Option(names = "--source", description = "With --func: the flow as BPF source lines, where the archive has "
-            + "line info.")
+            + "line info; for a program without (bcc's), the source bcc stored for it, then the flow.")
     boolean source;
 
     @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto|folded",
@@ -376,13 +376,20 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
                 return done(rd, out);
             }
-            if (source) {
-                // The lines of every program a tail call may go on in; shown are the target's and those run.
-                ptfence.func.SourceLines lines = rd.sourceLines(target, rd.tailCallCandidates(target));
-                if (lines.lines().stream().noneMatch(l -> inside(target.functions(), l.address()))) {
+            ptfence.func.SourceLines lines = source ? rd.sourceLines(target, rd.tailCallCandidates(target)) : null;
+            if (source && lines.lines().stream().noneMatch(l -> inside(target.functions(), l.address()))) {
+                // No line info (bcc loads without BTF): the source bcc stored, if the archive kept it, then the flow
+                List<ptfence.region.BpfMetadata.SourceFile> files = new java.util.ArrayList<>();
+                target.programs().stream().filter(x -> x.metadata() != null)
+                        .forEach(x -> x.metadata().sources().stream().filter(f -> !files.contains(f)).forEach(files::add));
+                if (files.isEmpty()) {
                     throw new BadInputException("--source: no line info for " + func + " in the archive or "
-                            + recording + " (BPF programs loaded with BTF have it; ptrec archives it)");
+                            + recording + " (BPF programs loaded with BTF have it; ptrec archives it, and bcc's "
+                            + "stored source for programs without it)");
                 }
+                printBccSources(out, files, jsonl);
+            } else if (source) {
+                // The lines of every program a tail call may go on in; shown are the target's and those run.
                 ptfence.func.SourceLines.Profiler profiler = lines.profiler();
                 rd.invocations(target, inv -> {
                     profiler.add(inv);
@@ -418,6 +425,25 @@ public final class PtdecodeCommand implements Callable<Integer> {
             });
             p.summary(counts);
             return done(rd, out);
+        }
+    }
+
+    /**
+     * The source files bcc stored for a program without line info, ahead of its flow: they cannot be mapped to
+     * addresses, so they are shown whole, once. Text: "# source NAME (bcc's store, no line info)" then the file's
+     * lines; jsonl: one {"type":"source-file",...} object per file.
+     */
+    private static void printBccSources(PrintWriter out, List<ptfence.region.BpfMetadata.SourceFile> files,
+            boolean jsonl) {
+        for (ptfence.region.BpfMetadata.SourceFile f : files) {
+            String text = new String(f.content(), java.nio.charset.StandardCharsets.UTF_8);
+            if (jsonl) {
+                out.append("{\"type\":\"source-file\",\"file\":").append(ptfence.cli.Json.quote(f.name()))
+                        .append(",\"origin\":\"bcc\",\"text\":").append(ptfence.cli.Json.quote(text)).append("}\n");
+                continue;
+            }
+            out.append("# source ").append(f.name()).append(" (bcc's store, no line info)\n");
+            text.lines().forEach(l -> out.append("#   ").append(l).append('\n'));
         }
     }
 

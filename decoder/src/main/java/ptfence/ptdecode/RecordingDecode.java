@@ -344,6 +344,9 @@ final class RecordingDecode {
         }
     }
 
+    /** The archive held the recording boot's kallsyms (with its core kernel text): /proc/kallsyms is not needed. */
+    private boolean archivedKallsyms;
+
     /** The recording's own list of the text regions it used (ptrec writes one), if any and readable. */
     private Optional<Feature.TextRegions> textRegions(PerfDataFile f) {
         try {
@@ -436,7 +439,14 @@ final class RecordingDecode {
                     long from = sideband.firstTime() == Long.MAX_VALUE ? Long.MIN_VALUE : sideband.firstTime();
                     List<Region> regions = RegionIndex.all(s, r -> r.bootId().equals(boot)
                             && (r.validTo() == Region.OPEN || r.validTo() >= from));
-                    code.addArchiveRegions(regions, r -> s.image(r.key()).orElse(null));
+                    List<Region> full = withContent(s, regions);
+                    code.addArchiveRegions(full, r -> s.image(r.key()).orElse(null));
+                    for (Region r : full) {
+                        if (r.metadata() instanceof ptfence.region.KernelMetadata k && k.kallsyms().length > 0) {
+                            code.addKallsyms(r.name() + " kallsyms (archive)", k.kallsyms());
+                            archivedKallsyms = true;
+                        }
+                    }
                 }
                 addUnkept(named, fetched, s);
                 return null;
@@ -456,6 +466,30 @@ final class RecordingDecode {
             byte[] b = fetched.images().get(r.key());
             return b != null || s == null ? b : s.image(r.key()).orElse(null);
         });
+    }
+
+    /**
+     * The regions with the content their metadata refers to put back: programs' BTF, the kernel's kallsyms (each
+     * object read once, however many regions share it).
+     */
+    private static List<Region> withContent(ptfence.store.Snapshot s, List<Region> regions) {
+        Map<ptfence.store.ContentKey, ptfence.region.RegionMetadata> resolved = new java.util.HashMap<>();
+        List<Region> out = new ArrayList<>(regions.size());
+        for (Region region : regions) {
+            Region r = region;
+            List<ptfence.store.ContentKey> keys = r.contentKeys();
+            if (keys.size() > 1) {
+                ptfence.region.RegionMetadata full = resolved.computeIfAbsent(keys.get(1),
+                        k -> RegionIndex.withContent(s, region).metadata());
+                if (full instanceof ptfence.region.BpfMetadata withBtf && r.metadata() instanceof ptfence.region.BpfMetadata m) {
+                    full = m.withBtf(withBtf.btf()); // same BTF, this program's other fields
+                }
+                r = new Region(r.bootId(), r.address(), r.length(), r.validFrom(), r.validTo(), r.kind(), r.name(),
+                        r.key(), full);
+            }
+            out.add(r);
+        }
+        return out;
     }
 
     /**
@@ -529,7 +563,7 @@ final class RecordingDecode {
         }
         if (req.kallsyms() != null) {
             code.addKallsyms(req.kallsyms());
-        } else if (recordingBoot != null && recordingBoot.equals(currentBoot())
+        } else if (!archivedKallsyms && recordingBoot != null && recordingBoot.equals(currentBoot())
                 && Files.isReadable(Path.of("/proc/kallsyms"))) {
             // recorded on this boot: the running kernel's symbols are the recording's (helpers, kfuncs by name)
             code.addKallsyms(Path.of("/proc/kallsyms"));

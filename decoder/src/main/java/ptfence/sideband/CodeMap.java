@@ -139,10 +139,18 @@ public final class CodeMap {
     }
 
     /**
-     * perf's BPF_PROG_INFO: each program's JITed code and function addresses; valid while its KSYMBOLs were
-     * registered (from the start of the recording for programs loaded before it).
+     * perf's BPF_PROG_INFO: each program's JITed code and function addresses, valid while that program instance's
+     * KSYMBOLs were registered — the instance its BPF_EVENT(PROG_LOAD) names by id, so a program reloaded at one
+     * address (a new version of the code, a new id) is bound to its own KSYMBOL register and unregister, not to the
+     * last one at the address. From the start of the recording for programs loaded before it.
      */
     public void addBpfProgInfo(List<Feature.BpfProgInfo> infos) {
+        Map<Long, List<Sideband.KernelSymbol>> byAddress = new HashMap<>();
+        for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+            if (k.bpf()) {
+                byAddress.computeIfAbsent(k.address(), a -> new ArrayList<>()).add(k);
+            }
+        }
         for (Feature.BpfProgInfo info : infos) {
             long[] ksyms = info.jitedKsyms();
             int[] lens = info.jitedFuncLens();
@@ -150,6 +158,7 @@ public final class CodeMap {
             byte[] all = new byte[code.remaining()];
             code.duplicate().get(all);
             String tag = java.util.HexFormat.of().formatHex(info.tag());
+            long[] life = lifeOf(info.progId());
             List<Function> fns = new ArrayList<>();
             int off = 0;
             for (int i = 0; i < ksyms.length && i < lens.length; i++) {
@@ -158,29 +167,10 @@ public final class CodeMap {
                 }
                 byte[] fn = Arrays.copyOfRange(all, off, off + lens[i]);
                 off += lens[i];
-                long from = Long.MIN_VALUE;
-                long to = Long.MAX_VALUE;
-                String name = "bpf_prog_" + tag + "_" + info.name();
-                // the program's own KSYMBOL: the one registered at this address when its BPF_EVENT said it loaded
-                // (another program may have been loaded at the same address before or after it)
-                long loaded = Long.MAX_VALUE;
-                for (Sideband.BpfProgram b : sideband.bpfPrograms()) {
-                    if (b.id() == info.progId() && b.load()) {
-                        loaded = b.time();
-                        break;
-                    }
-                }
-                Sideband.KernelSymbol own = null;
-                for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
-                    if (k.address() == ksyms[i] && k.bpf() && (own == null || k.from() <= loaded)) {
-                        own = k;
-                    }
-                }
-                if (own != null) {
-                    from = own.from();
-                    to = own.to();
-                    name = own.name();
-                }
+                Sideband.KernelSymbol k = symbolOf(byAddress.get(ksyms[i]), life, i == 0 ? "bpf_prog_" + tag : null);
+                long from = k != null ? k.from() : life[0];
+                long to = k != null ? k.to() : life[1];
+                String name = k != null ? k.name() : "bpf_prog_" + tag + "_" + info.name();
                 if (kernel.section(ksyms[i], clock.toDecoder(from == Long.MIN_VALUE ? sideband.firstTime() : from))
                         != null) {
                     continue; // the archive has it: its bytes are the ones that ran
@@ -192,6 +182,55 @@ public final class CodeMap {
                 programs.add(new Program(fns.get(0).name(), tag, info.name(), info.progId(), true, List.copyOf(fns)));
             }
         }
+    }
+
+    /**
+     * When program {@code id} was loaded and unloaded by its BPF_EVENT records: {load, unload}, MIN where it was
+     * loaded before the recording (or the records are missing), MAX where it outlived it.
+     */
+    private long[] lifeOf(int id) {
+        long load = Long.MIN_VALUE;
+        long unload = Long.MAX_VALUE;
+        for (Sideband.BpfProgram b : sideband.bpfPrograms()) {
+            if (b.id() != id) {
+                continue;
+            }
+            if (b.load()) {
+                load = b.time();
+            } else if (b.time() >= load && unload == Long.MAX_VALUE) {
+                unload = b.time();
+            }
+        }
+        return new long[] {load, unload};
+    }
+
+    /**
+     * The KSYMBOL registration of one function of a program instance: the one at its address live when the program
+     * was loaded (its KSYMBOLs precede its BPF_EVENT), else one named with the program's tag, else the only one.
+     */
+    private static Sideband.KernelSymbol symbolOf(List<Sideband.KernelSymbol> atAddress, long[] life,
+            String namePrefix) {
+        if (atAddress == null) {
+            return null;
+        }
+        if (life[0] != Long.MIN_VALUE) {
+            for (Sideband.KernelSymbol k : atAddress) {
+                if (k.from() <= life[0] && life[0] < k.to()) {
+                    return k;
+                }
+            }
+        }
+        Sideband.KernelSymbol named = null;
+        for (Sideband.KernelSymbol k : atAddress) {
+            if (namePrefix != null && k.name().startsWith(namePrefix) && (life[0] == Long.MIN_VALUE
+                    ? named == null : k.from() >= life[0] && (named == null || k.from() < named.from()))) {
+                named = k;
+            }
+        }
+        if (named != null || life[0] != Long.MIN_VALUE) {
+            return named;
+        }
+        return atAddress.size() == 1 ? atAddress.get(0) : null;
     }
 
     /**
@@ -215,18 +254,21 @@ public final class CodeMap {
         }
     }
 
-    /** TEXT_POKE records: a new version of the section they change, from the poke on. */
+    /**
+     * TEXT_POKE records: from the poke on, the new bytes are a version of their own over the code they change (only
+     * the poked bytes: a poke of kernel text must not copy the kernel), valid as long as the code it patched; the
+     * code map's lookups hand out pieces that end where and when the poke begins.
+     */
     public void applyPokes() {
         for (Sideband.Poke p : sideband.pokes()) {
             long t = clock.toDecoder(p.time());
             Section s = kernel.section(p.address(), t == Long.MIN_VALUE ? t : t - 1);
-            if (s == null || Long.compareUnsigned(p.address() + p.newBytes().length, s.end()) > 0
-                    || s.validFrom() == t) {
+            Section now = kernel.section(p.address(), t);
+            if (s == null || p.newBytes().length == 0 || now != null && now.validFrom() == t && now != s) {
                 continue; // nothing to patch, or the archive already has this version
             }
-            byte[] b = s.bytes().clone();
-            System.arraycopy(p.newBytes(), 0, b, (int) (p.address() - s.address()), p.newBytes().length);
-            kernel.add(Section.of(s.name() + " (text_poke)", s.address(), b).during(t, s.validTo()));
+            kernel.add(Section.of(s.name() + " (text_poke)", p.address(), p.newBytes().clone()).during(t,
+                    s.validTo()));
         }
     }
 
@@ -241,6 +283,11 @@ public final class CodeMap {
 
     public void addKallsyms(Path file) {
         symbols.addKallsyms(file);
+    }
+
+    /** A kallsyms text kept elsewhere (the archive's copy of a boot's /proc/kallsyms); {@code where} names it. */
+    public void addKallsyms(String where, byte[] kallsyms) {
+        symbols.addKallsyms(where, new String(kallsyms, java.nio.charset.StandardCharsets.UTF_8).lines());
     }
 
     /** Executable files processes mapped (MMAP2), read from the sysroot when they exist there. */
@@ -360,8 +407,12 @@ public final class CodeMap {
         return new CodeSpace() {
             @Override
             public Image.Piece find(long addr, long time) {
-                Section s = kernel.section(addr, time);
-                if (s == null && addr >= 0) {
+                Image.Piece k = kernel.find(addr, time);
+                if (k != null) {
+                    return k;
+                }
+                Section s = null;
+                if (addr >= 0) {
                     int pid = fixedPid;
                     long from = Long.MIN_VALUE;
                     long to = Long.MAX_VALUE;
@@ -370,7 +421,8 @@ public final class CodeMap {
                         pid = t == null ? -1 : t.pid();
                     }
                     TimedSections u = user.get(pid);
-                    s = u == null ? null : u.section(addr, time);
+                    Image.Piece up = u == null ? null : u.find(addr, time);
+                    s = up == null ? null : up.section;
                     if (s == null && time == ANY_TIME) {
                         // a trace without timing cannot tell which task ran: any process that mapped the address
                         for (TimedSections any : user.values()) {
@@ -386,18 +438,10 @@ public final class CodeMap {
                         to = next == null ? to : clock.toDecoder(next.time());
                         Sideband.Task cur = sideband.taskAt(cpu, clock.toPerf(time));
                         from = cur == null ? from : clock.toDecoder(cur.time());
-                        return Image.Piece.of(s, s.address(), s.end(), Math.max(from, s.validFrom()),
-                                Math.min(to, s.validTo()));
+                        return up.during(from, to);
                     }
                 }
-                if (s == null) {
-                    s = global.section(addr, time);
-                }
-                if (s == null) {
-                    return null;
-                }
-                return time == ANY_TIME ? Image.Piece.of(s, s.address(), s.end(), Long.MIN_VALUE, Long.MAX_VALUE)
-                        : Image.Piece.of(s, s.address(), s.end(), s.validFrom(), s.validTo());
+                return global.find(addr, time);
             }
 
             @Override
