@@ -1,5 +1,7 @@
 package ptfence.calls;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.LongSupplier;
 import ptfence.flow.Event;
 import ptfence.flow.FlowDecoder;
@@ -43,6 +45,19 @@ public final class BranchSink implements FlowSink {
     private final ptfence.flow.SampleClock sampleClock = new ptfence.flow.SampleClock();
     /** The flow was lost and has not yet said where it resumed. */
     private boolean resuming;
+    private FlowDecoder decoder;
+    /**
+     * A PSB+'s status updates read while the flow still walks to its FUP's IP ({@link #heldIp}): the instructions
+     * before that IP ran before the PSB, so they keep the earlier time; the updates (the psb mark, its time, a cbr)
+     * take effect when the flow gets there, where perf returns them.
+     */
+    private final List<Event> held = new ArrayList<>();
+    private long heldIp;
+    private long heldTsc;
+    private long heldPsb;
+    private boolean holding;
+    /** The last PSB whose status updates were held or not. */
+    private long judgedPsb = -1;
 
     public BranchSink(int cpu, Out out, CodeSpace space) {
         this.cpu = cpu;
@@ -55,6 +70,10 @@ public final class BranchSink implements FlowSink {
      * own time (which the code is read with) and its last PSB.
      */
     public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator toPerf) {
+        held.clear();
+        holding = false;
+        judgedPsb = -1;
+        decoder = d;
         sampleClock.decoder(d);
         clock = () -> sampleClock.time() < 0 ? -1 : toPerf.applyAsLong(sampleClock.time());
         tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
@@ -66,14 +85,22 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
-        marks.insn();
-        sampleClock.insn(cls);
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
                 branch(pTime, pIp, ip, flagsOf(pCls, pIp), pSize);
             }
         }
+        if (holding && ip == heldIp) {
+            releaseHeld();
+        }
+        FlowItem.Mark noCbr = marks.noCbrYet(cpu, clock.getAsLong(), insns);
+        if (noCbr != null) {
+            out.add(noCbr);
+            insns = 0;
+        }
+        marks.insn();
+        sampleClock.insn(cls);
         if (resuming) {
             resuming = false; // resynchronized inside traced code: the trace begins again here, as perf says
             branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
@@ -119,8 +146,45 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void event(Event ev) {
+        if (ev.statusUpdate && decoder != null) {
+            long at = decoder.psbOffset();
+            if (holding && at != heldPsb) {
+                releaseHeld(); // the next PSB+ came first
+            }
+            if (!holding && at != judgedPsb) {
+                judgedPsb = at;
+                holding = decoder.psbIp() != 0 && decoder.psbIp() != decoder.ip();
+                heldIp = decoder.psbIp();
+                heldPsb = at;
+            }
+            if (holding) {
+                Event copy = new Event();
+                copy.copyFrom(ev);
+                held.add(copy);
+                heldTsc = decoder.time();
+                return;
+            }
+        }
+        releaseHeld();
         sampleClock.event();
-        FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psb.getAsLong());
+        take(ev, psb.getAsLong());
+    }
+
+    /** The held status updates, at the PSB's time: the flow reached the PSB's IP, or something else came first. */
+    private void releaseHeld() {
+        if (!holding) {
+            return;
+        }
+        holding = false;
+        sampleClock.eventAt(heldTsc);
+        for (Event e : held) {
+            take(e, heldPsb);
+        }
+        held.clear();
+    }
+
+    private void take(Event ev, long psbOffset) {
+        FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
         FlowItem.Mark cbr = marks.cbrInPsb();
         if (m != null) {
             out.add(m);
@@ -181,6 +245,7 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void error(String kind, int code, long offset, long ip) {
+        releaseHeld();
         sampleClock.error();
         pending = false;
         loss(PtError.message(code), code, ip);
@@ -189,6 +254,7 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public void endOfTrace() {
+        releaseHeld();
         pending = false;
     }
 

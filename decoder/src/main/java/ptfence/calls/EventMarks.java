@@ -70,6 +70,18 @@ public final class EventMarks {
         };
     }
 
+    /**
+     * perf's cbr 0 when the flow runs before any CBR packet: perf compares the ratio with the one it last showed at
+     * each state it returns and starts with none shown, so a trace without CBR shows ratio 0 once; else null.
+     */
+    public FlowItem.Mark noCbrYet(int cpu, long time, long insns) {
+        if (lastCbr != -1) {
+            return null;
+        }
+        lastCbr = 0;
+        return mark(cpu, time, "cbr", 0, insns, "ratio", 0);
+    }
+
     /** The cbr a PSB+'s status update changed (shown after the psb, as perf does), once; else null. */
     public FlowItem.Mark cbrInPsb() {
         FlowItem.Mark m = cbrInPsb;

@@ -135,7 +135,8 @@ public final class Event {
         icnt = 0;
     }
 
-    void copyFrom(Event o) {
+    /** This event becomes a copy of {@code o} (a sink that keeps an event past its call). */
+    public void copyFrom(Event o) {
         type = o.type;
         statusUpdate = o.statusUpdate;
         ipSuppressed = o.ipSuppressed;

@@ -44,6 +44,15 @@ public final class SampleClock {
         return queue;
     }
 
+    /** As {@link #event()}, for an event whose time the decoder had at {@code tsc} (it has read on since). */
+    public long eventAt(long tsc) {
+        sample = tsc;
+        if (sample > queue) {
+            queue = sample;
+        }
+        return queue;
+    }
+
     /**
      * A decode error: its time is that of the last state perf returned, which is where the flow resumed when nothing
      * ran since (perf returns a trace begin there, then fails); the queue keeps it.

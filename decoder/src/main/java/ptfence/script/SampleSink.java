@@ -7,6 +7,7 @@ import ptfence.flow.FlowSink;
 import ptfence.flow.PtError;
 import ptfence.flow.SampleClock;
 import ptfence.image.CodeSpace;
+import ptfence.image.Image;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
 import ptfence.sideband.Sideband;
@@ -55,6 +56,19 @@ public final class SampleSink implements FlowSink {
     private boolean psbOpen;
     private long psbOffset;
     private long psbIp;
+    /**
+     * A PSB+ read while the flow still walks to its FUP's IP: the instructions before that IP ran before the PSB (the
+     * FUP says where the CPU stood), so they keep the earlier time, and the PSB event, its time and its CBR take
+     * effect when the flow reaches that IP (perf returns them there too).
+     */
+    private boolean psbAhead;
+    private static final int PIECES = 4;
+    private final Image.Piece[] pieces = new Image.Piece[PIECES];
+    private final long[] pieceFrom = new long[PIECES];
+    private final long[] pieceTo = new long[PIECES];
+    private int nextPiece;
+    private long psbAheadTsc;
+    private int psbAheadCbr = -1;
     /** The core:bus ratio (0 until a CBR packet) and the last one shown: perf starts with none shown, so it shows 0. */
     private int cbr;
     private int cbrSeen = -1;
@@ -244,8 +258,8 @@ public final class SampleSink implements FlowSink {
         if (!sample && !(branch && wantBranches)) {
             return;
         }
-        int len = space.read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, code, 0,
-                Math.min(size, code.length));
+        int len = read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, Math.min(size,
+                code.length));
         if (branch && holdForTarget) {
             pending = true;
             pIp = ip;
@@ -267,6 +281,40 @@ public final class SampleSink implements FlowSink {
             int flags = branch ? insnFlags(cls, code, len) : 0;
             instruction(ip, 0, flags, size, code, len, period);
         }
+    }
+
+    /**
+     * The instruction's bytes: from one of the last few pieces of code while it answers for this address and time
+     * (the flow decoder's rule for its own piece; code calling into another file and back needs more than one), else
+     * from the space (a lookup and a new piece each time).
+     */
+    private int read(long ip, long time, int len) {
+        int i = 0;
+        while (i < PIECES && !(pieces[i] != null && Long.compareUnsigned(ip - pieces[i].start,
+                pieces[i].end - pieces[i].start) < 0 && time >= pieceFrom[i] && time < pieceTo[i])) {
+            i++;
+        }
+        if (i == PIECES) {
+            Image.Piece p = space.find(ip, time);
+            if (p == null) {
+                return 0;
+            }
+            i = nextPiece;
+            nextPiece = (nextPiece + 1) % PIECES;
+            pieces[i] = p;
+            pieceFrom[i] = p.validFrom();
+            pieceTo[i] = p.validTo();
+            if (space.timed() && time == CodeSpace.ANY_TIME) {
+                pieceFrom[i] = CodeSpace.ANY_TIME; // chosen without a time: ask again once the trace has one
+                pieceTo[i] = CodeSpace.ANY_TIME + 1;
+            }
+        }
+        Image.Piece p = pieces[i];
+        if (Long.compareUnsigned(ip + len - p.start, p.end - p.start) > 0) {
+            return space.read(ip, time, code, 0, len); // runs into the next piece
+        }
+        System.arraycopy(p.section.bytes(), (int) (ip - p.section.address()), code, 0, len);
+        return len;
     }
 
     /** The held branch went to {@code to} (0: not traced on), ending tracing when {@code extra} says so. */
@@ -358,13 +406,21 @@ public final class SampleSink implements FlowSink {
             if (inPsb && at != psbOffset) {
                 closePsb(0); // the next PSB+ right after the last one: each is an event
             }
-            consume(); // perf returns its PSB event with the time the PSB+ gave
             if (!inPsb) {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
                 psbIp = decoder == null ? 0 : decoder.psbIp();
+                psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
+            if (psbAhead) {
+                psbAheadTsc = decoderTsc();
+                if (ev.type == Event.CBR) {
+                    psbAheadCbr = ev.ratio;
+                }
+                return;
+            }
+            consume(); // perf returns its PSB event with the time the PSB+ gave
             if (ev.type == Event.CBR) {
                 cbr = ev.ratio;
             }
@@ -465,7 +521,18 @@ public final class SampleSink implements FlowSink {
     }
 
     /** The end of a PSB+: perf's PSB event (with the FUP's IP, if tracing was on), then a changed CBR. */
-    private void closePsb(long ignored) {
+    private void closePsb(long ip) {
+        if (psbAhead) {
+            if (ip != 0 && ip != psbIp) {
+                return; // an instruction before the PSB's IP
+            }
+            psbAhead = false;
+            queueTsc = clock.eventAt(psbAheadTsc);
+            if (psbAheadCbr >= 0) {
+                cbr = psbAheadCbr;
+                psbAheadCbr = -1;
+            }
+        }
         inPsb = false;
         if (!psbOpen) {
             return;
