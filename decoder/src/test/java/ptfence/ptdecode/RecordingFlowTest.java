@@ -97,7 +97,7 @@ class RecordingFlowTest {
         // -v adds the place: the file, its errors and the first address that had no code
         Run v = ptdecode("-v", rec.toString());
         assertEquals(3, v.err().strip().lines().count(), v.err());
-        assertTrue(v.err().lines().anyMatch(l -> l.matches("ptdecode:   /\\S+/loopy: 7 errors, first at 0x4000e8")),
+        assertTrue(v.err().lines().anyMatch(l -> l.matches("ptdecode:   /\\S+/loopy: 7 errors, lowest at 0x4000e8")),
                 v.err());
         assertTrue(r.out().contains("error: no memory mapped at this address"), r.out());
     }
