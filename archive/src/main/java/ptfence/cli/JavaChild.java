@@ -22,7 +22,10 @@ public final class JavaChild {
             cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
         }
         for (String p : List.of("jffi.boot.library.path", "jna.boot.library.path", "lmdbjava.native.lib")) {
-            if (System.getProperty(p) != null) { // the release's unpacked native libraries (bin/ptfence-launch)
+            if (System.getProperty(p) != null && !(p.equals("lmdbjava.native.lib")
+                    && System.getProperty(ptfence.store.NativeLmdb.CHOSEN) != null)) {
+                // the release's unpacked native libraries (bin/ptfence-launch); a per-user cached copy is not passed
+                // on: the child may run as another user, and finds its own
                 cmd.add("-D" + p + "=" + System.getProperty(p));
             }
         }

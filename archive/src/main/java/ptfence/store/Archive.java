@@ -47,6 +47,10 @@ public final class Archive implements AutoCloseable {
     public static final int FORMAT_VERSION = 1;
     static final byte[] META_FORMAT = "format".getBytes(StandardCharsets.UTF_8);
     static final byte[] META_GENERATION = "generation".getBytes(StandardCharsets.UTF_8);
+    static {
+        NativeLmdb.locate(); // before lmdbjava loads its library: no copy left in /tmp by a killed JVM
+    }
+
     private static final long INITIAL_MAP_SIZE = 64L << 20;
     private static final int EPERM = 1;
     private static final int EIO = 5;
@@ -136,13 +140,43 @@ public final class Archive implements AutoCloseable {
     }
 
     private static void requireExisting(Path dir) {
-        if (!Files.isDirectory(dir)) {
+        if (!exists(dir)) {
             throw new BadInputException("archive " + dir + ": no ptfence archive there ("
-                    + (Files.exists(dir) ? "not a directory" : "no such directory") + ")");
+                    + (Files.isDirectory(dir) ? "no data.mdb" : Files.exists(dir) ? "not a directory"
+                    : "no such directory") + ")");
         }
-        if (!Files.exists(dir.resolve("data.mdb"))) {
-            throw new BadInputException("archive " + dir + ": no ptfence archive there (no data.mdb)");
+    }
+
+    /**
+     * Whether {@code directory} holds an archive (a data.mdb). One this user may not look into or read is not
+     * "absent": that is a one-line error saying permission denied, with the path and the user.
+     */
+    public static boolean exists(Path directory) {
+        Path dir = directory.toAbsolutePath();
+        Path data = dir.resolve("data.mdb");
+        try {
+            if (!Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class).isDirectory()) {
+                return false;
+            }
+            Files.readAttributes(data, java.nio.file.attribute.BasicFileAttributes.class);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return false;
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw denied(dir, "cannot look into " + (e.getFile() != null && e.getFile().equals(dir.toString())
+                    ? dir.getParent() : dir));
+        } catch (IOException e) {
+            throw new BadInputException("archive " + dir + ": cannot be read (" + (e.getMessage() == null
+                    ? "I/O error" : e.getMessage()) + ")");
         }
+        if (!Files.isReadable(data)) {
+            throw denied(dir, "cannot read " + data);
+        }
+        return true;
+    }
+
+    private static BadInputException denied(Path dir, String what) {
+        return new BadInputException("archive " + dir + ": permission denied (" + what + " as user "
+                + System.getProperty("user.name") + ")");
     }
 
     private static Archive open(Path directory, boolean readOnly, boolean create, BooleanSupplier stopWaiting) {

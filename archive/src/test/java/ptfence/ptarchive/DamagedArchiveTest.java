@@ -339,6 +339,40 @@ class DamagedArchiveTest {
         }
     }
 
+    // issue 31: an archive directory another user may not enter was "no ptfence archive there (no data.mdb)"; every
+    // command says permission denied, with the path and the user, exit 2, one line
+    @Test
+    void anArchiveThisUserMayNotEnterIsPermissionDeniedNotAbsent() throws Exception {
+        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to run as nobody");
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "setpriv runs a command as nobody");
+        Path classes = Path.of(PtarchiveCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path lib = classes.getParent().resolve("lib");
+        Assumptions.assumeTrue(Files.isDirectory(lib), "target/lib (dependencies readable by nobody)");
+        Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+        Files.setPosixFilePermissions(cwd, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        for (String[] cmd : new String[][] {{"ls"}, {"stats"}, {"verify"}, {"gc"}, {"pin", "rec-1"},
+                {"export", "rec-1", "-o", cwd.resolve("b.bundle").toString()},
+                {"publish", cwd.resolve("tree").toString()}}) {
+            List<String> line = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                    "--clear-groups", "--"));
+            line.addAll(ptfence.cli.JavaChild.command(List.of("-XX:-UsePerfData"), MAIN, List.of()));
+            line.set(line.indexOf("-cp") + 1, classes + ":" + lib + "/*");
+            line.addAll(List.of("--archive", dir.toString()));
+            line.addAll(List.of(cmd));
+            Process p = new ProcessBuilder(line).directory(cwd.toFile()).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes());
+            String err = new String(p.getErrorStream().readAllBytes());
+            int exit = p.waitFor();
+            assertEquals(2, exit, cmd[0] + ": " + out + err);
+            assertEquals(1, err.lines().count(), cmd[0] + ": " + err);
+            assertTrue(err.contains("archive " + dir + ": permission denied (cannot look into " + dir
+                    + " as user nobody)"), cmd[0] + ": " + err);
+            assertFalse(err.contains("no ptfence archive"), err);
+        }
+    }
+
 
     // issue 12: verify runs the LMDB part in a child JVM; if that child crashes, the command still ends in one line,
     // exit 2, and no hs_err file. The child is made to crash here by a SIGBUS sent while it waits for a lock.

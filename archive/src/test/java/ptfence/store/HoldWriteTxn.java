@@ -14,6 +14,7 @@ public final class HoldWriteTxn {
     private HoldWriteTxn() {}
 
     public static void main(String[] args) throws Exception {
+        NativeLmdb.locate(); // lmdbjava used directly: its library from the per-user cache, not /tmp
         try (Env<ByteBuffer> env = Env.create().setMaxDbs(32).setMapSize(1L << 30).open(new File(args[0]));
                 Txn<ByteBuffer> txn = env.txnWrite()) {
             System.out.println("held " + ProcessHandle.current().pid());

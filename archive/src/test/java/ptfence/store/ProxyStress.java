@@ -24,6 +24,7 @@ public final class ProxyStress {
     private ProxyStress() {}
 
     public static void main(String[] args) throws Exception {
+        NativeLmdb.locate(); // lmdbjava used directly: its library from the per-user cache, not /tmp
         BufferProxy<byte[]> proxy = args[0].equals("pinned") ? PinnedByteArrayProxy.PROXY : ByteArrayProxy.PROXY_BA;
         Path dir = Files.createDirectories(Path.of(args[1]));
         long until = System.nanoTime() + Long.parseLong(args[2]) * 1_000_000_000L;
