@@ -112,7 +112,9 @@ public final class RegionCodec {
             }
             return new Region(boot, address, length, from, to, kind, name, ContentKey.fromBytes(key), meta);
         } catch (IOException | IllegalArgumentException e) {
-            throw new BadInputException(where + ": malformed region record (" + e.getMessage() + ")");
+            throw new BadInputException(where + ": malformed region record (" + (e instanceof java.io.EOFException
+                    ? "it ends before its last field" : e instanceof java.io.UTFDataFormatException
+                    ? "a name that is not valid UTF-8" : e.getMessage() != null ? e.getMessage() : "unreadable") + ")");
         }
     }
 

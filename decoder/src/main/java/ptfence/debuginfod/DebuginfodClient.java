@@ -1,6 +1,5 @@
 package ptfence.debuginfod;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -38,11 +37,19 @@ import java.util.function.Function;
 public final class DebuginfodClient implements AutoCloseable {
     /** Bytes a server must deliver per timeout period (the library's 100K). */
     static final int PROGRESS_BYTES = 100 * 1024;
+    /** The most one answer is read into memory whatever DEBUGINFOD_MAXSIZE says (what a Java array can hold). */
+    static final long ARRAY_LIMIT = Integer.MAX_VALUE - 64;
 
     /** The outcome of asking for one file. */
     public sealed interface Answer {
         /** The file, checked; {@code from} is the URL that gave it. */
-        record Found(byte[] bytes, String from) implements Answer {}
+        record Found(byte[] bytes, String from) implements Answer {
+            /** The server that gave it, as DEBUGINFOD_URLS names it (the URL less {@code /buildid/...}). */
+            public String server() {
+                int at = from.indexOf("/buildid/");
+                return at < 0 ? from : from.substring(0, at);
+            }
+        }
 
         /** No server gave a file that passed the check; one line per server says why. */
         record NotFound(List<String> servers) implements Answer {
@@ -96,9 +103,12 @@ public final class DebuginfodClient implements AutoCloseable {
 
     /**
      * Asks every server for {@code /buildid/HEX/TYPE}. {@code check} returns null when the bytes are the file asked
-     * for, else why not; a file that fails it is never returned.
+     * for, else why not; a file that fails it (or that it cannot read) is never returned, and the other servers'
+     * answers are waited for. No answer is read past DEBUGINFOD_MAXSIZE or, when that is not set, past
+     * {@code defaultLimit} bytes: a server's answer is input, and its Content-Length and its body may lie.
      */
-    public Answer fetch(String buildIdHex, String type, Function<byte[], String> check) {
+    public Answer fetch(String buildIdHex, String type, long defaultLimit, Function<byte[], String> check) {
+        long limit = Math.min(ARRAY_LIMIT, settings.maxSize() > 0 ? settings.maxSize() : defaultLimit);
         long deadline = settings.maxTimeSec() > 0 ? System.nanoTime() + settings.maxTimeSec() * 1_000_000_000L
                 : Long.MAX_VALUE;
         List<String> why = new ArrayList<>();
@@ -108,26 +118,33 @@ public final class DebuginfodClient implements AutoCloseable {
             CompletionService<byte[]> done = new ExecutorCompletionService<>(requests);
             List<Future<byte[]>> pending = new ArrayList<>();
             List<String> urlOf = new ArrayList<>();
+            java.util.Set<InputStream> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
             for (String prefix : settings.urls()) {
                 String url = prefix + "/" + buildIdHex + "/" + type;
                 urlOf.add(url);
                 log("url " + (urlOf.size() - 1) + " " + url);
-                pending.add(done.submit(() -> get(url, deadline)));
+                pending.add(done.submit(() -> get(url, deadline, limit, open)));
             }
             try {
                 for (int i = 0; i < pending.size(); i++) {
                     long left = deadline - System.nanoTime();
                     Future<byte[]> f = left <= 0 ? null : done.poll(left, TimeUnit.NANOSECONDS);
                     if (f == null) {
-                        why.add(settings.servers() + ": gave up after DEBUGINFOD_MAXTIME=" + settings.maxTimeSec()
-                                + " s");
+                        why.add(unanswered(pending, urlOf) + ": gave up after DEBUGINFOD_MAXTIME="
+                                + settings.maxTimeSec() + " s");
                         return new Answer.NotFound(List.copyOf(why));
                     }
                     String url = urlOf.get(pending.indexOf(f));
                     String server = url.substring(0, url.indexOf("/buildid/"));
                     try {
                         byte[] bytes = f.get();
-                        String wrong = check.apply(bytes);
+                        String wrong;
+                        try {
+                            wrong = check.apply(bytes);
+                        } catch (RuntimeException unreadable) {
+                            // a parser that did not expect what this server sent: its answer only is refused
+                            wrong = "an object that cannot be read (" + bytes.length + " bytes)";
+                        }
                         if (wrong == null) {
                             log("server response from " + url + ": " + bytes.length + " bytes, taken");
                             return new Answer.Found(bytes, url);
@@ -150,6 +167,7 @@ public final class DebuginfodClient implements AutoCloseable {
                 return new Answer.NotFound(List.copyOf(why));
             } finally {
                 pending.forEach(f -> f.cancel(true));
+                open.forEach(DebuginfodClient::closeQuietly); // a body still streaming is read no further
             }
             if (onlyNotFound || System.nanoTime() >= deadline) {
                 break;
@@ -161,13 +179,31 @@ public final class DebuginfodClient implements AutoCloseable {
         return new Answer.NotFound(List.copyOf(why));
     }
 
+    /** The servers of {@code pending} that have not answered. */
+    private static String unanswered(List<Future<byte[]>> pending, List<String> urlOf) {
+        List<String> s = new ArrayList<>();
+        for (int i = 0; i < pending.size(); i++) {
+            if (!pending.get(i).isDone()) {
+                String url = urlOf.get(i);
+                s.add(url.substring(0, url.indexOf("/buildid/")));
+            }
+        }
+        return String.join(" ", s);
+    }
+
     /** One server's file: its bytes, or a {@link Refused} saying why not. */
-    private byte[] get(String url, long deadline) throws Refused, IOException, InterruptedException {
+    private byte[] get(String url, long deadline, long limit, java.util.Set<InputStream> open)
+            throws Refused, IOException, InterruptedException {
         if (url.regionMatches(true, 0, "file://", 0, 7)) {
             try {
-                byte[] b = Files.readAllBytes(Path.of(URI.create(url)));
-                checkSize(b.length);
-                return b;
+                Path p = Path.of(URI.create(url));
+                long size = Files.size(p);
+                if (size > limit) {
+                    throw new Refused(tooLarge(limit) + " (" + size + " bytes)", false);
+                }
+                try (InputStream in = Files.newInputStream(p)) {
+                    return read(in, -1, limit);
+                }
             } catch (NoSuchFileException e) {
                 throw new Refused("not found (404)", true);
             } catch (IllegalArgumentException e) {
@@ -205,7 +241,9 @@ public final class DebuginfodClient implements AutoCloseable {
         } catch (ConnectException e) {
             throw new Refused("connection refused", false);
         }
-        try (InputStream in = r.body()) {
+        InputStream body = r.body();
+        open.add(body);
+        try (InputStream in = body) {
             if (r.statusCode() == 404) {
                 throw new Refused("not found (404)", true);
             }
@@ -215,21 +253,33 @@ public final class DebuginfodClient implements AutoCloseable {
             if (r.statusCode() != 200) {
                 throw new Refused("HTTP " + r.statusCode(), false);
             }
-            long length = r.headers().firstValueAsLong("Content-Length").orElse(-1);
-            if (settings.maxSize() > 0 && length > settings.maxSize()) {
-                throw new Refused("larger than DEBUGINFOD_MAXSIZE=" + settings.maxSize() + " (" + length + " bytes)",
-                        false);
+            long length;
+            try {
+                length = r.headers().firstValueAsLong("Content-Length").orElse(-1);
+            } catch (NumberFormatException e) {
+                throw new Refused("a Content-Length that is not a number", false);
             }
-            return readWithProgress(in, length, deadline);
+            if (length > limit) {
+                throw new Refused(tooLarge(limit) + " (Content-Length " + length + ")", false);
+            }
+            return readWithProgress(in, length, deadline, limit);
+        } finally {
+            open.remove(body);
         }
+    }
+
+    private String tooLarge(long limit) {
+        return "larger than " + (settings.maxSize() > 0 ? "DEBUGINFOD_MAXSIZE=" + settings.maxSize()
+                : "the " + limit + " bytes such a file may have (DEBUGINFOD_MAXSIZE unset)");
     }
 
     /**
      * The body, cut by the watchdog when a timeout period passes without {@link #PROGRESS_BYTES} (or the rest of the
      * body) arriving, or when DEBUGINFOD_MAXTIME is over; a body shorter than its Content-Length is refused.
      */
-    private byte[] readWithProgress(InputStream in, long length, long deadline) throws IOException, Refused {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private byte[] readWithProgress(InputStream in, long length, long deadline, long limit)
+            throws IOException, Refused {
+        Body out = new Body(length, limit);
         java.util.concurrent.atomic.AtomicReference<String> cut = new java.util.concurrent.atomic.AtomicReference<>();
         long[] mark = {0};
         List<ScheduledFuture<?>> timers = new ArrayList<>();
@@ -256,13 +306,17 @@ public final class DebuginfodClient implements AutoCloseable {
         try {
             for (int n; (n = in.read(buf)) > 0; ) {
                 synchronized (out) {
-                    out.write(buf, 0, n);
+                    if (!out.add(buf, n)) {
+                        throw new Refused(tooLarge(limit) + " (more than " + limit + " bytes sent"
+                                + (length >= 0 ? " for a Content-Length of " + length : "") + ")", false);
+                    }
                 }
-                checkSize(out.size());
             }
         } catch (IOException e) {
             if (cut.get() == null) {
-                throw e;
+                // the peer closed or reset the connection mid-body: say so, with how far it got
+                throw new Refused("connection closed after " + out.size() + (length >= 0 ? " of " + length : "")
+                        + " bytes", false);
             }
         } finally {
             timers.forEach(t -> t.cancel(false));
@@ -273,12 +327,55 @@ public final class DebuginfodClient implements AutoCloseable {
         if (length >= 0 && out.size() != length) {
             throw new Refused("connection closed after " + out.size() + " of " + length + " bytes", false);
         }
-        return out.toByteArray();
+        return out.bytes();
     }
 
-    private void checkSize(long n) throws Refused {
-        if (settings.maxSize() > 0 && n > settings.maxSize()) {
-            throw new Refused("larger than DEBUGINFOD_MAXSIZE=" + settings.maxSize(), false);
+    /** A whole file read from {@code in}, at most {@code limit} bytes. */
+    private byte[] read(InputStream in, long length, long limit) throws IOException, Refused {
+        Body out = new Body(length, limit);
+        byte[] buf = new byte[64 << 10];
+        for (int n; (n = in.read(buf)) > 0; ) {
+            if (!out.add(buf, n)) {
+                throw new Refused(tooLarge(limit), false);
+            }
+        }
+        return out.bytes();
+    }
+
+    /**
+     * A body being received, never holding more than its limit: sized once by a Content-Length within the limit,
+     * else grown by halves up to the limit (not doubled past it, as ByteArrayOutputStream would).
+     */
+    private static final class Body {
+        private final long limit;
+        private byte[] a;
+        private int size;
+
+        Body(long length, long limit) {
+            this.limit = limit;
+            this.a = new byte[(int) Math.min(limit, length >= 0 ? length : 64 << 10)];
+        }
+
+        /** Appends; false (nothing kept) when that would pass the limit. */
+        boolean add(byte[] b, int n) {
+            if (size + (long) n > limit) {
+                return false;
+            }
+            if (size + n > a.length) {
+                a = java.util.Arrays.copyOf(a, (int) Math.min(limit, Math.max(size + (long) n,
+                        a.length + (a.length >> 1) + 1L)));
+            }
+            System.arraycopy(b, 0, a, size, n);
+            size += n;
+            return true;
+        }
+
+        int size() {
+            return size;
+        }
+
+        byte[] bytes() {
+            return size == a.length ? a : java.util.Arrays.copyOf(a, size);
         }
     }
 
@@ -290,12 +387,33 @@ public final class DebuginfodClient implements AutoCloseable {
         }
     }
 
-    private static String describe(Throwable t) {
-        if (t instanceof ConnectException || t != null && t.getCause() instanceof ConnectException) {
-            return "connection refused";
+    /** Why a request failed, in words (no exception class names: the line is for the user). */
+    static String describe(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof ConnectException) {
+                return "connection refused";
+            }
+            if (c instanceof java.net.UnknownHostException) {
+                return "unknown host " + c.getMessage();
+            }
+            if (c instanceof java.nio.channels.UnresolvedAddressException) {
+                return "unknown host";
+            }
+            if (c instanceof javax.net.ssl.SSLException) {
+                return "TLS failed" + (c.getMessage() == null ? "" : " (" + c.getMessage() + ")");
+            }
+            if (c instanceof java.io.EOFException) {
+                return "connection closed before a complete answer";
+            }
+            if (c instanceof java.net.ProtocolException) {
+                return "not an HTTP answer" + (c.getMessage() == null ? "" : " (" + c.getMessage() + ")");
+            }
         }
         String m = t == null ? null : t.getMessage();
-        return (t == null ? "failed" : t.getClass().getSimpleName()) + (m == null ? "" : ": " + m);
+        if (t instanceof IOException) {
+            return "connection failed" + (m == null || m.isBlank() ? "" : " (" + m + ")");
+        }
+        return "request failed" + (m == null || m.isBlank() ? "" : " (" + m + ")");
     }
 
     private void log(String line) {

@@ -85,8 +85,10 @@ public record PublishedImage(ContentKey key, byte[] bytes, List<Region> regions)
                 out.add(r);
             }
             return out;
-        } catch (java.nio.BufferUnderflowException | ptfence.cli.BadInputException e) {
-            throw new Refused(ImageObject.REGIONS_SECTION + " is malformed (" + e.getMessage() + ")");
+        } catch (java.nio.BufferUnderflowException e) {
+            throw new Refused(ImageObject.REGIONS_SECTION + " ends inside its header or a region's length");
+        } catch (ptfence.cli.BadInputException e) {
+            throw new Refused(e.getMessage()); // names the section, the region and what is wrong in it
         }
     }
 

@@ -16,7 +16,13 @@ import ptfence.image.Elf;
 public final class RemoteFiles {
     private final DebuginfodClient client;
     private final ClientCache cache;
+    /**
+     * Without DEBUGINFOD_MAXSIZE, the largest file taken: a user program's executable or library is read whole to
+     * decode it, and a server sending more than this (or a Content-Length above it) is refused, not read on.
+     */
+    static final long FILE_LIMIT = 1L << 30;
     private final List<String> missing = new ArrayList<>();
+    private final java.util.Set<String> servers = new java.util.LinkedHashSet<>();
     private int fetched;
     private long bytes;
 
@@ -40,7 +46,7 @@ public final class RemoteFiles {
             return null;
         }
         cache.cleanIfDue();
-        DebuginfodClient.Answer a = client.fetch(hex, "executable", b -> {
+        DebuginfodClient.Answer a = client.fetch(hex, "executable", FILE_LIMIT, b -> {
             Elf e = Elf.of(Path.of(name), b);
             if (e == null) {
                 return "not a 64-bit little-endian ELF file";
@@ -53,9 +59,10 @@ public final class RemoteFiles {
                 Path p = cache.store(hex, "executable", f.bytes(), null);
                 fetched++;
                 bytes += f.bytes().length;
+                servers.add(f.server());
                 return p;
             } catch (IOException e) {
-                missing.add(name + " (build id " + hex + ") fetched from " + f.from() + " but not kept in "
+                missing.add(name + " (build id " + hex + ") fetched from " + f.server() + " but not kept in "
                         + cache.root() + ": " + e.getMessage());
                 return null;
             }
@@ -75,6 +82,11 @@ public final class RemoteFiles {
 
     public synchronized long bytes() {
         return bytes;
+    }
+
+    /** The servers files were fetched from, as DEBUGINFOD_URLS names them. */
+    public synchronized List<String> servers() {
+        return List.copyOf(servers);
     }
 
     /** One line per file no server had. */

@@ -34,6 +34,13 @@ public final class RemoteImages {
     static final int PARALLEL = 8;
     /** Writes per archive transaction. */
     static final int BATCH = 256;
+    /**
+     * Without DEBUGINFOD_MAXSIZE, an object may hold twice its image's bytes and this much more: the ELF headers, the
+     * symbols and the region records (a program's BTF and line info, a kernel's kallsyms: a few MB). An answer past
+     * it is not the image asked for and is not read further; with {@link #PARALLEL} images fetched at once, the
+     * bodies of servers sending without end cost at most that many such bounds.
+     */
+    static final long OBJECT_ALLOWANCE = 32L << 20;
 
     /**
      * What was done.
@@ -43,13 +50,14 @@ public final class RemoteImages {
      * @param kept      whether they are in the archive now
      * @param fetched   images fetched
      * @param bytes     their bytes
+     * @param servers   the servers that gave them (as DEBUGINFOD_URLS names them), in the order first used
      * @param missing   one line per image no server had, with each server's answer
      * @param note      why nothing was kept ("" when kept)
      */
     public record Outcome(List<Region> regions, Map<ContentKey, byte[]> images, boolean kept, int fetched, long bytes,
-            List<String> missing, String note) {
+            List<String> servers, List<String> missing, String note) {
         /** Nothing to add. */
-        public static final Outcome NOTHING = new Outcome(List.of(), Map.of(), true, 0, 0, List.of(), "");
+        public static final Outcome NOTHING = new Outcome(List.of(), Map.of(), true, 0, 0, List.of(), List.of(), "");
     }
 
     private RemoteImages() {}
@@ -70,7 +78,7 @@ public final class RemoteImages {
         }
         Map<ContentKey, RegionMetadata> localMeta = new HashMap<>();
         Map<ContentKey, Boolean> local = new HashMap<>();
-        if (Files.exists(dir.resolve("data.mdb"))) {
+        if (Archive.exists(dir)) {
             try (Archive a = Archive.openReadOnly(dir)) {
                 a.read(s -> {
                     needed.values().removeIf(r -> RegionIndex.get(s, r.id()).isPresent());
@@ -97,8 +105,9 @@ public final class RemoteImages {
         }
         Map<ContentKey, PublishedImage> got = new HashMap<>();
         List<String> missing = new ArrayList<>();
+        java.util.Set<String> servers = new java.util.LinkedHashSet<>();
         if (!remote.isEmpty() && client != null) {
-            fetchAll(client, remote, got, missing);
+            fetchAll(client, remote, got, servers, missing);
         } else if (!remote.isEmpty()) {
             missing.add(remote.size() + " image(s) not in the archive; no DEBUGINFOD_URLS to fetch them from");
         }
@@ -117,14 +126,14 @@ public final class RemoteImages {
             }
         }
         if (add.isEmpty()) {
-            return new Outcome(List.of(), Map.of(), true, 0, 0, missing, "");
+            return new Outcome(List.of(), Map.of(), true, 0, 0, List.of(), missing, "");
         }
         String note = keep(named, dir, perfData, add, images);
-        return new Outcome(add, images, note.isEmpty(), got.size(), bytes, missing, note);
+        return new Outcome(add, images, note.isEmpty(), got.size(), bytes, List.copyOf(servers), missing, note);
     }
 
     private static void fetchAll(DebuginfodClient client, Map<ContentKey, List<Region>> remote,
-            Map<ContentKey, PublishedImage> got, List<String> missing) {
+            Map<ContentKey, PublishedImage> got, java.util.Set<String> servers, List<String> missing) {
         ClientCache cache = new ClientCache(client.settings().cache());
         cache.cleanIfDue();
         ExecutorService pool = Executors.newFixedThreadPool(Math.min(PARALLEL, remote.size()), r -> {
@@ -135,20 +144,24 @@ public final class RemoteImages {
         try {
             Map<ContentKey, Future<Object>> futures = new LinkedHashMap<>();
             for (ContentKey k : remote.keySet()) {
-                futures.put(k, pool.submit(() -> fetch(client, cache, k)));
+                long length = remote.get(k).get(0).length();
+                futures.put(k, pool.submit(() -> fetch(client, cache, k, length)));
             }
             for (Map.Entry<ContentKey, Future<Object>> e : futures.entrySet()) {
                 Object o;
                 try {
                     o = e.getValue().get();
                 } catch (java.util.concurrent.ExecutionException ex) {
-                    o = String.valueOf(ex.getCause());
+                    o = "it could not be read (" + DebuginfodClient.describe(ex.getCause()) + ")";
                 } catch (InterruptedException ex) {
                     Thread.currentThread().interrupt();
                     return;
                 }
-                if (o instanceof PublishedImage p) {
-                    got.put(e.getKey(), p);
+                if (o instanceof Fetched f) {
+                    got.put(e.getKey(), f.image());
+                    if (f.server() != null) {
+                        servers.add(f.server());
+                    }
                 } else {
                     Region r = remote.get(e.getKey()).get(0);
                     missing.add("image " + e.getKey().hex() + " of " + r.name() + " (0x" + Long.toHexString(r.address())
@@ -160,12 +173,23 @@ public final class RemoteImages {
         }
     }
 
-    /** A checked image, or why there is none (a String). */
-    private static Object fetch(DebuginfodClient client, ClientCache cache, ContentKey key) {
+    /** The most read for the object of an image of {@code length} bytes when DEBUGINFOD_MAXSIZE is not set. */
+    static long limit(long length) {
+        return 2 * Math.max(0, Math.min(length, 1L << 32)) + OBJECT_ALLOWANCE;
+    }
+
+    /** A checked image and the server that gave it (null: the client cache). */
+    private record Fetched(PublishedImage image, String server) {}
+
+    /** A checked image ({@link Fetched}), or why there is none (a String). */
+    private static Object fetch(DebuginfodClient client, ClientCache cache, ContentKey key, long length) {
+        long limit = limit(length);
         ClientCache.Lookup l = cache.lookup(key.hex(), "executable");
         if (l instanceof ClientCache.Lookup.Hit h) {
             try {
-                return PublishedImage.parse(key, Files.readAllBytes(h.file()));
+                if (Files.size(h.file()) <= limit) {
+                    return new Fetched(PublishedImage.parse(key, Files.readAllBytes(h.file())), null);
+                }
             } catch (IOException | PublishedImage.Refused e) {
                 // a bad cached copy: ask the servers
             }
@@ -174,7 +198,7 @@ public final class RemoteImages {
                     + " s)";
         }
         PublishedImage[] parsed = new PublishedImage[1];
-        DebuginfodClient.Answer a = client.fetch(key.hex(), "executable", b -> {
+        DebuginfodClient.Answer a = client.fetch(key.hex(), "executable", limit, b -> {
             try {
                 parsed[0] = PublishedImage.parse(key, b);
                 return null;
@@ -182,8 +206,8 @@ public final class RemoteImages {
                 return r.getMessage();
             }
         });
-        if (a instanceof DebuginfodClient.Answer.Found) {
-            return parsed[0];
+        if (a instanceof DebuginfodClient.Answer.Found f) {
+            return new Fetched(parsed[0], f.server());
         }
         return String.join("; ", ((DebuginfodClient.Answer.NotFound) a).servers());
     }

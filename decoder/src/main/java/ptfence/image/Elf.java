@@ -29,6 +29,8 @@ public final class Elf {
     public static final int SHT_DYNSYM = 11;
     public static final int ET_DYN = 3;
     private static final long SHF_COMPRESSED = 0x800;
+    /** The most deflate can expand its input (zlib's technical note: 1032:1). */
+    private static final long MAX_INFLATE_RATIO = 1032;
 
     private final Path file;
     private final byte[] all;
@@ -59,7 +61,7 @@ public final class Elf {
         int shentsize = Short.toUnsignedInt(b.getShort(0x3a));
         int shnum = Short.toUnsignedInt(b.getShort(0x3c));
         int shstrndx = Short.toUnsignedInt(b.getShort(0x3e));
-        if (shoff <= 0 || shoff + (long) shnum * shentsize > all.length || shentsize < 64) {
+        if (shoff <= 0 || shoff > all.length || (long) shnum * shentsize > all.length - shoff || shentsize < 64) {
             return;
         }
         long strOff = shstrndx < shnum ? b.getLong((int) (shoff + (long) shstrndx * shentsize) + 0x18) : -1;
@@ -154,7 +156,7 @@ public final class Elf {
 
     /** The contents of one section, or null. */
     public ByteBuffer contents(SectionHeader s) {
-        if (s.offset() < 0 || s.size() < 0 || s.offset() + s.size() > all.length) {
+        if (s.offset() < 0 || s.size() < 0 || s.offset() > all.length || s.size() > all.length - s.offset()) {
             return null;
         }
         ByteBuffer raw = ByteBuffer.wrap(all, (int) s.offset(), (int) s.size()).slice()
@@ -166,14 +168,16 @@ public final class Elf {
             return null; // zstd and others: not read
         }
         long size = raw.getLong(8);
-        if (size < 0 || size > Integer.MAX_VALUE) {
+        // the claimed size is the header's word, not the data's: deflate cannot expand more than about 1032:1, so a
+        // larger claim is a lie (a 1 KB section saying 2 GB), refused before anything is allocated for it
+        if (size < 0 || size > Math.min(Integer.MAX_VALUE - 16, (s.size() - 24) * MAX_INFLATE_RATIO + 64)) {
             return null;
         }
         byte[] out = new byte[(int) size];
         Inflater inf = new Inflater();
+        int n = 0;
         try {
             inf.setInput(all, (int) s.offset() + 24, (int) s.size() - 24);
-            int n = 0;
             while (n < out.length && !inf.finished()) {
                 int k = inf.inflate(out, n, out.length - n);
                 if (k == 0 && (inf.needsInput() || inf.needsDictionary())) {
@@ -186,6 +190,9 @@ public final class Elf {
         } finally {
             inf.end();
         }
+        if (n != out.length) {
+            return null; // the data ends before the size its header claims
+        }
         return ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN);
     }
 
@@ -197,20 +204,26 @@ public final class Elf {
             }
             ByteBuffer n = contents(s);
             while (n != null && n.remaining() >= 12) {
-                int namesz = n.getInt();
-                int descsz = n.getInt();
+                // the sizes are unsigned 32-bit words from the file: each is checked against what is left of the
+                // note section (in longs, so that 0x7ffffffd cannot wrap) before it moves anything
+                long namesz = Integer.toUnsignedLong(n.getInt());
+                long descsz = Integer.toUnsignedLong(n.getInt());
                 int t = n.getInt();
                 int nameAt = n.position();
-                int descAt = nameAt + ((namesz + 3) & ~3);
-                if (descsz < 0 || descAt + descsz > n.limit()) {
+                long descAt = nameAt + ((namesz + 3) & ~3L);
+                long next = descAt + ((descsz + 3) & ~3L);
+                if (descAt + descsz > n.limit()) {
                     break;
                 }
                 if (t == 3 && namesz == 4 && n.get(nameAt) == 'G' && n.get(nameAt + 1) == 'N') {
-                    byte[] id = new byte[descsz];
-                    n.get(descAt, id);
+                    byte[] id = new byte[(int) descsz];
+                    n.get((int) descAt, id);
                     return id;
                 }
-                n.position(descAt + ((descsz + 3) & ~3));
+                if (next > n.limit()) {
+                    break;
+                }
+                n.position((int) next);
             }
         }
         return new byte[0];

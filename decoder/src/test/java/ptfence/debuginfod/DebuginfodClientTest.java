@@ -34,6 +34,7 @@ import org.junit.jupiter.api.io.TempDir;
 class DebuginfodClientTest {
     static final String ID = "ab".repeat(32);
     static final byte[] FILE = "the file".getBytes();
+    static final long LIMIT = 1 << 20;
     static final Function<byte[], String> EXACT = b -> java.util.Arrays.equals(b, FILE) ? null : "not the file";
 
     @TempDir
@@ -111,7 +112,7 @@ class DebuginfodClientTest {
         String good = http(200, FILE);
         try (DebuginfodClient c = client(slow + " " + wrong + "/ " + good)) {
             long t0 = System.nanoTime();
-            DebuginfodClient.Answer a = c.fetch(ID, "executable", EXACT);
+            DebuginfodClient.Answer a = c.fetch(ID, "executable", LIMIT, EXACT);
             assertTrue(a instanceof DebuginfodClient.Answer.Found, a.toString());
             assertArrayEquals(FILE, ((DebuginfodClient.Answer.Found) a).bytes());
             assertEquals(good + "/buildid/" + ID + "/executable", ((DebuginfodClient.Answer.Found) a).from());
@@ -130,11 +131,11 @@ class DebuginfodClientTest {
         try (DebuginfodClient c = client(missing + " " + wrong + " " + refused, "DEBUGINFOD_RETRY_LIMIT", "1")) {
             // servers answer in any order: one line each
             assertEquals(java.util.Set.of(missing + ": not found (404)", wrong + ": wrong file refused (not the "
-                    + "file)", refused + ": connection refused"), new java.util.HashSet<>(why(c.fetch(ID, "executable",
+                    + "file)", refused + ": connection refused"), new java.util.HashSet<>(why(c.fetch(ID, "executable", LIMIT,
                     EXACT))));
         }
         try (DebuginfodClient c = client(missing)) {
-            assertTrue(((DebuginfodClient.Answer.NotFound) c.fetch(ID, "executable", EXACT)).allSaidNotFound());
+            assertTrue(((DebuginfodClient.Answer.NotFound) c.fetch(ID, "executable", LIMIT, EXACT)).allSaidNotFound());
         }
     }
 
@@ -144,26 +145,26 @@ class DebuginfodClientTest {
         try (DebuginfodClient c = client(silent, "DEBUGINFOD_TIMEOUT", "1", "DEBUGINFOD_RETRY_LIMIT", "0")) {
             long t0 = System.nanoTime();
             assertEquals(List.of(silent + ": no answer within DEBUGINFOD_TIMEOUT=1 s"),
-                    why(c.fetch(ID, "executable", EXACT)));
+                    why(c.fetch(ID, "executable", LIMIT, EXACT)));
             assertTrue(System.nanoTime() - t0 < 20_000_000_000L);
         }
         String stalled = stalling("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\nsome bytes");
         try (DebuginfodClient c = client(stalled, "DEBUGINFOD_TIMEOUT", "1", "DEBUGINFOD_RETRY_LIMIT", "0")) {
             assertEquals(List.of(stalled + ": less than 100K within DEBUGINFOD_TIMEOUT=1 s"),
-                    why(c.fetch(ID, "executable", EXACT)));
+                    why(c.fetch(ID, "executable", LIMIT, EXACT)));
         }
         try (DebuginfodClient c = client(stalled, "DEBUGINFOD_MAXTIME", "1", "DEBUGINFOD_RETRY_LIMIT", "0")) {
-            List<String> why = why(c.fetch(ID, "executable", EXACT));
+            List<String> why = why(c.fetch(ID, "executable", LIMIT, EXACT));
             assertTrue(why.get(0).contains("DEBUGINFOD_MAXTIME=1 s"), why.toString());
         }
         try (DebuginfodClient c = client(stalled, "DEBUGINFOD_MAXSIZE", "4096", "DEBUGINFOD_RETRY_LIMIT", "0")) {
-            assertEquals(List.of(stalled + ": larger than DEBUGINFOD_MAXSIZE=4096 (1000000 bytes)"),
-                    why(c.fetch(ID, "executable", EXACT)));
+            assertEquals(List.of(stalled + ": larger than DEBUGINFOD_MAXSIZE=4096 (Content-Length 1000000)"),
+                    why(c.fetch(ID, "executable", LIMIT, EXACT)));
         }
         String tooLarge = http(406, new byte[0]);
         try (DebuginfodClient c = client(tooLarge, "DEBUGINFOD_MAXSIZE", "4096")) {
             assertEquals(List.of(tooLarge + ": larger than DEBUGINFOD_MAXSIZE=4096 (406)"),
-                    why(c.fetch(ID, "executable", EXACT)));
+                    why(c.fetch(ID, "executable", LIMIT, EXACT)));
             assertEquals("4096", lastHeaders.get("x-debuginfod-maxsize"), "the size limit is told to the server");
         }
     }
@@ -173,7 +174,7 @@ class DebuginfodClientTest {
         Path headers = Files.writeString(tmp.resolve("headers"), "X-Ptfence-Test: yes\n\n  \nAuthorization: Bearer t\n");
         String good = http(200, FILE);
         try (DebuginfodClient c = client(good, "DEBUGINFOD_HEADERS_FILE", headers.toString())) {
-            assertTrue(c.fetch(ID, "executable", EXACT) instanceof DebuginfodClient.Answer.Found);
+            assertTrue(c.fetch(ID, "executable", LIMIT, EXACT) instanceof DebuginfodClient.Answer.Found);
             assertEquals("yes", lastHeaders.get("x-ptfence-test"));
             assertEquals("Bearer t", lastHeaders.get("authorization"));
             assertTrue(lastHeaders.get("user-agent").startsWith("ptfence/"));
@@ -182,8 +183,8 @@ class DebuginfodClientTest {
         Files.createDirectories(tree.resolve("buildid").resolve(ID));
         Files.write(tree.resolve("buildid").resolve(ID).resolve("executable"), FILE);
         try (DebuginfodClient c = client("file://" + tree)) {
-            assertTrue(c.fetch(ID, "executable", EXACT) instanceof DebuginfodClient.Answer.Found);
-            assertEquals(List.of("file://" + tree + ": not found (404)"), why(c.fetch("cd".repeat(32), "executable",
+            assertTrue(c.fetch(ID, "executable", LIMIT, EXACT) instanceof DebuginfodClient.Answer.Found);
+            assertEquals(List.of("file://" + tree + ": not found (404)"), why(c.fetch("cd".repeat(32), "executable", LIMIT,
                     EXACT)));
         }
     }
