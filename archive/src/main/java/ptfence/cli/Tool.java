@@ -101,7 +101,7 @@ public final class Tool {
             return "permission denied: " + ((AccessDeniedException) t).getFile();
         }
         if (t instanceof java.nio.file.FileSystemException f) {
-            return f.getFile() + ": " + (f.getReason() != null ? f.getReason() : f.getClass().getSimpleName());
+            return f.getFile() + ": " + (f.getReason() != null ? f.getReason() : inWords(f));
         }
         if (t instanceof OutOfMemoryError) {
             return "out of memory (raise it with JAVA_OPTS=-Xmx...)";
@@ -109,6 +109,17 @@ public final class Tool {
         String msg = t.getMessage();
         return "internal error: " + t.getClass().getSimpleName() + (msg == null ? "" : ": " + msg)
                 + " (set PTFENCE_DEBUG=1 for the stack trace)";
+    }
+
+    /** What a file system exception without a reason says, in words (the class name is no message). */
+    private static String inWords(java.nio.file.FileSystemException f) {
+        return f instanceof java.nio.file.FileAlreadyExistsException ? "already exists"
+                : f instanceof java.nio.file.DirectoryNotEmptyException ? "directory not empty"
+                : f instanceof java.nio.file.NotDirectoryException ? "not a directory"
+                : f instanceof java.nio.file.NotLinkException ? "not a symbolic link"
+                : f instanceof java.nio.file.FileSystemLoopException ? "a loop of symbolic links"
+                : f instanceof java.nio.file.AtomicMoveNotSupportedException ? "cannot be renamed atomically there"
+                : "file system error";
     }
 
     private static Throwable unwrap(Throwable ex) {

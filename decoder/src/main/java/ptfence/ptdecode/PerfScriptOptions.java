@@ -20,8 +20,29 @@ public final class PerfScriptOptions {
 
     @Option(names = {"-F", "--fields"}, paramLabel = "FIELDS", description = "perf script's fields: comm,tid,pid,time,"
             + "cpu,event,ip,sym,symoff,dso,addr,flags,insn,insnlen,srcline,period,ipc,misc,synth...; +f/-f add or "
-            + "remove; type: prefix (hw, sw, synth...).")
+            + "remove; type: prefix (hw, sw, synth...).", parameterConsumer = FieldsValue.class)
     List<String> fields = new ArrayList<>();
+
+    /**
+     * -F's value is taken whatever it starts with, as perf takes it: {@code -F -ip}, {@code --fields=-ip} and
+     * {@code -F-ip,+addr} remove or add fields (picocli would otherwise read a value starting with '-' as an option).
+     */
+    static final class FieldsValue implements picocli.CommandLine.IParameterConsumer {
+        @Override
+        public void consumeParameters(java.util.Stack<String> args, picocli.CommandLine.Model.ArgSpec argSpec,
+                picocli.CommandLine.Model.CommandSpec spec) {
+            if (args.isEmpty()) {
+                throw new picocli.CommandLine.ParameterException(spec.commandLine(), "-F/--fields needs a value: "
+                        + "perf script's fields (-F ip,sym; -F +addr adds, -F -ip removes)");
+            }
+            List<String> v = argSpec.getValue();
+            if (v == null) {
+                v = new ArrayList<>();
+                argSpec.setValue(v);
+            }
+            v.add(args.pop());
+        }
+    }
 
     @Option(names = "--itrace", arity = "0..1", fallbackValue = ITRACE_DEFAULT, paramLabel = "OPTS",
             description = "What to synthesize, as perf script --itrace: i[period] instructions (i1i, i100ns), b "

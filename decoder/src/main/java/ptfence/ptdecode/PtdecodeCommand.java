@@ -212,8 +212,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
         }
         long[] range = time == null || needsSampleTimes(time, perf.reltime) ? new long[] {Long.MIN_VALUE,
             Long.MAX_VALUE} : hull(ptfence.script.TimeRanges.parse(time, 0, 0, false));
-        if (sysroot != null && !java.nio.file.Files.isDirectory(sysroot)) {
-            throw new BadInputException("--sysroot " + sysroot + ": no such directory");
+        if (sysroot != null) {
+            InputKind.requireDirectory(sysroot, sysroot.equals(perf.symfs) ? "--symfs" : "--sysroot");
         }
         Path file = Path.of(recording);
         Path kcoreDir = kcore;
@@ -237,6 +237,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
         }
         if (recording.equals("-")) {
             rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
+        } else if (InputKind.isFifo(file)) {
+            rd.fromStream(file.toString(), java.nio.ByteBuffer.wrap(java.nio.file.Files.readAllBytes(file)));
         }
         List<Path> inputs = new java.util.ArrayList<>(java.util.Arrays.asList(file, vmlinux, kallsyms));
         if (archive != null) {

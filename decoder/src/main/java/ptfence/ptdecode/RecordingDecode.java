@@ -101,13 +101,22 @@ final class RecordingDecode {
         stdinBytes = bytes;
     }
 
+    /** The recording read from a stream that is not stdin (a FIFO), named {@code name} in messages. */
+    void fromStream(String name, ByteBuffer bytes) {
+        stdinBytes = bytes;
+        streamName = name;
+    }
+
+    /** What the recording read as a stream is called in messages. */
+    private String streamName = "stdin";
+
     /** The recording again (its records are read once more for the lines perf prints from them). */
     PerfDataFile openPerfData() throws IOException {
         return openRecording();
     }
 
     private PerfDataFile openRecording() throws IOException {
-        return stdinBytes != null ? PerfDataFile.of("stdin", stdinBytes.duplicate())
+        return stdinBytes != null ? PerfDataFile.of(streamName, stdinBytes.duplicate())
                 : PerfDataFile.open(req.recording());
     }
 
@@ -117,8 +126,11 @@ final class RecordingDecode {
             throw new BadInputException(req.recording() + ": is a directory, not a perf.data (nor a 'perf record "
                     + "--kcore' directory, which holds a file 'data')");
         }
-        if (stdinBytes == null && !Files.isRegularFile(req.recording())) {
-            throw new BadInputException(req.recording() + ": no such file");
+        String notRegular = stdinBytes == null ? InputKind.notRegular(req.recording()) : null;
+        if (notRegular != null) {
+            throw new BadInputException(req.recording() + ": " + notRegular + (notRegular.startsWith("no such") ? ""
+                    : ", not a perf.data file (ptdecode reads a perf.data file, or a recording streamed through a "
+                    + "FIFO or stdin)"));
         }
         List<AuxBuffer> buffers = new ArrayList<>();
         PerfRecord.AuxtraceInfo info = null;
@@ -369,7 +381,7 @@ final class RecordingDecode {
         RemoteImages.Outcome o = RemoteImages.complete(named, dir, perfData, client);
         if (o.fetched() > 0) {
             err.println("ptdecode: debuginfod: fetched " + o.fetched() + " image(s), " + o.bytes() + " bytes, from "
-                    + settings.servers() + (o.kept() ? "; kept in the archive " + dir : ""));
+                    + String.join(" ", o.servers()) + (o.kept() ? "; kept in the archive " + dir : ""));
         }
         if (!o.kept()) {
             err.println("ptdecode: " + o.note() + "; used for this decode only");
@@ -399,7 +411,7 @@ final class RecordingDecode {
     private void reportFiles(RemoteFiles remote, ClientSettings settings) {
         if (remote.fetched() > 0) {
             err.println("ptdecode: debuginfod: fetched " + remote.fetched() + " file(s), " + remote.bytes()
-                    + " bytes, from " + settings.servers() + " into " + settings.cache());
+                    + " bytes, from " + String.join(" ", remote.servers()) + " into " + settings.cache());
         }
         for (String m : remote.missing()) {
             err.println("ptdecode: debuginfod: " + m);
@@ -409,7 +421,7 @@ final class RecordingDecode {
     /** @param fetching whether debuginfod was asked (then an --archive that does not exist is where it would keep) */
     private void addArchive(Feature.TextRegions named, RemoteImages.Outcome fetched, boolean fetching) {
         Path dir = ArchiveLocation.resolve(req.archive());
-        if (!Files.isDirectory(dir) || !Files.exists(dir.resolve("data.mdb"))) {
+        if (!ptfence.store.Archive.exists(dir)) {
             if (!fetched.regions().isEmpty()) {
                 addUnkept(named, fetched, null); // fetched, but no archive could be made to keep them
                 return;
