@@ -299,15 +299,41 @@ class DamagedArchiveTest {
         assertEquals(0, v.exit(), v.toString());
     }
 
+    private static void assumeNobodyCanRun() {
+        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to run as nobody");
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "setpriv runs a command as nobody");
+        Assumptions.assumeTrue(Files.isDirectory(classes().getParent().resolve("lib")),
+                "target/lib (dependencies readable by nobody)");
+    }
+
+    private static Path classes() {
+        try {
+            return Path.of(PtarchiveCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** ptarchive --archive DIR CMD... run as nobody (setpriv): {exit, stdout, stderr}. */
+    private String[] asNobody(String... cmd) throws Exception {
+        List<String> line = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                "--clear-groups", "--"));
+        line.addAll(ptfence.cli.JavaChild.command(List.of("-XX:-UsePerfData"), MAIN, List.of()));
+        line.set(line.indexOf("-cp") + 1, classes() + ":" + classes().getParent().resolve("lib") + "/*");
+        line.addAll(List.of("--archive", dir.toString()));
+        line.addAll(List.of(cmd));
+        Process p = new ProcessBuilder(line).directory(cwd.toFile()).start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes());
+        String err = new String(p.getErrorStream().readAllBytes());
+        return new String[] {Integer.toString(p.waitFor()), out, err};
+    }
+
     // issue 12: EACCES was reported as "damaged or not a ptfence archive"; another user's archive they may read
     // (but not lock) must serve the read-only commands, and the writers must say "permission denied"
     @Test
     void anotherUsersReadableArchiveServesReadersAndWritersSayPermissionDenied() throws Exception {
-        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to run as nobody");
-        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "setpriv runs a command as nobody");
-        Path classes = Path.of(PtarchiveCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        Path lib = classes.getParent().resolve("lib");
-        Assumptions.assumeTrue(Files.isDirectory(lib), "target/lib (dependencies readable by nobody)");
+        assumeNobodyCanRun();
         Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         for (String f : new String[] {"data.mdb", "lock.mdb"}) {
@@ -316,17 +342,10 @@ class DamagedArchiveTest {
         Files.setPosixFilePermissions(cwd, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
         for (String[] cmd : new String[][] {{"ls"}, {"stats"}, {"show", "bpf_prog_1122334455660000_p0"}, {"verify"},
                 {"gc"}, {"pin", "rec-1"}}) {
-            List<String> line = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                    "--clear-groups", "--"));
-            line.addAll(ptfence.cli.JavaChild.command(List.of("-XX:-UsePerfData"), MAIN, List.of()));
-            line.set(line.indexOf("-cp") + 1, classes + ":" + lib + "/*");
-            line.addAll(List.of("--archive", dir.toString()));
-            line.addAll(List.of(cmd));
-            Process p = new ProcessBuilder(line).directory(cwd.toFile()).start();
-            p.getOutputStream().close();
-            String out = new String(p.getInputStream().readAllBytes());
-            String err = new String(p.getErrorStream().readAllBytes());
-            int exit = p.waitFor();
+            String[] r = asNobody(cmd);
+            int exit = Integer.parseInt(r[0]);
+            String out = r[1];
+            String err = r[2];
             if (cmd[0].equals("gc") || cmd[0].equals("pin")) {
                 assertEquals(2, exit, cmd[0] + ": " + err);
                 assertEquals(1, err.lines().count(), err);
@@ -343,28 +362,17 @@ class DamagedArchiveTest {
     // command says permission denied, with the path and the user, exit 2, one line
     @Test
     void anArchiveThisUserMayNotEnterIsPermissionDeniedNotAbsent() throws Exception {
-        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to run as nobody");
-        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "setpriv runs a command as nobody");
-        Path classes = Path.of(PtarchiveCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        Path lib = classes.getParent().resolve("lib");
-        Assumptions.assumeTrue(Files.isDirectory(lib), "target/lib (dependencies readable by nobody)");
+        assumeNobodyCanRun();
         Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
         Files.setPosixFilePermissions(cwd, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
         for (String[] cmd : new String[][] {{"ls"}, {"stats"}, {"verify"}, {"gc"}, {"pin", "rec-1"},
                 {"export", "rec-1", "-o", cwd.resolve("b.bundle").toString()},
                 {"publish", cwd.resolve("tree").toString()}}) {
-            List<String> line = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                    "--clear-groups", "--"));
-            line.addAll(ptfence.cli.JavaChild.command(List.of("-XX:-UsePerfData"), MAIN, List.of()));
-            line.set(line.indexOf("-cp") + 1, classes + ":" + lib + "/*");
-            line.addAll(List.of("--archive", dir.toString()));
-            line.addAll(List.of(cmd));
-            Process p = new ProcessBuilder(line).directory(cwd.toFile()).start();
-            p.getOutputStream().close();
-            String out = new String(p.getInputStream().readAllBytes());
-            String err = new String(p.getErrorStream().readAllBytes());
-            int exit = p.waitFor();
+            String[] r = asNobody(cmd);
+            int exit = Integer.parseInt(r[0]);
+            String out = r[1];
+            String err = r[2];
             assertEquals(2, exit, cmd[0] + ": " + out + err);
             assertEquals(1, err.lines().count(), cmd[0] + ": " + err);
             assertTrue(err.contains("archive " + dir + ": permission denied (cannot look into " + dir
@@ -372,7 +380,6 @@ class DamagedArchiveTest {
             assertFalse(err.contains("no ptfence archive"), err);
         }
     }
-
 
     // issue 12: verify runs the LMDB part in a child JVM; if that child crashes, the command still ends in one line,
     // exit 2, and no hs_err file. The child is made to crash here by a SIGBUS sent while it waits for a lock.
