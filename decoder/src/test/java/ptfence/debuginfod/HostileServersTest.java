@@ -68,9 +68,19 @@ class HostileServersTest {
 
     /** An HTTP server on 127.0.0.1 answering /buildid/KEY/executable with the object of that key, else 404. */
     String serving(Map<String, byte[]> objects) throws IOException {
+        return serving(objects, 0);
+    }
+
+    /** {@link #serving(Map)} answering after {@code delayMs} (so that a hostile server's answer is read first). */
+    String serving(Map<String, byte[]> objects, long delayMs) throws IOException {
         HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
         s.setExecutor(Executors.newCachedThreadPool());
         s.createContext("/buildid/", ex -> {
+            try {
+                Thread.sleep(delayMs);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             String[] p = ex.getRequestURI().getPath().split("/");
             byte[] body = p.length == 4 ? objects.get(p[2]) : null;
             if (body == null) {
@@ -164,6 +174,10 @@ class HostileServersTest {
         assertEquals(1, alone.fetched(), alone.missing().toString());
         RemoteImages.Outcome both = complete(p, hostile + " " + good);
         assertEquals(1, both.fetched(), both.missing().toString());
+        // the good server answering a second later: the hostile answer is read first, and the good one still waited for
+        String slowGood = serving(Map.of(p.key().hex(), p.object()), 1000);
+        RemoteImages.Outcome later = complete(p, hostile + " " + slowGood);
+        assertEquals(List.of(slowGood), later.servers(), later.missing().toString());
         assertArrayEquals(p.image(), both.images().get(p.key()));
         assertEquals(alone.regions(), both.regions(), "the same regions as with the good server alone");
         assertEquals(List.of(good), both.servers(), "'fetched ... from' names the server that answered");
