@@ -77,7 +77,9 @@ public final class DirHandle implements AutoCloseable {
         }
         int child = LIBC.openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
         if (child < 0) {
-            throw error(shown(name), RUNTIME.getLastError());
+            int e = RUNTIME.getLastError();
+            BasicFileAttributes a = e == ENOTDIR ? attributes(name) : null;
+            throw error(shown(name), a != null && a.isSymbolicLink() ? ELOOP : e);
         }
         return new DirHandle(child, shown(name));
     }

@@ -145,4 +145,22 @@ class ImportFilesTest {
         assertFalse(Files.exists(Path.of("buildid")) || Files.exists(Path.of("recordings")),
                 "nothing published into the current directory");
     }
+
+    @Test
+    void exportReplacesASymlinkAtItsOutputNeverWritesThroughIt() throws Exception {
+        Path src = Files.createDirectories(tmp.resolve("src"));
+        try (Archive a = Archive.open(src.resolve("archive"))) {
+            a.write(b -> {
+                Recordings.register(b, Recording.started("rec", "", "boot-1", 0));
+                return null;
+            });
+        }
+        Path outside = Files.writeString(Files.createDirectories(tmp.resolve("outside")).resolve("target"), "mine");
+        Path out = tmp.resolve("out.ptfb");
+        Files.createSymbolicLink(out, outside);
+        Result r = run("--archive", src.resolve("archive").toString(), "export", "rec", "-o", out.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals("mine", Files.readString(outside), "nothing written through the link");
+        assertTrue(Files.isRegularFile(out, java.nio.file.LinkOption.NOFOLLOW_LINKS), "the bundle replaced the link");
+    }
 }
