@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -15,7 +13,6 @@ import org.junit.jupiter.api.io.TempDir;
 import ptfence.bundle.BundleFile;
 import ptfence.bundle.BundleWriter;
 import ptfence.cli.Progress;
-import ptfence.cli.Tool;
 import ptfence.recording.Recording;
 import ptfence.recording.Recordings;
 import ptfence.store.Archive;
@@ -29,13 +26,8 @@ class ImportFilesTest {
     @TempDir
     Path tmp;
 
-    record Result(int exit, String out, String err) {}
-
-    Result run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int exit = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(err), args);
-        return new Result(exit, out.toString(), err.toString());
+    static Ptarchive.Result run(String... args) {
+        return Ptarchive.run(args);
     }
 
     /** A bundle of recording {@code id} carrying a perf.data of {@code content} and the given extra files. */
@@ -72,7 +64,7 @@ class ImportFilesTest {
                 bin2));
         Path archive = tmp.resolve("archive");
         Path dir = tmp.resolve("files");
-        Result r = run("--archive", archive.toString(), "import", a.toString(), "--files", dir.toString());
+        Ptarchive.Result r = run("--archive", archive.toString(), "import", a.toString(), "--files", dir.toString());
         assertEquals(0, r.exit(), r.err());
         r = run("--archive", archive.toString(), "import", b.toString(), "--files", dir.toString());
         assertEquals(0, r.exit(), r.err());
@@ -102,7 +94,7 @@ class ImportFilesTest {
         Path outside = Files.writeString(Files.createDirectories(tmp.resolve("outside")).resolve("target"), "mine");
         Path dir = Files.createDirectories(tmp.resolve("files"));
         Files.createSymbolicLink(dir.resolve("perf.data"), outside);
-        Result r = run("--archive", tmp.resolve("archive").toString(), "import", bundle("rec", "data").toString(),
+        Ptarchive.Result r = run("--archive", tmp.resolve("archive").toString(), "import", bundle("rec", "data").toString(),
                 "--files", dir.toString());
         assertEquals(0, r.exit(), r.err());
         assertEquals("mine", Files.readString(outside), "nothing written through the link");
@@ -117,7 +109,7 @@ class ImportFilesTest {
             Path b = bundle("rec" + name.hashCode(), "d", new BundleFile(BundleFile.BINARY, name, null, bin));
             Path archive = tmp.resolve("archive" + name.hashCode());
             Path dir = tmp.resolve("files" + name.hashCode());
-            Result r = run("--archive", archive.toString(), "import", b.toString(), "--files", dir.toString());
+            Ptarchive.Result r = run("--archive", archive.toString(), "import", b.toString(), "--files", dir.toString());
             assertEquals(2, r.exit(), name + ": " + r.err());
             assertEquals(1, r.err().strip().lines().count(), r.err());
             assertTrue(r.err().startsWith("ptarchive: bundle " + b + ": carried file '")
@@ -137,7 +129,7 @@ class ImportFilesTest {
                 List.of("gc", "--published", ""))) {
             List<String> all = new java.util.ArrayList<>(List.of("--archive", archive.toString()));
             all.addAll(args);
-            Result r = run(all.toArray(String[]::new));
+            Ptarchive.Result r = run(all.toArray(String[]::new));
             assertEquals(2, r.exit(), args + ": " + r.err());
             assertEquals(1, r.err().strip().lines().count(), r.err());
             assertTrue(r.err().contains("empty path"), args + ": " + r.err());
@@ -158,7 +150,7 @@ class ImportFilesTest {
         Path outside = Files.writeString(Files.createDirectories(tmp.resolve("outside")).resolve("target"), "mine");
         Path out = tmp.resolve("out.ptfb");
         Files.createSymbolicLink(out, outside);
-        Result r = run("--archive", src.resolve("archive").toString(), "export", "rec", "-o", out.toString());
+        Ptarchive.Result r = run("--archive", src.resolve("archive").toString(), "export", "rec", "-o", out.toString());
         assertEquals(0, r.exit(), r.err());
         assertEquals("mine", Files.readString(outside), "nothing written through the link");
         assertTrue(Files.isRegularFile(out, java.nio.file.LinkOption.NOFOLLOW_LINKS), "the bundle replaced the link");

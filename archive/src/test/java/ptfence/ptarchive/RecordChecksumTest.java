@@ -5,15 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import ptfence.cli.Tool;
 import ptfence.region.BpfMetadata;
 import ptfence.region.DamagedRecordException;
 import ptfence.region.Region;
@@ -37,17 +34,12 @@ class RecordChecksumTest {
     @TempDir
     Path tmp;
 
-    record Result(int exit, String out, String err) {}
-
-    Result run(Path archive, String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
+    static Ptarchive.Result run(Path archive, String... args) {
         String[] all = new String[args.length + 2];
         all[0] = "--archive";
         all[1] = archive.toString();
         System.arraycopy(args, 0, all, 2, args.length);
-        int exit = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(err), all);
-        return new Result(exit, out.toString(), err.toString());
+        return Ptarchive.run(all);
     }
 
     static Region region(byte[] code) {
@@ -87,14 +79,14 @@ class RecordChecksumTest {
         }
         Files.write(data, file);
 
-        Result v = run(dir, "verify");
+        Ptarchive.Result v = run(dir, "verify");
         assertEquals(1, v.exit(), v.out() + v.err());
         assertTrue(v.out().startsWith("DAMAGED: 2 problem(s)"), v.out());
         assertEquals(2, v.err().strip().lines().count(), v.err());
         assertTrue(v.err().contains("region " + r.idHex() + " (" + NAME + "): damaged record"), v.err());
         assertTrue(v.err().contains("recording rec-1: damaged record"), v.err());
 
-        Result show = run(dir, "show", NAME);
+        Ptarchive.Result show = run(dir, "show", NAME);
         assertEquals(2, show.exit(), show.out() + show.err());
         assertEquals(1, show.err().strip().lines().count(), show.err());
         assertTrue(show.err().contains("region " + r.idHex() + " (" + NAME + "): damaged record"), show.err());
@@ -122,7 +114,7 @@ class RecordChecksumTest {
             });
             assertEquals(r.name(), a.read(s -> RegionIndex.get(s, r.id())).orElseThrow().name());
         }
-        Result v = run(dir, "verify");
+        Ptarchive.Result v = run(dir, "verify");
         assertEquals(0, v.exit(), v.out() + v.err());
         assertTrue(v.out().startsWith("ok: ") && v.out().contains(
                 "(1 records written before records carried checksums: read unchecked)"), v.out());

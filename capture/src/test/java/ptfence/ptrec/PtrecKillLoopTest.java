@@ -44,7 +44,8 @@ class PtrecKillLoopTest {
         for (int round = 0; round < ROUNDS; round++) {
             Path data = dir.resolve("kill" + round + ".data");
             // the fence in some rounds (its start is the slow part; the writer is the same either way)
-            List<String> cmd = PtrecLiveTest.ptrecJava();
+            // java.io.tmpdir in the test's directory: lmdbjava extracts its library there, and a killed JVM leaves it
+            List<String> cmd = PtrecLiveTest.ptrecJava("-Djava.io.tmpdir=" + dir);
             cmd.addAll(List.of("--sideband-only", "-a", "--flush-interval", "100", "-o", data.toString()));
             cmd.addAll(round % 3 == 0 ? List.of("--archive", archive.toString()) : List.of("--no-fence"));
             Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD)
