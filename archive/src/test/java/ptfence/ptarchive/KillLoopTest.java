@@ -141,7 +141,7 @@ class KillLoopTest {
         assertEquals(List.of(), problems, when);
     }
 
-    /** A recording of {@code n} random images of a few KB in {@code archive}; returns nothing, writes in one commit. */
+    /** Adds a recording of {@code n} random images of a few KB to {@code archive}, in one commit. */
     static void record(Path archive, String id, long seed, int n, long createdMillis) {
         Random rnd = new Random(seed);
         try (Archive a = Archive.open(archive)) {
@@ -159,11 +159,12 @@ class KillLoopTest {
         }
     }
 
-    /** Rounds until {@link #ROUNDS} kills landed mid-run; {@code after} checks what each left. Returns attempts. */
+    /** One attempt: runs the command, kills it, checks what it left. */
     interface Attempt {
         Round run(int attempt, Random rnd) throws Exception;
     }
 
+    /** Attempts until {@link #ROUNDS} kills landed mid-run (at most {@link #MAX_ATTEMPTS}); returns the attempts. */
     static int loop(String what, Attempt attempt) throws Exception {
         Random rnd = new Random(Long.getLong("ptfence.seed", System.nanoTime()));
         int landed = 0, attempts = 0;
@@ -195,8 +196,8 @@ class KillLoopTest {
         List<Path> files = new ArrayList<>();
         Random rnd = new Random(3);
         for (int i = 0; i < bundles; i++) {
-            record(src, "rec-" + i, i + 1, 150, System.currentTimeMillis());
-            byte[] data = new byte[1 << 20];
+            record(src, "rec-" + i, i + 1, 100, System.currentTimeMillis());
+            byte[] data = new byte[512 << 10];
             rnd.nextBytes(data);
             perfData.put("rec-" + i, data);
             Path d = Files.write(tmp.resolve("perf-" + i + ".data"), data);
@@ -247,12 +248,10 @@ class KillLoopTest {
     void gcKilledMidRunLeavesAVerifyCleanArchive() throws Exception {
         Path archive = tmp.resolve("archive");
         record(archive, "keep-me", 1, 200, System.currentTimeMillis());
-        record(tmp.resolve("calibration"), "old", 2, 1500, 0);
+        record(tmp.resolve("calibration"), "old", 2, 1000, 0);
         long total = calibrate("--archive", tmp.resolve("calibration").toString(), "gc", "--keep", "1d");
-        int[] garbage = {0};
         loop("gc", (attempt, r) -> {
-            record(archive, "old-" + attempt, 100 + attempt, 1500, 0); // a recording gc --keep 1d drops
-            garbage[0]++;
+            record(archive, "old-" + attempt, 100 + attempt, 1000, 0); // a recording gc --keep 1d drops
             Round round = run(delay(r, total), "--archive", archive.toString(), "gc", "--keep", "1d");
             assertVerifyClean(archive, "after gc kill " + attempt);
             return round;
@@ -270,11 +269,11 @@ class KillLoopTest {
     @Test
     void publishKilledMidRunLeavesAVerifyCleanArchiveAndNoHalfObject() throws Exception {
         Path archive = tmp.resolve("archive");
-        record(archive, "rec", 1, 300, System.currentTimeMillis());
+        record(archive, "rec", 1, 200, System.currentTimeMillis());
         Path reference = tmp.resolve("reference");
         long total = calibrate("--archive", archive.toString(), "publish", reference.toString());
         Map<String, byte[]> expected = objects(reference);
-        assertEquals(300, expected.size());
+        assertEquals(200, expected.size());
         loop("publish", (attempt, r) -> {
             Path tree = tmp.resolve("tree" + attempt);
             Round round = run(delay(r, total), "--archive", archive.toString(), "publish", tree.toString());
