@@ -10,12 +10,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import ptfence.cli.Tool;
 import ptfence.ptarchive.PtarchiveCommand;
 import ptfence.store.ContentKey;
+import ptfence.store.SmallTmpfs;
 
 /**
  * {@code ptarchive publish} onto a full file system: one line naming the path and "no space left on device", exit 2
@@ -28,13 +28,9 @@ class PublishFullDiskTest {
 
     @Test
     void aFullFileSystemIsOneLineExitTwoAndLeavesNoHalfObject() throws Exception {
-        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to mount a small tmpfs");
+        Path mount = SmallTmpfs.mount(tmp, "96k");
         HostArchive a = new HostArchive(Files.createDirectories(tmp.resolve("a")).resolve("archive"), "boot-a")
                 .record("rec", 3, 40, 8000, 0);
-        Path mount = Files.createDirectory(tmp.resolve("small"));
-        Process m = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", mount.toString())
-                .inheritIO().start();
-        Assumptions.assumeTrue(m.waitFor() == 0, "mount -t tmpfs not permitted here");
         try {
             Path tree = mount.resolve("tree");
             StringWriter out = new StringWriter();
@@ -61,7 +57,7 @@ class PublishFullDiskTest {
             System.out.println("full tmpfs: " + whole + " whole objects before ENOSPC; " + e.strip());
             assertTrue(whole < a.images.size(), "the file system filled before the end");
         } finally {
-            new ProcessBuilder("umount", mount.toString()).inheritIO().start().waitFor();
+            SmallTmpfs.unmount(mount);
         }
     }
 }

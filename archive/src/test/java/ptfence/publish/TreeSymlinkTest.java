@@ -55,12 +55,17 @@ class TreeSymlinkTest {
         return out;
     }
 
+    /** A host's archive with one recording "rec" of {@code n} images made from {@code seed}. */
+    HostArchive host(long seed, int n) throws Exception {
+        return new HostArchive(Files.createDirectories(tmp.resolve("a")).resolve("archive"), "boot-a")
+                .record("rec", seed, n, 300, 0);
+    }
+
     @Test
     void gcDoesNotDeleteThroughASymlinkedKeyDirectory() throws Exception {
         Path outside = outside();
         Map<String, String> before = contents(outside);
-        HostArchive a = new HostArchive(Files.createDirectories(tmp.resolve("a")).resolve("archive"), "boot-a")
-                .record("rec", 1, 3, 200, 0);
+        HostArchive a = host(1, 3);
         try (PublishTree tree = PublishTree.create(tmp.resolve("tree"), false)) {
             PublishTest.publish(a, tree, Publisher.Selection.all());
             Path link = tree.root().resolve(PublishTree.OBJECTS).resolve("ab".repeat(ContentKey.LENGTH));
@@ -77,8 +82,7 @@ class TreeSymlinkTest {
     void publishDoesNotWriteThroughASymlinkedKeyDirectoryOrRecordings() throws Exception {
         Path outside = outside();
         Map<String, String> before = contents(outside);
-        HostArchive a = new HostArchive(Files.createDirectories(tmp.resolve("a")).resolve("archive"), "boot-a")
-                .record("rec", 1, 3, 200, 0);
+        HostArchive a = host(1, 3);
         ContentKey key = a.images.keySet().iterator().next();
         Path tree = tmp.resolve("tree");
         Files.createDirectories(tree.resolve(PublishTree.OBJECTS));
@@ -110,8 +114,7 @@ class TreeSymlinkTest {
     void aKeyDirectorySwappedForASymlinkWhilePublishAndGcRunIsNeverFollowed() throws Exception {
         Path outside = outside();
         Map<String, String> before = contents(outside);
-        HostArchive a = new HostArchive(Files.createDirectories(tmp.resolve("a")).resolve("archive"), "boot-a")
-                .record("rec", 7, 12, 300, 0);
+        HostArchive a = host(7, 12);
         List<ContentKey> keys = new ArrayList<>(a.images.keySet());
         Random rnd = new Random(31);
         int rounds = 30, refused = 0, swaps = 0;
