@@ -43,7 +43,7 @@ import ptfence.store.Verifier;
  */
 class KillLoopTest {
     static final int ROUNDS = 30;
-    static final int MAX_ATTEMPTS = 60;
+    static final int MAX_ATTEMPTS = 90;
 
     @TempDir
     Path tmp;
@@ -92,9 +92,11 @@ class KillLoopTest {
             String line = out.readLine();
             assertEquals("START", line, "the child did not start");
             long started = System.nanoTime();
+            long[] ended = {0};
             CompletableFuture<String> done = CompletableFuture.supplyAsync(() -> {
                 try {
                     String l = out.readLine();
+                    ended[0] = System.nanoTime();
                     return l == null ? "" : l;
                 } catch (IOException e) {
                     return "";
@@ -113,7 +115,9 @@ class KillLoopTest {
             alive &= sent;
             assertTrue(p.waitFor(60, TimeUnit.SECONDS));
             String d = done.get(60, TimeUnit.SECONDS);
-            return new Round(alive && p.exitValue() == 137 && d.isEmpty(), d, -1);
+            // a command that finished first says how long it took this time (the machine's load varies)
+            return new Round(alive && p.exitValue() == 137 && d.isEmpty(), d,
+                    d.isEmpty() ? -1 : (ended[0] - started) / 1_000_000);
         } finally {
             p.destroyForcibly();
         }
@@ -161,20 +165,24 @@ class KillLoopTest {
 
     /** One attempt: runs the command, kills it, checks what it left. */
     interface Attempt {
-        Round run(int attempt, Random rnd) throws Exception;
+        Round run(int attempt, long commandMs, Random rnd) throws Exception;
     }
 
     /** Attempts until {@link #ROUNDS} kills landed mid-run (at most {@link #MAX_ATTEMPTS}); returns the attempts. */
-    static int loop(String what, Attempt attempt) throws Exception {
+    static int loop(String what, long commandMs, Attempt attempt) throws Exception {
         Random rnd = new Random(Long.getLong("ptfence.seed", System.nanoTime()));
         int landed = 0, attempts = 0;
         List<String> early = new ArrayList<>();
+        long ms = commandMs;
         while (landed < ROUNDS && attempts < MAX_ATTEMPTS) {
-            Round r = attempt.run(attempts++, rnd);
+            Round r = attempt.run(attempts++, ms, rnd);
             if (r.landed()) {
                 landed++;
             } else {
                 early.add(r.done());
+                if (r.commandMs() > 0) {
+                    ms = Math.min(ms, r.commandMs()); // it ran faster than measured: draw over its new length
+                }
             }
         }
         System.out.printf("%s SIGKILL: kill landed mid-run %d/%d (%d attempts), verify-clean after every one%n",
@@ -216,10 +224,10 @@ class KillLoopTest {
         Set<String> whole = new HashSet<>();
         perfData.values().forEach(v -> whole.add(java.util.HexFormat.of().formatHex(
                 ptfence.store.ContentKey.sha256(v))));
-        loop("import", (attempt, r) -> {
+        loop("import", total, (attempt, ms, r) -> {
             Path bundle = files.get(attempt % bundles);
             // a new --files DIR now and then: the carried perf.data is written in some rounds, shared in others
-            Round round = run(delay(r, total), "--archive", archive.toString(), "import", bundle.toString(),
+            Round round = run(delay(r, ms), "--archive", archive.toString(), "import", bundle.toString(),
                     "--files", dir.resolve("d" + attempt % 3).toString());
             assertVerifyClean(archive, "after import kill " + attempt);
             try (Stream<Path> s = Files.walk(dir)) {
@@ -250,9 +258,9 @@ class KillLoopTest {
         record(archive, "keep-me", 1, 200, System.currentTimeMillis());
         record(tmp.resolve("calibration"), "old", 2, 1000, 0);
         long total = calibrate("--archive", tmp.resolve("calibration").toString(), "gc", "--keep", "1d");
-        loop("gc", (attempt, r) -> {
+        loop("gc", total, (attempt, ms, r) -> {
             record(archive, "old-" + attempt, 100 + attempt, 1000, 0); // a recording gc --keep 1d drops
-            Round round = run(delay(r, total), "--archive", archive.toString(), "gc", "--keep", "1d");
+            Round round = run(delay(r, ms), "--archive", archive.toString(), "gc", "--keep", "1d");
             assertVerifyClean(archive, "after gc kill " + attempt);
             return round;
         });
@@ -269,14 +277,14 @@ class KillLoopTest {
     @Test
     void publishKilledMidRunLeavesAVerifyCleanArchiveAndNoHalfObject() throws Exception {
         Path archive = tmp.resolve("archive");
-        record(archive, "rec", 1, 200, System.currentTimeMillis());
+        record(archive, "rec", 1, 300, System.currentTimeMillis());
         Path reference = tmp.resolve("reference");
         long total = calibrate("--archive", archive.toString(), "publish", reference.toString());
         Map<String, byte[]> expected = objects(reference);
-        assertEquals(200, expected.size());
-        loop("publish", (attempt, r) -> {
+        assertEquals(300, expected.size());
+        loop("publish", total, (attempt, ms, r) -> {
             Path tree = tmp.resolve("tree" + attempt);
-            Round round = run(delay(r, total), "--archive", archive.toString(), "publish", tree.toString());
+            Round round = run(delay(r, ms), "--archive", archive.toString(), "publish", tree.toString());
             assertVerifyClean(archive, "after publish kill " + attempt);
             if (Files.isDirectory(tree.resolve("buildid"))) {
                 for (Map.Entry<String, byte[]> e : objects(tree).entrySet()) {
