@@ -122,7 +122,7 @@ public final class BundleReader {
         BundleSummary checked = check(bundle);
         List<BundleFile> written = new ArrayList<>();
         if (filesDir != null && !checked.files().isEmpty()) {
-            written = writeFiles(bundle, filesDir);
+            written = writeFiles(bundle, filesDir, checked.files());
             if (perfDataPath == null || perfDataPath.isEmpty()) {
                 for (BundleFile f : written) {
                     if (f.role() == BundleFile.PERF_DATA) {
@@ -137,68 +137,168 @@ public final class BundleReader {
                 filesDir == null ? checked.files() : written, List.of());
     }
 
-    /** Streams the bundle's files into {@code dir} (each through a temporary file renamed when whole). */
-    private static List<BundleFile> writeFiles(Path bundle, Path dir) {
+    /**
+     * Streams the bundle's files into {@code dir}, each through a temporary file linked under its name when whole. A
+     * different file already there under that name is never replaced: the new one goes under the next free name (a
+     * binary first under a directory named by its build id, as two builds of one name in a bundle do; then
+     * {@code NAME.1}, {@code NAME.2}, ... as for a second perf.data); the same bytes there already are shared, so an
+     * import repeated into one directory adds nothing. Everything is done relative to a handle on {@code dir} and
+     * never through a symbolic link in it.
+     */
+    private static List<BundleFile> writeFiles(Path bundle, Path dir, List<BundleFile> carried) {
+        for (BundleFile f : carried) {
+            String why = unusableName(f.recordedPath());
+            if (why != null) {
+                throw new BadInputException("bundle " + bundle + ": carried file '" + printable(f.recordedPath())
+                        + "' has no usable file name (" + why + "); nothing imported");
+            }
+        }
         List<BundleFile> out = new ArrayList<>();
         try {
             Files.createDirectories(dir);
         } catch (IOException e) {
             throw new BadInputException(dir + ": cannot create the directory for the bundle's files: " + e.getMessage());
         }
-        java.io.OutputStream[] current = {null};
-        Path[] tmp = {null}, target = {null};
+        java.nio.channels.FileChannel[] current = {null};
+        String[] tmp = {null};
         long[] left = {0};
         FileHeader[] header = {null};
-        try {
-            read(bundle, (type, payload, offset) -> {
-                try {
-                    if (type == BundleFormat.FILE) {
-                        header[0] = fileHeader(payload, bundle, offset);
-                        target[0] = placeFor(dir, header[0].file(), out);
-                        Files.createDirectories(target[0].getParent());
-                        tmp[0] = Files.createTempFile(target[0].getParent(), ".import-", ".tmp");
-                        current[0] = Files.newOutputStream(tmp[0]);
-                        left[0] = header[0].size();
-                    } else if (type == BundleFormat.FILE_DATA) {
-                        current[0].write(payload);
-                        left[0] -= payload.length;
-                    }
-                    if (current[0] != null && left[0] == 0) {
-                        current[0].close();
-                        current[0] = null;
-                        Files.move(tmp[0], target[0], java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-                        BundleFile f = header[0].file();
-                        out.add(new BundleFile(f.role(), f.recordedPath(), f.buildId(), target[0]));
-                    }
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
-        } catch (UncheckedIOException e) {
-            throw new BadInputException(dir + ": writing the bundle's files: " + e.getCause().getMessage());
-        } finally {
+        try (ptfence.dir.DirHandle root = ptfence.dir.DirHandle.open(dir)) {
             try {
-                if (current[0] != null) current[0].close();
-                if (tmp[0] != null) Files.deleteIfExists(tmp[0]);
-            } catch (IOException e) {
-                // the temporary file of a file not written whole: nothing more to do
+                read(bundle, (type, payload, offset) -> {
+                    try {
+                        if (type == BundleFormat.FILE) {
+                            header[0] = fileHeader(payload, bundle, offset);
+                            tmp[0] = ".import-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current()
+                                    .nextLong()) + ".tmp";
+                            current[0] = root.createNew(tmp[0]);
+                            left[0] = header[0].size();
+                        } else if (type == BundleFormat.FILE_DATA) {
+                            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(payload);
+                            while (b.hasRemaining()) {
+                                current[0].write(b);
+                            }
+                            left[0] -= payload.length;
+                        }
+                        if (current[0] != null && left[0] == 0) {
+                            current[0].close();
+                            current[0] = null;
+                            BundleFile f = header[0].file();
+                            Path placed = place(root, tmp[0], f);
+                            root.delete(tmp[0]);
+                            tmp[0] = null;
+                            out.add(new BundleFile(f.role(), f.recordedPath(), f.buildId(), placed));
+                        }
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                });
+            } finally {
+                try {
+                    if (current[0] != null) current[0].close();
+                    if (tmp[0] != null) root.delete(tmp[0]);
+                } catch (IOException e) {
+                    // the temporary file of a file not written whole: nothing more to do
+                }
             }
+        } catch (UncheckedIOException e) {
+            throw new BadInputException(dir + ": writing the bundle's files: " + reason(e.getCause()));
+        } catch (IOException e) {
+            throw new BadInputException(dir + ": writing the bundle's files: " + reason(e));
         }
         return out;
     }
 
-    /** Where a carried file goes: its own name in {@code dir}, or under its build id if that name is taken. */
-    private static Path placeFor(Path dir, BundleFile f, List<BundleFile> placed) {
-        Path name = Path.of(f.recordedPath()).getFileName();
-        Path plain = dir.resolve(name == null ? "file" : name.toString());
-        boolean taken = placed.stream().anyMatch(p -> p.local().equals(plain));
-        if (!taken) {
-            return plain;
+    /** Why a carried file's recorded path gives no file name to write under, or null when it gives one. */
+    static String unusableName(String recordedPath) {
+        if (recordedPath.indexOf('\0') >= 0) {
+            return "it holds a NUL byte";
         }
-        String id = f.buildId().length > 0 ? java.util.HexFormat.of().formatHex(f.buildId())
-                : Integer.toHexString(f.recordedPath().hashCode());
-        return dir.resolve(id).resolve(plain.getFileName());
+        String name = recordedPath.substring(recordedPath.lastIndexOf('/') + 1);
+        if (name.isEmpty()) {
+            return recordedPath.isEmpty() ? "its name is empty" : "it ends in '/'";
+        }
+        if (name.equals(".") || name.equals("..")) {
+            return "it names a directory ('" + name + "')";
+        }
+        return null;
+    }
+
+    private static String printable(String s) {
+        StringBuilder b = new StringBuilder();
+        for (char c : s.toCharArray()) {
+            b.append(c < 0x20 || c == 0x7f ? String.format("\\x%02x", (int) c) : String.valueOf(c));
+        }
+        return b.toString();
+    }
+
+    private static String reason(IOException e) {
+        if (e instanceof java.nio.file.FileSystemException f) {
+            return (f.getFile() == null ? "" : f.getFile() + ": ") + (f.getReason() == null
+                    ? (e instanceof java.nio.file.AccessDeniedException ? "permission denied" : "failed")
+                    : f.getReason());
+        }
+        String m = e.getMessage() == null ? "input/output error" : e.getMessage();
+        return m.isEmpty() ? m : Character.toLowerCase(m.charAt(0)) + m.substring(1);
+    }
+
+    /**
+     * Links the temporary file {@code tmp} (in {@code root}) under the first name that is free or holds the same
+     * bytes, and returns where it is (for messages and the recording's perf.data path).
+     */
+    private static Path place(ptfence.dir.DirHandle root, String tmp, BundleFile f) throws IOException {
+        String name = f.recordedPath().substring(f.recordedPath().lastIndexOf('/') + 1);
+        if (placedAt(root, tmp, root, name)) {
+            return root.shown(name);
+        }
+        if (f.role() == BundleFile.BINARY && f.buildId().length > 0) {
+            String id = java.util.HexFormat.of().formatHex(f.buildId());
+            try (ptfence.dir.DirHandle sub = root.child(id, true, 0777)) {
+                if (placedAt(root, tmp, sub, name)) {
+                    return sub.shown(name);
+                }
+            } catch (java.nio.file.FileSystemException e) {
+                // not a directory (a file or a symlink of that name): the numbered names below
+            }
+        }
+        for (int n = 1; n < 10_000; n++) {
+            if (placedAt(root, tmp, root, name + "." + n)) {
+                return root.shown(name + "." + n);
+            }
+        }
+        throw new java.nio.file.FileSystemException(root.shown(name).toString(), null,
+                "and 9,999 numbered names after it hold other files");
+    }
+
+    /** True if {@code tmp} is now at {@code dir/name}: linked there, or the same bytes were there already. */
+    private static boolean placedAt(ptfence.dir.DirHandle root, String tmp, ptfence.dir.DirHandle dir, String name)
+            throws IOException {
+        if (root.linkTo(tmp, dir, name)) {
+            return true;
+        }
+        java.nio.file.attribute.BasicFileAttributes there = dir.attributes(name);
+        if (there == null || !there.isRegularFile() || there.size() != root.attributes(tmp).size()) {
+            return false; // a directory, a symlink (never followed), or another file
+        }
+        try (java.nio.channels.FileChannel a = root.read(tmp); java.nio.channels.FileChannel b = dir.read(name)) {
+            java.nio.ByteBuffer x = java.nio.ByteBuffer.allocate(1 << 16), y = java.nio.ByteBuffer.allocate(1 << 16);
+            while (true) {
+                x.clear();
+                y.clear();
+                int n = a.read(x), m = b.read(y);
+                if (n != m) {
+                    return false;
+                }
+                if (n < 0) {
+                    return true;
+                }
+                if (!x.flip().equals(y.flip())) {
+                    return false;
+                }
+            }
+        } catch (java.nio.file.FileSystemException e) {
+            return false; // replaced by a symlink meanwhile: not the same file
+        }
     }
 
     private static BundleSummary importChecked(Archive archive, Path bundle, String perfDataPath, Progress progress,

@@ -147,8 +147,9 @@ final class GcCommand extends ArchiveSubcommand implements Callable<Integer> {
                     + "m (it covers clock skew between publishing hosts and network file systems' caches)");
         }
         TreeGc.Report r;
-        try (Progress p = Progress.start(spec.commandLine().getErr(), "gc", Progress.wanted(progress))) {
-            r = TreeGc.run(PublishTree.open(published), Units.duration(keep), g, dryRun, p);
+        try (Progress p = Progress.start(spec.commandLine().getErr(), "gc", Progress.wanted(progress));
+                PublishTree tree = PublishTree.open(published)) {
+            r = TreeGc.run(tree, Units.duration(keep), g, dryRun, p);
             p.done();
         }
         PrintWriter out = out();

@@ -35,6 +35,18 @@ final class ImportCommand extends ArchiveSubcommand implements Callable<Integer>
     @Override
     public Integer call() {
         // checked before the archive is opened (and maybe created): a wrong argument changes nothing
+        // (Path.of("") is the current directory: a script's unset variable must not name it)
+        if (bundle.toString().isEmpty()) {
+            throw new ptfence.cli.BadInputException("import: BUNDLE is an empty path (give the bundle file)");
+        }
+        if (files != null && files.toString().isEmpty()) {
+            throw new ptfence.cli.BadInputException("import: --files is an empty path (give a directory; '.' for "
+                    + "this one)");
+        }
+        if (perfData != null && perfData.toString().isEmpty()) {
+            throw new ptfence.cli.BadInputException("import: --perf-data is an empty path (give the recording's "
+                    + "perf.data, or leave --perf-data out)");
+        }
         if (!java.nio.file.Files.exists(bundle)) {
             throw new ptfence.cli.BadInputException(bundle + ": no such file");
         }

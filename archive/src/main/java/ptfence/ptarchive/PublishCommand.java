@@ -58,10 +58,15 @@ final class PublishCommand extends ArchiveSubcommand implements Callable<Integer
         }
         Publisher.Selection selection = recording != null ? new Publisher.Selection(Long.MIN_VALUE, recording)
                 : since != null ? new Publisher.Selection(sinceMillis(since), null) : Publisher.Selection.all();
+        if (dir.toString().isEmpty()) {
+            // Path.of("") is the current directory: a script's unset variable must not publish into it
+            throw new BadInputException("publish: DIR is an empty path (give the publish tree's directory; '.' for "
+                    + "this one)");
+        }
         Publisher.Report r;
         try (Archive a = openArchiveReadOnly();
-                Progress p = Progress.start(spec.commandLine().getErr(), "publish", Progress.wanted(progress))) {
-            PublishTree tree = PublishTree.create(dir, !noSync);
+                Progress p = Progress.start(spec.commandLine().getErr(), "publish", Progress.wanted(progress));
+                PublishTree tree = PublishTree.create(dir, !noSync)) {
             r = Publisher.publish(a, tree, selection, hostname(), p);
             p.done();
         }

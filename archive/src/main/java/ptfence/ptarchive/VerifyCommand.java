@@ -147,9 +147,11 @@ final class VerifyCommand extends ArchiveSubcommand implements Callable<Integer>
                 hashed[0] = images.images();
                 p.phase("checking regions and recordings", 0);
                 long regions = RegionIndex.check(s, problems::add);
+                long unchecked = RegionIndex.unchecked(s) + Recordings.unchecked(s);
                 long recordings = Recordings.check(s, problems::add);
                 return images.images() + " images (" + Units.bytes(images.bytes()) + ") re-hashed, " + regions
-                        + " regions, " + recordings + " recordings checked";
+                        + " regions, " + recordings + " recordings checked" + (unchecked == 0 ? "" : " ("
+                        + unchecked + " records written before records carried checksums: read unchecked)");
             });
             p.phase("re-hashed images", hashed[0]);
             p.add(hashed[0]);

@@ -1,9 +1,7 @@
 package ptfence.publish;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -144,7 +142,7 @@ public final class Publisher {
             List<ContentKey> chunk = keys.subList(i, Math.min(keys.size(), i + CHUNK));
             List<ContentKey> absent = new ArrayList<>();
             for (ContentKey k : chunk) {
-                if (Files.exists(tree.objectPath(k))) {
+                if (tree.hasObject(k)) {
                     counts[1]++;
                 } else {
                     absent.add(k);
@@ -203,30 +201,18 @@ public final class Publisher {
     /** Writes a manifest unless the same one is there; a same one older than {@link #REFRESH} is marked now. */
     private static void putManifest(PublishTree tree, PublishedRecording m) {
         byte[] json = m.toJson();
-        Path p = tree.manifestPath(m.recording().id());
-        try {
-            if (Files.exists(p) && Arrays.equals(Files.readAllBytes(p), json)
-                    && refresh(tree, p, System.currentTimeMillis())) {
-                return;
-            }
-        } catch (NoSuchFileException e) {
-            // removed meanwhile: write it
-        } catch (IOException e) {
-            throw new UncheckedIOException("publish tree " + tree.root() + ": reading " + p, e);
+        String id = m.recording().id();
+        byte[] there = tree.readManifest(id);
+        if (there != null && Arrays.equals(there, json) && refresh(tree, id, System.currentTimeMillis())) {
+            return;
         }
-        tree.putManifest(m.recording().id(), json);
+        tree.putManifest(id, json);
     }
 
     /** True if the manifest is there (its mark renewed when older than {@link #REFRESH}); false if absent. */
-    private static boolean refresh(PublishTree tree, Path file, long now) {
-        try {
-            long mtime = Files.getLastModifiedTime(file).toMillis();
-            return mtime >= now - REFRESH.toMillis() || tree.touch(file);
-        } catch (NoSuchFileException e) {
-            return false;
-        } catch (IOException e) {
-            throw new UncheckedIOException("publish tree " + tree.root() + ": " + file, e);
-        }
+    private static boolean refresh(PublishTree tree, String recordingId, long now) {
+        long mtime = tree.manifestMillis(recordingId);
+        return mtime >= 0 && (mtime >= now - REFRESH.toMillis() || tree.touchManifest(recordingId));
     }
 
     /** A recording's last activity: its creation, or its perf.data's last write while it runs (as gc ages it). */

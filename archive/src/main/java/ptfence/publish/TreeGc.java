@@ -1,13 +1,9 @@
 package ptfence.publish;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -16,7 +12,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
+import ptfence.cli.BadInputException;
 import ptfence.cli.Progress;
+import ptfence.dir.DirHandle;
 import ptfence.store.ContentKey;
 
 /**
@@ -38,6 +36,9 @@ import ptfence.store.ContentKey;
  * between. Nothing younger than {@code grace} is removed at all: that covers clock skew between the hosts writing the
  * tree and directory caches of network file systems. A gc killed midway leaves objects set aside: the next run puts
  * back those a live manifest names and deletes the others.
+ *
+ * <p>Everything is looked at, renamed and removed relative to handles on the tree's directories ({@link DirHandle}):
+ * a key's directory that is a symbolic link (or becomes one while gc runs) is left alone, never followed.
  */
 public final class TreeGc {
     /** The least grace allowed. */
@@ -65,24 +66,22 @@ public final class TreeGc {
     public record Report(boolean dryRun, long manifestsKept, long manifestsRemoved, long objectsKept,
             long objectsRemoved, long bytesFreed, long spared, long tempsRemoved, List<String> unreadable) {}
 
-    private TreeGc() {}
-
     /** Runs gc over the tree; one at a time per tree (a second is a one-line error while the first runs). */
     public static Report run(PublishTree tree, Duration keep, Duration grace, boolean dryRun, Progress progress) {
         if (grace.compareTo(MIN_GRACE) < 0) {
             throw new IllegalArgumentException("--grace must be at least " + MIN_GRACE.toMinutes() + " minutes");
         }
         Path lockFile = tree.root().resolve(LOCK);
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
-                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+        try (java.nio.channels.FileChannel ch = tree.top().openForLock(LOCK);
                 java.nio.channels.FileLock lock = tryLock(ch)) {
             if (lock == null) {
-                throw new ptfence.cli.BadInputException("publish tree " + tree.root() + ": another gc --published "
+                throw new BadInputException("publish tree " + tree.root() + ": another gc --published "
                         + "is running (it holds " + lockFile + ")");
             }
-            return collect(tree, keep, grace, dryRun, progress);
+            return new TreeGc(tree).collect(keep, grace, dryRun, progress);
         } catch (IOException e) {
-            throw new UncheckedIOException("publish tree " + tree.root() + ": locking " + lockFile, e);
+            throw new BadInputException("publish tree " + tree.root() + ": locking " + lockFile + ": "
+                    + PublishTree.reason(e), e);
         }
     }
 
@@ -95,7 +94,17 @@ public final class TreeGc {
         }
     }
 
-    private static Report collect(PublishTree tree, Duration keep, Duration grace, boolean dryRun, Progress progress) {
+    private final PublishTree tree;
+    private final DirHandle objects;
+    private final DirHandle recordings;
+
+    private TreeGc(PublishTree tree) {
+        this.tree = tree;
+        this.objects = tree.objects();
+        this.recordings = tree.recordings();
+    }
+
+    private Report collect(Duration keep, Duration grace, boolean dryRun, Progress progress) {
         long t0 = System.currentTimeMillis();
         long liveFrom = t0 - keep.toMillis();
         long oldBefore = t0 - grace.toMillis();
@@ -103,11 +112,11 @@ public final class TreeGc {
         List<String> unreadable = new ArrayList<>();
 
         progress.phase("reading manifests", 0);
-        Map<Path, Long> read = new HashMap<>();
+        Map<String, Long> read = new HashMap<>();
         Set<ContentKey> live = new HashSet<>();
-        List<Path> expired = new ArrayList<>();
-        for (Path m : manifests(tree, oldBefore, dryRun, c)) {
-            long mtime = mtime(m);
+        List<String> expired = new ArrayList<>();
+        for (String m : manifests(oldBefore, dryRun, c)) {
+            long mtime = mtime(recordings, m);
             PublishedRecording pr = parse(m, unreadable);
             if (mtime < 0 || pr == null) {
                 continue; // replaced or removed meanwhile, or unreadable (kept, named in the report)
@@ -121,8 +130,8 @@ public final class TreeGc {
             }
         }
         progress.phase("removing manifests", expired.size());
-        for (Path m : expired) {
-            if (remove(m, oldBefore, dryRun, c)) {
+        for (String m : expired) {
+            if (remove(recordings, m, oldBefore, dryRun, c)) {
                 c.manifestsRemoved++;
             } else {
                 c.manifestsKept++;
@@ -132,38 +141,42 @@ public final class TreeGc {
 
         progress.phase("setting objects aside", 0);
         List<Aside> aside = new ArrayList<>();
-        for (Path dir : list(tree.root().resolve(PublishTree.OBJECTS))) {
-            String hex = dir.getFileName().toString();
+        for (String hex : list(objects)) {
             if (hex.endsWith(PublishTree.TEMP_SUFFIX)) {
-                removeStaleTemp(dir, oldBefore, dryRun, c);
+                removeStaleTemp(objects, hex, oldBefore, dryRun, c);
                 continue;
             }
-            if (hex.length() != 2 * ContentKey.LENGTH || !ContentKey.isHex(hex) || !Files.isDirectory(dir)) {
+            if (hex.length() != 2 * ContentKey.LENGTH || !ContentKey.isHex(hex)) {
                 continue; // not ours: leave it
             }
             ContentKey key = ContentKey.parse(hex);
-            Path object = dir.resolve(PublishTree.OBJECT_FILE);
-            for (Path f : list(dir)) {
-                String name = f.getFileName().toString();
-                if (name.startsWith(ASIDE) && live.contains(key) && !dryRun) {
-                    restore(f, object); // set aside by a gc that was killed
-                } else if (name.endsWith(PublishTree.TEMP_SUFFIX)) {
-                    removeStaleTemp(f, name.startsWith(ASIDE) ? Long.MAX_VALUE : oldBefore, dryRun, c);
+            try (DirHandle dir = keyDir(hex)) {
+                if (dir == null) {
+                    continue; // gone, or not a directory (a symlink is one of those): not followed, left alone
                 }
-            }
-            long size = size(object);
-            if (size < 0) {
-                removeEmptyDir(dir, dryRun);
-            } else if (live.contains(key) || mtime(object) >= oldBefore) {
-                c.objectsKept++;
-            } else if (dryRun) {
-                c.objectsRemoved++;
-                c.bytesFreed += size;
-            } else {
-                Path to = dir.resolve(ASIDE + Long.toHexString(ThreadLocalRandom.current().nextLong())
-                        + PublishTree.TEMP_SUFFIX);
-                if (rename(object, to)) {
-                    aside.add(new Aside(key, object, to, size));
+                for (String name : list(dir)) {
+                    if (name.startsWith(ASIDE) && live.contains(key) && !dryRun) {
+                        restore(dir, name); // set aside by a gc that was killed
+                    } else if (name.endsWith(PublishTree.TEMP_SUFFIX)) {
+                        removeStaleTemp(dir, name, name.startsWith(ASIDE) ? Long.MAX_VALUE : oldBefore, dryRun, c);
+                    }
+                }
+                BasicFileAttributes object = attributes(dir, PublishTree.OBJECT_FILE);
+                if (object == null || !object.isRegularFile()) {
+                    if (object == null) {
+                        removeEmptyDir(hex, dryRun);
+                    }
+                } else if (live.contains(key) || object.lastModifiedTime().toMillis() >= oldBefore) {
+                    c.objectsKept++;
+                } else if (dryRun) {
+                    c.objectsRemoved++;
+                    c.bytesFreed += object.size();
+                } else {
+                    String to = ASIDE + Long.toHexString(ThreadLocalRandom.current().nextLong())
+                            + PublishTree.TEMP_SUFFIX;
+                    if (rename(dir, PublishTree.OBJECT_FILE, to)) {
+                        aside.add(new Aside(key, to, object.size()));
+                    }
                 }
             }
             progress.add(1);
@@ -175,9 +188,9 @@ public final class TreeGc {
         // manifests written or marked since the first read name what publishes rely on: put those objects back
         progress.phase("reading manifests again", 0);
         Set<ContentKey> late = new HashSet<>();
-        for (Path m : manifests(tree, oldBefore, false, c)) {
+        for (String m : manifests(oldBefore, false, c)) {
             Long before = read.get(m);
-            long mtime = mtime(m);
+            long mtime = mtime(recordings, m);
             if (mtime >= 0 && (before == null || before != mtime || mtime >= t0)) {
                 PublishedRecording pr = parse(m, unreadable);
                 if (pr != null) {
@@ -187,23 +200,39 @@ public final class TreeGc {
         }
         progress.phase("removing objects", aside.size());
         for (Aside a : aside) {
-            if (late.contains(a.key())) {
-                restore(a.aside(), a.object());
-                c.spared++;
-                c.objectsKept++;
-            } else {
-                delete(a.aside());
-                c.objectsRemoved++;
-                c.bytesFreed += a.size();
-                removeEmptyDir(a.object().getParent(), false);
+            try (DirHandle dir = keyDir(a.key().hex())) {
+                if (dir == null) {
+                    // the key's directory was replaced meanwhile (not by a publish: it makes real directories); what
+                    // was set aside stays there for the next gc
+                } else if (late.contains(a.key())) {
+                    restore(dir, a.aside());
+                    c.spared++;
+                    c.objectsKept++;
+                } else {
+                    delete(dir, a.aside());
+                    c.objectsRemoved++;
+                    c.bytesFreed += a.size();
+                }
+            }
+            if (!late.contains(a.key())) {
+                removeEmptyDir(a.key().hex(), false);
             }
             progress.add(1);
         }
         return report(false, c, unreadable);
     }
 
-    /** An object set aside: its key, where it was, where it is, its size. */
-    private record Aside(ContentKey key, Path object, Path aside, long size) {}
+    /** An object set aside: its key, its name in the key's directory, its size. */
+    private record Aside(ContentKey key, String aside, long size) {}
+
+    /** A key's directory, or null when it is gone or is not a real directory (a symlink is refused, not followed). */
+    private DirHandle keyDir(String hex) {
+        try {
+            return objects.child(hex, false, 0);
+        } catch (IOException e) {
+            return null;
+        }
+    }
 
     private static Report report(boolean dryRun, Counts c, List<String> unreadable) {
         return new Report(dryRun, c.manifestsKept, c.manifestsRemoved, c.objectsKept, c.objectsRemoved,
@@ -211,11 +240,11 @@ public final class TreeGc {
     }
 
     /** The manifests (temporary files older than the grace among them are removed on the way). */
-    private static List<Path> manifests(PublishTree tree, long oldBefore, boolean dryRun, Counts c) {
-        List<Path> out = new ArrayList<>();
-        for (Path m : list(tree.root().resolve(PublishTree.RECORDINGS))) {
-            if (m.getFileName().toString().endsWith(PublishTree.TEMP_SUFFIX)) {
-                removeStaleTemp(m, oldBefore, dryRun, c);
+    private List<String> manifests(long oldBefore, boolean dryRun, Counts c) {
+        List<String> out = new ArrayList<>();
+        for (String m : list(recordings)) {
+            if (m.endsWith(PublishTree.TEMP_SUFFIX)) {
+                removeStaleTemp(recordings, m, oldBefore, dryRun, c);
             } else {
                 out.add(m);
             }
@@ -223,48 +252,54 @@ public final class TreeGc {
         return out;
     }
 
-    private static PublishedRecording parse(Path m, List<String> unreadable) {
+    private PublishedRecording parse(String m, List<String> unreadable) {
+        Path shown = recordings.shown(m);
         try {
-            return PublishedRecording.parse(Files.readAllBytes(m), m.toString());
+            return PublishedRecording.parse(recordings.readAll(m), shown.toString());
         } catch (NoSuchFileException e) {
             return null;
         } catch (IOException | RuntimeException e) {
-            if (!unreadable.contains(m + ": " + e.getMessage())) {
-                unreadable.add(m + ": " + e.getMessage());
+            String why = shown + ": " + (e instanceof IOException io ? PublishTree.reason(io) : e.getMessage());
+            if (!unreadable.contains(why)) {
+                unreadable.add(why);
             }
             return null;
         }
     }
 
     /** Puts an object set aside back (unless a publish wrote it again meanwhile), and drops the aside copy. */
-    private static void restore(Path aside, Path object) {
+    private static void restore(DirHandle dir, String aside) {
         try {
-            Files.createLink(object, aside);
-        } catch (FileAlreadyExistsException | NoSuchFileException e) {
-            // written again by a publish, or already put back
+            dir.link(aside, PublishTree.OBJECT_FILE); // false: written again by a publish
+        } catch (NoSuchFileException e) {
+            // already put back
         } catch (IOException e) {
-            throw new UncheckedIOException("publish tree: putting back " + object, e);
+            throw failure(dir, "putting back " + PublishTree.OBJECT_FILE, e);
         }
-        delete(aside);
+        delete(dir, aside);
     }
 
-    private static boolean rename(Path from, Path to) {
+    private static boolean rename(DirHandle dir, String from, String to) {
         try {
-            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+            dir.rename(from, to);
             return true;
         } catch (NoSuchFileException e) {
             return false; // another gc took it
         } catch (IOException e) {
-            throw new UncheckedIOException("publish tree: setting aside " + from, e);
+            throw failure(dir, "setting aside " + from, e);
         }
     }
 
-    private static void delete(Path p) {
+    private static void delete(DirHandle dir, String name) {
         try {
-            Files.deleteIfExists(p);
+            dir.delete(name);
         } catch (IOException e) {
-            throw new UncheckedIOException("publish tree: removing " + p, e);
+            throw failure(dir, "removing " + name, e);
         }
+    }
+
+    private static BadInputException failure(DirHandle dir, String doing, IOException e) {
+        return new BadInputException("publish tree: " + dir.path() + ": " + doing + ": " + PublishTree.reason(e), e);
     }
 
     private static final class Counts {
@@ -275,48 +310,45 @@ public final class TreeGc {
      * Removes a file older than {@code oldBefore}: renames it aside, looks at its time again and puts it back if a
      * publish marked it in between (the publish then found it or wrote it again). False if it was kept.
      */
-    private static boolean remove(Path file, long oldBefore, boolean dryRun, Counts c) {
+    private static boolean remove(DirHandle dir, String file, long oldBefore, boolean dryRun, Counts c) {
         if (dryRun) {
-            return mtime(file) >= 0 && mtime(file) < oldBefore;
+            long t = mtime(dir, file);
+            return t >= 0 && t < oldBefore;
         }
-        Path aside = file.resolveSibling("." + file.getFileName() + ".gc-"
-                + Long.toHexString(ThreadLocalRandom.current().nextLong()) + PublishTree.TEMP_SUFFIX);
+        String aside = "." + file + ".gc-" + Long.toHexString(ThreadLocalRandom.current().nextLong())
+                + PublishTree.TEMP_SUFFIX;
         try {
-            Files.move(file, aside, StandardCopyOption.ATOMIC_MOVE);
+            dir.rename(file, aside);
         } catch (NoSuchFileException e) {
             return false; // another gc took it
         } catch (IOException e) {
-            throw new UncheckedIOException("publish tree: removing " + file, e);
+            throw failure(dir, "removing " + file, e);
         }
         try {
-            if (mtime(aside) >= oldBefore) {
+            if (mtime(dir, aside) >= oldBefore) {
                 c.spared++;
-                try {
-                    Files.createLink(file, aside);
-                } catch (FileAlreadyExistsException e) {
-                    // a publish wrote it again meanwhile: that copy stays
-                }
+                dir.link(aside, file); // false: a publish wrote it again meanwhile, and that copy stays
                 return false;
             }
             return true;
         } catch (IOException e) {
-            throw new UncheckedIOException("publish tree: restoring " + file, e);
+            throw failure(dir, "restoring " + file, e);
         } finally {
             try {
-                Files.deleteIfExists(aside);
+                dir.delete(aside);
             } catch (IOException e) {
                 // left for the next gc (it is a temporary file)
             }
         }
     }
 
-    private static void removeStaleTemp(Path f, long oldBefore, boolean dryRun, Counts c) {
-        long t = mtime(f);
-        if (t < 0 || t >= oldBefore || Files.isDirectory(f)) {
+    private static void removeStaleTemp(DirHandle dir, String name, long oldBefore, boolean dryRun, Counts c) {
+        BasicFileAttributes a = attributes(dir, name);
+        if (a == null || a.lastModifiedTime().toMillis() >= oldBefore || a.isDirectory()) {
             return;
         }
         try {
-            if (dryRun || Files.deleteIfExists(f)) {
+            if (dryRun || dir.delete(name)) {
                 c.tempsRemoved++;
             }
         } catch (IOException e) {
@@ -325,43 +357,41 @@ public final class TreeGc {
     }
 
     /** Removes a key's directory if it is empty; one a publish is writing into is not (the publish retries). */
-    private static void removeEmptyDir(Path dir, boolean dryRun) {
+    private void removeEmptyDir(String hex, boolean dryRun) {
         if (dryRun) {
             return;
         }
+        BasicFileAttributes a = attributes(objects, hex);
+        if (a == null || !a.isDirectory()) {
+            return; // a symlink or file put there is not ours to remove
+        }
         try {
-            Files.deleteIfExists(dir);
+            objects.delete(hex);
         } catch (IOException e) {
             // not empty, or gone
         }
     }
 
-    private static List<Path> list(Path dir) {
-        List<Path> out = new ArrayList<>();
-        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
-            s.forEach(out::add);
+    private static List<String> list(DirHandle dir) {
+        try {
+            return dir.list();
         } catch (NoSuchFileException e) {
-            return out;
+            return new ArrayList<>();
         } catch (IOException e) {
-            throw new UncheckedIOException("publish tree: listing " + dir, e);
-        }
-        out.sort(null);
-        return out;
-    }
-
-    private static long mtime(Path p) {
-        try {
-            return Files.getLastModifiedTime(p).toMillis();
-        } catch (IOException e) {
-            return -1;
+            throw failure(dir, "listing", e);
         }
     }
 
-    private static long size(Path p) {
+    private static BasicFileAttributes attributes(DirHandle dir, String name) {
         try {
-            return Files.size(p);
+            return dir.attributes(name);
         } catch (IOException e) {
-            return -1;
+            return null;
         }
+    }
+
+    private static long mtime(DirHandle dir, String name) {
+        BasicFileAttributes a = attributes(dir, name);
+        return a == null ? -1 : a.lastModifiedTime().toMillis();
     }
 }

@@ -7,11 +7,17 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import ptfence.cli.BadInputException;
+import ptfence.store.RecordChecksum;
 
 /** The one writer and parser of stored recording and lease records (docs/archive.md). */
 public final class RecordingCodec {
-    /** Version byte leading each record. */
+    /** Version byte leading each lease record. */
     public static final int VERSION = 1;
+    /**
+     * Version byte leading each recording record: 2 is version 1 followed by a CRC-32C ({@link RecordChecksum}: the
+     * perf.data path gc decides by is covered); version 1 records are still read, unchecked.
+     */
+    public static final int RECORDING_VERSION = 2;
 
     private RecordingCodec() {}
 
@@ -19,7 +25,7 @@ public final class RecordingCodec {
     public static byte[] encode(Recording r) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (DataOutputStream out = new DataOutputStream(bytes)) {
-            out.writeByte(VERSION);
+            out.writeByte(RECORDING_VERSION);
             out.writeUTF(r.id());
             out.writeUTF(r.perfDataPath());
             out.writeUTF(r.bootId());
@@ -29,13 +35,30 @@ public final class RecordingCodec {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return bytes.toByteArray();
+        return RecordChecksum.append(bytes.toByteArray());
+    }
+
+    /** True if the recording record carries a checksum (version 2 on). */
+    public static boolean checked(byte[] v) {
+        return v.length > 0 && (v[0] & 0xff) >= 2;
     }
 
     /** Decodes a recording; {@code where} names the source in errors. */
     public static Recording decode(byte[] v, String where) {
+        if (checked(v)) {
+            byte[] fields = RecordChecksum.strip(v);
+            if (fields == null) {
+                throw new ptfence.region.DamagedRecordException(where + ": damaged record: its checksum does not "
+                        + "match its bytes (its id, perf.data path or times altered); not used");
+            }
+            v = fields;
+        }
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(v))) {
-            checkVersion(in.readUnsignedByte(), where);
+            int version = in.readUnsignedByte();
+            if (version != 1 && version != RECORDING_VERSION) {
+                throw new BadInputException(where + ": recording record version " + version + " is unknown (this "
+                        + "build reads " + RECORDING_VERSION + ")");
+            }
             Recording r = new Recording(in.readUTF(), in.readUTF(), in.readUTF(), in.readLong(), in.readLong(),
                     in.readLong());
             if (in.available() != 0) {

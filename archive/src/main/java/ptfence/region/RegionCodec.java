@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import ptfence.cli.BadInputException;
 import ptfence.store.ContentKey;
+import ptfence.store.RecordChecksum;
 
 /**
  * The one writer and one parser of the stored region record (docs/archive.md, "region record"). Used by
@@ -15,10 +16,12 @@ import ptfence.store.ContentKey;
  */
 public final class RegionCodec {
     /**
-     * Version byte leading each record: 2 stores a program's BTF by content key and keeps map ids, function tags and
-     * the attachment; version 1 records (BTF inline) are still read.
+     * Version byte leading each record: 3 is version 2 followed by a CRC-32C of every byte before it, so damaged
+     * metadata (source text, line info, xlated instructions: bytes no content key covers) is found by verify and
+     * refused by every reader; 2 stores a program's BTF by content key and keeps map ids, function tags and the
+     * attachment; versions 1 (BTF inline) and 2 are still read, unchecked.
      */
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     private static final int META_NONE = 0;
     private static final int META_BPF = 1;
     private static final int META_FILE = 2;
@@ -70,14 +73,38 @@ public final class RegionCodec {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return bytes.toByteArray();
+        return RecordChecksum.append(bytes.toByteArray());
     }
 
-    /** Decodes a region; {@code where} names the source in the error of a malformed record. */
+    /** True if the record carries a checksum (version 3 on); older records are read unchecked. */
+    public static boolean checked(byte[] v) {
+        return v.length > 0 && (v[0] & 0xff) >= 3;
+    }
+
+    /** Decodes a region; {@code where} names the source in the error of a malformed or damaged record. */
     public static Region decode(byte[] v, String where) {
+        if (checked(v)) {
+            byte[] fields = RecordChecksum.strip(v);
+            if (fields == null) {
+                String name;
+                try {
+                    name = " (" + decodeFields(java.util.Arrays.copyOf(v, Math.max(v.length - RecordChecksum.LENGTH,
+                            0)), where).name() + ")";
+                } catch (RuntimeException e) {
+                    name = ""; // too damaged to name
+                }
+                throw new DamagedRecordException(where + name + ": damaged record: its checksum does not match its "
+                        + "bytes (metadata such as source text or line info altered); not used");
+            }
+            return decodeFields(fields, where);
+        }
+        return decodeFields(v, where);
+    }
+
+    private static Region decodeFields(byte[] v, String where) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(v))) {
             int version = in.readUnsignedByte();
-            if (version != VERSION && version != 1) {
+            if (version != VERSION && version != 2 && version != 1) {
                 throw new BadInputException(where + ": region record version " + version + " is unknown (this build reads "
                         + VERSION + ")");
             }

@@ -316,6 +316,21 @@ public final class RegionIndex {
         return n[0];
     }
 
+    /**
+     * Region records written before records carried a checksum (format versions 1 and 2): read as they are, their
+     * metadata unchecked; a record is written anew, checked, when its region closes or gains metadata.
+     */
+    public static long unchecked(Snapshot s) {
+        long[] n = {0};
+        s.forEachPrefix(Table.REGIONS, EMPTY, (k, v) -> {
+            if (!RegionCodec.checked(v)) {
+                n[0]++;
+            }
+            return true;
+        });
+        return n[0];
+    }
+
     /** Key of a region in REGIONS: its id, 8 bytes big-endian. */
     public static byte[] idKey(long id) {
         return longBytes(id);

@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -20,11 +19,7 @@ class FullDiskTest {
 
     @Test
     void fullDiskIsAClearErrorAndCommittedImagesSurvive() throws Exception {
-        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to mount a 3 MiB tmpfs");
-        Path mount = Files.createDirectory(tmp.resolve("small"));
-        Process m = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount.toString())
-                .inheritIO().start();
-        Assumptions.assumeTrue(m.waitFor() == 0, "mount -t tmpfs not permitted here");
+        Path mount = SmallTmpfs.mount(tmp, "3m");
         try {
             Path dir = mount.resolve("archive");
             List<ContentKey> committed = new ArrayList<>();
@@ -55,7 +50,7 @@ class FullDiskTest {
                 assertEquals((long) committed.size(), (long) a.read(s -> s.count(Table.IMAGES)));
             }
         } finally {
-            new ProcessBuilder("umount", mount.toString()).inheritIO().start().waitFor();
+            SmallTmpfs.unmount(mount);
         }
     }
 }

@@ -149,7 +149,7 @@ public final class Recorder implements AutoCloseable {
         startChild();
         openEvents();
         previousOutput = PreviousOutput.moveAside(plan.output());
-        writer = PerfDataWriter.create(plan.output(), attrIds());
+        writer = PerfDataWriter.createLive(plan.output(), attrIds());
         if (plan.pt() != null) writer.write(auxtraceInfo());
         if (plan.fence()) synthesizeLoadedPrograms();
         writeFeatures();

@@ -6,7 +6,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,6 +44,10 @@ public final class PerfDataWriter implements Closeable, Flushable {
     private boolean closed;
 
     private PerfDataWriter(Path path, FileChannel channel, List<AttrIds> attrs) throws IOException {
+        this(path, channel, attrs, false);
+    }
+
+    private PerfDataWriter(Path path, FileChannel channel, List<AttrIds> attrs, boolean live) throws IOException {
         this.path = path;
         this.channel = channel;
         int maxAttr = EventAttr.SIZE_VER0;
@@ -74,11 +80,24 @@ public final class PerfDataWriter implements Closeable, Flushable {
         } catch (IOException e) {
             throw named(e);
         }
-        write(head.toBuffer(), PerfDataFile.FILE_HEADER_SIZE);
-        dataEnd = dataOffset;
-        bufferStart = dataOffset;
-        committedEnd = dataOffset;
-        writeHeaderWithoutFeatures(0);
+        if (live) {
+            // header, attrs and a FINISHED_ROUND in one write: perf refuses a data section of size 0 ("was the
+            // 'perf record' command properly terminated?"), and takes a file holding just this round marker
+            ByteBuffer round = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN)
+                    .putInt(RecordTypes.FINISHED_ROUND).putShort((short) 0).putShort((short) 8).flip();
+            ByteBuffer all = ByteBuffer.allocate((int) dataOffset + 8).order(ByteOrder.LITTLE_ENDIAN);
+            all.put(header(8, new long[4])).put(head.toBuffer()).put(round).flip();
+            write(all, 0);
+            dataEnd = dataOffset + 8;
+        } else {
+            write(head.toBuffer(), PerfDataFile.FILE_HEADER_SIZE);
+            dataEnd = dataOffset;
+        }
+        bufferStart = dataEnd;
+        committedEnd = dataEnd;
+        if (!live) {
+            writeHeaderWithoutFeatures(0);
+        }
     }
 
     /** Creates (or replaces) the file and writes its header, attrs and ids; records follow. */
@@ -89,6 +108,38 @@ public final class PerfDataWriter implements Closeable, Flushable {
             return new PerfDataWriter(path, ch, attrs);
         } catch (IOException | RuntimeException e) {
             ch.close();
+            throw e;
+        }
+    }
+
+    /**
+     * {@link #create}, for a capture that may be killed at any moment: the file appears (renamed into place) only once
+     * its header, attrs and a first FINISHED_ROUND record are written, so from its first moment on perf reads it (as an
+     * empty recording until the first {@link #flush()}). A path that is not a regular file (a device) is written in
+     * place.
+     */
+    public static PerfDataWriter createLive(Path path, List<AttrIds> attrs) throws IOException {
+        if (Files.exists(path) && !Files.isRegularFile(path)) {
+            FileChannel ch = FileChannel.open(path, StandardOpenOption.WRITE, StandardOpenOption.READ);
+            try {
+                return new PerfDataWriter(path, ch, attrs, false);
+            } catch (IOException | RuntimeException e) {
+                ch.close();
+                throw e;
+            }
+        }
+        Path abs = path.toAbsolutePath();
+        Path temp = abs.resolveSibling("." + abs.getFileName() + "."
+                + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()) + ".tmp");
+        FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                StandardOpenOption.READ);
+        try {
+            PerfDataWriter w = new PerfDataWriter(path, ch, attrs, true);
+            Files.move(temp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            return w;
+        } catch (IOException | RuntimeException e) {
+            ch.close();
+            Files.deleteIfExists(temp);
             throw e;
         }
     }
@@ -266,6 +317,17 @@ public final class PerfDataWriter implements Closeable, Flushable {
     }
 
     private void writeHeader(long dataSize, long[] bits) throws IOException {
+        ByteBuffer h = header(dataSize, bits);
+        try {
+            while (h.hasRemaining()) {
+                channel.write(h, PerfDataFile.FILE_HEADER_SIZE - h.remaining());
+            }
+        } catch (IOException e) {
+            throw named(e);
+        }
+    }
+
+    private ByteBuffer header(long dataSize, long[] bits) {
         ByteBuffer h = ByteBuffer.allocate(PerfDataFile.FILE_HEADER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
         h.putLong(PerfDataFile.MAGIC).putLong(PerfDataFile.FILE_HEADER_SIZE).putLong(attrSize)
                 .putLong(attrsOffset).putLong(attrSize * attrCount)
@@ -274,13 +336,6 @@ public final class PerfDataWriter implements Closeable, Flushable {
         for (long w : bits) {
             h.putLong(w);
         }
-        h.flip();
-        try {
-            while (h.hasRemaining()) {
-                channel.write(h, PerfDataFile.FILE_HEADER_SIZE - h.remaining());
-            }
-        } catch (IOException e) {
-            throw named(e);
-        }
+        return h.flip();
     }
 }
