@@ -30,7 +30,14 @@ import org.junit.jupiter.api.Assumptions;
 public final class GuestKernel {
     /** Debian 12's kernels: its default (6.1) and the newer one it offers (6.12). */
     public static final List<String> DEBIAN_12 = List.of("linux-image-amd64", "linux-image-6.12-amd64");
-    public static final Duration BOOT_BOUND = Duration.ofSeconds(300);
+
+    /** The kernels the guest tests boot: {@code -Dptfence.guest.kernels=a,b} (package names), else {@link #DEBIAN_12}. */
+    public static List<String> kernels() {
+        String k = System.getProperty("ptfence.guest.kernels", "");
+        return k.isBlank() ? DEBIAN_12 : List.of(k.split(","));
+    }
+    /** Each boot's bound: 300 s, or {@code -Dptfence.guest.bound=SECONDS} for longer runs by hand. */
+    public static final Duration BOOT_BOUND = Duration.ofSeconds(Integer.getInteger("ptfence.guest.bound", 300));
 
     private static final Map<String, Object> PREPARED = new ConcurrentHashMap<>();
 
@@ -228,7 +235,10 @@ public final class GuestKernel {
      */
     public static String java(String mainClass, String... args) {
         StringBuilder s = new StringBuilder(quote(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        for (String a : List.of("--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens",
+        // C1 only, one compiler thread, the serial collector: under TCG a JVM's own threads compete with the work
+        // for the one host thread that runs every vCPU
+        for (String a : List.of("-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1", "-XX:+UseSerialGC",
+                "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens",
                 "java.base/sun.nio.ch=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), mainClass)) {
             s.append(' ').append(quote(a));
         }

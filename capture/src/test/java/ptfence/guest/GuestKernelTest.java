@@ -14,7 +14,6 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.DynamicContainer;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.TestFactory;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The guest checks on the kernels users run, Debian 12's 6.1 and 6.12 ({@link GuestKernel}): each kernel boots once
@@ -22,17 +21,14 @@ import org.junit.jupiter.api.io.TempDir;
  * loaded 2-core machine), so a new check joins this boot rather than booting again.
  */
 class GuestKernelTest {
-    @TempDir
-    Path dir;
-
     /** Every check, in the order they run in the guest. */
     static List<GuestCheck> checks() {
-        return List.of(new BasicsCheck());
+        return List.of(new BasicsCheck(), new BpfChurnCheck(Integer.getInteger("ptfence.guest.churn", 100)));
     }
 
     @TestFactory
     Stream<DynamicContainer> debian12() {
-        return GuestKernel.DEBIAN_12.stream().map(meta -> dynamicContainer(meta, onKernel(meta)));
+        return GuestKernel.kernels().stream().map(meta -> dynamicContainer(meta, onKernel(meta)));
     }
 
     private Stream<DynamicNode> onKernel(String meta) {
@@ -41,7 +37,10 @@ class GuestKernelTest {
         List<DynamicNode> tests = new ArrayList<>();
         tests.add(dynamicTest("boot", () -> {
             GuestKernel k = GuestKernel.of(meta);
-            boot[0] = k.boot(dir.resolve(meta), checks.stream().map(GuestCheck::check).toList());
+            // kept after the run (target/guest/<kernel>), for a look at what a failing check left
+            Path out = Path.of("target", "guest", meta).toAbsolutePath();
+            deleteTree(out);
+            boot[0] = k.boot(out, checks.stream().map(GuestCheck::check).toList());
             System.out.printf("guest %s (%s): boot and %d checks in %.1f s%n", meta, k.release(), checks.size(),
                     boot[0].seconds());
             assertFalse(boot[0].timedOut(), () -> "QEMU cut off after " + boot[0].seconds() + " s: " + tail(boot[0]));
@@ -55,6 +54,13 @@ class GuestKernelTest {
             }));
         }
         return tests.stream();
+    }
+
+    private static void deleteTree(Path p) throws java.io.IOException {
+        if (!Files.exists(p)) return;
+        try (Stream<Path> all = Files.walk(p)) {
+            for (Path q : all.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(q);
+        }
     }
 
     private static String tail(GuestKernel.Boot b) {
