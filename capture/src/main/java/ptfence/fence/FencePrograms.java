@@ -558,25 +558,7 @@ final class FencePrograms {
         a.mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).mov(R3, IMAGE).call(HELPER_DYNPTR_DATA)
                 .jumpIf(Cond.EQ, R0, 0, discard);
         a.mov(R7, R0);                                                  // header, IMAGE bytes
-        a.load(DW, R1, R10, START).store(DW, R7, FenceRecord.START, R1)
-                .load(DW, R2, R10, SIZE).add(R1, R2).store(DW, R7, END, R1);
-        a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
-        a.store(W, R7, KIND, kind).store(W, R7, OFF, 0);
-        a.load(DW, R1, R10, CLEN).store(W, R7, LEN, R1).store(W, R7, CAP, R1);
-        a.store(W, R7, NAME_LEN, 0).store(W, R7, ERR, 0);
-        a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(BpfAssembler.Alu.RSH, R0, 32).store(W, R7, PID, R0);
-        a.load(DW, R1, R10, ID).store(W, R7, PROG_ID, R1);
-        a.store(H, R7, FUNC_IDX, R8).load(DW, R1, R10, FCNT).store(H, R7, FUNC_CNT, R1);
-        a.load(DW, R1, R10, FLAGS);
-        a.load(DW, R2, R10, CNT).add(R2, -1).jumpIf(Cond.NE, R8, R2, "notlast_" + kind)
-                .alu(BpfAssembler.Alu.OR, R1, F_LAST).label("notlast_" + kind);
-        a.load(DW, R2, R10, CLEN).load(DW, R3, R10, SIZE).jumpIf(Cond.EQ, R2, R3, "whole_" + kind)
-                .alu(BpfAssembler.Alu.OR, R1, F_TRUNC).label("whole_" + kind);
-        a.store(W, R7, FenceRecord.FLAGS, R1).store(W, R7, PAD, 0).store(DW, R7, TAG, 0);
-        if (withTag) {
-            a.mov(R1, R7).add(R1, TAG).mov(R2, 8).load(DW, R3, R10, P).add(R3, k.progTag())
-                    .call(HELPER_PROBE_READ_KERNEL);
-        }
+        recordHeader(a, kind, withTag);
         a.load(DW, R4, R10, NAMEP).jumpIf(Cond.EQ, R4, 0, named);
         a.mov(R1, R10).add(R1, DYNPTR).mov(R2, NAME).mov(R3, NAME_MAX).callKfunc(k.kfuncReadKernelStrDynptr())
                 .store(W, R7, NAME_LEN, R0);
@@ -596,13 +578,8 @@ final class FencePrograms {
         a.jump(next);
     }
 
-    /** {@link #emitRecord} by the chunked path: the image in fragments, then the header (with the read's result). */
-    private void emitRecordInChunks(BpfAssembler a, int kind, boolean withTag, String next) {
-        String named = "named_" + kind;
-        a.load(DW, R1, R10, SIZE).jumpIf(Cond.LE, R1, CHUNKED_MAX, "clen_" + kind).mov(R1, CHUNKED_MAX)
-                .label("clen_" + kind).store(DW, R10, CLEN, R1);
-        a.add(R1, IMAGE).store(DW, R10, M_TOTAL, R1);
-        beginFragments(a, M_TOTAL);
+    /** r7 = a record's header: every field but the name and the read's result (both paths write it alike). */
+    private void recordHeader(BpfAssembler a, int kind, boolean withTag) {
         a.load(DW, R1, R10, START).store(DW, R7, FenceRecord.START, R1)
                 .load(DW, R2, R10, SIZE).add(R1, R2).store(DW, R7, END, R1);
         a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
@@ -622,6 +599,16 @@ final class FencePrograms {
             a.mov(R1, R7).add(R1, TAG).mov(R2, 8).load(DW, R3, R10, P).add(R3, k.progTag())
                     .call(HELPER_PROBE_READ_KERNEL);
         }
+    }
+
+    /** {@link #emitRecord} by the chunked path: the image in fragments, then the header (with the read's result). */
+    private void emitRecordInChunks(BpfAssembler a, int kind, boolean withTag, String next) {
+        String named = "named_" + kind;
+        a.load(DW, R1, R10, SIZE).jumpIf(Cond.LE, R1, CHUNKED_MAX, "clen_" + kind).mov(R1, CHUNKED_MAX)
+                .label("clen_" + kind).store(DW, R10, CLEN, R1);
+        a.add(R1, IMAGE).store(DW, R10, M_TOTAL, R1);
+        beginFragments(a, M_TOTAL);
+        recordHeader(a, kind, withTag);
         a.load(DW, R3, R10, NAMEP).jumpIf(Cond.EQ, R3, 0, named);
         a.mov(R1, R7).add(R1, NAME).mov(R2, NAME_MAX).call(HELPER_PROBE_READ_KERNEL_STR).store(W, R7, NAME_LEN, R0);
         a.label(named);
