@@ -56,6 +56,12 @@ public final class GuestKernel {
         return meta;
     }
 
+    /** The kernel as an ELF file (with its .BTF section), or null where it could not be unpacked. */
+    public Path vmlinux() {
+        Path v = dir.resolve("vmlinux");
+        return Files.exists(v) ? v : null;
+    }
+
     /** The kernel release the package holds ({@code 6.1.0-41-amd64}). */
     public String release() {
         return release;
