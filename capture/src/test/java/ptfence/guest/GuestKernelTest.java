@@ -23,7 +23,7 @@ import org.junit.jupiter.api.TestFactory;
 class GuestKernelTest {
     /** Every check, in the order they run in the guest. */
     static List<GuestCheck> checks() {
-        return List.of(new BasicsCheck(), new BpfChurnCheck(Integer.getInteger("ptfence.guest.churn", 100)));
+        return List.of(new BasicsCheck(), new BpfChurnCheck(Integer.getInteger("ptfence.guest.churn", 20)));
     }
 
     @TestFactory
