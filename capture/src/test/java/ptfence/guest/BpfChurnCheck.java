@@ -38,7 +38,10 @@ final class BpfChurnCheck implements GuestCheck {
     private static final int SALT = 310_000;
     private final int n;
 
-    /** @param n programs per churn ({@code -Dptfence.guest.churn}, default 20 in the suite, which fits the 300 s boot under TCG; 1000 by hand) */
+    /**
+     * @param n programs per churn ({@code -Dptfence.guest.churn}; the suite's 20 fit the 300 s boot under TCG on a
+     *          loaded host; 1000 by hand, with {@code -Dptfence.guest.bound})
+     */
     BpfChurnCheck(int n) {
         this.n = n;
     }
@@ -76,7 +79,9 @@ final class BpfChurnCheck implements GuestCheck {
     public void verify(GuestKernel.Boot boot) throws Exception {
         Path d = boot.dir("bpf-churn");
         String why = boot.describe("bpf-churn");
-        if (Files.exists(d.resolve("times"))) System.out.print("guest " + boot.kernel().release() + " bpf-churn: " + Files.readString(d.resolve("times")));
+        if (Files.exists(d.resolve("times"))) {
+            System.out.print("guest " + boot.kernel().release() + " bpf-churn: " + Files.readString(d.resolve("times")));
+        }
         String log = Files.exists(d.resolve("ptrec.log")) ? Files.readString(d.resolve("ptrec.log")) : "";
         assertEquals(0, boot.rc("bpf-churn"), why);
         assertEquals("0", Files.readString(d.resolve("observed.rc")).strip(), "observed churn: " + why);
