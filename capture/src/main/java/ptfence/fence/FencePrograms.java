@@ -21,6 +21,11 @@ import static ptfence.fence.FenceRecord.*;
  * </ul>
  * Each copies every JITed function's exact bytes into one ring-buffer record (reserve_dynptr + the
  * probe_read_kernel_dynptr kfunc), synchronously. A failed reserve is counted in the stats map.
+ * <p>
+ * On a kernel without those kfuncs (before 6.4; Debian's 6.12 too: {@link KernelLayout#copiesInChunks}) the same
+ * records are written in fragments instead ({@link FenceRecord#KIND_FRAG}): each range is copied in bounded
+ * bpf_probe_read_kernel chunks into a per-CPU scratch buffer and sent with bpf_ringbuf_output (5.8+), the header last;
+ * loops are bounded counters (5.3+) instead of bpf_iter_num. {@link FragmentAssembler} puts them back together.
  */
 final class FencePrograms {
     /** Slots of the stats array map. */
@@ -31,12 +36,29 @@ final class FencePrograms {
             HELPER_CURRENT_TASK = 35, HELPER_PROBE_READ_KERNEL = 113, HELPER_RINGBUF_QUERY = 134,
             HELPER_RESERVE_DYNPTR = 198, HELPER_SUBMIT_DYNPTR = 199, HELPER_DISCARD_DYNPTR = 200,
             HELPER_DYNPTR_DATA = 203, HELPER_MAP_UPDATE = 2, HELPER_MAP_DELETE = 3, HELPER_DYNPTR_WRITE = 202, HELPER_PROBE_READ_KERNEL_STR = 115;
-    private static final int BPF_NOEXIST = 1, HELPER_RINGBUF_RESERVE = 131, HELPER_RINGBUF_SUBMIT = 132;
+    private static final int BPF_NOEXIST = 1, HELPER_RINGBUF_RESERVE = 131, HELPER_RINGBUF_SUBMIT = 132,
+            HELPER_SMP_PROCESSOR_ID = 8, HELPER_RINGBUF_OUTPUT = 130;
+    /**
+     * The chunked path's per-CPU scratch map (value {@link #SCRATCH_VALUE} bytes, the most a per-CPU value may be):
+     * one entry per hook so that no two programs share one. A value holds a fragment header and the logical record's
+     * header at 0, a chunk's fragment header at {@link #CHUNK_AT} and up to {@link #CHUNK} bytes of data after it.
+     */
+    static final int SCRATCH_VALUE = 32768, SCRATCH_ENTRIES = 3, SCRATCH_LOAD = 0, SCRATCH_FREE = 1,
+            SCRATCH_OTHER = 2;
+    private static final int CHUNK_AT = 640, CHUNK = SCRATCH_VALUE - CHUNK_AT - FenceRecord.FRAG_HEADER;
+    /**
+     * Bounds of the chunked path's loops: functions per program, chunks per range. The verifier before 6.4 unrolls
+     * every bounded loop, nested ones multiplied: 8 x 8 verifies the LOAD hook in ~1 s here (32 x 32 passed the
+     * 1M-instruction limit), and far slower under an emulated guest.
+     */
+    static final int CHUNKED_FUNCS = 8, CHUNKS = 8;
+    /** The largest range the chunked path copies whole (~256 KB): a larger image is flagged F_TRUNC. */
+    static final int CHUNKED_MAX = CHUNKS * CHUNK;
     /** bpf commands that attach or detach programs: BPF_PROG_ATTACH, _DETACH, BPF_LINK_CREATE, _UPDATE, _DETACH. */
     private static final int[] ATTACH_COMMANDS = {8, 9, 28, 29, 34};
     /** bpf(2) on x86-64, and through the ia32 compat entry (int 0x80), where the first argument is in bx. */
     private static final int NR_BPF = 321, NR_BPF_IA32 = 357, BPF_PROG_LOAD = 5;
-    private static final int RB_NO_WAKEUP = 1, RB_FORCE_WAKEUP = 2;
+    private static final int RB_NO_WAKEUP = 1, RB_FORCE_WAKEUP = 2, TRAMP_PAGE = 4096;
 
     // Stack slots (r10-relative).
     private static final int TMP = -8, ITER = -16, DYNPTR = -32, P = -40, AUX = -48, FUNCS = -56, N = -64, ID = -72,
@@ -46,19 +68,38 @@ final class FencePrograms {
             M_LINFO = -176, M_JLINFO = -184, M_FINFO = -192, M_MAPS = -200, M_FUNCS = -208, M_FCNT = -216,
             M_BTF = -224, M_BTFID = -232, M_BTFSZ = -240, M_L0 = -248, M_TOTAL = -304, M_MFLAGS = -312,
             M_KEY = -320, M_VAL = -328, M_O4 = -336, M_O5 = -344, M_PTR = -352, M_NREAL = -360;
+    // The chunked path's slots: scratch value, fragment key (ktime) and CPU, logical record length, accumulated read
+    // error, and the range being copied (source, length, offset in the record, this chunk's length).
+    private static final int SCR = -368, FKEY = -376, FCPU = -384, FTOTAL = -392, FERR = -400, LSRC = -408,
+            LLEN = -416, LOFF = -424, LN = -432, FOFFS = -440, FOUT = -448;
     /** Caps that keep the record under the dynptr limit: instructions and line records per program. */
     private static final int MAX_META_INSNS = 1 << 20, MAX_MAPS = 64;
 
     private final KernelLayout k;
-    private final int ringFd, statsFd, ringSize, btfSeenFd;
+    private final int ringFd, statsFd, ringSize, btfSeenFd, scratchFd;
+    private final boolean chunks;
+    private final int maxFuncs;
+    private int uniq;
 
-    /** @param btfSeenFd an LRU hash map (u32 BTF id -> u32) of the BTF objects already sent, or -1 for none */
-    FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize, int btfSeenFd) {
+    /**
+     * @param btfSeenFd an LRU hash map (u32 BTF id -> u32) of the BTF objects already sent, or -1 for none
+     * @param scratchFd the chunked path's per-CPU array ({@link #SCRATCH_ENTRIES} x {@link #SCRATCH_VALUE}), needed
+     *                  where {@link KernelLayout#copiesInChunks}
+     */
+    FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize, int btfSeenFd, int scratchFd) {
         this.k = layout;
         this.ringFd = ringFd;
         this.statsFd = statsFd;
         this.ringSize = ringSize;
         this.btfSeenFd = btfSeenFd;
+        this.scratchFd = scratchFd;
+        this.chunks = layout.copiesInChunks();
+        if (chunks && scratchFd < 0) throw new IllegalArgumentException("the chunked copy needs a scratch map");
+        this.maxFuncs = chunks ? CHUNKED_FUNCS : MAX_FUNCS;
+    }
+
+    FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize, int btfSeenFd) {
+        this(layout, ringFd, statsFd, ringSize, btfSeenFd, -1);
     }
 
     FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize) {
@@ -89,6 +130,7 @@ final class FencePrograms {
         a.mov(R6, R7).alu(BpfAssembler.Alu.LSH, R6, 3).add(R6, R8);
         deref(a, R6, 0);                       // struct file *
         deref(a, R6, k.filePrivateData());     // struct bpf_prog *
+        if (chunks) scratch(a, SCRATCH_LOAD);
         if (k.metadata().isPresent() && btfSeenFd >= 0) captureMetadata(a, k.metadata().get());
         captureProgram(a, KIND_LOAD);
         // An attachment changed (the XDP dispatcher is rewritten then): a header-only ATTACH record, the bpf command
@@ -121,6 +163,7 @@ final class FencePrograms {
         a.load(DW, R1, R10, TMP).loadImm64(R2, bpfProgFreeDeferred).jumpIf(Cond.NE, R1, R2, "out");
         a.add(R6, -k.auxWork());
         deref(a, R6, k.auxProg());
+        if (chunks) scratch(a, SCRATCH_FREE);
         captureProgram(a, KIND_FREE);
         return a.assemble();
     }
@@ -135,8 +178,10 @@ final class FencePrograms {
         a.store(DW, R10, P, 0).store(DW, R10, ID, 0).store(DW, R10, FLAGS, 0)
                 .store(DW, R10, FCNT, 1).store(DW, R10, CNT, 1);
         read64(a, START, R6, k.trampImage().orElseThrow());
-        read32(a, SIZE, R6, k.trampSize().orElseThrow());
+        if (k.trampSize().isPresent()) read32(a, SIZE, R6, k.trampSize().getAsInt());
+        else a.store(DW, R10, SIZE, TRAMP_PAGE);   // before 6.7 an image is one page (no size member)
         a.mov(R1, R6).add(R1, k.trampKsymName().orElseThrow()).store(DW, R10, NAMEP, R1);
+        if (chunks) scratch(a, SCRATCH_OTHER);
         a.mov(R8, 0);
         emitRecord(a, KIND_TRAMP_FREE, false, "out");
         a.label("out").mov(R0, 0).exit();
@@ -150,6 +195,7 @@ final class FencePrograms {
         a.load(DW, R2, R1, 8).store(DW, R10, SIZE, R2);
         a.store(DW, R10, P, 0).store(DW, R10, ID, 0).store(DW, R10, FLAGS, 0)
                 .store(DW, R10, FCNT, 1).store(DW, R10, CNT, 1).store(DW, R10, NAMEP, 0);
+        if (chunks) scratch(a, SCRATCH_OTHER);
         a.mov(R8, 0);
         emitRecord(a, KIND_PEEK, false, "out");
         a.label("out").mov(R0, 0).exit();
@@ -170,15 +216,20 @@ final class FencePrograms {
         a.store(DW, R10, FLAGS, 0);
         a.load(DW, R1, R10, N).jumpIf(Cond.NE, R1, 0, "have_cnt").mov(R1, 1).label("have_cnt");
         a.store(DW, R10, FCNT, R1);
-        a.jumpIf(Cond.LE, R1, MAX_FUNCS, "cnt_ok").mov(R1, MAX_FUNCS).store(DW, R10, FLAGS, F_FTRUNC);
+        a.jumpIf(Cond.LE, R1, maxFuncs, "cnt_ok").mov(R1, maxFuncs).store(DW, R10, FLAGS, F_FTRUNC);
         countStat(a, STAT_FUNCS_TRUNCATED);
-        a.mov(R1, MAX_FUNCS);
+        a.mov(R1, maxFuncs);
         a.label("cnt_ok").store(DW, R10, CNT, R1);
-        a.mov(R1, R10).add(R1, ITER).mov(R2, 0).load(DW, R3, R10, CNT).callKfunc(k.kfuncIterNew());
-
-        a.label("loop");
-        a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "done");
-        a.load(W, R8, R0, 0);                                          // i
+        if (chunks) {
+            a.mov(R8, -1);
+            a.label("loop").add(R8, 1).jumpIf(Cond.GE, R8, CHUNKED_FUNCS, "done")
+                    .load(DW, R1, R10, CNT).jumpIf(Cond.GE, R8, R1, "done");   // i
+        } else {
+            a.mov(R1, R10).add(R1, ITER).mov(R2, 0).load(DW, R3, R10, CNT).callKfunc(k.kfuncIterNew());
+            a.label("loop");
+            a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "done");
+            a.load(W, R8, R0, 0);                                          // i
+        }
         a.load(DW, R9, R10, P);                                        // f = prog ...
         a.load(DW, R1, R10, N).jumpIf(Cond.EQ, R1, 0, "have_f");
         a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, FUNCS).add(R3, R1);   // ... or func[i]
@@ -193,7 +244,8 @@ final class FencePrograms {
         a.load(DW, R1, R10, TMP);
         a.label("have_aux").add(R1, k.auxKsymName()).store(DW, R10, NAMEP, R1);
         emitRecord(a, kind, true, "loop");
-        a.label("done").mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
+        a.label("done");
+        if (!chunks) a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
         a.label("out").mov(R0, 0).exit();
     }
 
@@ -235,7 +287,7 @@ final class FencePrograms {
         zeroIfNull(a, M_NMAPS, M_MAPS, "m_nm0");
         a.load(DW, R1, R10, M_NMAPS).alu(BpfAssembler.Alu.MUL, R1, MetaRecord.MAP_ENTRY).store(DW, R10, len(4), R1);
         a.load(DW, R1, R10, M_NREAL).jumpIf(Cond.NE, R1, 0, "m_fc").mov(R1, 1).label("m_fc")
-                .jumpIf(Cond.LE, R1, MAX_FUNCS, "m_fc2").mov(R1, MAX_FUNCS).label("m_fc2").store(DW, R10, M_FCNT, R1)
+                .jumpIf(Cond.LE, R1, maxFuncs, "m_fc2").mov(R1, maxFuncs).label("m_fc2").store(DW, R10, M_FCNT, R1)
                 .alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(5), R1);
         // The BTF, unless a program with the same BTF object sent it already.
         a.store(DW, R10, len(6), 0).store(DW, R10, M_BTFID, 0).store(DW, R10, M_BTFSZ, 0);
@@ -254,6 +306,16 @@ final class FencePrograms {
         a.label("m_btf_fits").store(DW, R10, len(6), R1);
         orFlag(a, MetaRecord.F_BTF_INCLUDED);
         a.label("m_btf_done");
+        if (chunks) {
+            // the chunked copy's bound per range: past it the translated instructions, then the BTF, are left out
+            a.load(DW, R1, R10, len(0)).jumpIf(Cond.LE, R1, CHUNKED_MAX, "m_cx").store(DW, R10, len(0), 0);
+            orFlag(a, MetaRecord.F_XLATED_DROPPED);
+            a.label("m_cx").load(DW, R1, R10, len(6)).jumpIf(Cond.LE, R1, CHUNKED_MAX, "m_cb").store(DW, R10, len(6), 0);
+            a.load(DW, R1, R10, M_MFLAGS).alu(BpfAssembler.Alu.AND, R1, ~MetaRecord.F_BTF_INCLUDED)
+                    .alu(BpfAssembler.Alu.OR, R1, MetaRecord.F_BTF_DROPPED).store(DW, R10, M_MFLAGS, R1);
+            forgetBtf(a);
+            a.label("m_cb");
+        }
         // Total; over the dynptr limit the translated instructions go first, then the BTF.
         sumTotal(a);
         a.load(DW, R1, R10, M_TOTAL).jumpIf(Cond.LE, R1, MetaRecord.MAX_RECORD, "m_fits");
@@ -269,11 +331,15 @@ final class FencePrograms {
         forgetBtf(a);
         sumTotal(a);
         a.label("m_fits");
-        a.loadMapFd(R1, ringFd).load(DW, R2, R10, M_TOTAL).mov(R3, 0).mov(R4, R10).add(R4, DYNPTR)
-                .call(HELPER_RESERVE_DYNPTR).jumpIf(Cond.NE, R0, 0, "m_discard");
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).mov(R3, MetaRecord.SECTIONS_START).call(HELPER_DYNPTR_DATA)
-                .jumpIf(Cond.EQ, R0, 0, "m_discard");
-        a.mov(R7, R0);
+        if (chunks) {
+            beginFragments(a, M_TOTAL);
+        } else {
+            a.loadMapFd(R1, ringFd).load(DW, R2, R10, M_TOTAL).mov(R3, 0).mov(R4, R10).add(R4, DYNPTR)
+                    .call(HELPER_RESERVE_DYNPTR).jumpIf(Cond.NE, R0, 0, "m_discard");
+            a.mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).mov(R3, MetaRecord.SECTIONS_START).call(HELPER_DYNPTR_DATA)
+                    .jumpIf(Cond.EQ, R0, 0, "m_discard");
+            a.mov(R7, R0);
+        }
         // The common header.
         probeInto(a, FenceRecord.START, 8, R6, k.progBpfFunc());
         a.load(DW, R1, R7, FenceRecord.START).store(DW, R7, END, R1);
@@ -293,7 +359,8 @@ final class FencePrograms {
         probeInto(a, MetaRecord.ATTACH_BTF_ID, 4, R8, m.auxAttachBtfId());
         probeInto(a, MetaRecord.LOAD_TIME, 8, R8, m.auxLoadTime());
         probeInto(a, MetaRecord.NAME, 16, R8, m.auxName());
-        probeInto(a, MetaRecord.VERIFIED_INSNS, 4, R8, m.auxVerifiedInsns());
+        if (m.auxVerifiedInsns() >= 0) probeInto(a, MetaRecord.VERIFIED_INSNS, 4, R8, m.auxVerifiedInsns());
+        else a.store(W, R7, MetaRecord.VERIFIED_INSNS, 0);
         a.store(W, R7, MetaRecord.ATTACH_BTF_OBJ_ID, 0).store(W, R7, MetaRecord.DST_PROG_ID, 0)
                 .store(W, R7, MetaRecord.UID, 0).store(B, R7, MetaRecord.ATTACH_FUNC_NAME, 0);
         readPtr(a, R8, m.auxAttachBtf(), "m_abtf");
@@ -341,6 +408,13 @@ final class FencePrograms {
         read64(a, M_PTR, R8, m.btfData());
         copySection(a, MetaRecord.BTF, null, 0, M_PTR);
         a.label("m_btf_copied");
+        if (chunks) {
+            chunkedMapsAndTags(a, m);
+            outputHeader(a, MetaRecord.SECTIONS_START);
+            countStat(a, STAT_META_SUBMITTED);
+            a.label("meta_done");
+            return;
+        }
         // Maps: {u64 address, u32 id, u32 type, u32 max_entries, u32 value_size} each.
         a.load(DW, R3, R10, M_NMAPS).jumpIf(Cond.EQ, R3, 0, "m_maps_done");
         a.mov(R1, R10).add(R1, ITER).mov(R2, 0).callKfunc(k.kfuncIterNew());
@@ -437,6 +511,17 @@ final class FencePrograms {
         int entry = MetaRecord.SECTION_TABLE + 16 * section;
         String skip = "m_sec_" + section;
         a.load(W, R3, R7, entry + 4).jumpIf(Cond.EQ, R3, 0, skip);
+        if (chunks) {
+            a.store(DW, R10, LLEN, R3);
+            a.load(W, R2, R7, entry).store(DW, R10, LOFF, R2);
+            if (reg != null) a.mov(R4, reg).add(R4, off);
+            else a.load(DW, R4, R10, srcSlot);
+            a.store(DW, R10, LSRC, R4).mov(R1, 0).store(DW, R10, FERR, R1);
+            copyInChunks(a);
+            a.load(DW, R1, R10, FERR).store(W, R7, entry + 8, R1);
+            a.label(skip);
+            return;
+        }
         a.load(W, R2, R7, entry);
         if (reg != null) a.mov(R4, reg).add(R4, off);
         else a.load(DW, R4, R10, srcSlot);
@@ -461,6 +546,10 @@ final class FencePrograms {
      * function index; jumps to {@code next} when done (or after counting a failed reserve).
      */
     private void emitRecord(BpfAssembler a, int kind, boolean withTag, String next) {
+        if (chunks) {
+            emitRecordInChunks(a, kind, withTag, next);
+            return;
+        }
         String discard = "discard_" + kind, named = "named_" + kind;
         a.load(DW, R1, R10, SIZE).jumpIf(Cond.LE, R1, MAX_IMAGE, "clen_" + kind).mov(R1, MAX_IMAGE)
                 .label("clen_" + kind).store(DW, R10, CLEN, R1);
@@ -469,6 +558,28 @@ final class FencePrograms {
         a.mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).mov(R3, IMAGE).call(HELPER_DYNPTR_DATA)
                 .jumpIf(Cond.EQ, R0, 0, discard);
         a.mov(R7, R0);                                                  // header, IMAGE bytes
+        recordHeader(a, kind, withTag);
+        a.load(DW, R4, R10, NAMEP).jumpIf(Cond.EQ, R4, 0, named);
+        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, NAME).mov(R3, NAME_MAX).callKfunc(k.kfuncReadKernelStrDynptr())
+                .store(W, R7, NAME_LEN, R0);
+        a.label(named);
+        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, IMAGE).load(DW, R3, R10, CLEN).load(DW, R4, R10, START)
+                .callKfunc(k.kfuncReadKernelDynptr()).store(W, R7, ERR, R0);
+        // Wake the consumer only when the ring is a quarter full: a wakeup per record costs ~15 µs per program.
+        a.loadMapFd(R1, ringFd).mov(R2, 0).call(HELPER_RINGBUF_QUERY)
+                .mov(R2, RB_NO_WAKEUP).jumpIf(Cond.LE, R0, ringSize / 4, "quiet_" + kind).mov(R2, RB_FORCE_WAKEUP)
+                .label("quiet_" + kind);
+        a.mov(R1, R10).add(R1, DYNPTR).call(HELPER_SUBMIT_DYNPTR);
+        countStat(a, STAT_SUBMITTED);
+        a.jump(next);
+        // A failed reserve still hands back a dynptr that must be discarded; then the loss is counted.
+        a.label(discard).mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).call(HELPER_DISCARD_DYNPTR);
+        countStat(a, STAT_RESERVE_FAILED);
+        a.jump(next);
+    }
+
+    /** r7 = a record's header: every field but the name and the read's result (both paths write it alike). */
+    private void recordHeader(BpfAssembler a, int kind, boolean withTag) {
         a.load(DW, R1, R10, START).store(DW, R7, FenceRecord.START, R1)
                 .load(DW, R2, R10, SIZE).add(R1, R2).store(DW, R7, END, R1);
         a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
@@ -488,23 +599,146 @@ final class FencePrograms {
             a.mov(R1, R7).add(R1, TAG).mov(R2, 8).load(DW, R3, R10, P).add(R3, k.progTag())
                     .call(HELPER_PROBE_READ_KERNEL);
         }
-        a.load(DW, R4, R10, NAMEP).jumpIf(Cond.EQ, R4, 0, named);
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, NAME).mov(R3, NAME_MAX).callKfunc(k.kfuncReadKernelStrDynptr())
-                .store(W, R7, NAME_LEN, R0);
+    }
+
+    /** {@link #emitRecord} by the chunked path: the image in fragments, then the header (with the read's result). */
+    private void emitRecordInChunks(BpfAssembler a, int kind, boolean withTag, String next) {
+        String named = "named_" + kind;
+        a.load(DW, R1, R10, SIZE).jumpIf(Cond.LE, R1, CHUNKED_MAX, "clen_" + kind).mov(R1, CHUNKED_MAX)
+                .label("clen_" + kind).store(DW, R10, CLEN, R1);
+        a.add(R1, IMAGE).store(DW, R10, M_TOTAL, R1);
+        beginFragments(a, M_TOTAL);
+        recordHeader(a, kind, withTag);
+        a.load(DW, R3, R10, NAMEP).jumpIf(Cond.EQ, R3, 0, named);
+        a.mov(R1, R7).add(R1, NAME).mov(R2, NAME_MAX).call(HELPER_PROBE_READ_KERNEL_STR).store(W, R7, NAME_LEN, R0);
         a.label(named);
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, IMAGE).load(DW, R3, R10, CLEN).load(DW, R4, R10, START)
-                .callKfunc(k.kfuncReadKernelDynptr()).store(W, R7, ERR, R0);
-        // Wake the consumer only when the ring is a quarter full: a wakeup per record costs ~15 µs per program.
-        a.loadMapFd(R1, ringFd).mov(R2, 0).call(HELPER_RINGBUF_QUERY)
-                .mov(R2, RB_NO_WAKEUP).jumpIf(Cond.LE, R0, ringSize / 4, "quiet_" + kind).mov(R2, RB_FORCE_WAKEUP)
-                .label("quiet_" + kind);
-        a.mov(R1, R10).add(R1, DYNPTR).call(HELPER_SUBMIT_DYNPTR);
-        countStat(a, STAT_SUBMITTED);
+        a.load(DW, R1, R10, START).store(DW, R10, LSRC, R1).load(DW, R1, R10, CLEN).store(DW, R10, LLEN, R1)
+                .store(DW, R10, LOFF, IMAGE).mov(R1, 0).store(DW, R10, FERR, R1);
+        copyInChunks(a);
+        a.load(DW, R1, R10, FERR).store(W, R7, ERR, R1);
+        outputHeader(a, IMAGE);
         a.jump(next);
-        // A failed reserve still hands back a dynptr that must be discarded; then the loss is counted.
-        a.label(discard).mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).call(HELPER_DISCARD_DYNPTR);
+    }
+
+    /** r0-r5 clobbered; SCR = this hook's per-CPU scratch value, or goto out. */
+    private void scratch(BpfAssembler a, int entry) {
+        a.store(W, R10, TMP, entry).loadMapFd(R1, scratchFd).mov(R2, R10).add(R2, TMP).call(HELPER_MAP_LOOKUP)
+                .jumpIf(Cond.EQ, R0, 0, "out").store(DW, R10, SCR, R0);
+    }
+
+    /** A new logical record of totalSlot bytes: its fragment key and CPU; r7 = its header in the scratch value. */
+    private void beginFragments(BpfAssembler a, int totalSlot) {
+        a.load(DW, R1, R10, totalSlot).store(DW, R10, FTOTAL, R1);
+        a.mov(R1, 0).store(DW, R10, FOUT, R1);
+        a.call(HELPER_KTIME_NS).store(DW, R10, FKEY, R0);
+        a.call(HELPER_SMP_PROCESSOR_ID).store(DW, R10, FCPU, R0);
+        a.load(DW, R7, R10, SCR).add(R7, FenceRecord.FRAG_HEADER);
+    }
+
+    /** Fills the fragment header at r1 (scratch + at): key, CPU, total, FOFFS, LN. Clobbers r2. */
+    private static void fragmentHeader(BpfAssembler a) {
+        a.load(DW, R2, R10, FKEY).store(DW, R1, FenceRecord.FRAG_KEY, R2)
+                .load(DW, R2, R10, FCPU).store(W, R1, FenceRecord.FRAG_CPU, R2)
+                .load(DW, R2, R10, FTOTAL).store(W, R1, FenceRecord.FRAG_TOTAL, R2)
+                .load(DW, R2, R10, FOFFS).store(W, R1, FenceRecord.FRAG_OFF, R2)
+                .load(DW, R2, R10, LN).store(W, R1, FenceRecord.FRAG_LEN, R2)
+                .store(W, R1, KIND, KIND_FRAG).store(W, R1, FenceRecord.FRAG_PAD, 0);
+    }
+
+    /** Sends the logical record's header (its first hdrLen bytes, at scratch + FRAG_HEADER) as the last fragment. */
+    private void outputHeader(BpfAssembler a, int hdrLen) {
+        a.store(DW, R10, FOFFS, 0).store(DW, R10, LN, hdrLen);
+        a.load(DW, R1, R10, SCR);
+        fragmentHeader(a);
+        a.mov(R2, R1).mov(R3, FenceRecord.FRAG_HEADER + hdrLen);
+        output(a);
+        String sent = "hs_" + uniq, done = "hd_" + uniq++;
+        a.load(DW, R1, R10, FOUT).jumpIf(Cond.EQ, R1, 0, sent);
         countStat(a, STAT_RESERVE_FAILED);
-        a.jump(next);
+        a.jump(done);
+        a.label(sent);
+        countStat(a, STAT_SUBMITTED);
+        a.label(done);
+    }
+
+    /**
+     * bpf_ringbuf_output(ring, r2, r3) without a wakeup (the consumer polls); a refusal is ORed into FOUT, counted
+     * once per record by {@link #outputHeader}. No branch: the verifier walks this once per loop iteration.
+     */
+    private void output(BpfAssembler a) {
+        a.loadMapFd(R1, ringFd).mov(R4, RB_NO_WAKEUP).call(HELPER_RINGBUF_OUTPUT);
+        a.load(DW, R1, R10, FOUT).alu(BpfAssembler.Alu.OR, R1, R0).store(DW, R10, FOUT, R1);
+    }
+
+    /**
+     * Copies LLEN bytes at LSRC into the record at offset LOFF, in chunks of at most {@link #CHUNK} (at most
+     * {@link #CHUNKS} of them); a failed read leaves its error in FERR. Keeps r6-r8; clobbers r9 (the chunk index).
+     */
+    private void copyInChunks(BpfAssembler a) {
+        String loop = "cl_" + uniq, done = "cd_" + uniq, full = "cf_" + uniq++;
+        a.mov(R9, 0);
+        a.label(loop).jumpIf(Cond.GE, R9, CHUNKS, done);
+        a.mov(R4, R9).alu(BpfAssembler.Alu.MUL, R4, CHUNK);
+        a.load(DW, R1, R10, LLEN).alu(BpfAssembler.Alu.SUB, R1, R4).jumpIf(Cond.SLE, R1, 0, done);
+        a.jumpIf(Cond.LE, R1, CHUNK, full).mov(R1, CHUNK).label(full);
+        a.store(DW, R10, LN, R1);
+        a.load(DW, R2, R10, LOFF).add(R2, R4).store(DW, R10, FOFFS, R2);
+        a.load(DW, R3, R10, LSRC).add(R3, R4);
+        a.mov(R2, R1).load(DW, R1, R10, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER)
+                .call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R1, R10, FERR).alu(BpfAssembler.Alu.OR, R1, R0).store(DW, R10, FERR, R1);
+        a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT);
+        fragmentHeader(a);
+        a.mov(R2, R1).load(DW, R3, R10, LN).add(R3, FenceRecord.FRAG_HEADER);
+        output(a);
+        a.add(R9, 1).jump(loop);
+        a.label(done);
+    }
+
+    /** The chunked path's maps and function tags sections: one small fragment per entry. */
+    private void chunkedMapsAndTags(BpfAssembler a, KernelLayout.Metadata m) {
+        // Maps: {u64 address, u32 id, u32 type, u32 max_entries, u32 value_size} each, built in the chunk area.
+        a.mov(R8, -1);
+        a.label("mc_maps").add(R8, 1).jumpIf(Cond.GE, R8, MAX_MAPS, "mc_maps_end")
+                .load(DW, R1, R10, M_NMAPS).jumpIf(Cond.GE, R8, R1, "mc_maps_end");
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_MAPS).add(R3, R1);
+        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, "mc_maps");
+        a.load(DW, R1, R10, SCR).store(DW, R1, CHUNK_AT + FenceRecord.FRAG_HEADER, R9);
+        int[][] fields = {{8, m.mapId()}, {12, m.mapType()}, {16, m.mapMaxEntries()}, {20, m.mapValueSize()}};
+        for (int[] f : fields) {
+            a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER + f[0]).mov(R2, 4).mov(R3, R9)
+                    .add(R3, f[1]).call(HELPER_PROBE_READ_KERNEL);
+        }
+        a.mov(R1, R8).alu(BpfAssembler.Alu.MUL, R1, MetaRecord.MAP_ENTRY).load(DW, R2, R10, M_O4).add(R1, R2)
+                .store(DW, R10, FOFFS, R1).store(DW, R10, LN, MetaRecord.MAP_ENTRY);
+        smallFragment(a, MetaRecord.MAP_ENTRY);
+        a.jump("mc_maps");
+        a.label("mc_maps_end");
+        // Each JITed function's own tag.
+        a.mov(R8, -1);
+        a.label("mc_tags").add(R8, 1).jumpIf(Cond.GE, R8, CHUNKED_FUNCS, "mc_tags_end")
+                .load(DW, R1, R10, M_FCNT).jumpIf(Cond.GE, R8, R1, "mc_tags_end");
+        a.mov(R9, R6).load(DW, R1, R10, M_NREAL).jumpIf(Cond.EQ, R1, 0, "mc_tag_f");
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_FUNCS).add(R3, R1);
+        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, "mc_tags");
+        a.label("mc_tag_f");
+        a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER).mov(R2, 8).mov(R3, R9)
+                .add(R3, k.progTag()).call(HELPER_PROBE_READ_KERNEL);
+        a.mov(R1, R8).alu(BpfAssembler.Alu.LSH, R1, 3).load(DW, R2, R10, M_O5).add(R1, R2)
+                .store(DW, R10, FOFFS, R1).store(DW, R10, LN, 8);
+        smallFragment(a, 8);
+        a.jump("mc_tags");
+        a.label("mc_tags_end");
+    }
+
+    /** Sends the chunk area's first len bytes as a fragment at FOFFS. */
+    private void smallFragment(BpfAssembler a, int len) {
+        a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT);
+        fragmentHeader(a);
+        a.mov(R2, R1).mov(R3, FenceRecord.FRAG_HEADER + len);
+        output(a);
     }
 
     private int stat = 0;

@@ -21,7 +21,16 @@ public final class FenceRecord {
             NAME = 80, NAME_MAX = 512, IMAGE = 592, HEADER = 80;
 
     public static final int KIND_LOAD = 8, KIND_FREE = 9, KIND_TRAMP_FREE = 10, KIND_PEEK = 11, KIND_META = 12,
-            KIND_ATTACH = 13;
+            KIND_ATTACH = 13, KIND_FRAG = 14;
+    /**
+     * A fragment of a record of another kind, where the kernel lacks the dynptr-read kfuncs ({@link FragmentAssembler}):
+     * <pre>
+     * u64 key@0 (ktime at the record's start)  u32 cpu@8  u32 total@12 (the record's length)  u32 off@16  u32 len@20
+     * u32 kind@24 (KIND_FRAG)  u32 pad@28  u8 data[len]@32
+     * </pre>
+     */
+    public static final int FRAG_KEY = 0, FRAG_CPU = 8, FRAG_TOTAL = 12, FRAG_OFF = 16, FRAG_LEN = 20, FRAG_PAD = 28,
+            FRAG_HEADER = 32;
     public static final int F_LAST = 1, F_TRUNC = 2, F_FTRUNC = 8;
 
     /**
@@ -44,7 +53,7 @@ public final class FenceRecord {
 
     /** The record's kind (its header is common to every kind), or -1 if the record is too short to say. */
     public static int kind(ByteBuffer ring, int at, int payloadLen) {
-        return payloadLen < HEADER ? -1 : ring.duplicate().order(ByteOrder.LITTLE_ENDIAN).getInt(at + KIND);
+        return payloadLen < FRAG_HEADER ? -1 : ring.duplicate().order(ByteOrder.LITTLE_ENDIAN).getInt(at + KIND);
     }
 
     public static Parsed parse(ByteBuffer ring, int at, int payloadLen) {

@@ -7,7 +7,10 @@ import java.util.OptionalInt;
 
 /**
  * Every kernel struct offset and kfunc id the fence programs use, computed from the running kernel's BTF —
- * nothing here is hard-coded, so a kernel whose layout moves still gets a correct fence.
+ * nothing here is hard-coded, so a kernel whose layout moves still gets a correct fence. Members that moved or were
+ * renamed between 5.15 and 6.18 resolve to what the running kernel has (bpf_prog_aux.real_func_cnt, 6.7+, else
+ * func_cnt, which counted every function before exception callbacks existed). A kfunc the kernel lacks is -1: the
+ * programs then copy by older means ({@link #copiesInChunks}).
  */
 public record KernelLayout(
         int ptRegsOrigAx, int ptRegsDi, int ptRegsBx,
@@ -32,6 +35,15 @@ public record KernelLayout(
             int btfData, int btfDataSize, int btfId, int mapId, int mapType, int mapMaxEntries, int mapValueSize,
             int arrayValue) {
 
+        /** The member's offset, or -1 where this kernel has none (bpf_prog_aux.verified_insns came in 5.16). */
+        private static int optional(Btf btf, String struct, String member) {
+            try {
+                return btf.offsetOf(struct, member);
+            } catch (BadInputException e) {
+                return -1;
+            }
+        }
+
         static java.util.Optional<Metadata> from(Btf btf) {
             try {
                 return java.util.Optional.of(new Metadata(btf.offsetOf("bpf_prog", "type"),
@@ -40,7 +52,7 @@ public record KernelLayout(
                         btf.offsetOf("bpf_prog_aux", "used_map_cnt"), btf.offsetOf("bpf_prog_aux", "used_maps"),
                         btf.offsetOf("bpf_prog_aux", "attach_btf_id"), btf.offsetOf("bpf_prog_aux", "attach_btf"),
                         btf.offsetOf("bpf_prog_aux", "dst_prog"), btf.offsetOf("bpf_prog_aux", "attach_func_name"),
-                        btf.offsetOf("bpf_prog_aux", "load_time"), btf.offsetOf("bpf_prog_aux", "verified_insns"),
+                        btf.offsetOf("bpf_prog_aux", "load_time"), optional(btf, "bpf_prog_aux", "verified_insns"),
                         btf.offsetOf("bpf_prog_aux", "name"), btf.offsetOf("bpf_prog_aux", "btf"),
                         btf.offsetOf("bpf_prog_aux", "func_info"), btf.offsetOf("bpf_prog_aux", "func_info_cnt"),
                         btf.offsetOf("bpf_prog_aux", "linfo"), btf.offsetOf("bpf_prog_aux", "jited_linfo"),
@@ -65,16 +77,62 @@ public record KernelLayout(
                 btf.offsetOf("bpf_prog", "aux"), btf.offsetOf("bpf_prog", "bpf_func"),
                 btf.offsetOf("bpf_prog", "jited_len"), btf.offsetOf("bpf_prog", "tag"),
                 btf.offsetOf("bpf_prog_aux", "prog"), btf.offsetOf("bpf_prog_aux", "id"),
-                btf.offsetOf("bpf_prog_aux", "real_func_cnt"), btf.offsetOf("bpf_prog_aux", "func"),
+                realFuncCnt(btf), btf.offsetOf("bpf_prog_aux", "func"),
                 btf.offsetOf("bpf_prog_aux", "ksym.name"), btf.offsetOf("bpf_prog_aux", "work"),
                 btf.offsetOf("work_struct", "func"),
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "image")) : OptionalInt.empty(),
-                tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "size")) : OptionalInt.empty(),
+                tramp ? member(btf, "bpf_tramp_image", "size") : OptionalInt.empty(), // 6.7+: one page before
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "ksym.name")) : OptionalInt.empty(),
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "work")) : OptionalInt.empty(),
                 kfunc(btf, "bpf_iter_num_new"), kfunc(btf, "bpf_iter_num_next"), kfunc(btf, "bpf_iter_num_destroy"),
                 kfunc(btf, "bpf_probe_read_kernel_dynptr"), kfunc(btf, "bpf_probe_read_kernel_str_dynptr"),
                 Metadata.from(btf));
+    }
+
+    /**
+     * Whether the programs must copy without the iterator and dynptr-read kfuncs (before Linux 6.4 for the iterators;
+     * bpf_probe_read_kernel_dynptr came later still, and Debian's 6.12 lacks it): images and metadata then go into the
+     * ring in bounded bpf_probe_read_kernel chunks through a per-CPU scratch buffer, reassembled by the consumer
+     * ({@link FragmentAssembler}).
+     */
+    public boolean copiesInChunks() {
+        return kfuncIterNew < 0 || kfuncIterNext < 0 || kfuncIterDestroy < 0 || kfuncReadKernelDynptr < 0
+                || kfuncReadKernelStrDynptr < 0;
+    }
+
+    /** This layout with the kfuncs taken away: the chunked copy path on any kernel (its tests run it here too). */
+    KernelLayout withoutKfuncs() {
+        return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
+                filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
+                auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, -1, -1, -1, -1, -1,
+                metadata);
+    }
+
+    /** What this kernel lacks for the newer copy path, for the summary ("" where nothing). */
+    public String missingKfuncs() {
+        java.util.List<String> missing = new java.util.ArrayList<>();
+        if (kfuncIterNew < 0 || kfuncIterNext < 0 || kfuncIterDestroy < 0) missing.add("bpf_iter_num_* (6.4+)");
+        if (kfuncReadKernelDynptr < 0 || kfuncReadKernelStrDynptr < 0) {
+            missing.add("bpf_probe_read_kernel_dynptr/_str_dynptr");
+        }
+        return String.join(", ", missing);
+    }
+
+    private static OptionalInt member(Btf btf, String struct, String member) {
+        try {
+            return OptionalInt.of(btf.offsetOf(struct, member));
+        } catch (BadInputException e) {
+            return OptionalInt.empty();
+        }
+    }
+
+    /** bpf_prog_aux.real_func_cnt (6.7+, counts the exception callback too), else func_cnt. */
+    private static int realFuncCnt(Btf btf) {
+        try {
+            return btf.offsetOf("bpf_prog_aux", "real_func_cnt");
+        } catch (BadInputException e) {
+            return btf.offsetOf("bpf_prog_aux", "func_cnt");
+        }
     }
 
     private static boolean hasStruct(Btf btf, String name) {
@@ -87,8 +145,6 @@ public record KernelLayout(
     }
 
     private static int kfunc(Btf btf, String name) {
-        return btf.funcId(name).orElseThrow(() -> new BadInputException(
-                "kernel BTF has no kfunc " + name + " (the in-kernel fence needs Linux 6.4+ iterators and the"
-                        + " probe_read_kernel dynptr kfuncs)"));
+        return btf.funcId(name).orElse(-1);
     }
 }

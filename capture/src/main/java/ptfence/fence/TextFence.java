@@ -47,22 +47,26 @@ public final class TextFence implements AutoCloseable {
      * @param startupScan    copy the programs already loaded
      * @param userSpacePoll  park between id polls of the user-space fence (default 20 µs); zero spins, which
      *                       won on an idle machine and lost on a loaded 2-vCPU one (docs/fence.md)
+     * @param chunkedCopy    copy as on a kernel without the dynptr-read kfuncs even where they exist (tests of that
+     *                       path on a newer kernel)
      */
     public record Config(int ringBytes, Duration pollInterval, boolean inKernel, boolean startupScan,
-                         Duration userSpacePoll) {
+                         Duration userSpacePoll, boolean chunkedCopy) {
         public static Config defaults() {
-            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ofNanos(20_000));
+            return new Config(64 << 20, Duration.ofMillis(10), true, true, Duration.ofNanos(20_000), false);
         }
 
-        public Config withInKernel(boolean v) { return new Config(ringBytes, pollInterval, v, startupScan, userSpacePoll); }
+        public Config withInKernel(boolean v) { return new Config(ringBytes, pollInterval, v, startupScan, userSpacePoll, chunkedCopy); }
 
-        public Config withStartupScan(boolean v) { return new Config(ringBytes, pollInterval, inKernel, v, userSpacePoll); }
+        public Config withStartupScan(boolean v) { return new Config(ringBytes, pollInterval, inKernel, v, userSpacePoll, chunkedCopy); }
 
-        public Config withRingBytes(int v) { return new Config(v, pollInterval, inKernel, startupScan, userSpacePoll); }
+        public Config withRingBytes(int v) { return new Config(v, pollInterval, inKernel, startupScan, userSpacePoll, chunkedCopy); }
 
-        public Config withPollInterval(Duration v) { return new Config(ringBytes, v, inKernel, startupScan, userSpacePoll); }
+        public Config withPollInterval(Duration v) { return new Config(ringBytes, v, inKernel, startupScan, userSpacePoll, chunkedCopy); }
 
-        public Config withUserSpacePoll(Duration v) { return new Config(ringBytes, pollInterval, inKernel, startupScan, v); }
+        public Config withUserSpacePoll(Duration v) { return new Config(ringBytes, pollInterval, inKernel, startupScan, v, chunkedCopy); }
+
+        public Config withChunkedCopy(boolean v) { return new Config(ringBytes, pollInterval, inKernel, startupScan, userSpacePoll, v); }
     }
 
     private final Config config;
@@ -82,7 +86,9 @@ public final class TextFence implements AutoCloseable {
     private Mode mode;
     private String fallbackReason = "";
     private KernelLayout layout;
-    private BpfFd ring, stats, btfSeen;
+    private BpfFd ring, stats, btfSeen, scratch;
+    /** Records the hooks wrote in fragments (a kernel without the dynptr-read kfuncs); consumer thread only. */
+    private final FragmentAssembler fragments = new FragmentAssembler();
     private BpfRingMapping mapping;
     private BpfRingBuffer consumer;
     private Thread worker;
@@ -133,12 +139,22 @@ public final class TextFence implements AutoCloseable {
         return mode == Mode.IN_KERNEL && btfSeen != null;
     }
 
+    /**
+     * How the in-kernel hooks copy, where it is not the newest way: "copies in bounded chunks (this kernel has no
+     * ...)" names the kfuncs the running kernel lacks; empty otherwise.
+     */
+    public String copyNote() {
+        return mode == Mode.IN_KERNEL && layout != null && layout.copiesInChunks()
+                ? "copies in bounded bpf_probe_read_kernel chunks: this kernel has no " + layout.missingKfuncs() : "";
+    }
+
     /** Why the in-kernel hooks are not used (empty in IN_KERNEL mode). */
     public String fallbackReason() { return fallbackReason; }
 
     private void startInKernel() throws IOException {
         Kallsyms syms = Kallsyms.read();
         layout = KernelLayout.from(Btf.vmlinux());
+        if (config.chunkedCopy()) layout = layout.withoutKfuncs();
         Bpf bpf = Bpf.get();
         ring = keep(bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, config.ringBytes(), 0, "fence_rb"));
         stats = keep(bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "fence_stats"));
@@ -147,8 +163,12 @@ public final class TextFence implements AutoCloseable {
         if (layout.metadata().isPresent()) {
             btfSeen = keep(bpf.mapCreate(Bpf.MAP_TYPE_LRU_HASH, 4, 4, BTF_SEEN_ENTRIES, 0, "fence_btf_seen"));
         }
+        if (layout.copiesInChunks()) {
+            scratch = keep(bpf.mapCreate(Bpf.MAP_TYPE_PERCPU_ARRAY, 4, FencePrograms.SCRATCH_VALUE,
+                    FencePrograms.SCRATCH_ENTRIES, 0, "fence_scratch"));
+        }
         FencePrograms programs = new FencePrograms(layout, ring.fd(), stats.fd(), config.ringBytes(),
-                btfSeen == null ? -1 : btfSeen.fd());
+                btfSeen == null ? -1 : btfSeen.fd(), scratch == null ? -1 : scratch.fd());
         // FREE first: from then on no image can disappear unseen; LOAD then gives the earliest copy.
         BpfFd free = keep(load(programs.free(syms.require("bpf_prog_free_deferred")), "fence_free"));
         BpfFd load = keep(load(programs.load(), "fence_load"));
@@ -195,11 +215,13 @@ public final class TextFence implements AutoCloseable {
         long parkNanos = config.pollInterval().toNanos();
         while (!stopping) {
             if (consumer.poll(this::deliverRecord) == 0) {
+                incomplete.addAndGet(fragments.dropStale(STALE_GROUP_NANOS));
                 releaseStaleGroups(STALE_GROUP_NANOS);
                 LockSupport.parkNanos(parkNanos);
             }
         }
         consumer.poll(this::deliverRecord);
+        incomplete.addAndGet(fragments.dropStale(0));
         releaseStaleGroups(0);
     }
 
@@ -222,6 +244,10 @@ public final class TextFence implements AutoCloseable {
 
     private void deliverRecord(ByteBuffer data, int offset, int length) {
         try {
+            if (FenceRecord.kind(data, offset, length) == FenceRecord.KIND_FRAG) {
+                fragments.accept(data, offset, length, this::deliverParsed);
+                return;
+            }
             deliverParsed(data, offset, length);
         } catch (IllegalArgumentException e) {
             incomplete.incrementAndGet(); // a malformed record: counted, and the consumer goes on

@@ -243,7 +243,8 @@ public final class Recorder implements AutoCloseable {
         });
         metadataFenced = fence.metadataInKernel();
         if (fence.mode() != TextFence.Mode.IN_KERNEL) fenceNote = "user-space fence: " + fence.fallbackReason();
-        if (verbose) log.println("ptrec: fence " + fence.mode() + (fenceNote.isEmpty() ? "" : " (" + fenceNote + ")"));
+        String how = fenceNote.isEmpty() ? fence.copyNote() : fenceNote;
+        if (verbose) log.println("ptrec: fence " + fence.mode() + (how.isEmpty() ? "" : " (" + how + ")"));
     }
 
     /** The command waits on a FIFO until its events exist, so nothing it does before exec escapes them. */

@@ -28,7 +28,7 @@ public final class Bpf {
     public static final int PROG_TYPE_SOCKET_FILTER = 1, PROG_TYPE_TRACEPOINT = 5, PROG_TYPE_XDP = 6,
             PROG_TYPE_RAW_TRACEPOINT = 17;
     public static final int ATTACH_XDP = 37, ATTACH_PERF_EVENT = 41;
-    public static final int MAP_TYPE_ARRAY = 2, MAP_TYPE_PROG_ARRAY = 3, MAP_TYPE_LRU_HASH = 9, MAP_TYPE_RINGBUF = 27;
+    public static final int MAP_TYPE_ARRAY = 2, MAP_TYPE_PROG_ARRAY = 3, MAP_TYPE_PERCPU_ARRAY = 6, MAP_TYPE_LRU_HASH = 9, MAP_TYPE_RINGBUF = 27;
 
     public interface LibC {
         @SaveError long syscall(long number, long cmd, Pointer attr, long size);

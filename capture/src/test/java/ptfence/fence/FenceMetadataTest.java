@@ -75,12 +75,28 @@ class FenceMetadataTest {
 
     @Test
     void programsClosedAtOnceKeepEveryFieldOfTheirMetadata() throws Exception {
+        closedAtOnce(TextFence.Config.defaults().withStartupScan(false));
+    }
+
+    /**
+     * The same through the chunked copy (issue 29: kernels without the dynptr-read kfuncs, Debian's 6.1 and 6.12),
+     * forced on this kernel: every image and every metadata field arrives in fragments and is put back together
+     * exactly.
+     */
+    @Test
+    void theChunkedCopyKeepsEveryFieldToo() throws Exception {
+        closedAtOnce(TextFence.Config.defaults().withStartupScan(false).withChunkedCopy(true));
+    }
+
+    private static void closedAtOnce(TextFence.Config config) throws Exception {
         Bpf bpf = Bpf.get();
         CollectingSink sink = new CollectingSink();
         Map<Integer, ProgramMetadata> control = new HashMap<>();
         FenceCounters c;
         try (TestPrograms.Maps maps = TestPrograms.Maps.create("fm");
-             TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
+             TextFence fence = TextFence.start(config, sink)) {
+            assertEquals(TextFence.Mode.IN_KERNEL, fence.mode(), fence.fallbackReason());
+            assertEquals(config.chunkedCopy(), !fence.copyNote().isEmpty(), fence.copyNote());
             for (int i = 0; i < 20; i++) {
                 BpfAssembler code = TestPrograms.withMetadata(maps, i);
                 TestPrograms.Lines lines = TestPrograms.lines(code, "fmeta" + i);

@@ -1,0 +1,69 @@
+package ptfence.fence;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import org.junit.jupiter.api.Test;
+import ptfence.bpf.Btf;
+import ptfence.guest.GuestKernel;
+import ptfence.image.Elf;
+
+/**
+ * The layout of the kernels users run, from their own BTF (the .BTF section of Debian's packaged vmlinux, no boot
+ * needed): the members that moved resolve to what each kernel has, the missing kfuncs choose the chunked copy, and
+ * every fence program can be emitted for it.
+ */
+class KernelLayoutTest {
+    private static Btf btf(GuestKernel k) {
+        assumeTrue(k.vmlinux() != null, "no vmlinux unpacked for " + k.meta());
+        ByteBuffer b = Elf.read(k.vmlinux()).section(".BTF");
+        byte[] raw = new byte[b.remaining()];
+        b.get(raw);
+        return Btf.parse(raw, k.vmlinux() + " .BTF");
+    }
+
+    private static void emitsEveryProgram(KernelLayout l) {
+        FencePrograms p = new FencePrograms(l, 3, 4, 1 << 20, 5, l.copiesInChunks() ? 6 : -1);
+        for (byte[] insns : new byte[][] {p.load(), p.free(0xffffffff81000000L), p.peek(),
+                p.trampolineFree(0xffffffff81000100L)}) {
+            assertTrue(insns.length > 0 && insns.length % 8 == 0);
+        }
+    }
+
+    @Test
+    void debian6_1() {
+        Btf btf = btf(GuestKernel.of("linux-image-amd64"));
+        KernelLayout l = KernelLayout.from(btf);
+        assertEquals(btf.offsetOf("bpf_prog_aux", "func_cnt"), l.auxRealFuncCnt(), "no real_func_cnt before 6.7");
+        assertFalse(l.trampSize().isPresent(), "no bpf_tramp_image.size before 6.7");
+        assertTrue(l.trampWork().isPresent());
+        assertTrue(l.metadata().isPresent(), "every metadata field is there");
+        assertTrue(l.copiesInChunks());
+        assertEquals("bpf_iter_num_* (6.4+), bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
+        emitsEveryProgram(l);
+    }
+
+    @Test
+    void debian6_12() {
+        Btf btf = btf(GuestKernel.of("linux-image-6.12-amd64"));
+        KernelLayout l = KernelLayout.from(btf);
+        assertEquals(btf.offsetOf("bpf_prog_aux", "real_func_cnt"), l.auxRealFuncCnt());
+        assertTrue(l.trampSize().isPresent() && l.metadata().isPresent());
+        assertTrue(l.copiesInChunks(), "Debian's 6.12 has the iterators but not the dynptr reads");
+        assertEquals("bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
+        emitsEveryProgram(l);
+    }
+
+    @Test
+    void thisKernel() throws Exception {
+        assumeTrue(Files.isReadable(Btf.VMLINUX), "no " + Btf.VMLINUX);
+        KernelLayout l = KernelLayout.from(Btf.vmlinux());
+        assertEquals(l.missingKfuncs().isEmpty(), !l.copiesInChunks(), l.missingKfuncs());
+        emitsEveryProgram(l);
+        emitsEveryProgram(l.withoutKfuncs());
+    }
+}
