@@ -115,6 +115,7 @@ public final class TextFence implements AutoCloseable {
         try {
             if (f.mode == null) f.startUserSpace();
             sink.freeHookActive(f.mode == Mode.IN_KERNEL);
+            f.startModules();
             if (config.startupScan()) f.scanLoadedPrograms();
         } catch (IOException | RuntimeException e) {
             f.close();
@@ -320,6 +321,41 @@ public final class TextFence implements AutoCloseable {
         }
     }
 
+    // ---- module text -------------------------------------------------------------------------------------------
+
+    private ModuleFence modules;
+    private String moduleNote = "";
+
+    /** The module fence (its own hooks and ring, any kernel with module tracepoints); a failure only says why. */
+    private void startModules() {
+        try {
+            modules = ModuleFence.start(this::deliver, config.pollInterval());
+        } catch (IOException | RuntimeException e) {
+            moduleNote = "module text not fenced: " + String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+        }
+    }
+
+    /** What the module fence did ("module text: 5 loads, ..."), or why it is not running. */
+    public String moduleSummary() {
+        return modules != null ? modules.finalSummary() : moduleNote;
+    }
+
+    private long moduleLosses() {
+        return modules == null ? 0 : modules.finalLosses();
+    }
+
+    private void deliver(CapturedText t, ptfence.region.RegionMetadata metadata) {
+        images.get(t.hook()).incrementAndGet();
+        lastDeliveryNanos = System.nanoTime();
+        synchronized (sinkLock) {
+            try {
+                sink.accept(t, metadata);
+            } catch (IOException | RuntimeException e) {
+                sinkErrors.incrementAndGet();
+            }
+        }
+    }
+
     private void deliver(CapturedText t) {
         images.get(t.hook()).incrementAndGet();
         lastDeliveryNanos = System.nanoTime();
@@ -493,6 +529,15 @@ public final class TextFence implements AutoCloseable {
     /** The kernel memory reader (kcore, else the BPF read program), opened on first use. */
     public synchronized KernelMemory kernelMemory() throws IOException {
         if (kernelMemory == null) {
+            // kcore needs no struct layout: a kernel whose BTF the BPF fence cannot use still has it
+            if (java.nio.file.Files.isReadable(KernelMemory.PROC_KCORE)) {
+                try {
+                    kernelMemory = KcoreReader.open(KernelMemory.PROC_KCORE);
+                    return kernelMemory;
+                } catch (IOException e) {
+                    // lockdown or no CAP_SYS_RAWIO: the BPF reader below
+                }
+            }
             if (layout == null) layout = KernelLayout.from(Btf.vmlinux());
             kernelMemory = KernelMemory.open(layout);
         }
@@ -507,7 +552,13 @@ public final class TextFence implements AutoCloseable {
         return copyKernelRange(name, address, length, System.nanoTime());
     }
 
-    private CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
+    /**
+     * The same, stamped {@code monotonicNs} (CLOCK_MONOTONIC): the time of the KSYMBOL that announced the range, so
+     * its first version starts when the kernel registered it, not when the recorder got to it. Nothing in such a
+     * range runs before it is linked in (a dispatcher before the switch to it, a trampoline before the attach poke),
+     * so bytes copied a little later are the bytes of every instruction run from then on.
+     */
+    public CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
             throws IOException {
         byte[] bytes = kernelMemory().read(address, length);
         CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
@@ -536,6 +587,16 @@ public final class TextFence implements AutoCloseable {
                 incomplete.incrementAndGet();
             }
         }
+    }
+
+    /**
+     * A TEXT_POKE at {@code monotonicNs}: every dispatcher update ends with one (bpf() links, netlink's IFLA_XDP,
+     * a detach by close alike: the switch to the freshly written half of the image, a jump or static call patched in
+     * core text), so the dispatchers are copied again, stamped with the poke's time. Needs no BPF hook: it works
+     * where the in-kernel fence cannot load. A copy equal to the last is no new version.
+     */
+    public void textPoked(long address, long monotonicNs) {
+        if (!dispatchers.isEmpty()) recopyDispatchers(monotonicNs);
     }
 
     /** The name of the core kernel text image (perf's name for the kernel map). */
@@ -569,7 +630,7 @@ public final class TextFence implements AutoCloseable {
         images.forEach((h, n) -> byHook.put(h, n.get()));
         long[] s = readStats();
         return new FenceCounters(byHook, s[FencePrograms.STAT_RESERVE_FAILED], s[FencePrograms.STAT_SUBMITTED],
-                incomplete.get(), s[FencePrograms.STAT_FUNCS_TRUNCATED], userMissed.get(), metadataFetched.get(),
+                incomplete.get() + moduleLosses(), s[FencePrograms.STAT_FUNCS_TRUNCATED], userMissed.get(), metadataFetched.get(),
                 metadataMissing.get(), sinkErrors.get(), recursionMisses(), metadataFenced.get(),
                 metadataIncomplete.get());
     }
@@ -618,6 +679,7 @@ public final class TextFence implements AutoCloseable {
     public void close() throws IOException {
         // Detach first (links, then programs), then let the consumer take what is left, then unmap.
         links.forEach(BpfFd::close);
+        if (modules != null) modules.close();
         stopWorker();
         FenceCounters last = counters();
         lastCounters = last;
