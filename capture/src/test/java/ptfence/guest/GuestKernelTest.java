@@ -1,0 +1,68 @@
+package ptfence.guest;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.DynamicContainer.dynamicContainer;
+import static org.junit.jupiter.api.DynamicTest.dynamicTest;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.DynamicContainer;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The guest checks on the kernels users run, Debian 12's 6.1 and 6.12 ({@link GuestKernel}): each kernel boots once
+ * and runs every check in {@link #checks()}; each check is then judged here as its own test. Boots are slow (TCG on a
+ * loaded 2-core machine), so a new check joins this boot rather than booting again.
+ */
+class GuestKernelTest {
+    @TempDir
+    Path dir;
+
+    /** Every check, in the order they run in the guest. */
+    static List<GuestCheck> checks() {
+        return List.of(new BasicsCheck());
+    }
+
+    @TestFactory
+    Stream<DynamicContainer> debian12() {
+        return GuestKernel.DEBIAN_12.stream().map(meta -> dynamicContainer(meta, onKernel(meta)));
+    }
+
+    private Stream<DynamicNode> onKernel(String meta) {
+        List<GuestCheck> checks = checks();
+        GuestKernel.Boot[] boot = new GuestKernel.Boot[1];
+        List<DynamicNode> tests = new ArrayList<>();
+        tests.add(dynamicTest("boot", () -> {
+            GuestKernel k = GuestKernel.of(meta);
+            boot[0] = k.boot(dir.resolve(meta), checks.stream().map(GuestCheck::check).toList());
+            System.out.printf("guest %s (%s): boot and %d checks in %.1f s%n", meta, k.release(), checks.size(),
+                    boot[0].seconds());
+            assertFalse(boot[0].timedOut(), () -> "QEMU cut off after " + boot[0].seconds() + " s: " + tail(boot[0]));
+            assertTrue(Files.exists(boot[0].out().resolve("release")), () -> "stage 2 never ran: " + tail(boot[0]));
+        }));
+        for (GuestCheck c : checks) {
+            tests.add(dynamicTest(c.check().name(), () -> {
+                GuestKernel.of(meta); // skips, with the reason, where the kernel cannot be had
+                Assumptions.assumeTrue(boot[0] != null, "the guest did not boot");
+                c.verify(boot[0]);
+            }));
+        }
+        return tests.stream();
+    }
+
+    private static String tail(GuestKernel.Boot b) {
+        try {
+            String s = b.serial();
+            return s.length() < 4000 ? s : s.substring(s.length() - 4000);
+        } catch (java.io.IOException e) {
+            return e.toString();
+        }
+    }
+}
