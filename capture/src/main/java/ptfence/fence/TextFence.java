@@ -564,11 +564,24 @@ public final class TextFence implements AutoCloseable {
         CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);
         if (name.startsWith(DISPATCHER_PREFIX)) dispatchers.put(name, new long[] {address, length});
+        if (name.startsWith(TRAMPOLINE_PREFIX)) trampolines.put(name, new long[] {address, length});
         deliver(t);
         return t;
     }
 
-    private static final String DISPATCHER_PREFIX = "bpf_dispatcher_";
+    private static final String DISPATCHER_PREFIX = "bpf_dispatcher_", TRAMPOLINE_PREFIX = "bpf_trampoline_";
+    /**
+     * BPF trampoline images registered and not yet unregistered (name -> {address, length}). The kernel registers an
+     * image's symbol before it writes it (6.1), so the copy on its KSYMBOL can be too early; the image becomes
+     * reachable only through a poke at the traced function (a TEXT_POKE), after which it is copied again.
+     */
+    private final Map<String, long[]> trampolines = new ConcurrentHashMap<>();
+
+    /** A KSYMBOL unregister: a trampoline image is about to be freed, no more copies of it. */
+    public void kernelRangeGone(String name) {
+        trampolines.remove(name);
+        dispatchers.remove(name);
+    }
     private static final long FREE_RECOPY_NANOS = 10_000_000L;
     private long lastFreeRecopy;
     /** BPF dispatchers copied so far (name -> {address, length}): rewritten in place when attachments change. */
@@ -590,13 +603,21 @@ public final class TextFence implements AutoCloseable {
     }
 
     /**
-     * A TEXT_POKE at {@code monotonicNs}: every dispatcher update ends with one (bpf() links, netlink's IFLA_XDP,
+     * A TEXT_POKE at {@code monotonicNs}: live trampolines are copied again (the poke may be the one that makes a
+     * freshly written image reachable), and so are the dispatchers: every dispatcher update ends with one (bpf() links, netlink's IFLA_XDP,
      * a detach by close alike: the switch to the freshly written half of the image, a jump or static call patched in
      * core text), so the dispatchers are copied again, stamped with the poke's time. Needs no BPF hook: it works
      * where the in-kernel fence cannot load. A copy equal to the last is no new version.
      */
     public void textPoked(long address, long monotonicNs) {
         if (!dispatchers.isEmpty()) recopyDispatchers(monotonicNs);
+        for (var e : trampolines.entrySet()) {
+            try {
+                copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
+            } catch (IOException ex) {
+                incomplete.incrementAndGet();
+            }
+        }
     }
 
     /** The name of the core kernel text image (perf's name for the kernel map). */

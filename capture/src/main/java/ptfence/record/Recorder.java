@@ -611,6 +611,7 @@ public final class Recorder implements AutoCloseable {
         String name = cString(rec, 24, size - TRAILER);
         if (tracker == null) return;
         if ((flags & 1) != 0) {
+            if (fence != null) fence.kernelRangeGone(name);
             tracker.ksymbolUnregistered(addr, name, time);
             return;
         }

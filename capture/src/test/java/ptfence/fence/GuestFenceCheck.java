@@ -25,10 +25,16 @@ import java.util.Optional;
 public final class GuestFenceCheck {
     /** What was found: dumps whose region is archived with equal bytes, different bytes, none; regions by kind. */
     public record Result(int equal, List<String> differ, List<String> missing, Map<RegionKind, Integer> regions,
-                         Map<RegionKind, Integer> closed) {
+                         Map<RegionKind, Integer> closed, Map<String, Integer> equalByWhat) {
         public String summary() {
-            return String.format("kcore copies: %d equal to the archive, %d differ, %d not archived; regions %s "
-                    + "(closed %s)", equal, differ.size(), missing.size(), regions, closed);
+            return String.format("kcore copies: %d equal to the archive %s, %d differ, %d not archived; regions %s "
+                    + "(closed %s)", equal, equalByWhat, differ.size(), missing.size(), regions, closed);
+        }
+
+        /** Copies equal to the archive whose file name starts with {@code what} (a module, a page's symbol). */
+        public int equal(String what) {
+            return equalByWhat.entrySet().stream().filter(e -> e.getKey().startsWith(what))
+                    .mapToInt(Map.Entry::getValue).sum();
         }
     }
 
@@ -49,6 +55,7 @@ public final class GuestFenceCheck {
                 String boot = all.stream().filter(r -> r.kind() != RegionKind.KERNEL_TEXT).map(Region::bootId)
                         .findFirst().orElse("");
                 int equal = 0;
+                Map<String, Integer> byWhat = new java.util.TreeMap<>();
                 List<String> differ = new ArrayList<>(), missing = new ArrayList<>();
                 for (String line : index) {
                     String[] f = line.trim().split("\\s+");
@@ -67,11 +74,12 @@ public final class GuestFenceCheck {
                         missing.add(what);
                     } else if (matches(at0, addr, dump) || matches(at1, addr, dump)) {
                         equal++;
+                        byWhat.merge(f[4].substring(0, Math.max(0, f[4].indexOf('.'))), 1, Integer::sum);
                     } else {
                         differ.add(what + " vs " + at0.or(() -> at1).get().region());
                     }
                 }
-                return new Result(equal, differ, missing, kinds, closed);
+                return new Result(equal, differ, missing, kinds, closed, byWhat);
             });
         }
     }
