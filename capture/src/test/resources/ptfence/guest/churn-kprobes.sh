@@ -5,6 +5,8 @@
 # every page kallsyms lists under [__builtin__kprobes] into OUT/kcore (index: see kcore-read.py).
 n=$1 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd   # a bare devtmpfs has none: <(...) and coproc need it
+fail=0
 T=/sys/kernel/tracing
 mkdir -p "$out/kcore"
 coproc KR { python3 "$here/kcore-read.py" --serve; }
@@ -26,10 +28,11 @@ for i in $(seq "$n"); do
     while read -r addr _ name _; do
       echo "$addr 4096 $out/kcore/$name.$i.$addr" >&"${KR[1]}"
       read -r ans <&"${KR[0]}"
-      [ "$ans" = ok ] || echo "churn: kcore read of $name: $ans" >&2
+      [ "$ans" = ok ] || fail=1; [ "$ans" = ok ] || echo "churn: kcore read of $name: $ans" >&2
     done < <(grep -F '[__builtin__kprobes]' /proc/kallsyms)
   fi
   echo 0 > $T/events/kprobes/ptf_kp/enable; echo 0 > $T/events/kprobes/ptf_kr/enable
   echo "-:ptf_kp" >> $T/kprobe_events; echo "-:ptf_kr" >> $T/kprobe_events
 done
 echo "churn: $n rounds of kprobes at $site"
+exit $fail

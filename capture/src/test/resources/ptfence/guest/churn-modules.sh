@@ -5,6 +5,8 @@
 n=$1 out=$2
 mods=${MODS:-dummy veth}
 here=$(cd "$(dirname "$0")" && pwd)
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd   # a bare devtmpfs has none: <(...) and coproc need it
+fail=0
 mkdir -p "$out/kcore"
 coproc KR { python3 "$here/kcore-read.py" --serve; }
 for i in $(seq "$n"); do
@@ -13,8 +15,9 @@ for i in $(seq "$n"); do
     read -r _ size _ _ _ addr _ < <(grep "^$m " /proc/modules)
     echo "${addr#0x} $size $out/kcore/$m.$i.${addr#0x}" >&"${KR[1]}"
     read -r ans <&"${KR[0]}"
-    [ "$ans" = ok ] || echo "churn: kcore read of $m: $ans" >&2
+    [ "$ans" = ok ] || fail=1; [ "$ans" = ok ] || echo "churn: kcore read of $m: $ans" >&2
   done
   for m in $mods; do rmmod "$m" || echo "churn: rmmod $m failed" >&2; done
 done
 echo "churn: $n rounds of $mods"
+exit $fail

@@ -44,8 +44,8 @@ def main():
     segs = segments(f)
     if sys.argv[1:] == ['--serve']:
         for line in sys.stdin:
-            a, n, out = line.split()
             try:
+                a, n, out = line.split()
                 before = time.monotonic_ns()
                 data = read(f, segs, int(a, 16), int(n))
                 after = time.monotonic_ns()
