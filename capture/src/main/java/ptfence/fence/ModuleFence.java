@@ -104,14 +104,14 @@ public final class ModuleFence implements AutoCloseable {
         mapping = BpfRingMapping.map(ring, RING);
         consumer = new BpfRingBuffer(mapping.consumerPage(), mapping.producerArea(), RING);
         ModulePrograms p = new ModulePrograms(layout, ring.fd(), stats.fd());
-        BpfFd free = keep(load(p.copy(ModulePrograms.KIND_FREE, false), "fence_mod_free"));
-        BpfFd load = keep(load(p.copy(ModulePrograms.KIND_LOAD, true), "fence_mod_load"));
-        scanProg = keep(load(p.copy(ModulePrograms.KIND_SCAN, true), "fence_mod_scan"));
+        BpfFd free = keep(TextFence.load(p.copy(ModulePrograms.KIND_FREE, false), "fence_mod_free"));
+        BpfFd load = keep(TextFence.load(p.copy(ModulePrograms.KIND_LOAD, true), "fence_mod_load"));
+        scanProg = keep(TextFence.load(p.copy(ModulePrograms.KIND_SCAN, true), "fence_mod_scan"));
         var doFreeInit = syms.address("do_free_init");
         var list = syms.address("init_free_list");
         BpfFd initFree = null;
         if (doFreeInit.isPresent() && list.isPresent() && layout.initfreeText().isPresent()) {
-            initFree = keep(load(p.initFree(doFreeInit.getAsLong(), list.getAsLong()), "fence_mod_initf"));
+            initFree = keep(TextFence.load(p.initFree(doFreeInit.getAsLong(), list.getAsLong()), "fence_mod_initf"));
         } else {
             initNote = "init text ends at its module's free (no do_free_init/init_free_list/mod_initfree)";
         }
@@ -136,10 +136,6 @@ public final class ModuleFence implements AutoCloseable {
                 incomplete.incrementAndGet(); // e.g. a kernel without raw_tp test runs (before 5.10)
             }
         }
-    }
-
-    private static BpfFd load(byte[] insns, String name) throws BpfException {
-        return Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
     }
 
     private BpfFd keep(BpfFd fd) {

@@ -238,6 +238,10 @@ public final class RegionTracker implements TextSink {
             if (off < 0 || off + newBytes.length > r.length()) continue;
             byte[] patched = e.getValue().bytes().clone();
             System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
+            // a poke the copy already holds (a module's jump labels and ftrace sites are poked before the load hook
+            // copies it, their records can come after): no new version. Else a version of zero length with the
+            // same id as the next (same address, bytes and start) would reopen it in the archive
+            if (Arrays.equals(patched, e.getValue().bytes())) return true;
             long at = Math.max(time, r.validFrom());
             writer.closed(r.closedAt(at));
             Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),

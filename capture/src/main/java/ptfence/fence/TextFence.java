@@ -168,7 +168,7 @@ public final class TextFence implements AutoCloseable {
         links.add(bpf.rawTracepointOpen("sys_exit", load));
     }
 
-    private static BpfFd load(byte[] insns, String name) throws BpfException {
+    static BpfFd load(byte[] insns, String name) throws BpfException {
         return Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
     }
 

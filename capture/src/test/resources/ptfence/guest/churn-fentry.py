@@ -8,17 +8,10 @@ import ctypes, os, struct, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 kr = __import__('kcore-read')
 
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-NR_BPF, PROG_LOAD, RAW_TRACEPOINT_OPEN = 321, 5, 17
+from bpfsys import bpf
+PROG_LOAD, RAW_TRACEPOINT_OPEN = 5, 17
 PROG_TYPE_TRACING, TRACE_FENTRY, TRACE_FEXIT, MODIFY_RETURN = 26, 24, 25, 26
 
-def bpf(cmd, attr):
-    buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(NR_BPF, cmd, buf, 128)
-    if r < 0:
-        raise OSError(ctypes.get_errno(), 'bpf(%d): %s' % (cmd, os.strerror(ctypes.get_errno())))
-    return r
 
 def func_ids(names):
     """BTF FUNC ids of these functions in vmlinux's BTF."""

@@ -2,7 +2,8 @@
 # churn-kprobes.sh N OUT: registers and unregisters kprobes through tracefs N times: one at an offset into a function
 # (an insn slot, kprobe_insn_page; enabled, so the optimizer may move it to a kprobe_optinsn_page), a kretprobe,
 # and every 4th round waits for the optimizer. While they are live, the independent reader (kcore-read.py) copies
-# every page kallsyms lists under [__builtin__kprobes] into OUT/kcore (index: see kcore-read.py).
+# every page kallsyms lists under [__builtin__kprobes] and every ftrace trampoline ([__builtin__ftrace]: the
+# kretprobe at a function entry rides on ftrace) into OUT/kcore (index: see kcore-read.py).
 n=$1 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd   # a bare devtmpfs has none: <(...) and coproc need it
@@ -29,7 +30,7 @@ for i in $(seq "$n"); do
       echo "$addr 4096 $out/kcore/$name.$i.$addr" >&"${KR[1]}"
       read -r ans <&"${KR[0]}"
       [ "$ans" = ok ] || fail=1; [ "$ans" = ok ] || echo "churn: kcore read of $name: $ans" >&2
-    done < <(grep -F '[__builtin__kprobes]' /proc/kallsyms)
+    done < <(grep -E '\[__builtin__(kprobes|ftrace)\]' /proc/kallsyms)
   fi
   echo 0 > $T/events/kprobes/ptf_kp/enable; echo 0 > $T/events/kprobes/ptf_kr/enable
   echo "-:ptf_kp" >> $T/kprobe_events; echo "-:ptf_kr" >> $T/kprobe_events

@@ -8,19 +8,11 @@ import ctypes, os, socket, struct, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 kr = __import__('kcore-read')
 
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-NR_BPF = 321
+from bpfsys import bpf
 PROG_LOAD, LINK_CREATE, LINK_UPDATE = 5, 28, 29
 PROG_TYPE_XDP, ATTACH_XDP = 6, 37
 XDP_FLAGS_DRV_MODE = 4
 
-def bpf(cmd, attr):
-    buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(NR_BPF, cmd, buf, 128)
-    if r < 0:
-        raise OSError(ctypes.get_errno(), 'bpf(%d): %s' % (cmd, os.strerror(ctypes.get_errno())))
-    return r
 
 def load(ret, name):
     insns = struct.pack('<BBhi', 0xb7, 0, 0, ret) + struct.pack('<BBhi', 0x95, 0, 0, 0)   # r0 = ret; exit
