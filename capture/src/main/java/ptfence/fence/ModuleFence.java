@@ -96,6 +96,8 @@ public final class ModuleFence implements AutoCloseable {
     }
 
     private void startHooks() throws IOException {
+        if (!Files.exists(java.nio.file.Path.of("/proc/modules")))
+            throw new IOException("this kernel has no loadable modules (no /proc/modules)");
         ModuleLayout layout = ModuleLayout.from(Btf.vmlinux());
         Kallsyms syms = Kallsyms.read();
         Bpf bpf = Bpf.get();
