@@ -13,5 +13,11 @@ public enum Hook {
     /** The startup scan of programs that were loaded before the fence. */
     SCAN,
     /** The user-space fallback: the program pinned by id and read with BPF_OBJ_GET_INFO_BY_FD. */
-    USER_SPACE
+    USER_SPACE,
+    /** A kernel module's core or init text, copied at raw_tp module_load before its init runs. */
+    MODULE_LOAD,
+    /** A module loaded before the fence, copied at start. */
+    MODULE_SCAN,
+    /** A module's core text at raw_tp module_free, before it is freed; an init text when do_free_init frees it. */
+    MODULE_FREE
 }

@@ -101,13 +101,26 @@ public final class RegionTracker implements TextSink {
         return Files.readString(BOOT_ID).trim();
     }
 
+    /** Region metadata given with the image being accepted (a module's symbols), else null. */
+    private RegionMetadata given;
+
+    @Override
+    public synchronized void accept(CapturedText t, RegionMetadata metadata) throws IOException {
+        given = metadata;
+        try {
+            accept(t);
+        } finally {
+            given = null;
+        }
+    }
+
     @Override
     public synchronized void accept(CapturedText t) throws IOException {
         if (t.bytes().length == 0 || !t.complete()) return;
         Key key = new Key(t.address(), t.name());
         long at = fenceTime.applyAsLong(t.monotonicNs());
         switch (t.hook()) {
-            case FREE, TRAMPOLINE_FREE -> {
+            case FREE, TRAMPOLINE_FREE, MODULE_FREE -> {
                 Live open = withLateSources(live.remove(key));
                 unregistered.remove(key);
                 if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
@@ -124,7 +137,7 @@ public final class RegionTracker implements TextSink {
             default -> {
                 Live previous = live.get(key);
                 if (previous != null && Arrays.equals(previous.bytes(), t.bytes())) return; // seen by two sources
-                long from = t.hook() == Hook.SCAN ? 0 : at;
+                long from = t.hook() == Hook.SCAN || t.hook() == Hook.MODULE_SCAN ? 0 : at;
                 if (previous != null) { // a new version
                     long end = Math.max(at, previous.region().validFrom());
                     writer.closed(previous.region().closedAt(end));
@@ -225,6 +238,10 @@ public final class RegionTracker implements TextSink {
             if (off < 0 || off + newBytes.length > r.length()) continue;
             byte[] patched = e.getValue().bytes().clone();
             System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
+            // a poke the copy already holds (a module's jump labels and ftrace sites are poked before the load hook
+            // copies it, their records can come after): no new version. Else a version of zero length with the
+            // same id as the next (same address, bytes and start) would reopen it in the archive
+            if (Arrays.equals(patched, e.getValue().bytes())) return true;
             long at = Math.max(time, r.validFrom());
             writer.closed(r.closedAt(at));
             Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),
@@ -264,6 +281,7 @@ public final class RegionTracker implements TextSink {
     }
 
     private RegionMetadata metadataOf(CapturedText t) {
+        if (given != null) return given;
         if (t.metadata() != null) return bcc.complete(t.metadata().toArchive());
         if (t.progId() == 0 && t.tag() == 0) return RegionMetadata.None.INSTANCE;
         String n = t.name();
@@ -273,6 +291,8 @@ public final class RegionTracker implements TextSink {
 
     private static RegionKind kindOf(CapturedText t) {
         String n = t.name();
+        if (t.hook() == Hook.MODULE_LOAD || t.hook() == Hook.MODULE_SCAN || t.hook() == Hook.MODULE_FREE)
+            return RegionKind.MODULE;
         if (t.hook() == Hook.TRAMPOLINE_FREE || n.startsWith("bpf_trampoline")) return RegionKind.BPF_TRAMPOLINE;
         if (n.startsWith("bpf_dispatcher")) return RegionKind.BPF_DISPATCHER;
         if (n.startsWith("bpf_prog_") || t.progId() != 0 || t.tag() != 0)

@@ -121,6 +121,7 @@ public final class TextFence implements AutoCloseable {
         try {
             if (f.mode == null) f.startUserSpace();
             sink.freeHookActive(f.mode == Mode.IN_KERNEL);
+            f.startModules();
             if (config.startupScan()) f.scanLoadedPrograms();
         } catch (IOException | RuntimeException e) {
             f.close();
@@ -187,7 +188,7 @@ public final class TextFence implements AutoCloseable {
         links.add(bpf.rawTracepointOpen("sys_exit", load));
     }
 
-    private static BpfFd load(byte[] insns, String name) throws BpfException {
+    static BpfFd load(byte[] insns, String name) throws BpfException {
         return Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
     }
 
@@ -343,6 +344,41 @@ public final class TextFence implements AutoCloseable {
             return bytes;
         } catch (BpfException e) {
             return new byte[0];
+        }
+    }
+
+    // ---- module text -------------------------------------------------------------------------------------------
+
+    private ModuleFence modules;
+    private String moduleNote = "";
+
+    /** The module fence (its own hooks and ring, any kernel with module tracepoints); a failure only says why. */
+    private void startModules() {
+        try {
+            modules = ModuleFence.start(this::deliver, config.pollInterval());
+        } catch (IOException | RuntimeException e) {
+            moduleNote = "module text not fenced: " + String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+        }
+    }
+
+    /** What the module fence did ("module text: 5 loads, ..."), or why it is not running. */
+    public String moduleSummary() {
+        return modules != null ? modules.finalSummary() : moduleNote;
+    }
+
+    private long moduleLosses() {
+        return modules == null ? 0 : modules.finalLosses();
+    }
+
+    private void deliver(CapturedText t, ptfence.region.RegionMetadata metadata) {
+        images.get(t.hook()).incrementAndGet();
+        lastDeliveryNanos = System.nanoTime();
+        synchronized (sinkLock) {
+            try {
+                sink.accept(t, metadata);
+            } catch (IOException | RuntimeException e) {
+                sinkErrors.incrementAndGet();
+            }
         }
     }
 
@@ -519,6 +555,15 @@ public final class TextFence implements AutoCloseable {
     /** The kernel memory reader (kcore, else the BPF read program), opened on first use. */
     public synchronized KernelMemory kernelMemory() throws IOException {
         if (kernelMemory == null) {
+            // kcore needs no struct layout: a kernel whose BTF the BPF fence cannot use still has it
+            if (java.nio.file.Files.isReadable(KernelMemory.PROC_KCORE)) {
+                try {
+                    kernelMemory = KcoreReader.open(KernelMemory.PROC_KCORE);
+                    return kernelMemory;
+                } catch (IOException e) {
+                    // lockdown or no CAP_SYS_RAWIO: the BPF reader below
+                }
+            }
             if (layout == null) layout = KernelLayout.from(Btf.vmlinux());
             kernelMemory = KernelMemory.open(layout);
         }
@@ -533,17 +578,36 @@ public final class TextFence implements AutoCloseable {
         return copyKernelRange(name, address, length, System.nanoTime());
     }
 
-    private CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
+    /**
+     * The same, stamped {@code monotonicNs} (CLOCK_MONOTONIC): the time of the KSYMBOL that announced the range, so
+     * its first version starts when the kernel registered it, not when the recorder got to it. Nothing in such a
+     * range runs before it is linked in (a dispatcher before the switch to it, a trampoline before the attach poke),
+     * so bytes copied a little later are the bytes of every instruction run from then on.
+     */
+    public CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
             throws IOException {
         byte[] bytes = kernelMemory().read(address, length);
         CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);
         if (name.startsWith(DISPATCHER_PREFIX)) dispatchers.put(name, new long[] {address, length});
+        if (name.startsWith(TRAMPOLINE_PREFIX)) trampolines.put(name, new long[] {address, length});
         deliver(t);
         return t;
     }
 
-    private static final String DISPATCHER_PREFIX = "bpf_dispatcher_";
+    private static final String DISPATCHER_PREFIX = "bpf_dispatcher_", TRAMPOLINE_PREFIX = "bpf_trampoline_";
+    /**
+     * BPF trampoline images registered and not yet unregistered (name -> {address, length}). The kernel registers an
+     * image's symbol before it writes it (6.1), so the copy on its KSYMBOL can be too early; the image becomes
+     * reachable only through a poke at the traced function (a TEXT_POKE), after which it is copied again.
+     */
+    private final Map<String, long[]> trampolines = new ConcurrentHashMap<>();
+
+    /** A KSYMBOL unregister: a trampoline image is about to be freed, no more copies of it. */
+    public void kernelRangeGone(String name) {
+        trampolines.remove(name);
+        dispatchers.remove(name);
+    }
     private static final long FREE_RECOPY_NANOS = 10_000_000L;
     private long lastFreeRecopy;
     /** BPF dispatchers copied so far (name -> {address, length}): rewritten in place when attachments change. */
@@ -556,6 +620,24 @@ public final class TextFence implements AutoCloseable {
      */
     private void recopyDispatchers(long monotonicNs) {
         for (var e : dispatchers.entrySet()) {
+            try {
+                copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
+            } catch (IOException ex) {
+                incomplete.incrementAndGet();
+            }
+        }
+    }
+
+    /**
+     * A TEXT_POKE at {@code monotonicNs}: live trampolines are copied again (the poke may be the one that makes a
+     * freshly written image reachable), and so are the dispatchers: every dispatcher update ends with one (bpf() links, netlink's IFLA_XDP,
+     * a detach by close alike: the switch to the freshly written half of the image, a jump or static call patched in
+     * core text), so the dispatchers are copied again, stamped with the poke's time. Needs no BPF hook: it works
+     * where the in-kernel fence cannot load. A copy equal to the last is no new version.
+     */
+    public void textPoked(long address, long monotonicNs) {
+        if (!dispatchers.isEmpty()) recopyDispatchers(monotonicNs);
+        for (var e : trampolines.entrySet()) {
             try {
                 copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
             } catch (IOException ex) {
@@ -595,7 +677,7 @@ public final class TextFence implements AutoCloseable {
         images.forEach((h, n) -> byHook.put(h, n.get()));
         long[] s = readStats();
         return new FenceCounters(byHook, s[FencePrograms.STAT_RESERVE_FAILED], s[FencePrograms.STAT_SUBMITTED],
-                incomplete.get(), s[FencePrograms.STAT_FUNCS_TRUNCATED], userMissed.get(), metadataFetched.get(),
+                incomplete.get() + moduleLosses(), s[FencePrograms.STAT_FUNCS_TRUNCATED], userMissed.get(), metadataFetched.get(),
                 metadataMissing.get(), sinkErrors.get(), recursionMisses(), metadataFenced.get(),
                 metadataIncomplete.get());
     }
@@ -644,6 +726,7 @@ public final class TextFence implements AutoCloseable {
     public void close() throws IOException {
         // Detach first (links, then programs), then let the consumer take what is left, then unmap.
         links.forEach(BpfFd::close);
+        if (modules != null) modules.close();
         stopWorker();
         FenceCounters last = counters();
         lastCounters = last;

@@ -10,6 +10,11 @@ import java.io.IOException;
 public interface TextSink {
     void accept(CapturedText text) throws IOException;
 
+    /** An image with what the archive keeps about it beyond a program's metadata (a module's kallsyms lines). */
+    default void accept(CapturedText text, ptfence.region.RegionMetadata metadata) throws IOException {
+        accept(text);
+    }
+
     /**
      * The full metadata of a program whose images were (or are about to be) delivered, fetched through bpf() when
      * the recorder asked ({@link TextFence#onProgramLoaded}).

@@ -102,6 +102,8 @@ public final class Recorder implements AutoCloseable {
     private RegionTracker tracker;
     private TextFence fence;
     private String fenceNote = "";
+    /** The module fence's summary line, or why it did not run. */
+    private String moduleNote = "";
     private Process child;
     /** ptrec ended its command (stopped by a signal while the command ran): the command's status is not its own. */
     private boolean commandStopped;
@@ -227,6 +229,10 @@ public final class Recorder implements AutoCloseable {
             public void accept(CapturedText t) throws IOException {
                 if (t.metadata() != null && t.functionIndex() == 0 && t.hook() == Hook.LOAD) fenced.add(t.metadata());
                 tracker.accept(t);
+            }
+
+            public void accept(CapturedText t, ptfence.region.RegionMetadata m) throws IOException {
+                tracker.accept(t, m);
             }
 
             public void metadata(ProgramMetadata m) throws IOException {
@@ -606,6 +612,7 @@ public final class Recorder implements AutoCloseable {
         String name = cString(rec, 24, size - TRAILER);
         if (tracker == null) return;
         if ((flags & 1) != 0) {
+            if (fence != null) fence.kernelRangeGone(name);
             tracker.ksymbolUnregistered(addr, name, time);
             return;
         }
@@ -613,7 +620,7 @@ public final class Recorder implements AutoCloseable {
         boolean program = name.startsWith("bpf_prog_");
         if (fence != null && !program && (ksymType == 1 || ksymType == 2) && len > 0) {
             try {
-                fence.copyKernelRange(name, addr, len);
+                fence.copyKernelRange(name, addr, len, monotonicClock ? time : System.nanoTime());
                 stats.kernelReads++;
             } catch (IOException | RuntimeException e) {
                 stats.kernelReadFailures++;
@@ -785,6 +792,7 @@ public final class Recorder implements AutoCloseable {
         byte[] bytes = new byte[newLen];
         rec.get(20 + oldLen, bytes);
         tracker.textPoke(addr, bytes, time);
+        if (fence != null) fence.textPoked(addr, monotonicClock ? time : System.nanoTime());
     }
 
     private static String cString(ByteBuffer b, int from, int limit) {
@@ -835,6 +843,7 @@ public final class Recorder implements AutoCloseable {
             if (metadataFenced) describeUnfenced();
             fence.close();
             fc = fence.finalCounters();
+            moduleNote = fence.moduleSummary();
             fence = null;
         }
         if (tracker != null) tracker.closeUnfreed();
@@ -861,7 +870,7 @@ public final class Recorder implements AutoCloseable {
         Map<Hook, Long> byHook = fc == null ? Map.of() : fc.imagesByHook();
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
                 progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
-                fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary(), fenceNote, recordingId,
+                fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary() + (moduleNote.isEmpty() ? "" : "; " + moduleNote), fenceNote, recordingId,
                 child == null || commandStopped ? -1 : child.exitValue(), clockNote(), kernelTextNote, archiveNote);
     }
 

@@ -23,7 +23,14 @@ import org.junit.jupiter.api.TestFactory;
 class GuestKernelTest {
     /** Every check, in the order they run in the guest. */
     static List<GuestCheck> checks() {
-        return List.of(new BasicsCheck(), new BpfChurnCheck(Integer.getInteger("ptfence.guest.churn", 20)));
+        // The fence churn of the other text kinds (modules, kprobes, trampolines, XDP) runs only when asked for
+        // (-Dptfence.guest.fencePercent=N, N% of issue 29's counts): at 20% it takes ~30 min a kernel under load,
+        // past CI's time, and its dispatcher copies do not all equal kcore's yet (docs/fence.md, Limits).
+        List<GuestCheck> checks = new ArrayList<>(List.of(new BasicsCheck(),
+                new BpfChurnCheck(Integer.getInteger("ptfence.guest.churn", 20))));
+        Integer fencePercent = Integer.getInteger("ptfence.guest.fencePercent");
+        if (fencePercent != null) checks.add(FenceChurnCheck.scaled(fencePercent, 900));
+        return checks;
     }
 
     @TestFactory
@@ -40,7 +47,11 @@ class GuestKernelTest {
             // kept after the run (target/guest/<kernel>), for a look at what a failing check left
             Path out = Path.of("target", "guest", meta).toAbsolutePath();
             deleteTree(out);
-            boot[0] = k.boot(out, checks.stream().map(GuestCheck::check).toList());
+            // 300 s, or the checks' own bounds where they add up to more (the fence churns run for minutes)
+            long bound = Math.max(GuestKernel.BOOT_BOUND.toSeconds(),
+                    60 + checks.stream().mapToLong(c -> c.check().seconds()).sum());
+            boot[0] = k.boot(out, checks.stream().map(GuestCheck::check).toList(),
+                    java.time.Duration.ofSeconds(bound));
             System.out.printf("guest %s (%s): boot and %d checks in %.1f s%n", meta, k.release(), checks.size(),
                     boot[0].seconds());
             assertFalse(boot[0].timedOut(), () -> "QEMU cut off after " + boot[0].seconds() + " s: " + tail(boot[0]));
