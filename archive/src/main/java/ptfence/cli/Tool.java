@@ -70,6 +70,11 @@ public final class Tool {
 
     /** Entry point for the launchers. */
     public static void main(String name, Object command, String... args) {
+        String version = quickVersion(name, args);
+        if (version != null) {
+            System.out.println(version);
+            System.exit(System.out.checkError() ? EXIT_INTERNAL : EXIT_OK);
+        }
         // what a command prints through picocli ('ptarchive ls') stops quietly when its reader goes away
         PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(Stdout.stream(),
                 java.nio.charset.StandardCharsets.UTF_8), true);
@@ -80,6 +85,16 @@ public final class Tool {
             // the reader has what it wanted
         }
         System.exit(status);
+    }
+
+    /**
+     * What {@code --version} (or {@code -V}) alone prints, without picocli: building a command's model reads
+     * every option's annotation by reflection, the larger part of a start-up (docs/install.md); null for any other
+     * command line, which picocli parses. The commands' {@code @Command(version)} is the same string.
+     */
+    static String quickVersion(String name, String... args) {
+        return args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))
+                ? name + " " + Version.NUMBER : null;
     }
 
     static boolean isUserError(Throwable ex) {

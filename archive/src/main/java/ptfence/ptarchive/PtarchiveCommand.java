@@ -3,7 +3,7 @@ package ptfence.ptarchive;
 import picocli.CommandLine.Command;
 import ptfence.cli.Tool;
 
-@Command(name = "ptarchive", mixinStandardHelpOptions = true, version = "ptarchive 0.1.0",
+@Command(name = "ptarchive", mixinStandardHelpOptions = true, version = "ptarchive " + ptfence.cli.Version.NUMBER,
         description = "The content-addressed archive of text images that ptrec fills and ptdecode reads.",
         subcommands = {LsCommand.class, ShowCommand.class, StatsCommand.class, VerifyCommand.class,
                 ExportCommand.class, ImportCommand.class, PublishCommand.class, GcCommand.class, PinCommand.class, UnpinCommand.class,

@@ -26,7 +26,8 @@ import ptfence.sys.Mmap;
 import ptfence.sys.Signals;
 import ptfence.sys.SyscallException;
 
-@Command(name = "ptrec", mixinStandardHelpOptions = true, version = "ptrec 0.1.0", sortOptions = false,
+@Command(name = "ptrec", mixinStandardHelpOptions = true, version = "ptrec " + ptfence.cli.Version.NUMBER,
+        sortOptions = false,
         description = {"Record Intel PT with sideband into a perf.data that perf reads; the text fence archives every "
                 + "dynamic kernel text region (BPF JIT images, trampolines, dispatchers) before it can be freed.",
                 "Stops on Ctrl-C (SIGINT/SIGTERM) or when the command exits, drains every ring and prints a summary."},

@@ -41,6 +41,8 @@ import ptfence.store.ContentKey;
 public final class TrainingRun {
     /** Decodes of the recording repeated so that the decoder's hot loops get profiles, not just loaded classes. */
     private static final int DECODE_ROUNDS = 12;
+    /** Copies of the raw trace in the long decode. */
+    private static final int LONG_DECODE_REPEATS = 4000;
 
     private final Path recording;
     private final Path binary;
@@ -104,6 +106,20 @@ public final class TrainingRun {
         for (int i = 0; i < DECODE_ROUNDS; i++) {
             ptdecode(true, "flow", "--elf", binary.toString(), "--pt", raw.toString());
         }
+        // One long decode (the trace 4000 times over: 5.6 MB, 4000 PSB segments, 228,000 instructions), on one
+        // thread and on the default threads: the packet and flow loops run long enough for C2 to compile them in
+        // the training run, so the cache keeps their full method profiles and a big decode's C2 starts from them
+        // instead of profiling anew (issue 30: the JIT warm-up on a big decode's critical path).
+        Path longTrace = work.resolve("loopy-x4000.pt");
+        byte[] once = Files.readAllBytes(raw);
+        try (OutputStream o = Files.newOutputStream(longTrace)) {
+            for (int i = 0; i < LONG_DECODE_REPEATS; i++) {
+                o.write(once);
+            }
+        }
+        ptdecode(true, "flow", "--quiet", "--stat", "--threads", "1", "--elf", binary.toString(), "--pt",
+                longTrace.toString());
+        ptdecode(true, "flow", "--quiet", "--stat", "--elf", binary.toString(), "--pt", longTrace.toString());
         ptdecode(true, "flow", "--format", "text", "--elf", binary.toString(), "--pt", raw.toString());
         ptdecode(true, "flow", "--block-decoder", "--elf", binary.toString(), "--pt", raw.toString());
         ptdecode(true, "flow", "--quiet", "--stat", "--threads", "1", "--elf", binary.toString(), "--pt",

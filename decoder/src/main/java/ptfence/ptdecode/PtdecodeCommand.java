@@ -20,7 +20,7 @@ import ptfence.func.InsnCounts;
 import ptfence.func.FunctionNames;
 import ptfence.func.Invocation;
 
-@Command(name = "ptdecode", mixinStandardHelpOptions = true, version = "ptdecode 0.1.0",
+@Command(name = "ptdecode", mixinStandardHelpOptions = true, version = "ptdecode " + ptfence.cli.Version.NUMBER,
         description = {"Decode Intel PT: a recording's control flow (every CPU, merged by time), the flow through one "
                 + "function (--func), or raw traces (subcommands).",
                 "Code comes from, in order: the ptfence archive (by boot, address and time), perf's BPF_PROG_INFO, "
