@@ -104,6 +104,13 @@ public final class PerfScriptOptions {
     @Option(names = "--full-source-path", description = "Source lines with the file's full path.")
     boolean fullSourcePath;
 
+    @Option(names = "--dlfilter", paramLabel = "FILE", description = "Filter the samples through a shared object "
+            + "built against perf's perf_dlfilter.h (perf script --dlfilter; magic-trace's, dlfilter-show-cycles.so).")
+    String dlfilter;
+
+    @Option(names = "--dlarg", paramLabel = "ARG", description = "An argument for the --dlfilter (may be repeated).")
+    List<String> dlargs = new ArrayList<>();
+
     @Option(names = "-k", paramLabel = "FILE", description = "The kernel's ELF image (as --vmlinux).")
     Path vmlinux;
 
@@ -137,9 +144,12 @@ public final class PerfScriptOptions {
     @Option(names = "--addr2line", hidden = true, paramLabel = "PATH")
     String addr2line;
 
-    /** True if any perf script option was given: the output is then perf script's. */
+    /** Run as perf itself ({@link PerfEntry}): perf script's lines even with no option at all. */
+    boolean perfEntry;
+
+    /** True if any perf script option was given (or ptdecode runs as perf): the output is then perf script's. */
     boolean given() {
-        return input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
+        return perfEntry || dlfilter != null || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
                 || symbols != null || addrRange != null || dsos != null || insnTrace != null || xed
                 || graphFunction != null || showTask || showMmap || showSwitch || showNamespace || showLost
                 || showRound || showBpf || showCgroup || showTextPoke || header || headerOnly || dumpRaw
