@@ -153,7 +153,25 @@ public final class DlFilter implements AutoCloseable {
      */
     public static DlFilter load(String file, List<String> args) {
         Path p = find(file);
-        Library lib = Library.openLibrary(p.toAbsolutePath().toString(), Library.NOW | Library.LOCAL);
+        // a copy per load: dlopen gives one instance per path and process, and a filter's static state (perf's
+        // dlfilter-show-cycles counts per CPU) must start fresh for each run, as in perf's one-shot process
+        Path copy;
+        try {
+            copy = Files.createTempFile("ptdecode-dlfilter", ".so");
+            Files.copy(p, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } catch (java.io.IOException e) {
+            throw new BadInputException("--dlfilter " + file + ": " + e.getMessage());
+        }
+        Library lib;
+        try {
+            lib = Library.openLibrary(copy.toString(), Library.NOW | Library.LOCAL);
+        } finally {
+            try {
+                Files.deleteIfExists(copy); // the mapping stays
+            } catch (java.io.IOException e) {
+                // left in the temporary directory
+            }
+        }
         if (lib == null) {
             throw new BadInputException("--dlfilter " + file + ": dlopen failed: " + Library.getLastError());
         }

@@ -108,6 +108,10 @@ public final class PerfScriptOptions {
             + "built against perf's perf_dlfilter.h (perf script --dlfilter; magic-trace's, dlfilter-show-cycles.so).")
     String dlfilter;
 
+    @Option(names = "--guest-code", description = "Decode guest code from a recording made on a VM host (refused: "
+            + "ptdecode reads no guest's memory or sideband).")
+    boolean guestCode;
+
     @Option(names = "--dlarg", paramLabel = "ARG", description = "An argument for the --dlfilter (may be repeated).")
     List<String> dlargs = new ArrayList<>();
 
@@ -149,7 +153,7 @@ public final class PerfScriptOptions {
 
     /** True if any perf script option was given (or ptdecode runs as perf): the output is then perf script's. */
     boolean given() {
-        return perfEntry || dlfilter != null || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
+        return perfEntry || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
                 || symbols != null || addrRange != null || dsos != null || insnTrace != null || xed
                 || graphFunction != null || showTask || showMmap || showSwitch || showNamespace || showLost
                 || showRound || showBpf || showCgroup || showTextPoke || header || headerOnly || dumpRaw
@@ -164,6 +168,10 @@ public final class PerfScriptOptions {
      * an option is refused with that line rather than dropped without a word.
      */
     String unsupported() {
+        if (guestCode) {
+            return "--guest-code: not done: ptdecode has no guest's code or its sideband (perf reads them from a "
+                    + "QEMU/KVM host's recording with the guest's kcore or memory); decode the guest's own recording";
+        }
         if (xed) {
             return "--xed: not done yet (-F +insn prints the instruction's bytes)";
         }
