@@ -97,14 +97,16 @@ public final class Tool {
                 ? name + " " + Version.NUMBER : null;
     }
 
-    static boolean isUserError(Throwable ex) {
+    /** True if {@code ex} is the user's doing (bad input, a missing file), not ptfence's. */
+    public static boolean isUserError(Throwable ex) {
         Throwable t = unwrap(ex);
         return t instanceof BadInputException || t instanceof NoSuchFileException
                 || t instanceof AccessDeniedException || t instanceof java.io.FileNotFoundException
                 || t instanceof java.nio.file.FileSystemException; // -o DIR, a read-only file system, ...
     }
 
-    static String describe(Throwable ex) {
+    /** The one line that says what went wrong. */
+    public static String describe(Throwable ex) {
         Throwable t = unwrap(ex);
         if (t instanceof BadInputException) {
             return t.getMessage();

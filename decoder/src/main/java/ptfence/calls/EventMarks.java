@@ -41,8 +41,10 @@ public final class EventMarks {
                 lastCbr = ev.ratio;
                 cbrInPsb = mark(cpu, time, "cbr", 0, insns, "ratio", ev.ratio);
             }
-            if (inPsb || psbOffset == lastPsb && psbOffset >= 0) {
-                return null; // a PSB+ the decoder reports again (its status updates once more) is one PSB
+            if (psbOffset >= 0 ? psbOffset == lastPsb : inPsb) {
+                // a PSB+ the decoder reports again (its status updates once more) is one PSB; one at another offset
+                // is another, even with no instruction between (a snapshot's PSB+ while tracing is off)
+                return null;
             }
             inPsb = true;
             lastPsb = psbOffset;

@@ -21,6 +21,9 @@ abstract class LineView implements CallView {
     private long[] insnsSince = new long[8];
     private long[] cyclesSince = new long[8];
     private int[] lastFlags = new int[8];
+    /** Per CPU: the last thing shown was a PSB (or its cbr): a cbr there belongs to the PSB+. */
+    private boolean[] afterPsb = new boolean[8];
+    private boolean[] ended = new boolean[8];
 
     LineView(Writer out, boolean jsonl, Symbolizer names, PerfLines.Comms comms, PerfLines.Recording rec,
             LineOptions options) {
@@ -39,11 +42,16 @@ abstract class LineView implements CallView {
                 insnsSince = java.util.Arrays.copyOf(insnsSince, c * 2);
                 cyclesSince = java.util.Arrays.copyOf(cyclesSince, c * 2);
                 lastFlags = java.util.Arrays.copyOf(lastFlags, c * 2);
+                afterPsb = java.util.Arrays.copyOf(afterPsb, c * 2);
+                ended = java.util.Arrays.copyOf(ended, c * 2);
             }
             insnsSince[c] += b.insns();
             cyclesSince[c] += b.cycles();
             // perf prints an event with its CPU's state's flags: the last branch's kind, its trace end left out
             lastFlags[c] = b.flags() & ~BranchFlags.TRACE_END;
+            // a trace end with no IP: a PSB+ then has no FUP, and perf shows its cbr with no flags
+            ended[c] = (b.flags() & BranchFlags.TRACE_END) != 0 && b.to() == 0;
+            afterPsb[c] = false;
         }
         if (item.time() >= 0 && (item.time() < options.from() || item.time() > options.to())) {
             return;
@@ -60,7 +68,12 @@ abstract class LineView implements CallView {
                 if (options.events()) {
                     // perf shows a PSB with no flags, other events with their CPU's last branch kind
                     int c = Math.max(0, m.cpu() + 1);
-                    perf.mark(t, m, m.name().equals("psb") || c >= lastFlags.length ? 0 : lastFlags[c]);
+                    boolean psb = m.name().equals("psb");
+                    int flags = psb || c >= lastFlags.length || ended[c] && afterPsb[c] ? 0 : lastFlags[c];
+                    perf.mark(t, m, flags);
+                    if (c < afterPsb.length) {
+                        afterPsb[c] = psb || afterPsb[c] && m.name().equals("cbr");
+                    }
                 }
             } else if (options.errors()) {
                 perf.error(t, (FlowItem.Loss) item);

@@ -125,6 +125,17 @@ public final class PerfScriptOptions {
     @Option(names = "--full-source-path", description = "Source lines with the file's full path.")
     boolean fullSourcePath;
 
+    @Option(names = "--dlfilter", paramLabel = "FILE", description = "Filter the samples through a shared object "
+            + "built against perf's perf_dlfilter.h (perf script --dlfilter; magic-trace's, dlfilter-show-cycles.so).")
+    String dlfilter;
+
+    @Option(names = "--guest-code", description = "Decode guest code from a recording made on a VM host (refused: "
+            + "ptdecode reads no guest's memory or sideband).")
+    boolean guestCode;
+
+    @Option(names = "--dlarg", paramLabel = "ARG", description = "An argument for the --dlfilter (may be repeated).")
+    List<String> dlargs = new ArrayList<>();
+
     @Option(names = "-k", paramLabel = "FILE", description = "The kernel's ELF image (as --vmlinux).")
     Path vmlinux;
 
@@ -158,9 +169,12 @@ public final class PerfScriptOptions {
     @Option(names = "--addr2line", hidden = true, paramLabel = "PATH")
     String addr2line;
 
-    /** True if any perf script option was given: the output is then perf script's. */
+    /** Run as perf itself ({@link PerfEntry}): perf script's lines even with no option at all. */
+    boolean perfEntry;
+
+    /** True if any perf script option was given (or ptdecode runs as perf): the output is then perf script's. */
     boolean given() {
-        return input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
+        return perfEntry || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
                 || symbols != null || addrRange != null || dsos != null || insnTrace != null || xed
                 || graphFunction != null || showTask || showMmap || showSwitch || showNamespace || showLost
                 || showRound || showBpf || showCgroup || showTextPoke || header || headerOnly || dumpRaw
@@ -175,6 +189,10 @@ public final class PerfScriptOptions {
      * an option is refused with that line rather than dropped without a word.
      */
     String unsupported() {
+        if (guestCode) {
+            return "--guest-code: not done: ptdecode has no guest's code or its sideband (perf reads them from a "
+                    + "QEMU/KVM host's recording with the guest's kcore or memory); decode the guest's own recording";
+        }
         if (xed) {
             return "--xed: not done yet (-F +insn prints the instruction's bytes)";
         }

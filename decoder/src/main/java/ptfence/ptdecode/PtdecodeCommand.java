@@ -275,17 +275,16 @@ public final class PtdecodeCommand implements Callable<Integer> {
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
         if (calls.callTrace || calls.callRetTrace) {
+            if (perf.dlfilter != null) {
+                throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
+                        + "filter sees the samples of --itrace's other views)");
+            }
             calls.run(rd, rd.request(), "text", out);
             return done(rd, out);
         }
+        // perf's branch samples (--itrace=b, c, r, its default cepwx) are SampleSink's too: with them come the psb,
+        // cbr, ptwrite and error lines the call views' branch listing does not print
         ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parse(perf.itraceSpec());
-        if (!itrace.instructions && itrace.branches && perf.fields.isEmpty()) {
-            // perf's branch samples alone: the call views' branch listing
-            calls.branches = true;
-            calls.branchFilter = itrace.branchFilter();
-            calls.run(rd, rd.request(), "text", out);
-            return done(rd, out);
-        }
         ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
         if (perf.insnTrace != null) {
             fields.parse(perf.insnTrace.equals("disasm") ? "+insn,-event,-period" : "+insn,-event,-period");
@@ -322,8 +321,15 @@ public final class PtdecodeCommand implements Callable<Integer> {
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
                 perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
-        PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap, perf.showSwitch,
-                perf.showLost, perf.showBpf, perf.showTextPoke), co.stream());
+        if (perf.dlfilter != null) {
+            cfg.dlfilter = ptfence.dlfilter.DlFilter.load(perf.dlfilter, perf.dlargs);
+            cfg.dlfilter.start(co.stream());
+        }
+        PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
+                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), co.stream());
+        if (cfg.dlfilter != null) {
+            cfg.dlfilter.stop(co.stream()); // what stop() prints comes after every line, as in perf
+        }
         return done(rd, out);
     }
 

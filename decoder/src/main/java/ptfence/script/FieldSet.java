@@ -295,7 +295,9 @@ public final class FieldSet {
             need(t, sampleType, ptfence.perfdata.SampleType.CPU, "CPU", CPU, auxtrace, eventName);
         }
         if (has(t, PERIOD)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.PERIOD, "PERIOD", PERIOD, false, eventName);
+            // perf 6.1 lets a period the user asked for through on an AUX recording (its synthesized power and psb
+            // samples print period 1: magic-trace's -F ...,event,period with --itrace=bep)
+            need(t, sampleType, ptfence.perfdata.SampleType.PERIOD, "PERIOD", PERIOD, auxtrace, eventName);
         }
     }
 

@@ -39,6 +39,9 @@ final class SampleLines {
     private int unknownPid;
     private byte[] unknownDso;
     private final LineBytes scratch = new LineBytes(256);
+    // --dlfilter: the sample handed to the filter, and what the filter printed (it goes ahead of the line)
+    private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
+    private final java.io.ByteArrayOutputStream dlPrinted = new java.io.ByteArrayOutputStream();
 
     SampleLines(ScriptConfig cfg, Symbolizer symbols) {
         this.cfg = cfg;
@@ -70,6 +73,10 @@ final class SampleLines {
     private LineBytes start(SampleSink s, long fields) {
         ScriptMerge.Producer out = s.out();
         LineBytes b = out.line();
+        if (dlPrinted.size() > 0) {
+            b.bytes(dlPrinted.toByteArray());
+            dlPrinted.reset();
+        }
         int kind = fields == hw ? 0 : 1;
         String comm = s.comm();
         if (!comm.equals(prefixComm) || s.pid() != prefixPid || s.tid() != prefixTid) {
@@ -223,6 +230,9 @@ final class SampleLines {
     // ------------------------------------------------------------------ samples
 
     void instruction(SampleSink s, long ip, long to, int f, int size, byte[] bytes, int len, long period) {
+        if (cfg.dlfilter != null && dlDrops(s, ip, to, f, period, PerfEvents.Kind.INSTRUCTIONS, bytes, len)) {
+            return;
+        }
         long fields = hw;
         if (fields == 0) {
             return;
@@ -248,6 +258,9 @@ final class SampleLines {
     }
 
     void branch(SampleSink s, long from, long to, int f, int size, byte[] bytes, int len) {
+        if (cfg.dlfilter != null && dlDrops(s, from, to, f, 1, PerfEvents.Kind.BRANCHES, bytes, len)) {
+            return;
+        }
         long fields = hw;
         if (fields == 0) {
             return;
@@ -282,6 +295,9 @@ final class SampleLines {
     private LineBytes synthStart(SampleSink s, String name, int f) {
         s.moveTask();
         LineBytes b = start(s, synth);
+        if (on(synth, FieldSet.PERIOD)) {
+            b.dec(1, 10).ch(' '); // perf's synthesized events carry period 1
+        }
         if (on(synth, FieldSet.EVNAME)) {
             b.right(name, nameWidth).ch(':').ch(' ');
         }
@@ -318,6 +334,9 @@ final class SampleLines {
     }
 
     void psb(SampleSink s, long ip, long offset) {
+        if (cfg.dlfilter != null && dlDrops(s, ip, 0, 0, 1, PerfEvents.Kind.PSB, null, 0)) {
+            return;
+        }
         if (!synthShown()) {
             return;
         }
@@ -331,6 +350,9 @@ final class SampleLines {
     }
 
     void cbr(SampleSink s, long ip, int cbr) {
+        if (cfg.dlfilter != null && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.CBR, null, 0)) {
+            return;
+        }
         if (!synthShown()) {
             return;
         }
@@ -350,6 +372,9 @@ final class SampleLines {
     }
 
     void ptwrite(SampleSink s, long ip, long payload, boolean fupIp) {
+        if (cfg.dlfilter != null && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.PTWRITE, null, 0)) {
+            return;
+        }
         if (!synthShown()) {
             return;
         }
@@ -377,6 +402,9 @@ final class SampleLines {
             case MWAIT, EXSTOP -> ev.ipSuppressed ? 0 : ev.ip;
             default -> 0;
         };
+        if (cfg.dlfilter != null && dlDrops(s, ip, 0, s.lastFlags(ip), 1, k, null, 0)) {
+            return;
+        }
         LineBytes b = synthStart(s, name, s.lastFlags(ip));
         if (on(synth, FieldSet.SYNTH)) {
             int from = b.length();
@@ -395,6 +423,9 @@ final class SampleLines {
     }
 
     void transaction(SampleSink s, long ip, int f) {
+        if (cfg.dlfilter != null && dlDrops(s, ip, 0, f, 1, PerfEvents.Kind.TRANSACTIONS, null, 0)) {
+            return;
+        }
         long fields = hw;
         if (fields == 0) {
             return;
@@ -414,6 +445,47 @@ final class SampleLines {
         }
         b.nl();
         s.out().commit(s.time(), true);
+    }
+
+    /**
+     * perf's --dlfilter on this sample: true if the filter drops it. What the filter printed goes ahead of the
+     * sample's line (or alone, where the sample is dropped), as on perf's shared stdout.
+     */
+    private boolean dlDrops(SampleSink s, long ip, long addr, int f, long period, PerfEvents.Kind kind, byte[] bytes,
+            int len) {
+        s.moveTask();
+        ptfence.dlfilter.DlFilter.Sample d = dlSample;
+        PerfEvents.Event ev = cfg.events.of(kind);
+        d.ip = ip;
+        d.addr = addr;
+        d.pid = s.pid();
+        d.tid = s.tid();
+        d.time = s.time();
+        d.cpu = s.cpu();
+        d.flags = f;
+        d.period = period;
+        d.event = ev == null ? kind.name().toLowerCase(java.util.Locale.ROOT) : ev.name();
+        d.addrCorrelatesSym = kind == PerfEvents.Kind.BRANCHES; // perf: a branches event sampled every branch
+        d.comm = s.comm();
+        d.insn = bytes;
+        d.insnLen = len;
+        long time = s.time();
+        int pid = s.pid();
+        d.resolver = a -> {
+            Symbol sym = cursor.symbol(a, time, pid);
+            String dso = sym != null && sym.dso() != null ? sym.dso() : symbols.dso(a, time, pid);
+            return new ptfence.dlfilter.DlFilter.Location(sym == null ? null : sym.name(),
+                    sym == null ? 0 : sym.start(), sym == null ? 0 : sym.end(), dso, a);
+        };
+        dlPrinted.reset();
+        boolean keep = cfg.dlfilter.keep(d, dlPrinted);
+        if (!keep && dlPrinted.size() > 0) {
+            ScriptMerge.Producer out = s.out();
+            out.line().bytes(dlPrinted.toByteArray());
+            dlPrinted.reset();
+            out.commit(time, true);
+        }
+        return !keep;
     }
 
     private static final String[] ERRORS = {"", "Memory allocation failed", "Internal error", "Bad packet",

@@ -35,6 +35,9 @@ public final class ScriptConfig {
      */
     public final Set<String> failedDsos = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
+    /** --dlfilter: the filter each sample goes through before its line (null: none). */
+    public ptfence.dlfilter.DlFilter dlfilter;
+
     /** TSC ticks per second / max non-turbo ratio / 1000: the kHz one core:bus ratio step is (perf's cbr2khz). */
     public final long cbr2khz;
 

@@ -248,7 +248,9 @@ public final class SidebandLines {
         if (fields == 0) {
             return;
         }
-        LineBytes b = start(out, fields, comm(s.tid(), time), s.pid(), s.tid(), s.cpu(), time);
+        // a sample without CPU: perf's sample->cpu stays (u32)-1, printed as [-01]
+        int cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
+        LineBytes b = start(out, fields, comm(s.tid(), time), s.pid(), s.tid(), cpu, time);
         if ((fields & FieldSet.PERIOD) != 0) {
             b.dec(s.period(), 10).ch(' ');
         }
