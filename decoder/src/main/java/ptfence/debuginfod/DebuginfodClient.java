@@ -5,15 +5,9 @@ import java.io.InputStream;
 import java.io.PrintStream;
 import java.net.ConnectException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionService;
@@ -33,6 +27,10 @@ import java.util.function.Function;
  * does (its environment, timeouts, retries and size limit: {@link ClientSettings}). Unlike the library it checks
  * what it got before anything is kept: an object that fails the check is refused and the next server's answer waited
  * for. Thread-safe; files are fetched in parallel by callers.
+ *
+ * <p>Making one costs nothing: the HTTP client ({@link HttpFetch}, the only user of {@code java.net.http}) is made at
+ * the first request to an http(s) server, so a decode that needs nothing from the servers (or asks only file://
+ * URLs) never loads it.
  */
 public final class DebuginfodClient implements AutoCloseable {
     /** Bytes a server must deliver per timeout period (the library's 100K). */
@@ -73,7 +71,7 @@ public final class DebuginfodClient implements AutoCloseable {
 
     private final ClientSettings settings;
     private final PrintStream verbose;
-    private final HttpClient http;
+    private HttpFetch http;
     private final ExecutorService requests = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "debuginfod-request");
         t.setDaemon(true);
@@ -89,12 +87,13 @@ public final class DebuginfodClient implements AutoCloseable {
     public DebuginfodClient(ClientSettings settings, PrintStream log) {
         this.settings = settings;
         this.verbose = settings.verbose() ? log : null;
-        HttpClient.Builder b = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .followRedirects(HttpClient.Redirect.NORMAL).executor(requests);
-        if (settings.timeoutSec() > 0) {
-            b.connectTimeout(Duration.ofSeconds(settings.timeoutSec()));
+    }
+
+    private synchronized HttpFetch http() {
+        if (http == null) {
+            http = new HttpFetch(settings, requests);
         }
-        this.http = b.build();
+        return http;
     }
 
     public ClientSettings settings() {
@@ -210,55 +209,20 @@ public final class DebuginfodClient implements AutoCloseable {
                 throw new Refused("not a file URL", false);
             }
         }
-        HttpRequest.Builder rb;
-        try {
-            rb = HttpRequest.newBuilder(URI.create(url)).GET();
-        } catch (IllegalArgumentException e) {
-            throw new Refused("malformed URL", false);
-        }
-        rb.header("User-Agent", "ptfence/0.1," + System.getProperty("os.name") + "/" + System.getProperty("os.arch"));
-        if (settings.maxSize() > 0) {
-            rb.header("X-DEBUGINFOD-MAXSIZE", Long.toString(settings.maxSize()));
-        }
-        for (String h : settings.headers()) {
-            int colon = h.indexOf(':');
-            try {
-                rb.header(h.substring(0, colon).strip(), h.substring(colon + 1).strip());
-            } catch (IllegalArgumentException e) {
-                // a header java.net.http manages itself (Host, Content-Length...) or a malformed one: skipped
-            }
-        }
-        if (settings.timeoutSec() > 0) {
-            rb.timeout(Duration.ofSeconds(settings.timeoutSec())); // until the response headers
-        }
-        HttpResponse<InputStream> r;
-        try {
-            r = http.send(rb.build(), HttpResponse.BodyHandlers.ofInputStream());
-        } catch (HttpConnectTimeoutException e) {
-            throw new Refused("no connection within DEBUGINFOD_TIMEOUT=" + settings.timeoutSec() + " s", false);
-        } catch (HttpTimeoutException e) {
-            throw new Refused("no answer within DEBUGINFOD_TIMEOUT=" + settings.timeoutSec() + " s", false);
-        } catch (ConnectException e) {
-            throw new Refused("connection refused", false);
-        }
+        HttpFetch.Response r = http().send(url);
         InputStream body = r.body();
         open.add(body);
         try (InputStream in = body) {
-            if (r.statusCode() == 404) {
+            if (r.status() == 404) {
                 throw new Refused("not found (404)", true);
             }
-            if (r.statusCode() == 406) {
+            if (r.status() == 406) {
                 throw new Refused("larger than DEBUGINFOD_MAXSIZE=" + settings.maxSize() + " (406)", false);
             }
-            if (r.statusCode() != 200) {
-                throw new Refused("HTTP " + r.statusCode(), false);
+            if (r.status() != 200) {
+                throw new Refused("HTTP " + r.status(), false);
             }
-            long length;
-            try {
-                length = r.headers().firstValueAsLong("Content-Length").orElse(-1);
-            } catch (NumberFormatException e) {
-                throw new Refused("a Content-Length that is not a number", false);
-            }
+            long length = r.length();
             if (length > limit) {
                 throw new Refused(tooLarge(limit) + " (Content-Length " + length + ")", false);
             }

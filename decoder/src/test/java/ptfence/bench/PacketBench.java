@@ -17,7 +17,7 @@ import ptfence.packet.TraceSource;
  * <pre>
  * bin/ptbench packets [FILE...]     # default: the bench traces in $PTFENCE_BENCH_DIR or /tmp/ptfence-bench
  * </pre>
- * Missing default traces are generated with ../shared/bench/gen_bench.py (100 MiB each, then 10 copies
+ * Missing default traces are generated with fixtures/data/bench/gen_bench.py (100 MiB each, then 10 copies
  * concatenated for the 1 GiB files).
  */
 public final class PacketBench {
@@ -32,7 +32,7 @@ public final class PacketBench {
             }
         } else {
             Path dir = Path.of(System.getenv().getOrDefault("PTFENCE_BENCH_DIR", "/tmp/ptfence-bench"));
-            Path shared = Path.of(System.getProperty("ptfence.shared", repo.resolve("../shared").toString()));
+            Path shared = Path.of(System.getProperty("ptfence.data", repo.resolve("fixtures/data").toString()));
             for (String v : new String[] {"tnt", "mixed"}) {
                 files.add(ensure(dir, shared, v));
             }

@@ -288,8 +288,7 @@ class TimedParallelTest {
      */
     @Test
     void realRecordingsTimesStitch() {
-        String shared = System.getProperty("ptfence.shared");
-        org.junit.jupiter.api.Assumptions.assumeTrue(shared != null, "ptfence.shared not set");
+        String shared = System.getProperty("ptfence.data", "../fixtures/data");
         Path real = Path.of(shared, "real");
         List<String> failures = new ArrayList<>();
         long timed = 0;

@@ -24,16 +24,16 @@ import ptfence.image.Symbols;
  * The decision-point memo shared by threads: every lookup on a memo that many threads fill, grow and start over at
  * once gives what a memo of the thread's own gives for the same key (end, count, last instruction, bits used, pops,
  * the calls left open, the edges), and a path number names one path per table. Real code (the statically linked
- * DynamoRIO test program in ../shared): paths from its function entries with random bits, so calls, returns to
+ * DynamoRIO test program in fixtures/data/real): paths from its function entries with random bits, so calls, returns to
  * earlier calls, and keys that are no simple path. Rounds with random thread counts, table bounds and pauses.
  */
 class SharedPathsTest {
-    private static final Path HELLO = Path.of(System.getProperty("ptfence.shared", "../shared"),
+    private static final Path HELLO = Path.of(System.getProperty("ptfence.data", "../fixtures/data"),
             "real/dynamorio_drpt2trace/test_simple.tracedir_2022-07-06/hello");
 
     @Test
     void threadsSharingAMemoSeeWhatAMemoOfTheirOwnSees() throws Exception {
-        Assumptions.assumeTrue(Files.isRegularFile(HELLO), "no " + HELLO);
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isRegularFile(HELLO), "no " + HELLO);
         ElfSegments elf = new ElfSegments(HELLO, 0);
         Section text = null;
         for (Section s : elf.sections()) {

@@ -277,11 +277,11 @@ public final class PacketFuzz {
         }
     }
 
-    /** Long fuzz run: {@code PacketFuzz [seconds=600] [seed=random]} over ../shared/corpus/libipt. */
+    /** Long fuzz run: {@code PacketFuzz [seconds=600] [seed=random]} over fixtures/data/corpus/libipt. */
     public static void main(String[] args) throws Exception {
         long seconds = args.length > 0 ? Long.parseLong(args[0]) : 600;
         long seed = args.length > 1 ? Long.parseLong(args[1]) : System.nanoTime();
-        Path corpus = Path.of(System.getProperty("ptfence.shared", "../shared"), "corpus", "libipt");
+        Path corpus = Path.of(System.getProperty("ptfence.data", "../fixtures/data"), "corpus", "libipt");
         PacketFuzz f = new PacketFuzz(corpusTraces(corpus), seed);
         long deadline = System.nanoTime() + seconds * 1_000_000_000L;
         System.out.println("fuzzing the packet layer for " + seconds + " s, seed " + seed);

@@ -13,7 +13,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 
-/** The real perf.data recordings in ../shared/real with perf 6.1's own dumps of them. */
+/** The real perf.data recordings in fixtures/data/real with perf 6.1's own dumps of them. */
 public final class RealRecordings {
     /** A recording, perf's -D dump of it, and the AUX streams tools/perf_aux_extract.py wrote (idx -> file). */
     record Case(String name, Path perfData, Path reportD, Map<Integer, Path> auxBins, boolean pipe) {
@@ -26,9 +26,9 @@ public final class RealRecordings {
     private RealRecordings() {}
 
     static Path shared() {
-        String s = System.getProperty("ptfence.shared");
-        Assumptions.assumeTrue(s != null && Files.isDirectory(Path.of(s, "real")),
-                "shared data (system property ptfence.shared, ../shared/real) not available");
+        String s = System.getProperty("ptfence.data", "../fixtures/data");
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isDirectory(Path.of(s, "real")),
+                "missing fixtures/data/real");
         return Path.of(s, "real");
     }
 

@@ -86,8 +86,8 @@ class FlowCommandTest {
      */
     @Test
     void timeIsTheSameInEveryFormat(@TempDir Path tmp) throws Exception {
-        Path dir = Path.of(System.getProperty("ptfence.shared", "../shared"), "corpus/libipt/ptxed-tick");
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(dir), "needs ../shared/corpus/libipt");
+        Path dir = Path.of(System.getProperty("ptfence.data", "../fixtures/data"), "corpus/libipt/ptxed-tick");
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isDirectory(dir), "missing " + dir);
         String[] common = {"flow", "--block-decoder", "--raw", dir.resolve("ptxed-tick.bin") + ":0x100000",
                 "--nom-freq", "4", "--event:tick", "--pt", dir.resolve("ptxed-tick.pt").toString(), "--time"};
         java.util.List<String> ptxed = timedInstructions(tmp, common, "ptxed",

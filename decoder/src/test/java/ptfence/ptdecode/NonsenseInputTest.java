@@ -45,9 +45,9 @@ class NonsenseInputTest {
     // 'packets -' with a raw trace said "not a perf.data file": packets reads raw traces, so stdin may hold one
     @Test
     void packetsReadsARawTraceFromStdin() throws Exception {
-        String shared = System.getProperty("ptfence.shared");
-        Path pt = Path.of(shared == null ? "/nonexistent" : shared, "corpus", "libipt", "loop-tnt", "loop-tnt.pt");
-        Assumptions.assumeTrue(Files.isRegularFile(pt), "no ../shared/corpus");
+        String shared = System.getProperty("ptfence.data", "../fixtures/data");
+        Path pt = Path.of(shared, "corpus", "libipt", "loop-tnt", "loop-tnt.pt");
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isRegularFile(pt), "missing " + pt);
         RecordingFlowTest.Run file = RecordingFlowTest.ptdecode("packets", pt.toString());
         assertEquals(0, file.exit(), file.err());
         RecordingFlowTest.Run stdin = RecordingFlowTest.ptdecode(Path.of(""), Files.readAllBytes(pt), "packets", "-");

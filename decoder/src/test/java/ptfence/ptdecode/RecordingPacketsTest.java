@@ -37,9 +37,10 @@ class RecordingPacketsTest {
     }
 
     static Path hase(String dir) {
-        String s = System.getProperty("ptfence.shared");
-        Assumptions.assumeTrue(s != null && Files.isDirectory(Path.of(s, "real", "hase", dir)), "no ../shared/real");
-        return Path.of(s, "real", "hase", dir);
+        String s = System.getProperty("ptfence.data", "../fixtures/data");
+        Path d = Path.of(s, "real", "hase", dir);
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isDirectory(d), "missing " + d);
+        return d;
     }
 
     @Test
@@ -62,7 +63,7 @@ class RecordingPacketsTest {
     @Test
     void theBundledRecordingDumps() {
         Path fixture = Path.of(System.getProperty("user.dir")).resolveSibling("fixtures").resolve("data/hase/loopy.perf");
-        Assumptions.assumeTrue(Files.isRegularFile(fixture), "fixtures/data/hase/loopy.perf beside the module");
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isRegularFile(fixture), "missing " + fixture);
         Result r = packets(fixture.toString());
         assertEquals(0, r.code(), r.err());
         assertEquals(1, r.out().lines().filter(l -> l.startsWith("# AUX buffer")).count());
@@ -72,9 +73,9 @@ class RecordingPacketsTest {
 
     @Test
     void aDamagedRecordingPrintsTheBuffersBeforeTheDamageAndExits2(@TempDir Path tmp) throws Exception {
-        String s = System.getProperty("ptfence.shared");
+        String s = System.getProperty("ptfence.data", "../fixtures/data");
         Path q = Path.of(String.valueOf(s), "real", "quipper_perf_data_converter", "perf.data.intel_pt-4.14");
-        Assumptions.assumeTrue(Files.isRegularFile(q), "no quipper recording");
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isRegularFile(q), "no quipper recording");
         Result whole = packets("--no-pad", q.toString());
         assertEquals(0, whole.code(), whole.err());
         assertEquals(2, whole.out().lines().filter(l -> l.startsWith("# AUX buffer")).count());
@@ -135,9 +136,9 @@ class RecordingPacketsTest {
 
     @Test
     void aPipeModeRecordingOnStdinDumpsLikeTheFile() throws Exception {
-        String s = System.getProperty("ptfence.shared");
+        String s = System.getProperty("ptfence.data", "../fixtures/data");
         Path q = Path.of(String.valueOf(s), "real", "quipper_perf_data_converter", "perf.data.piped.intel_pt-4.14");
-        Assumptions.assumeTrue(Files.isRegularFile(q), "no piped quipper recording");
+        org.junit.jupiter.api.Assertions.assertTrue(Files.isRegularFile(q), "no piped quipper recording");
         java.io.InputStream old = System.in;
         Result viaStdin;
         try (java.io.InputStream in = Files.newInputStream(q)) {
