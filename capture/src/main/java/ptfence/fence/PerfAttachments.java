@@ -45,6 +45,7 @@ public final class PerfAttachments implements AutoCloseable {
     private final KernelLayout layout;
     private final BpfFd taskMap, taskProg;
     private final int evAttr, evCpu, evProg, evTarget, taskTgid, perfLinkFile;
+    private Map<Integer, Integer> softwareTypes = Map.of();
 
     private PerfAttachments(KernelMemory memory, Btf btf, KernelLayout layout, BpfFd taskMap, BpfFd taskProg) {
         this.memory = memory;
@@ -91,10 +92,32 @@ public final class PerfAttachments implements AutoCloseable {
         }
     }
 
+    /**
+     * The type the kernel keeps in a software event's attr: newer kernels run cpu-clock and task-clock on PMUs of
+     * their own with dynamic types (6 and 7 on 6.18) and write that type into the event's attr; an event of each,
+     * opened here and read back, says which, so they are named as the user asked for them (type 1).
+     */
+    private Map<Integer, Integer> softwareTypes(long task) {
+        Map<Integer, Integer> out = new java.util.HashMap<>();
+        for (int config : new int[] {0 /* cpu-clock */, 1 /* task-clock */}) {
+            ptfence.perfdata.EventAttr a = ptfence.perfdata.EventAttr.builder().type(1).config(config)
+                    .flags(ptfence.perfdata.EventAttr.FLAG_DISABLED).build();
+            try (ptfence.sys.PerfEvent e = ptfence.sys.PerfEvent.open(a, "software type probe", 0, -1)) {
+                long event = filePrivate(task, e.fd());
+                int type = u32(event + evAttr);
+                if (type != 1) out.put(type, config);
+            } catch (IOException | RuntimeException e) {
+                // named by type and config then
+            }
+        }
+        return out;
+    }
+
     /** Every attachment now: links first, then ioctl attachments of events no link holds. */
     public List<PerfAttachment> scan() throws IOException {
         Map<Long, PerfAttachment> byEvent = new LinkedHashMap<>();
         long task = currentTask();
+        softwareTypes = softwareTypes(task);
         Bpf bpf = Bpf.get();
         if (perfLinkFile >= 0) {
             for (int id = bpf.linkGetNextId(0); id > 0; id = bpf.linkGetNextId(id)) {
@@ -164,7 +187,11 @@ public final class PerfAttachments implements AutoCloseable {
             if (target != 0) pid = u32(target + taskTgid);
         }
         boolean freq = (attr.getLong(40) & (1L << 10)) != 0;
-        return java.util.Optional.of(new PerfAttachment(progId, via, linkId, attr.getInt(0), attr.getLong(8),
+        int type = attr.getInt(0);
+        long config = attr.getLong(8);
+        Integer software = softwareTypes.get(type);
+        if (software != null && config == software) type = 1;
+        return java.util.Optional.of(new PerfAttachment(progId, via, linkId, type, attr.getLong(8),
                 attr.getLong(16), freq, cpu, pid));
     }
 

@@ -85,10 +85,14 @@ class BpfOutputLiveTest {
         String err;
         try (Writer w = Writer.load("ptf_bpfout")) {
             PtrecLiveTest.Running ptrec = PtrecLiveTest.startPtrec(Map.of(), "--sideband-only", "-a", "-v", "-o",
-                    data.toString(), "--archive", archive.toString(), "--bpf-output", Integer.toString(w.mapId()));
-            long deadline = System.nanoTime() + 60_000_000_000L;
-            while (w.written() == 0) { // ptrec's events are in the map and enabled
-                assertTrue(System.nanoTime() < deadline, "no sample written within 60 s: " + ptrec.log().toString());
+                    data.toString(), "--archive", archive.toString(), "--bpf-output", Integer.toString(w.mapId()),
+                    "--", "sleep", "600");
+            // the first sample the kernel takes says ptrec's events are in the map and enabled (however long a loaded
+            // machine takes to start ptrec); SIGINT ends the recording (and the command)
+            long deadline = System.nanoTime() + 300_000_000_000L;
+            while (w.written() == 0) {
+                assertTrue(System.nanoTime() < deadline && ptrec.process().isAlive(),
+                        "no sample written within 300 s: " + ptrec.log().toString());
                 w.run(10);
                 Thread.sleep(5);
             }
@@ -97,7 +101,7 @@ class BpfOutputLiveTest {
                 Thread.sleep(1);
             }
             PtrecLiveTest.signal(ptrec.process(), "INT");
-            err = ptrec.waitForLog();
+            err = ptrec.waitForLog(300);
             assertEquals(0, ptrec.process().exitValue(), err);
             written = w.written();
         }
