@@ -159,7 +159,7 @@ public final class Recorder implements AutoCloseable {
             if (!(plan.command().isEmpty() || e.pid() < 0)) continue; // enable_on_exec starts the command's events
             e.enable();
         }
-        keepPerfAttachments();
+        startPerfAttachments();
         if (fence != null && !metadataFenced) startPinner();
         if (fence != null && plan.kernelText()) startKernelText();
         // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
@@ -870,6 +870,13 @@ public final class Recorder implements AutoCloseable {
             fc = fence.finalCounters();
             fence = null;
         }
+        if (perfAttachmentsAtStart != null) {
+            try {
+                perfAttachmentsAtStart.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         keepPerfAttachments();
         if (tracker != null) tracker.closeUnfreed();
         if (regions != null) regions.close();
@@ -909,7 +916,17 @@ public final class Recorder implements AutoCloseable {
      * (ptfence.region.PerfAttachment): looked at when the recording starts and when it ends, so an attachment made
      * and undone between the two is not seen (docs/ptrec.md). Needs the fence (root, the archive).
      */
-    private void keepPerfAttachments() {
+    private Thread perfAttachmentsAtStart;
+
+    /** The first look, on a thread of its own: the recording must not wait for it. */
+    private void startPerfAttachments() {
+        if (!plan.fence() || archive == null || recordingBoot == null) return;
+        perfAttachmentsAtStart = new Thread(this::keepPerfAttachments, "ptrec-perf-attachments");
+        perfAttachmentsAtStart.setDaemon(true);
+        perfAttachmentsAtStart.start();
+    }
+
+    private synchronized void keepPerfAttachments() {
         if (!plan.fence() || archive == null || recordingBoot == null) return;
         try (ptfence.fence.PerfAttachments pa = ptfence.fence.PerfAttachments.open()) {
             List<ptfence.region.PerfAttachment> found = pa.scan();
