@@ -251,14 +251,7 @@ public final class Bpf {
 
     /** BPF_MAP_GET_FD_BY_ID: a reference to another loader's map, or null once it is gone (ENOENT). */
     public BpfFd mapGetFdById(int id) throws BpfException {
-        Pointer attr = attr();
-        attr.putInt(0, id);
-        long fd = sys(MAP_GET_FD_BY_ID, attr);
-        if (fd < 0) {
-            if (runtime.getLastError() == ENOENT) return null;
-            throw fail("bpf(BPF_MAP_GET_FD_BY_ID, " + id + ")");
-        }
-        return new BpfFd((int) fd, "map id " + id);
+        return fdById(MAP_GET_FD_BY_ID, "BPF_MAP_GET_FD_BY_ID", "map", id);
     }
 
     /** BPF_OBJ_GET: the object pinned at {@code path} in a bpf file system. */
@@ -273,60 +266,50 @@ public final class Bpf {
 
     /** BPF_LINK_GET_NEXT_ID: the next link id after {@code startId}, or -1 when there is none. */
     public int linkGetNextId(int startId) throws BpfException {
-        Pointer attr = attr();
-        attr.putInt(0, startId);
-        if (sys(LINK_GET_NEXT_ID, attr) < 0) {
-            if (runtime.getLastError() == ENOENT) return -1;
-            throw fail("bpf(BPF_LINK_GET_NEXT_ID, after " + startId + ")");
-        }
-        return attr.getInt(4);
+        return nextId(LINK_GET_NEXT_ID, "BPF_LINK_GET_NEXT_ID", startId);
     }
 
     /** BPF_LINK_GET_FD_BY_ID, or null once the link is gone. */
     public BpfFd linkGetFdById(int id) throws BpfException {
-        Pointer attr = attr();
-        attr.putInt(0, id);
-        long fd = sys(LINK_GET_FD_BY_ID, attr);
-        if (fd < 0) {
-            if (runtime.getLastError() == ENOENT) return null;
-            throw fail("bpf(BPF_LINK_GET_FD_BY_ID, " + id + ")");
-        }
-        return new BpfFd((int) fd, "link id " + id);
+        return fdById(LINK_GET_FD_BY_ID, "BPF_LINK_GET_FD_BY_ID", "link", id);
     }
 
-    /** BPF_PROG_GET_NEXT_ID: the next program id after {@code startId}, or -1 when there is none. */
-    public int progGetNextId(int startId) throws BpfException {
+    /** A *_GET_NEXT_ID command: the next id after {@code startId}, or -1 at the end (ENOENT). */
+    private int nextId(int cmd, String name, int startId) throws BpfException {
         Pointer attr = attr();
         attr.putInt(0, startId);
-        if (sys(PROG_GET_NEXT_ID, attr) < 0) {
+        if (sys(cmd, attr) < 0) {
             if (runtime.getLastError() == ENOENT) return -1;
-            throw fail("bpf(BPF_PROG_GET_NEXT_ID, after " + startId + ")");
+            throw fail("bpf(" + name + ", after " + startId + ")");
         }
         return attr.getInt(4);
     }
 
-    /** BPF_PROG_GET_FD_BY_ID: a reference that keeps the program alive, or null once it is gone (ENOENT). */
-    public BpfFd progGetFdById(int id) throws BpfException {
+    /** A *_GET_FD_BY_ID command: a reference to the object, or null once it is gone (ENOENT). */
+    private BpfFd fdById(int cmd, String name, String what, int id) throws BpfException {
         Pointer attr = attr();
         attr.putInt(0, id);
-        long fd = sys(PROG_GET_FD_BY_ID, attr);
+        long fd = sys(cmd, attr);
         if (fd < 0) {
             if (runtime.getLastError() == ENOENT) return null;
-            throw fail("bpf(BPF_PROG_GET_FD_BY_ID, " + id + ")");
+            throw fail("bpf(" + name + ", " + id + ")");
         }
-        return new BpfFd((int) fd, "prog id " + id);
+        return new BpfFd((int) fd, what + " id " + id);
+    }
+
+    /** BPF_PROG_GET_NEXT_ID: the next program id after {@code startId}, or -1 when there is none. */
+    public int progGetNextId(int startId) throws BpfException {
+        return nextId(PROG_GET_NEXT_ID, "BPF_PROG_GET_NEXT_ID", startId);
+    }
+
+    /** BPF_PROG_GET_FD_BY_ID: a reference that keeps the program alive, or null once it is gone (ENOENT). */
+    public BpfFd progGetFdById(int id) throws BpfException {
+        return fdById(PROG_GET_FD_BY_ID, "BPF_PROG_GET_FD_BY_ID", "prog", id);
     }
 
     /** BPF_BTF_GET_FD_BY_ID, or null once the BTF object is gone. */
     public BpfFd btfGetFdById(int id) throws BpfException {
-        Pointer attr = attr();
-        attr.putInt(0, id);
-        long fd = sys(BTF_GET_FD_BY_ID, attr);
-        if (fd < 0) {
-            if (runtime.getLastError() == ENOENT) return null;
-            throw fail("bpf(BPF_BTF_GET_FD_BY_ID, " + id + ")");
-        }
-        return new BpfFd((int) fd, "btf id " + id);
+        return fdById(BTF_GET_FD_BY_ID, "BPF_BTF_GET_FD_BY_ID", "btf", id);
     }
 
     /** BPF_ENABLE_STATS(BPF_STATS_RUN_TIME): run time accounting is on while the returned fd is open. */

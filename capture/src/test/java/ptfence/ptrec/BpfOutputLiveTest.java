@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,10 +38,7 @@ class BpfOutputLiveTest {
 
     @BeforeAll
     static void requirements() {
-        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
-                "needs root: perf_event_open system-wide and BPF program loads");
-        Assumptions.assumeTrue(PtrecLiveTest.run(List.of("perf", "--version")).exit() == 0,
-                "needs perf (Debian linux-perf) as the reference reader");
+        PtrecLiveTest.requirements(); // root, and perf as the reference reader
     }
 
     /** A perf event array with an entry per possible CPU, the program's counter, and the program. */
