@@ -93,6 +93,9 @@ final class ShowCommand extends ArchiveSubcommand implements Callable<Integer> {
                         m.attachTarget().isEmpty() ? "-" : m.attachTarget(), m.attachBtfObjId(), m.attachBtfId(),
                         m.targetProgId());
             }
+            for (ptfence.region.PerfAttachment pa : ptfence.region.PerfAttachment.load(s, r.bootId(), m.progId())) {
+                out.printf("    runs on: %s%n", pa.describe());
+            }
             if (m.btfKey() != null) out.printf("    BTF key %s%n", m.btfKey().hex());
             for (BpfMetadata.SourceFile f : m.sources()) out.printf("    source %s, %d B%n", f.name(), f.content().length);
         } else if (r.metadata() instanceof FileMetadata f) {

@@ -124,6 +124,11 @@ public final class PtrecCommand implements Callable<Integer> {
     @Option(names = "--branch", negatable = true, description = "branch tracing (default on; --no-branch needs 'pt')")
     Boolean branch;
 
+    @Option(names = "--bpf-output", paramLabel = "MAP", description = "record what BPF programs write with "
+            + "bpf_perf_event_output() into this BPF_MAP_TYPE_PERF_EVENT_ARRAY (a map id, or the path it is pinned at; "
+            + "repeatable): ptrec's bpf-output events replace the map's entries while it records (docs/ptrec.md)")
+    List<String> bpfOutput = new ArrayList<>();
+
     @Parameters(paramLabel = "CMD", arity = "0..*", description = "command to start and trace, after --")
     List<String> command = new ArrayList<>();
 
@@ -224,7 +229,7 @@ public final class PtrecCommand implements Callable<Integer> {
         if (archiveDir != null) inputs.addAll(List.of(archiveDir.resolve("data.mdb"), archiveDir.resolve("lock.mdb")));
         OutputFile.checkTarget(output, inputs);
         return new RecordingPlan(output, archiveDir, cpus, systemWide, pid == null ? -1 : pid, command, pmu, config, kernelFilter,
-                auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline(), perfClock, kernelText);
+                auxPages, snapshot, !noFence, Duration.ofMillis(flushMs), cmdline(), perfClock, kernelText, bpfOutput);
     }
 
     /**

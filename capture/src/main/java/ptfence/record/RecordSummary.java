@@ -15,11 +15,12 @@ import ptfence.fence.Hook;
  * @param clockNote   how the fence's CLOCK_MONOTONIC times were converted to perf's clock, or "" if they were not
  * @param kernelTextNote whether this boot's kernel text and kallsyms were archived now or found archived, or ""
  * @param archiveNote what went wrong with the recording in the archive ("" if nothing)
+ * @param bpfOutputNote bpf-output samples recorded and lost, and from which maps, or "" without --bpf-output
  */
 public record RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
                             long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
                             String fenceNote, String recordingId, int commandExit, String clockNote,
-                            String kernelTextNote, String archiveNote) {
+                            String kernelTextNote, String archiveNote, String bpfOutputNote) {
 
     /** The ring-side counts. */
     public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
@@ -59,6 +60,7 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
             out.printf("[ ptrec: recording %s registered; no fence ran ]%n", recordingId);
         }
         if (!archiveNote.isEmpty()) out.println("[ ptrec: " + archiveNote + " ]");
+        if (!bpfOutputNote.isEmpty()) out.println("[ ptrec: " + bpfOutputNote + " ]");
         if (!clockNote.isEmpty()) out.println("[ ptrec: " + clockNote + " ]");
         if (bpfProgramsDescribed > 0 || counts.metadataErrors() > 0) {
             out.printf("[ ptrec: BPF programs described in the header: %d (%d loaded before the start)%s ]%n",

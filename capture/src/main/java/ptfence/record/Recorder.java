@@ -161,6 +161,7 @@ public final class Recorder implements AutoCloseable {
             if (!(plan.command().isEmpty() || e.pid() < 0)) continue; // enable_on_exec starts the command's events
             e.enable();
         }
+        startPerfAttachments();
         if (fence != null && !metadataFenced) startPinner();
         if (fence != null && plan.kernelText()) startKernelText();
         // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
@@ -356,11 +357,39 @@ public final class Recorder implements AutoCloseable {
             log.println("ptrec: this kernel refuses " + String.join(", ", missingFeatures.names())
                     + " (EINVAL): recording without");
         }
+        if (!plan.bpfOutput().isEmpty()) openBpfOutput();
         if (pt != null) add(pt, "intel_pt//", ptIds);
         add(side, "dummy:sideband", sideIds);
         add(switches, "dummy:switch", switchIds);
         sidebandIdentifier = sideIds.get(0);
         add(text, "dummy:kernel-text", textIds);
+    }
+
+    /** The maps --bpf-output named; closed at the end, which takes ptrec's events out of them. */
+    private BpfOutputMaps bpfOutput;
+    private static final int BPF_OUTPUT_PAGES = 128;
+    /** PERF_COUNT_SW_BPF_OUTPUT, and the sample layout perf record gives a bpf-output event (IP, PERIOD, RAW). */
+    private static final long SW_BPF_OUTPUT = 10,
+            BPF_OUTPUT_SAMPLE_TYPE = SAMPLE_TYPE | 0x1 | 0x100 | 0x400;
+
+    /**
+     * A bpf-output event per online CPU (what bpf_perf_event_output() with BPF_F_CURRENT_CPU writes into), each on a
+     * ring of its own, put into each map's CPU index (see {@link BpfOutputMaps} for what that does to the map's own
+     * reader). Whole CPUs whatever the target: the program runs where it runs.
+     */
+    private void openBpfOutput() {
+        bpfOutput = BpfOutputMaps.open(plan.bpfOutput());
+        EventAttr a = EventAttr.builder().type(1).config(SW_BPF_OUTPUT).sampleType(BPF_OUTPUT_SAMPLE_TYPE)
+                .samplePeriod(1).flags(EventAttr.FLAG_DISABLED | EventAttr.FLAG_SAMPLE_ID_ALL).wakeupEvents(0).build();
+        if (monotonicClock) a = PerfClockProbe.withClock(a, CLOCK_MONOTONIC);
+        List<Long> outIds = new ArrayList<>();
+        for (int cpu : CpuList.online()) {
+            PerfEvent e = open(a, "bpf-output", -1, cpu);
+            outIds.add(e.id());
+            rings.add(new Ring("bpf-output", cpu, PerfRing.map(e, BPF_OUTPUT_PAGES)));
+            bpfOutput.attach(cpu, e);
+        }
+        add(a, "bpf-output", outIds);
     }
 
     private PerfEvent open(EventAttr a, String name, int pid, int cpu) {
@@ -815,6 +844,11 @@ public final class Recorder implements AutoCloseable {
             }
         }
         drainAll();
+        if (bpfOutput != null) {
+            bpfOutputNote = "bpf-output: " + stats.byType.getOrDefault(RecordTypes.SAMPLE, 0L) + " samples from "
+                    + bpfOutput.describe() + ", lost " + stats.lost.getOrDefault("bpf-output", 0L);
+            bpfOutput.close(); // the kernel takes ptrec's events out of the maps
+        }
         sampleClockOrCount(); // brackets the fence's last images from after, rather than extrapolating to them
         if (child != null) {
             // stopped while the command runs (a signal to ptrec alone): like perf record, SIGTERM it; SIGKILL if it
@@ -846,6 +880,14 @@ public final class Recorder implements AutoCloseable {
             moduleNote = fence.moduleSummary();
             fence = null;
         }
+        if (perfAttachmentsAtStart != null) {
+            try {
+                perfAttachmentsAtStart.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        keepPerfAttachments();
         if (tracker != null) tracker.closeUnfreed();
         if (regions != null) regions.close();
         early.values().forEach(BpfFd::close); // pinned but their records were lost: nothing to describe
@@ -870,8 +912,44 @@ public final class Recorder implements AutoCloseable {
         Map<Hook, Long> byHook = fc == null ? Map.of() : fc.imagesByHook();
         return new RecordSummary(plan.output(), writer.records(), writer.dataSize(), stats.snapshot(),
                 progInfos.size(), regions == null ? 0 : regions.regionsAdded(), byHook,
-                fc == null ? -1 : fc.losses(), fc == null ? "" : fc.summary() + (moduleNote.isEmpty() ? "" : "; " + moduleNote), fenceNote, recordingId,
-                child == null || commandStopped ? -1 : child.exitValue(), clockNote(), kernelTextNote, archiveNote);
+                fc == null ? -1 : fc.losses(),
+                fc == null ? "" : fc.summary() + (moduleNote.isEmpty() ? "" : "; " + moduleNote), fenceNote, recordingId,
+                child == null || commandStopped ? -1 : child.exitValue(), clockNote(), kernelTextNote, archiveNote,
+                bpfOutputNote);
+    }
+
+    private String bpfOutputNote = "";
+    /** Attachments found so far (at the start and at the end), for the summary. */
+    private final java.util.Set<ptfence.region.PerfAttachment> perfAttachments = new java.util.LinkedHashSet<>();
+
+    /**
+     * Programs running as perf event overflow handlers, with their events, into the archive beside the programs
+     * (ptfence.region.PerfAttachment): looked at when the recording starts and when it ends, so an attachment made
+     * and undone between the two is not seen (docs/ptrec.md). Needs the fence (root, the archive).
+     */
+    private Thread perfAttachmentsAtStart;
+
+    /** The first look, on a thread of its own: the recording must not wait for it. */
+    private void startPerfAttachments() {
+        if (!plan.fence() || archive == null || recordingBoot == null) return;
+        perfAttachmentsAtStart = new Thread(this::keepPerfAttachments, "ptrec-perf-attachments");
+        perfAttachmentsAtStart.setDaemon(true);
+        perfAttachmentsAtStart.start();
+    }
+
+    private synchronized void keepPerfAttachments() {
+        if (!plan.fence() || archive == null || recordingBoot == null) return;
+        try (ptfence.fence.PerfAttachments pa = ptfence.fence.PerfAttachments.open()) {
+            List<ptfence.region.PerfAttachment> found = pa.scan();
+            archive.write(b -> {
+                for (ptfence.region.PerfAttachment a : found) ptfence.region.PerfAttachment.keep(b, recordingBoot, a);
+                return null;
+            });
+            perfAttachments.addAll(found);
+            if (verbose) found.forEach(a -> log.println("ptrec: BPF program " + a.progId() + " runs on " + a.describe()));
+        } catch (IOException | RuntimeException e) {
+            if (verbose) log.println("ptrec: programs on perf events not looked at: " + e.getMessage());
+        }
     }
 
     /** Now, as the recording's end time (perf time, see Clocks). */
@@ -958,6 +1036,7 @@ public final class Recorder implements AutoCloseable {
                 // what was committed stays; the rest of the batch is lost with the error already reported
             }
         }
+        if (bpfOutput != null) bpfOutput.close();
         if (child != null && child.isAlive()) child.destroy();
         if (!finished) {
             stop.set(true); // the archive writes below do not wait out a lock holder again: they try once

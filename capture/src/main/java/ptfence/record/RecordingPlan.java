@@ -25,11 +25,22 @@ import ptfence.pmu.IntelPtPmu;
  * @param perfClock     stamp records with perf's own clock (as intel_pt requires, so always with PT) rather than
  *                      CLOCK_MONOTONIC; the fence's times are then converted (an expert switch for sideband-only,
  *                      to exercise the PT path where there is no PT)
+ * @param bpfOutput     perf event array maps (ids or pinned paths) to record programs' bpf_perf_event_output() from
+ *                      ({@link BpfOutputMaps})
  */
 public record RecordingPlan(Path output, Path archive, int[] cpus, boolean systemWide, int pid, List<String> command, IntelPtPmu pt,
                             long ptConfig, String kernelFilter, int auxPages, boolean snapshot, boolean fence,
-                            Duration flushInterval, List<String> cmdline, boolean perfClock, boolean kernelText) {
+                            Duration flushInterval, List<String> cmdline, boolean perfClock, boolean kernelText,
+                            List<String> bpfOutput) {
+    public RecordingPlan(Path output, Path archive, int[] cpus, boolean systemWide, int pid, List<String> command,
+            IntelPtPmu pt, long ptConfig, String kernelFilter, int auxPages, boolean snapshot, boolean fence,
+            Duration flushInterval, List<String> cmdline, boolean perfClock, boolean kernelText) {
+        this(output, archive, cpus, systemWide, pid, command, pt, ptConfig, kernelFilter, auxPages, snapshot, fence,
+                flushInterval, cmdline, perfClock, kernelText, List.of());
+    }
+
     public RecordingPlan {
+        bpfOutput = List.copyOf(bpfOutput);
         perfClock = perfClock || pt != null;
         command = List.copyOf(command);
         cmdline = List.copyOf(cmdline);

@@ -20,7 +20,7 @@ public final class Bpf {
     private static final int MAP_CREATE = 0, MAP_LOOKUP_ELEM = 1, MAP_UPDATE_ELEM = 2, PROG_LOAD = 5,
             PROG_TEST_RUN = 10, PROG_GET_NEXT_ID = 11, PROG_GET_FD_BY_ID = 13, OBJ_GET_INFO_BY_FD = 15,
             RAW_TRACEPOINT_OPEN = 17, BTF_LOAD = 18, BTF_GET_FD_BY_ID = 19, LINK_CREATE = 28, LINK_UPDATE = 29,
-            ENABLE_STATS = 32;
+            ENABLE_STATS = 32, OBJ_GET = 7, MAP_GET_FD_BY_ID = 14, LINK_GET_FD_BY_ID = 30, LINK_GET_NEXT_ID = 31;
     /** sizeof(union bpf_attr) in the newest uapi; the kernel accepts a larger zero-tailed attr. */
     private static final int ATTR_SIZE = 168;
     private static final int ENOENT = 2;
@@ -28,7 +28,9 @@ public final class Bpf {
     public static final int PROG_TYPE_SOCKET_FILTER = 1, PROG_TYPE_TRACEPOINT = 5, PROG_TYPE_XDP = 6,
             PROG_TYPE_RAW_TRACEPOINT = 17;
     public static final int ATTACH_XDP = 37, ATTACH_PERF_EVENT = 41;
-    public static final int MAP_TYPE_ARRAY = 2, MAP_TYPE_PROG_ARRAY = 3, MAP_TYPE_PERCPU_ARRAY = 6, MAP_TYPE_LRU_HASH = 9, MAP_TYPE_RINGBUF = 27;
+    public static final int MAP_TYPE_ARRAY = 2, MAP_TYPE_PROG_ARRAY = 3, MAP_TYPE_PERF_EVENT_ARRAY = 4,
+            MAP_TYPE_PERCPU_ARRAY = 6, MAP_TYPE_LRU_HASH = 9, MAP_TYPE_RINGBUF = 27;
+    public static final int PROG_TYPE_PERF_EVENT = 7;
 
     public interface LibC {
         @SaveError long syscall(long number, long cmd, Pointer attr, long size);
@@ -232,39 +234,82 @@ public final class Bpf {
         return attr.getInt(4);
     }
 
-    /** BPF_PROG_GET_NEXT_ID: the next program id after {@code startId}, or -1 when there is none. */
-    public int progGetNextId(int startId) throws BpfException {
+    /**
+     * BPF_PROG_TEST_RUN of a packet program (socket filter, XDP) on {@code data}, {@code repeat} times in the kernel:
+     * returns the last run's return value.
+     */
+    public int progTestRunData(BpfFd prog, byte[] data, int repeat) throws BpfException {
+        Pointer d = bytes(data);
+        Pointer attr = attr();
+        attr.putInt(0, prog.fd());
+        attr.putInt(8, data.length);
+        attr.putLong(16, d.address());
+        attr.putInt(32, repeat);
+        if (sys(PROG_TEST_RUN, attr, d) < 0) throw fail("bpf(BPF_PROG_TEST_RUN, " + prog + ", repeat " + repeat + ")");
+        return attr.getInt(4);
+    }
+
+    /** BPF_MAP_GET_FD_BY_ID: a reference to another loader's map, or null once it is gone (ENOENT). */
+    public BpfFd mapGetFdById(int id) throws BpfException {
+        return fdById(MAP_GET_FD_BY_ID, "BPF_MAP_GET_FD_BY_ID", "map", id);
+    }
+
+    /** BPF_OBJ_GET: the object pinned at {@code path} in a bpf file system. */
+    public BpfFd objGet(String path) throws BpfException {
+        Pointer name = cString(path);
+        Pointer attr = attr();
+        attr.putLong(0, name.address());
+        long fd = sys(OBJ_GET, attr, name);
+        if (fd < 0) throw fail("bpf(BPF_OBJ_GET, " + path + ")");
+        return new BpfFd((int) fd, "pinned " + path);
+    }
+
+    /** BPF_LINK_GET_NEXT_ID: the next link id after {@code startId}, or -1 when there is none. */
+    public int linkGetNextId(int startId) throws BpfException {
+        return nextId(LINK_GET_NEXT_ID, "BPF_LINK_GET_NEXT_ID", startId);
+    }
+
+    /** BPF_LINK_GET_FD_BY_ID, or null once the link is gone. */
+    public BpfFd linkGetFdById(int id) throws BpfException {
+        return fdById(LINK_GET_FD_BY_ID, "BPF_LINK_GET_FD_BY_ID", "link", id);
+    }
+
+    /** A *_GET_NEXT_ID command: the next id after {@code startId}, or -1 at the end (ENOENT). */
+    private int nextId(int cmd, String name, int startId) throws BpfException {
         Pointer attr = attr();
         attr.putInt(0, startId);
-        if (sys(PROG_GET_NEXT_ID, attr) < 0) {
+        if (sys(cmd, attr) < 0) {
             if (runtime.getLastError() == ENOENT) return -1;
-            throw fail("bpf(BPF_PROG_GET_NEXT_ID, after " + startId + ")");
+            throw fail("bpf(" + name + ", after " + startId + ")");
         }
         return attr.getInt(4);
     }
 
-    /** BPF_PROG_GET_FD_BY_ID: a reference that keeps the program alive, or null once it is gone (ENOENT). */
-    public BpfFd progGetFdById(int id) throws BpfException {
+    /** A *_GET_FD_BY_ID command: a reference to the object, or null once it is gone (ENOENT). */
+    private BpfFd fdById(int cmd, String name, String what, int id) throws BpfException {
         Pointer attr = attr();
         attr.putInt(0, id);
-        long fd = sys(PROG_GET_FD_BY_ID, attr);
+        long fd = sys(cmd, attr);
         if (fd < 0) {
             if (runtime.getLastError() == ENOENT) return null;
-            throw fail("bpf(BPF_PROG_GET_FD_BY_ID, " + id + ")");
+            throw fail("bpf(" + name + ", " + id + ")");
         }
-        return new BpfFd((int) fd, "prog id " + id);
+        return new BpfFd((int) fd, what + " id " + id);
+    }
+
+    /** BPF_PROG_GET_NEXT_ID: the next program id after {@code startId}, or -1 when there is none. */
+    public int progGetNextId(int startId) throws BpfException {
+        return nextId(PROG_GET_NEXT_ID, "BPF_PROG_GET_NEXT_ID", startId);
+    }
+
+    /** BPF_PROG_GET_FD_BY_ID: a reference that keeps the program alive, or null once it is gone (ENOENT). */
+    public BpfFd progGetFdById(int id) throws BpfException {
+        return fdById(PROG_GET_FD_BY_ID, "BPF_PROG_GET_FD_BY_ID", "prog", id);
     }
 
     /** BPF_BTF_GET_FD_BY_ID, or null once the BTF object is gone. */
     public BpfFd btfGetFdById(int id) throws BpfException {
-        Pointer attr = attr();
-        attr.putInt(0, id);
-        long fd = sys(BTF_GET_FD_BY_ID, attr);
-        if (fd < 0) {
-            if (runtime.getLastError() == ENOENT) return null;
-            throw fail("bpf(BPF_BTF_GET_FD_BY_ID, " + id + ")");
-        }
-        return new BpfFd((int) fd, "btf id " + id);
+        return fdById(BTF_GET_FD_BY_ID, "BPF_BTF_GET_FD_BY_ID", "btf", id);
     }
 
     /** BPF_ENABLE_STATS(BPF_STATS_RUN_TIME): run time accounting is on while the returned fd is open. */

@@ -12,7 +12,8 @@ public final class PerfEvent implements AutoCloseable {
     private static final long NR_PERF_EVENT_OPEN = 298;
     private static final long FLAG_FD_CLOEXEC = 8;
     private static final long IOC_ENABLE = 0x2400, IOC_DISABLE = 0x2401, IOC_SET_OUTPUT = 0x2405,
-            IOC_SET_FILTER = 0x40082406L, IOC_ID = 0x80082407L, IOC_PAUSE_OUTPUT = 0x40042409L;
+            IOC_SET_FILTER = 0x40082406L, IOC_ID = 0x80082407L, IOC_PAUSE_OUTPUT = 0x40042409L,
+            IOC_SET_BPF = 0x40042408L;
 
     private final String label;
     private final int cpu;
@@ -83,6 +84,11 @@ public final class PerfEvent implements AutoCloseable {
         byte[] s = (filter + "\0").getBytes(StandardCharsets.UTF_8);
         Native.check(Native.LIBC.ioctl(fd(), IOC_SET_FILTER, s),
                 "ioctl(PERF_EVENT_IOC_SET_FILTER, " + label + ", \"" + filter + "\")");
+    }
+
+    /** PERF_EVENT_IOC_SET_BPF: runs {@code prog} at each overflow of this event (until the event is closed). */
+    public void setBpf(BpfFd prog) {
+        Native.check(Native.LIBC.ioctl(fd(), IOC_SET_BPF, prog.fd()), "ioctl(PERF_EVENT_IOC_SET_BPF, " + label + ")");
     }
 
     public void pauseOutput(boolean pause) {

@@ -16,6 +16,13 @@ public record IntelPtInfo(long pmuType, long timeShift, long timeMult, long time
         long mtcFreqBits, long tscCtcRatioN, long tscCtcRatioD, long cycBit, long maxNonTurboRatio, String filter,
         long capEventTrace) {
 
+    /**
+     * A recording without intel_pt (the samples of its other events alone): a pmu type no event has, and a tsc bit
+     * with a user time zero so that no rule about the trace's time makes the events' own samples timeless.
+     */
+    public static final IntelPtInfo NONE = new IntelPtInfo(-1, 0, 1, 0, true, 1, 0, 0, false, true, 0, 0, 0, 0, 0, 0,
+            "", -1);
+
     /** INTEL_PT_AUXTRACE_PRIV_MAX: the fixed words before the filter string. */
     public static final int FIXED_WORDS = 17;
 

@@ -230,6 +230,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 ptfence.cli.Progress.wanted(progress), !noDebuginfod), stderr);
         rd.threads = threadOptions.validate();
         rd.lenientCpus = perfMode;
+        rd.recordsOnly = perfMode;
         rd.verbose = verbose != null && verbose.length > 0;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
@@ -381,6 +382,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 ptfence.func.FuncSummary s = b.build(codeOf(rd, target, programsRun), 10);
                 ptfence.func.SourceLines lines = jsonl ? null
                         : rd.sourceLines(target, rd.programsNamed(programsRun));
+                if (!jsonl) {
+                    for (String l : rd.runsOn(target.programs())) out.append(l).append('\n');
+                }
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
                 return done(rd, out);
             }

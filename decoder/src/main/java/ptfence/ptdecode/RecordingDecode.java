@@ -152,24 +152,27 @@ final class RecordingDecode {
             } catch (BadInputException e) {
                 damage = e; // decode what came before, then report
             }
-            if (damage != null && (info == null || buffers.isEmpty())) {
+            // perf script's lines of a recording without trace (bpf-output samples of a --sideband-only recording):
+            // the recorded events' samples alone
+            boolean traceless = recordsOnly && info == null && buffers.isEmpty() && sampledEvents(f);
+            if (damage != null && (info == null || buffers.isEmpty()) && !traceless) {
                 throw new BadInputException(damage.getMessage() + " (no Intel PT data before it)");
             }
-            if (info == null && buffers.isEmpty() && sidebandOnly(f)) {
+            if (info == null && buffers.isEmpty() && sidebandOnly(f) && !traceless) {
                 throw new BadInputException(sidebandOnlyMessage(req.recording()));
             }
-            if (info == null || info.auxType() != PerfRecord.AuxtraceInfo.TYPE_INTEL_PT) {
+            if ((info == null || info.auxType() != PerfRecord.AuxtraceInfo.TYPE_INTEL_PT) && !traceless) {
                 throw new BadInputException(req.recording() + ": no Intel PT data (no intel_pt AUXTRACE_INFO); record "
                         + "with 'ptrec' or 'perf record -e intel_pt//'");
             }
-            if (buffers.isEmpty()) {
+            if (buffers.isEmpty() && !traceless) {
                 throw new BadInputException(req.recording() + ": no Intel PT data (no AUXTRACE records)");
             }
             if (damage != null) {
                 err.println("ptdecode: " + damage.getMessage() + " (decoding the records before it)");
                 damageReported++;
             }
-            pt = IntelPtInfo.of(info);
+            pt = traceless ? IntelPtInfo.NONE : IntelPtInfo.of(info);
             readEvents(f);
             long ptConfig = 0;
             for (AttrIds a : f.attrs()) {
@@ -203,11 +206,13 @@ final class RecordingDecode {
             if (cpuSpec != null) {
                 config.setCpu(cpuSpec);
             }
-            TimingConfig t = RecordingPackets.timingOf(f, info, config.errata);
-            config.mtcFreq = t.mtcFreq();
-            config.nomFreq = t.nomFreq();
-            config.cpuid15Eax = t.cpuid15Eax();
-            config.cpuid15Ebx = t.cpuid15Ebx();
+            if (!traceless) {
+                TimingConfig t = RecordingPackets.timingOf(f, info, config.errata);
+                config.mtcFreq = t.mtcFreq();
+                config.nomFreq = t.nomFreq();
+                config.cpuid15Eax = t.cpuid15Eax();
+                config.cpuid15Ebx = t.cpuid15Ebx();
+            }
             config.noRetComp = pt.noretcompBit() != 0 && (ptConfig & pt.noretcompBit()) != 0;
             tscEnabled = pt.tscBit() != 0 && (ptConfig & pt.tscBit()) != 0;
             Optional<Feature.TextRegions> named = textRegions(f);
@@ -265,8 +270,35 @@ final class RecordingDecode {
         }
     }
 
+    /** The perf events each archived BPF program ran on (by prog id), as ptrec found them; empty lists where none. */
+    private final Map<Integer, List<ptfence.region.PerfAttachment>> perfAttachments = new java.util.HashMap<>();
+
+    /** "runs on:" lines for --func's summary: the events the programs ran as overflow handlers of. */
+    List<String> runsOn(java.util.Collection<CodeMap.Program> programs) {
+        List<String> out = new ArrayList<>();
+        Set<Integer> seen = new HashSet<>();
+        for (CodeMap.Program p : programs) {
+            if (!seen.add(p.progId())) continue;
+            for (ptfence.region.PerfAttachment a : perfAttachments.getOrDefault(p.progId(), List.of())) {
+                out.add("runs on: " + a.describe() + (programs.size() > 1 ? " [prog " + p.progId() + "]" : ""));
+            }
+        }
+        return out;
+    }
+
     /** -C naming a CPU without trace is a note, not an error (perf script's options: it prints nothing for it). */
     boolean lenientCpus;
+
+    /**
+     * perf script's options: a recording without trace whose events were sampled (bpf-output) loads with no trace
+     * rather than failing, for the lines of its samples.
+     */
+    boolean recordsOnly;
+
+    /** An event that is not a dummy, and so has samples of its own (a bpf-output event, a cycles event). */
+    static boolean sampledEvents(PerfDataFile f) {
+        return f.attrs().stream().anyMatch(a -> !(a.attr().type() == 1 && a.attr().config() == 9));
+    }
 
     /** The recorded events (attrs in file order; names: EVENT_DESC's by id, else perf's from the attr). */
     List<ptfence.perfdata.EventAttr> eventAttrs = new ArrayList<>();
@@ -453,6 +485,11 @@ final class RecordingDecode {
                             && (r.validTo() == Region.OPEN || r.validTo() >= from));
                     List<Region> full = withContent(s, regions);
                     code.addArchiveRegions(full, r -> s.image(r.key()).orElse(null));
+                    for (Region r : full) {
+                        if (r.metadata() instanceof ptfence.region.BpfMetadata m && !perfAttachments.containsKey(m.progId())) {
+                            perfAttachments.put(m.progId(), ptfence.region.PerfAttachment.load(s, boot, m.progId()));
+                        }
+                    }
                     for (Region r : full) {
                         if (r.metadata() instanceof ptfence.region.KernelMetadata k && k.kallsyms().length > 0) {
                             code.addKallsyms(r.name() + " kallsyms (archive)", k.kallsyms());

@@ -242,6 +242,10 @@ public final class SidebandLines {
         return b;
     }
 
+    private static boolean bpfOutput(PerfEvents.Event e) {
+        return e.type() == 1 && e.config() == ptfence.perfdata.BpfOutput.SW_BPF_OUTPUT;
+    }
+
     /** A recorded event's sample, as perf script's process_event prints it. */
     private void sample(ScriptMerge.Producer out, PerfRecord.Sample s, PerfEvents.Event e, long time) {
         long fields = cfg.fields.fields(e.outputType());
@@ -290,6 +294,9 @@ public final class SidebandLines {
             if (src != null) {
                 b.str("\n  ").str(src);
             }
+        }
+        if (bpfOutput(e) && (fields & FieldSet.BPF_OUTPUT) != 0) {
+            BpfOutputDump.append(b, ptfence.perfdata.BpfOutput.payload(s, null));
         }
         if ((fields & FieldSet.INSNLEN) != 0) {
             b.str(" ilen: 0"); // perf has no instruction for a recorded event's sample (and so prints no insn:)
