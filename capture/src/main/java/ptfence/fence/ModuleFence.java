@@ -295,15 +295,8 @@ public final class ModuleFence implements AutoCloseable {
         links.forEach(BpfFd::close);
         links.clear();
         stopping = true;
-        if (worker != null) {
-            LockSupport.unpark(worker);
-            try {
-                worker.join(10_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            worker = null;
-        }
+        ParkedWorker.stop(worker);
+        worker = null;
         finalLosses = losses();
         finalSummary = summary();
         if (mapping != null) mapping.close();

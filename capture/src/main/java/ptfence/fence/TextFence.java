@@ -741,14 +741,7 @@ public final class TextFence implements AutoCloseable {
 
     private void stopWorker() {
         stopping = true;
-        if (worker != null) {
-            LockSupport.unpark(worker);
-            try {
-                worker.join(10_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        ParkedWorker.stop(worker);
         worker = null;
         if (copier != null) {
             try {
