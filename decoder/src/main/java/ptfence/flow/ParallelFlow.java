@@ -70,6 +70,11 @@ public final class ParallelFlow {
     int redone;
     /** Segments decoded (those a failed decode ran over are not counted). */
     private int segments;
+    /**
+     * Tests: settle each segment's start only once its decode has run as far as it can (finished, or held at its cap),
+     * the schedule an idle many-core machine gives, so which wrong guesses are decoded again does not depend on load.
+     */
+    boolean settleLate;
     /** Decision-point memo lookups and misses of the segments' decodes (profiling). */
     public long memoLookups;
     public long memoMisses;
@@ -223,6 +228,9 @@ public final class ParallelFlow {
                     pool.execute(() -> s.decode(trace, sinks));
                 }
                 Segment s = ahead.poll();
+                if (settleLate) {
+                    s.awaitRunAhead();
+                }
                 if (s.index > 0 && !s.startedRight(expected)) {
                     s.cancel();
                     redone++;
@@ -452,6 +460,13 @@ public final class ParallelFlow {
             peakBuffered.accumulateAndGet(now, Math::max);
             buf = new char[CHUNK];
             len = 0;
+        }
+
+        /** Coordinator: waits until the decode has finished or waits at its cap. */
+        synchronized void awaitRunAhead() throws InterruptedException {
+            while (!finished && held < segmentCap) {
+                wait();
+            }
         }
 
         /** Coordinator: writes this segment's text as it comes; false if the output failed (decode stopped). */
