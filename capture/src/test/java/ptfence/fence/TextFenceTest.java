@@ -31,6 +31,19 @@ class TextFenceTest {
         assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
     }
 
+    /**
+     * Waits (at most MAX_WAIT) until {@code done} holds, then for the fence to go quiet. A closed program is freed by
+     * the kernel's deferred work; on a loaded machine that can run later than any fixed quiet time after the last
+     * capture, and a fence closed before it would have nothing to see.
+     */
+    static void awaitCaptures(TextFence fence, java.util.function.BooleanSupplier done) throws Exception {
+        long deadline = System.nanoTime() + MAX_WAIT.toNanos();
+        while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        fence.awaitQuiet(QUIET, MAX_WAIT);
+    }
+
     /** What the kernel says about one program kept alive: per function bytes, address and kallsyms name. */
     record Reference(List<byte[]> images, List<Long> addresses, List<String> names) {}
 
@@ -70,7 +83,7 @@ class TextFenceTest {
         try (TextFence fence = TextFence.start(TextFence.Config.defaults().withStartupScan(false), sink)) {
             assertEquals(TextFence.Mode.IN_KERNEL, fence.mode(), fence.fallbackReason());
             for (int i = 0; i < N; i++) bpf.progLoad(TestPrograms.constant("acc" + i, i)).close();
-            fence.awaitQuiet(QUIET, MAX_WAIT);
+            awaitCaptures(fence, () -> sink.of(Hook.FREE, "acc").size() >= N);
             c = fence.counters();
         }
         for (Hook hook : new Hook[] {Hook.LOAD, Hook.FREE}) {
@@ -110,7 +123,7 @@ class TextFenceTest {
                     infos.put("same" + i, ProgInfo.fetch(fd));
                 }
             }
-            fence.awaitQuiet(QUIET, MAX_WAIT);
+            awaitCaptures(fence, () -> sink.of(Hook.FREE, "same").size() >= N);
             c = fence.counters();
         }
         for (Hook hook : new Hook[] {Hook.LOAD, Hook.FREE}) {
@@ -141,7 +154,8 @@ class TextFenceTest {
                     refs.add(reference(ProgInfo.fetch(fd), Kallsyms.read()));
                 }
             }
-            fence.awaitQuiet(QUIET, MAX_WAIT);
+            awaitCaptures(fence, () -> refs.stream().allMatch(r -> r.names().stream().allMatch(n -> sink.all.stream()
+                    .anyMatch(x -> x.hook() == Hook.FREE && x.name().equals(n)))));
             assertEquals(0, fence.counters().losses(), fence.counters().summary());
         }
         assertEquals(6, refs.get(0).images().size(), "main + 5 subprograms");
@@ -176,7 +190,8 @@ class TextFenceTest {
             try (BpfFd fd = bpf.progLoad(TestPrograms.large("huge_800k", 800_000))) {
                 info = ProgInfo.fetch(fd);
             }
-            fence.awaitQuiet(QUIET, MAX_WAIT);
+            long addr = info.jitedKsyms()[0];
+            awaitCaptures(fence, () -> sink.all.stream().anyMatch(x -> x.hook() == Hook.FREE && x.address() == addr));
             assertEquals(0, fence.counters().losses(), fence.counters().summary());
         }
         assertTrue(info.jitedInsns().length > 4 << 20, "JIT image of " + info.jitedInsns().length + " bytes");
