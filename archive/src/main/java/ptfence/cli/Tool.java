@@ -17,6 +17,7 @@ public final class Tool {
     public static final int EXIT_INTERNAL = 70;
 
     private static final String CONVERTERS_EXCLUDES = "picocli.converters.excludes";
+    private static final String JNR_ASM = "jnr.ffi.asm.enabled";
 
     private Tool() {}
 
@@ -33,7 +34,7 @@ public final class Tool {
             System.setProperty(CONVERTERS_EXCLUDES, "java\\.time\\..*,java\\.sql\\..*");
         }
         Inputs.forget();
-        CommandLine cl = new CommandLine(command);
+        CommandLine cl = model(command, args);
         if (out != null) {
             cl.setOut(out);
         }
@@ -66,6 +67,44 @@ public final class Tool {
             return isUserError(ex) ? EXIT_BAD_INPUT : EXIT_INTERNAL;
         });
         return cl.execute(args);
+    }
+
+    /**
+     * The command's model with the subcommands {@code args} can reach: all of them when {@code args} is null (help
+     * pages, man pages, completion) or asks for help; else those it names (see {@link LazySubcommands}).
+     */
+    public static CommandLine model(Object command, String... args) {
+        CommandLine cl = new CommandLine(command);
+        if (command instanceof LazySubcommands lazy) {
+            java.util.Set<String> words = args == null ? java.util.Set.of() : new java.util.HashSet<>(java.util.Arrays.asList(args));
+            boolean all = args == null || words.contains("--help") || words.contains("-h") || words.contains("help");
+            if (!all && lazy.allWhenNoneNamed()) {
+                all = lazy.subcommands().stream().noneMatch(s -> words.contains(s.name()));
+            }
+            for (LazySubcommands.Subcommand s : lazy.subcommands()) {
+                if (all || words.contains(s.name())) {
+                    cl.addSubcommand(s.name(), s.make().get());
+                }
+            }
+        }
+        return cl;
+    }
+
+    /** The whole model: every subcommand (help, man pages, completion). */
+    public static CommandLine fullModel(Object command) {
+        return model(command, (String[]) null);
+    }
+
+    /**
+     * For commands that make few native calls (ptdecode, ptarchive: a handful of LMDB and directory calls per run):
+     * jnr-ffi then binds a library's functions through reflection instead of generating a stub class with ASM at run
+     * time, a class no start-up cache can keep: a third of {@code ptarchive ls}'s CPU (docs/install.md). ptrec, which
+     * calls bpf() and perf_event_open in loops, keeps the stubs. An explicit -Djnr.ffi.asm.enabled wins.
+     */
+    public static void fewNativeCalls() {
+        if (System.getProperty(JNR_ASM) == null) {
+            System.setProperty(JNR_ASM, "false");
+        }
     }
 
     /** Entry point for the launchers. */

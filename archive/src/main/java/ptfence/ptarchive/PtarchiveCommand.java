@@ -1,13 +1,12 @@
 package ptfence.ptarchive;
 
 import picocli.CommandLine.Command;
+import java.util.List;
+import ptfence.cli.LazySubcommands;
 import ptfence.cli.Tool;
 
 @Command(name = "ptarchive", mixinStandardHelpOptions = true, version = "ptarchive " + ptfence.cli.Version.NUMBER,
         description = "The content-addressed archive of text images that ptrec fills and ptdecode reads.",
-        subcommands = {LsCommand.class, ShowCommand.class, StatsCommand.class, VerifyCommand.class,
-                ExportCommand.class, ImportCommand.class, PublishCommand.class, GcCommand.class, PinCommand.class, UnpinCommand.class,
-                picocli.CommandLine.HelpCommand.class},
         footer = {"", "Examples:",
                 "  ptarchive ls --recordings",
                 "  ptarchive show bpf_prog_6deef7357e7b4530_sys_enter --disasm",
@@ -18,7 +17,17 @@ import ptfence.cli.Tool;
                 "  ptarchive publish /srv/ptfence --since 2h      (for debuginfod -F /srv/ptfence; docs/fleet.md)",
                 "", "The archive is --archive DIR, else $PTFENCE_ARCHIVE, else /var/lib/ptfence/archive (root) or",
                 "~/.local/share/ptfence/archive. Format and commands: docs/archive.md.", ""})
-public final class PtarchiveCommand implements Runnable {
+public final class PtarchiveCommand implements Runnable, LazySubcommands {
+    @Override
+    public List<Subcommand> subcommands() {
+        return List.of(new Subcommand("ls", LsCommand::new), new Subcommand("show", ShowCommand::new),
+                new Subcommand("stats", StatsCommand::new), new Subcommand("verify", VerifyCommand::new),
+                new Subcommand("export", ExportCommand::new), new Subcommand("import", ImportCommand::new),
+                new Subcommand("publish", PublishCommand::new), new Subcommand("gc", GcCommand::new),
+                new Subcommand("pin", PinCommand::new), new Subcommand("unpin", UnpinCommand::new),
+                new Subcommand("help", picocli.CommandLine.HelpCommand::new));
+    }
+
     @picocli.CommandLine.Option(names = "--archive", paramLabel = "DIR",
             description = "Archive directory, for every subcommand (default: $PTFENCE_ARCHIVE, else "
                     + "/var/lib/ptfence/archive for root, else ~/.local/share/ptfence/archive).")
@@ -26,10 +35,11 @@ public final class PtarchiveCommand implements Runnable {
 
     @Override
     public void run() {
-        new picocli.CommandLine(this).usage(System.out);
+        Tool.fullModel(this).usage(System.out);
     }
 
     public static void main(String[] args) {
+        Tool.fewNativeCalls();
         Tool.main("ptarchive", new PtarchiveCommand(), args);
     }
 }

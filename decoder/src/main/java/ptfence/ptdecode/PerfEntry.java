@@ -32,6 +32,7 @@ public final class PerfEntry {
     }
 
     public static void main(String[] args) {
+        ptfence.cli.Tool.fewNativeCalls();
         PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(Stdout.stream(),
                 java.nio.charset.StandardCharsets.UTF_8), true);
         PrintWriter err = new PrintWriter(new java.io.OutputStreamWriter(System.err,
@@ -80,7 +81,7 @@ public final class PerfEntry {
             }
         }
         command.perf.perfEntry = true;
-        CommandLine cl = new CommandLine(command);
+        CommandLine cl = ptfence.cli.Tool.model(command); // perf script has no subcommands
         cl.setOut(out);
         cl.setErr(err);
         cl.setCaseInsensitiveEnumValuesAllowed(false);
@@ -134,7 +135,7 @@ public final class PerfEntry {
         err.println();
         err.println(" Usage: perf script [<options>]");
         err.println();
-        CommandLine.Model.CommandSpec spec = new CommandLine(new PtdecodeCommand()).getCommandSpec();
+        CommandLine.Model.CommandSpec spec = ptfence.cli.Tool.model(new PtdecodeCommand()).getCommandSpec();
         List<OptionSpec> options = new ArrayList<>();
         for (CommandLine.Model.CommandSpec m : spec.mixins().values()) {
             if (m.userObject() instanceof PerfScriptOptions) {

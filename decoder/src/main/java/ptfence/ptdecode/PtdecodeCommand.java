@@ -28,7 +28,6 @@ import ptfence.func.Invocation;
                 "With DEBUGINFOD_URLS set (as for perf and gdb), images the recording names and the archive lacks, "
                         + "and mapped files found nowhere here, are fetched by their key or build id and checked; "
                         + "images are kept in the archive (docs/fleet.md)."},
-        subcommands = {PacketsCommand.class, FlowCommand.class},
         footer = {"", "Examples:",
                 "  ptdecode                                        # ./perf.data: every CPU's flow, merged by time",
                 "  perf record -o - -e intel_pt//u ls | ptdecode -  # a pipe-mode recording on stdin",
@@ -43,7 +42,17 @@ import ptfence.func.Invocation;
                 "  DEBUGINFOD_URLS=http://srv:8002 ptdecode perf.data   # a recording made on another host",
                 "  ptdecode packets trace.pt                       # a raw trace, as libipt's ptdump prints it",
                 "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
-public final class PtdecodeCommand implements Callable<Integer> {
+public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.LazySubcommands {
+    @Override
+    public List<Subcommand> subcommands() {
+        return List.of(new Subcommand("packets", PacketsCommand::new), new Subcommand("flow", FlowCommand::new));
+    }
+
+    @Override
+    public boolean allWhenNoneNamed() {
+        return false; // the recording is ptdecode's own argument
+    }
+
     @Parameters(index = "0", arity = "0..1", paramLabel = "RECORDING",
             description = "A perf.data recording (ptrec's, or perf record -e intel_pt//'s); default ./perf.data, as "
                     + "perf script; '-' reads a pipe-mode recording from stdin (perf record -o - ... | ptdecode -).")
@@ -526,6 +535,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
     }
 
     public static void main(String[] args) {
+        Tool.fewNativeCalls();
         Tool.main("ptdecode", new PtdecodeCommand(), args);
     }
 }
