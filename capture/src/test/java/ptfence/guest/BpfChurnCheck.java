@@ -39,8 +39,8 @@ final class BpfChurnCheck implements GuestCheck {
     private final int n;
 
     /**
-     * @param n programs per churn ({@code -Dptfence.guest.churn}; the suite's 20 fit the 300 s boot under TCG on a
-     *          loaded host; 1000 by hand, with {@code -Dptfence.guest.bound})
+     * @param n programs per churn ({@code -Dptfence.guest.churn}; the suite's 20 take 3-4 min a kernel under TCG on a
+     *          quiet host; 1000 by hand, with {@code -Dptfence.guest.bound})
      */
     BpfChurnCheck(int n) {
         this.n = n;
@@ -56,7 +56,8 @@ final class BpfChurnCheck implements GuestCheck {
                 "p=$!",
                 "i=0",
                 "until grep -q '^ptrec: recording ' ptrec.log; do",
-                "  i=$((i + 1)); [ $i -gt 1500 ] && break; kill -0 $p 2>/dev/null || break; sleep 0.1",
+                // no count of its own: the check's bound stops a ptrec that never comes up
+                "  i=$((i + 1)); kill -0 $p 2>/dev/null || break; sleep 0.1",
                 // where a slow start spends its time: the JVM's threads every 20 s
                 "  [ $((i % 200)) = 100 ] && " + GuestKernel.quote(java.nio.file.Path.of(System.getProperty("java.home"),
                         "bin", "jstack").toString()) + " $(pgrep -f PtrecCommand | head -1) > jstack-$i.txt 2>&1",
