@@ -28,6 +28,11 @@ public final class InvocationTracker implements FlowSink {
     private final Sideband sideband;
     private final java.util.function.Consumer<Invocation> done;
     private LongSupplier clock = () -> -1;
+    // this CPU's bpf-output samples (time order), the next one not yet passed, and those of the open invocation
+    private List<ptfence.sideband.BpfOutputs.Sample> samples = List.of();
+    private long nextSampleTime = Long.MAX_VALUE;
+    private int nextSample;
+    private final List<Invocation.Output> outputs = new ArrayList<>();
 
     private State state = State.OUTSIDE;
     // the invocation being built
@@ -75,6 +80,24 @@ public final class InvocationTracker implements FlowSink {
         this.clock = perfTime;
     }
 
+    /** This CPU's bpf-output samples, earliest first: each goes into the invocation open at its time. */
+    public void samples(List<ptfence.sideband.BpfOutputs.Sample> onThisCpu) {
+        samples = onThisCpu;
+        nextSample = 0;
+        nextSampleTime = samples.isEmpty() ? Long.MAX_VALUE : samples.get(0).time();
+    }
+
+    /** The samples earlier than {@code t}: placed after the instructions so far if an invocation is open. */
+    private void passSamples(long t) {
+        while (nextSampleTime < t) {
+            ptfence.sideband.BpfOutputs.Sample s = samples.get(nextSample++);
+            nextSampleTime = nextSample < samples.size() ? samples.get(nextSample).time() : Long.MAX_VALUE;
+            if (state != State.OUTSIDE && n > 0) {
+                outputs.add(new Invocation.Output(n, s));
+            }
+        }
+    }
+
     private boolean inTarget(long ip, long t) {
         for (CodeMap.Function f : target) {
             if (f.covers(ip, t == -1 ? f.from() : t)) {
@@ -99,6 +122,9 @@ public final class InvocationTracker implements FlowSink {
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         long t = clock.getAsLong();
+        if (t > nextSampleTime) {
+            passSamples(t);
+        }
         switch (state) {
             case OUTSIDE -> {
                 if (inTarget(ip, t)) {
@@ -160,6 +186,7 @@ public final class InvocationTracker implements FlowSink {
     private void begin(long ip, long t) {
         n = 0;
         retDepth = 0;
+        outputs.clear();
         calls.clear();
         programs.clear();
         outFrames.clear();
@@ -338,8 +365,26 @@ public final class InvocationTracker implements FlowSink {
 
     private void finish(Invocation.End end, long exit) {
         done.accept(new Invocation(cpu, pid, tid, function, entryTime, exit, end, Arrays.copyOf(path, n),
-                Arrays.copyOf(steps, n), List.copyOf(calls), List.copyOf(programs)));
+                Arrays.copyOf(steps, n), List.copyOf(calls), List.copyOf(programs), written(exit)));
         n = 0;
+        outputs.clear();
+    }
+
+    /** The open invocation's samples up to its exit whose IP is in no other BPF program. */
+    private List<Invocation.Output> written(long exit) {
+        if (outputs.isEmpty()) {
+            return List.of();
+        }
+        List<Invocation.Output> out = new ArrayList<>(outputs.size());
+        for (Invocation.Output o : outputs) {
+            ptfence.sideband.BpfOutputs.Sample s = o.sample();
+            CodeMap.Program p = code.programAt(s.ip(), s.time());
+            if ((exit < 0 || s.time() <= exit) && (p == null || programs.contains(p.fullName()) || inTarget(s.ip(),
+                    s.time()))) {
+                out.add(new Invocation.Output(Math.min(o.index(), n), s));
+            }
+        }
+        return List.copyOf(out);
     }
 
     @Override
@@ -350,6 +395,9 @@ public final class InvocationTracker implements FlowSink {
     @Override
     public void event(Event ev) {
         long t = clock.getAsLong();
+        if (t > nextSampleTime) {
+            passSamples(t);
+        }
         switch (ev.type) {
             case Event.DISABLED, Event.ASYNC_DISABLED -> {
                 if (state == State.INSIDE) {

@@ -286,6 +286,108 @@ final class RecordingDecode {
         return out;
     }
 
+    /** --bpf-output-type: the BTF struct bpf-output payloads are decoded with (null: picked by size). */
+    String bpfOutputType;
+    private ptfence.sideband.BpfOutputs bpfOutputs;
+    private ptfence.sideband.BpfOutputFormat bpfOutputFormat;
+
+    /**
+     * The recording's bpf-output samples within -C, --time and the thread filters, read once more from the records
+     * (only when it recorded a bpf-output event: other recordings pay nothing).
+     */
+    ptfence.sideband.BpfOutputs bpfOutputs() throws IOException {
+        if (bpfOutputs != null) {
+            return bpfOutputs;
+        }
+        List<AttrIds> attrs = new ArrayList<>();
+        for (int i = 0; i < eventAttrs.size(); i++) {
+            attrs.add(new AttrIds(eventAttrs.get(i), eventIds.get(i)));
+        }
+        ptfence.sideband.BpfOutputs kept = new ptfence.sideband.BpfOutputs(attrs, eventNames);
+        if (attrs.stream().anyMatch(a -> ptfence.perfdata.BpfOutput.isBpfOutput(a.attr()))) {
+            try (PerfDataFile f = openRecording()) {
+                PerfDataFile.RecordReader r = f.records();
+                try {
+                    while (r.hasNext()) {
+                        PerfRecord rec = r.next();
+                        if (rec instanceof PerfRecord.Sample s && wantedSample(s)) {
+                            kept.add(rec);
+                        }
+                    }
+                } catch (BadInputException e) {
+                    // the load reported the damage; the samples stop where the records do
+                }
+            }
+        }
+        bpfOutputs = kept;
+        return kept;
+    }
+
+    private boolean wantedSample(PerfRecord.Sample s) {
+        if (s.time() < req.timeFrom() || s.time() > req.timeTo()) {
+            return false;
+        }
+        if (req.cpus() != null && (s.sampleType() & ptfence.perfdata.SampleType.CPU) != 0
+                && !req.cpus().contains(s.cpu())) {
+            return false;
+        }
+        return !threads.filters() || threads.accepts(s.pid(), s.tid(), sideband.commAt(s.tid(), s.time()));
+    }
+
+    /** How the views show bpf-output payloads: hex, and fields where the programs' BTF describes them. */
+    ptfence.sideband.BpfOutputFormat bpfOutputFormat() throws IOException {
+        if (bpfOutputFormat != null) {
+            return bpfOutputFormat;
+        }
+        if (bpfOutputs().isEmpty()) {
+            return ptfence.sideband.BpfOutputFormat.hexOnly(); // nothing to show: the BTF is not read
+        }
+        List<byte[]> btfs = new ArrayList<>();
+        for (CodeMap.Program p : code.programs()) {
+            if (p.metadata() != null && p.metadata().btf().length > 0) {
+                btfs.add(p.metadata().btf());
+            }
+        }
+        try (PerfDataFile f = openRecording()) {
+            for (var b : f.features().bpfBtf()) {
+                byte[] raw = new byte[b.data().remaining()];
+                b.data().duplicate().get(raw);
+                btfs.add(raw);
+            }
+        } catch (BadInputException e) {
+            // no BPF_BTF section to use
+        }
+        bpfOutputFormat = ptfence.sideband.BpfOutputFormat.of(btfs, bpfOutputType, () -> {
+            try {
+                return Files.isReadable(ptfence.bpf.Btf.VMLINUX) ? ptfence.bpf.Btf.vmlinux() : null;
+            } catch (IOException | RuntimeException e) {
+                return null;
+            }
+        });
+        return bpfOutputFormat;
+    }
+
+    /**
+     * The same as JSON objects for --func --summary --format jsonl: {"type":"runs-on","prog_id","event","type_id",
+     * "config","period" or "freq","cpu","pid","via","link_id","text"}.
+     */
+    List<String> runsOnJson(java.util.Collection<CodeMap.Program> programs) {
+        List<String> out = new ArrayList<>();
+        Set<Integer> seen = new HashSet<>();
+        for (CodeMap.Program p : programs) {
+            if (!seen.add(p.progId())) continue;
+            for (ptfence.region.PerfAttachment a : perfAttachments.getOrDefault(p.progId(), List.of())) {
+                out.add(new ptfence.cli.Json().field("type", "runs-on").field("prog_id", p.progId())
+                        .field("event", a.eventName()).field("type_id", a.type())
+                        .field("config", Long.toUnsignedString(a.config()))
+                        .field(a.freq() ? "freq" : "period", a.period()).field("cpu", a.cpu()).field("pid", a.pid())
+                        .field("via", a.via()).field("link_id", a.linkId()).field("text", "runs on: " + a.describe())
+                        .toString());
+            }
+        }
+        return out;
+    }
+
     /** -C naming a CPU without trace is a note, not an error (perf script's options: it prints nothing for it). */
     boolean lenientCpus;
 
@@ -862,6 +964,7 @@ final class RecordingDecode {
     void invocations(FunctionNames.Target target, java.util.function.Consumer<Invocation> each) throws Exception {
         CodeMap.Clock c = code.clock();
         boolean timed = code.timed();
+        ptfence.sideband.BpfOutputs outputs = bpfOutputs();
         this.<Invocation>decodeMerged((t, out) -> {
             InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, inv -> {
                 long entry = inv.entryTime();
@@ -870,6 +973,9 @@ final class RecordingDecode {
                     out.add(entry, inv);
                 }
             });
+            if (!outputs.isEmpty()) {
+                tr.samples(outputs.ofCpu(t.cpu()));
+            }
             return new CpuPart(tr, d -> tr.clock(() -> {
                 long tsc = d.time();
                 return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
