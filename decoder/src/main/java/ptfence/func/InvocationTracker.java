@@ -80,11 +80,32 @@ public final class InvocationTracker implements FlowSink {
         this.clock = perfTime;
     }
 
-    /** This CPU's bpf-output samples, earliest first: each goes into the invocation open at its time. */
-    public void samples(List<ptfence.sideband.BpfOutputs.Sample> onThisCpu) {
+    /**
+     * This CPU's bpf-output samples, earliest first: each goes into the invocation open where the merged flow
+     * places it, before the first instruction {@code placeClock} (perf's sample clock, as the flow's lines have it)
+     * times later, {@code toPerf} converting its TSC.
+     */
+    public void samples(List<ptfence.sideband.BpfOutputs.Sample> onThisCpu, ptfence.flow.SampleClock placeClock,
+            java.util.function.LongUnaryOperator toPerf) {
         samples = onThisCpu;
         nextSample = 0;
         nextSampleTime = samples.isEmpty() ? Long.MAX_VALUE : samples.get(0).time();
+        this.placeClock = samples.isEmpty() ? null : placeClock;
+        this.toPerf = toPerf;
+    }
+
+    private ptfence.flow.SampleClock placeClock;
+    private java.util.function.LongUnaryOperator toPerf;
+    private long placeTsc = -1;
+    private long placePerf = -1;
+
+    /** The flow's time of what is reported now (TSC {@code tsc} from the sample clock), as perf time. */
+    private long placeTime(long tsc) {
+        if (tsc != placeTsc) {
+            placeTsc = tsc;
+            placePerf = tsc < 0 ? -1 : toPerf.applyAsLong(tsc);
+        }
+        return placePerf;
     }
 
     /** The samples earlier than {@code t}: placed after the instructions so far if an invocation is open. */
@@ -122,8 +143,11 @@ public final class InvocationTracker implements FlowSink {
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         long t = clock.getAsLong();
-        if (t > nextSampleTime) {
-            passSamples(t);
+        if (placeClock != null) {
+            long p = placeTime(placeClock.insn(cls));
+            if (p > nextSampleTime) {
+                passSamples(p);
+            }
         }
         switch (state) {
             case OUTSIDE -> {
@@ -370,7 +394,11 @@ public final class InvocationTracker implements FlowSink {
         outputs.clear();
     }
 
-    /** The open invocation's samples up to its exit whose IP is in no other BPF program. */
+    /**
+     * The open invocation's samples whose IP is in no other BPF program. Not cut at the exit time: the trace's
+     * times lag the instructions by up to a timing packet's period, so a sample passed inside the invocation may be
+     * later than its last instruction's time.
+     */
     private List<Invocation.Output> written(long exit) {
         if (outputs.isEmpty()) {
             return List.of();
@@ -379,8 +407,7 @@ public final class InvocationTracker implements FlowSink {
         for (Invocation.Output o : outputs) {
             ptfence.sideband.BpfOutputs.Sample s = o.sample();
             CodeMap.Program p = code.programAt(s.ip(), s.time());
-            if ((exit < 0 || s.time() <= exit) && (p == null || programs.contains(p.fullName()) || inTarget(s.ip(),
-                    s.time()))) {
+            if (p == null || programs.contains(p.fullName()) || inTarget(s.ip(), s.time())) {
                 out.add(new Invocation.Output(Math.min(o.index(), n), s));
             }
         }
@@ -395,8 +422,11 @@ public final class InvocationTracker implements FlowSink {
     @Override
     public void event(Event ev) {
         long t = clock.getAsLong();
-        if (t > nextSampleTime) {
-            passSamples(t);
+        if (placeClock != null && ev.type != Event.TIP && ev.type != Event.TNT && ev.type != Event.IGNORE) {
+            long p = placeTime(placeClock.event()); // as the merged flow times its event lines
+            if (p > nextSampleTime) {
+                passSamples(p);
+            }
         }
         switch (ev.type) {
             case Event.DISABLED, Event.ASYNC_DISABLED -> {

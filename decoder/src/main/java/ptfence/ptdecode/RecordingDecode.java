@@ -973,13 +973,17 @@ final class RecordingDecode {
                     out.add(entry, inv);
                 }
             });
-            if (!outputs.isEmpty()) {
-                tr.samples(outputs.ofCpu(t.cpu()));
+            ptfence.flow.SampleClock place = new ptfence.flow.SampleClock();
+            if (!outputs.isEmpty() && timed) {
+                tr.samples(outputs.ofCpu(t.cpu()), place, c::toPerf);
             }
-            return new CpuPart(tr, d -> tr.clock(() -> {
-                long tsc = d.time();
-                return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
-            }), tr::close);
+            return new CpuPart(tr, d -> {
+                place.decoder(d);
+                tr.clock(() -> {
+                    long tsc = d.time();
+                    return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
+                });
+            }, tr::close);
         }, each);
     }
 

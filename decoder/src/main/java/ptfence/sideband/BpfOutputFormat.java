@@ -98,9 +98,12 @@ public final class BpfOutputFormat {
         return named != null ? named : bySize.get(data.length);
     }
 
-    /** The sample's JSON members after the view's own ("size", "data" hex, and "type"/"fields" where decoded). */
+    /**
+     * The sample's JSON members after the view's own: "event":"bpf-output" (what the record is), "name" (the
+     * event's), "ip", "size", "data" (hex), and "type"/"fields" where decoded.
+     */
     public void json(StringBuilder sb, BpfOutputs.Sample s) {
-        sb.append(",\"event\":").append(Json.quote(s.event())).append(",\"ip\":\"0x").append(Long.toHexString(s.ip()))
+        sb.append(",\"event\":\"bpf-output\",\"name\":").append(Json.quote(s.event())).append(",\"ip\":\"0x").append(Long.toHexString(s.ip()))
                 .append("\",\"size\":").append(s.data().length).append(",\"data\":\"");
         hex(sb, s.data());
         sb.append('"');
