@@ -47,7 +47,9 @@ import ptfence.timing.TimingConfig;
 /**
  * Decodes a whole recording: the sideband and every source of code make a {@link CodeMap}, each CPU's PT stream is
  * decoded against it (CPUs in parallel), and the result is either every CPU's flow merged by time or, with a
- * function name, that function's invocations.
+ * function name, that function's invocations. One file past 1k lines: loading and decoding share the recording's
+ * state (code map, sideband, traces, clock); what the views make of it lives beside it (MergedFlow, CallViews,
+ * RecordingOutputs).
  */
 final class RecordingDecode {
     /** What the command line asked for. */
@@ -115,7 +117,7 @@ final class RecordingDecode {
         return openRecording();
     }
 
-    private PerfDataFile openRecording() throws IOException {
+    PerfDataFile openRecording() throws IOException {
         return stdinBytes != null ? PerfDataFile.of(streamName, stdinBytes.duplicate())
                 : PerfDataFile.open(req.recording());
     }
@@ -291,79 +293,20 @@ final class RecordingDecode {
     private ptfence.sideband.BpfOutputs bpfOutputs;
     private ptfence.sideband.BpfOutputFormat bpfOutputFormat;
 
-    /**
-     * The recording's bpf-output samples within -C, --time and the thread filters, read once more from the records
-     * (only when it recorded a bpf-output event: other recordings pay nothing).
-     */
+    /** The recording's bpf-output samples within -C, --time and the thread filters ({@link RecordingOutputs}). */
     ptfence.sideband.BpfOutputs bpfOutputs() throws IOException {
-        if (bpfOutputs != null) {
-            return bpfOutputs;
+        if (bpfOutputs == null) {
+            bpfOutputs = RecordingOutputs.samples(this);
         }
-        List<AttrIds> attrs = new ArrayList<>();
-        for (int i = 0; i < eventAttrs.size(); i++) {
-            attrs.add(new AttrIds(eventAttrs.get(i), eventIds.get(i)));
-        }
-        ptfence.sideband.BpfOutputs kept = new ptfence.sideband.BpfOutputs(attrs, eventNames);
-        if (attrs.stream().anyMatch(a -> ptfence.perfdata.BpfOutput.isBpfOutput(a.attr()))) {
-            try (PerfDataFile f = openRecording()) {
-                PerfDataFile.RecordReader r = f.records();
-                try {
-                    while (r.hasNext()) {
-                        PerfRecord rec = r.next();
-                        if (rec instanceof PerfRecord.Sample s && wantedSample(s)) {
-                            kept.add(rec);
-                        }
-                    }
-                } catch (BadInputException e) {
-                    // the load reported the damage; the samples stop where the records do
-                }
-            }
-        }
-        bpfOutputs = kept;
-        return kept;
-    }
-
-    private boolean wantedSample(PerfRecord.Sample s) {
-        if (s.time() < req.timeFrom() || s.time() > req.timeTo()) {
-            return false;
-        }
-        if (req.cpus() != null && (s.sampleType() & ptfence.perfdata.SampleType.CPU) != 0
-                && !req.cpus().contains(s.cpu())) {
-            return false;
-        }
-        return !threads.filters() || threads.accepts(s.pid(), s.tid(), sideband.commAt(s.tid(), s.time()));
+        return bpfOutputs;
     }
 
     /** How the views show bpf-output payloads: hex, and fields where the programs' BTF describes them. */
     ptfence.sideband.BpfOutputFormat bpfOutputFormat() throws IOException {
-        if (bpfOutputFormat != null) {
-            return bpfOutputFormat;
+        if (bpfOutputFormat == null) {
+            bpfOutputFormat = bpfOutputs().isEmpty() ? ptfence.sideband.BpfOutputFormat.hexOnly()
+                    : RecordingOutputs.format(this, bpfOutputType);
         }
-        if (bpfOutputs().isEmpty()) {
-            return ptfence.sideband.BpfOutputFormat.hexOnly(); // nothing to show: the BTF is not read
-        }
-        List<byte[]> btfs = new ArrayList<>();
-        for (CodeMap.Program p : code.programs()) {
-            if (p.metadata() != null && p.metadata().btf().length > 0) {
-                btfs.add(p.metadata().btf());
-            }
-        }
-        try (PerfDataFile f = openRecording()) {
-            for (var b : f.features().bpfBtf()) {
-                byte[] raw = new byte[b.data().remaining()];
-                b.data().duplicate().get(raw);
-                btfs.add(raw);
-            }
-        } catch (BadInputException e) {
-            // no BPF_BTF section to use
-        }
-        bpfOutputFormat = ptfence.sideband.BpfOutputFormat.of(btfs, bpfOutputType, () -> {
-            try {
-                return Files.isReadable(ptfence.bpf.Btf.VMLINUX) ? ptfence.bpf.Btf.vmlinux() : null;
-            } catch (IOException | RuntimeException e) {
-                return null;
-            }
-        });
         return bpfOutputFormat;
     }
 
