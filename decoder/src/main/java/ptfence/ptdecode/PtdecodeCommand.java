@@ -235,7 +235,8 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 ptfence.cli.Progress.wanted(progress), !noDebuginfod), stderr);
         rd.threads = threadOptions.validate();
         rd.lenientCpus = perfMode;
-        rd.recordsOnly = perfMode || func == null; // a --bpf-output recording without trace still has samples
+        rd.recordsOnly = perfMode;
+        rd.outputsOnly = func == null; // a --bpf-output recording without trace still has samples to show
         rd.bpfOutputType = bpfOutputType;
         rd.verbose = verbose != null && verbose.length > 0;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {

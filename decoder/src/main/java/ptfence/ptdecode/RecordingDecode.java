@@ -156,7 +156,8 @@ final class RecordingDecode {
             }
             // perf script's lines of a recording without trace (bpf-output samples of a --sideband-only recording):
             // the recorded events' samples alone
-            boolean traceless = recordsOnly && info == null && buffers.isEmpty() && sampledEvents(f);
+            boolean traceless = info == null && buffers.isEmpty() && (recordsOnly && sampledEvents(f)
+                    || outputsOnly && f.attrs().stream().anyMatch(a -> ptfence.perfdata.BpfOutput.isBpfOutput(a.attr())));
             if (damage != null && (info == null || buffers.isEmpty()) && !traceless) {
                 throw new BadInputException(damage.getMessage() + " (no Intel PT data before it)");
             }
@@ -277,12 +278,19 @@ final class RecordingDecode {
 
     /** "runs on:" lines for --func's summary: the events the programs ran as overflow handlers of. */
     List<String> runsOn(java.util.Collection<CodeMap.Program> programs) {
+        return runsOn(programs, (p, a) -> "runs on: " + a.describe()
+                + (programs.size() > 1 ? " [prog " + p.progId() + "]" : ""));
+    }
+
+    /** Each program's attachments (a program named twice once), one line each as {@code line} makes it. */
+    private List<String> runsOn(java.util.Collection<CodeMap.Program> programs,
+            java.util.function.BiFunction<CodeMap.Program, ptfence.region.PerfAttachment, String> line) {
         List<String> out = new ArrayList<>();
         Set<Integer> seen = new HashSet<>();
         for (CodeMap.Program p : programs) {
             if (!seen.add(p.progId())) continue;
             for (ptfence.region.PerfAttachment a : perfAttachments.getOrDefault(p.progId(), List.of())) {
-                out.add("runs on: " + a.describe() + (programs.size() > 1 ? " [prog " + p.progId() + "]" : ""));
+                out.add(line.apply(p, a));
             }
         }
         return out;
@@ -315,20 +323,12 @@ final class RecordingDecode {
      * "config","period" or "freq","cpu","pid","via","link_id","text"}.
      */
     List<String> runsOnJson(java.util.Collection<CodeMap.Program> programs) {
-        List<String> out = new ArrayList<>();
-        Set<Integer> seen = new HashSet<>();
-        for (CodeMap.Program p : programs) {
-            if (!seen.add(p.progId())) continue;
-            for (ptfence.region.PerfAttachment a : perfAttachments.getOrDefault(p.progId(), List.of())) {
-                out.add(new ptfence.cli.Json().field("type", "runs-on").field("prog_id", p.progId())
-                        .field("event", a.eventName()).field("type_id", a.type())
-                        .field("config", Long.toUnsignedString(a.config()))
-                        .field(a.freq() ? "freq" : "period", a.period()).field("cpu", a.cpu()).field("pid", a.pid())
-                        .field("via", a.via()).field("link_id", a.linkId()).field("text", "runs on: " + a.describe())
-                        .toString());
-            }
-        }
-        return out;
+        return runsOn(programs, (p, a) -> new ptfence.cli.Json().field("type", "runs-on").field("prog_id", p.progId())
+                .field("event", a.eventName()).field("type_id", a.type())
+                .field("config", Long.toUnsignedString(a.config()))
+                .field(a.freq() ? "freq" : "period", a.period()).field("cpu", a.cpu()).field("pid", a.pid())
+                .field("via", a.via()).field("link_id", a.linkId()).field("text", "runs on: " + a.describe())
+                .toString());
     }
 
     /** -C naming a CPU without trace is a note, not an error (perf script's options: it prints nothing for it). */
@@ -339,6 +339,9 @@ final class RecordingDecode {
      * rather than failing, for the lines of its samples.
      */
     boolean recordsOnly;
+
+    /** ptdecode's own whole-recording views: a recording without trace that has bpf-output samples loads too. */
+    boolean outputsOnly;
 
     /** An event that is not a dummy, and so has samples of its own (a bpf-output event, a cycles event). */
     static boolean sampledEvents(PerfDataFile f) {
