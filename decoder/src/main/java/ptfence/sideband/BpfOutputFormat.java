@@ -176,7 +176,9 @@ public final class BpfOutputFormat {
         }
         long size = btf.sizeOf(t.id());
         long byteAt = at + bitOff / 8;
-        if (depth > MAX_DEPTH || bits == 0 && (size <= 0 || byteAt + size > b.limit())) {
+        boolean aggregate = t.kind() == Btf.KIND_STRUCT || t.kind() == Btf.KIND_UNION || t.kind() == Btf.KIND_ARRAY;
+        // a struct or array the payload cuts short shows the members that fit; a scalar must fit whole
+        if (depth > MAX_DEPTH || bits == 0 && (aggregate ? byteAt >= b.limit() : size <= 0 || byteAt + size > b.limit())) {
             sb.append("null");
             return;
         }
@@ -213,10 +215,11 @@ public final class BpfOutputFormat {
                 int[] a = btf.array(t.id());
                 Btf.Type elem = btf.resolve(a[0]);
                 long esize = btf.sizeOf(a[0]);
+                // char[] is text (clang names it "char"; BTF_INT_CHAR where set); unsigned char / __u8 are bytes
                 if (elem.kind() == Btf.KIND_INT && esize == 1 && ((btf.intEncoding(elem.id()) & (1 << 25)) != 0
-                        || elem.name().endsWith("char"))) {
+                        || elem.name().equals("char"))) {
                     int n = 0;
-                    while (n < a[1] && b.get((int) byteAt + n) != 0) {
+                    while (n < a[1] && byteAt + n < b.limit() && b.get((int) byteAt + n) != 0) {
                         n++;
                     }
                     byte[] s = new byte[n];
