@@ -163,7 +163,7 @@ public final class FuncPrinter {
         while (o < inv.outputs().size() && inv.outputs().get(o).index() == index) {
             ptfence.sideband.BpfOutputs.Sample x = inv.outputs().get(o++).sample();
             line.setLength(0);
-            line.append("  ").append(x.event()).append(' ').append(seconds(x.time())).append("  ").append(x.data().length)
+            line.append("  bpf-output ").append(seconds(x.time())).append("  ").append(x.data().length)
                     .append(" bytes: ");
             ptfence.sideband.BpfOutputFormat.hex(line, x.data());
             String f = outputs.fields(x);

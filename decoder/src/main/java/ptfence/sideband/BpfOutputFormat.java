@@ -125,9 +125,9 @@ public final class BpfOutputFormat {
         return sb.toString();
     }
 
-    /** The sample for a text view: "[bpf-output: N bytes: hex]" and its fields where decoded. */
+    /** The sample for a text view: "[bpf-output, ip: IP, N bytes: hex]" and its fields where decoded. */
     public void text(StringBuilder sb, BpfOutputs.Sample s) {
-        sb.append('[').append(s.event()).append(", ip: ").append(Long.toHexString(s.ip())).append(", ")
+        sb.append("[bpf-output, ip: ").append(Long.toHexString(s.ip())).append(", ")
                 .append(s.data().length).append(" bytes: ");
         hex(sb, s.data());
         String f = fields(s);
