@@ -2,6 +2,7 @@ package ptfence.record;
 
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import ptfence.fence.Hook;
 
@@ -16,11 +17,25 @@ import ptfence.fence.Hook;
  * @param kernelTextNote whether this boot's kernel text and kallsyms were archived now or found archived, or ""
  * @param archiveNote what went wrong with the recording in the archive ("" if nothing)
  * @param bpfOutputNote bpf-output samples recorded and lost, and from which maps, or "" without --bpf-output
+ * @param runsOn        "BPF program N runs on EVENT" per program found attached to a perf event (docs/ptrec.md)
  */
 public record RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
                             long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
                             String fenceNote, String recordingId, int commandExit, String clockNote,
-                            String kernelTextNote, String archiveNote, String bpfOutputNote) {
+                            String kernelTextNote, String archiveNote, String bpfOutputNote, List<String> runsOn) {
+
+    public RecordSummary {
+        runsOn = List.copyOf(runsOn);
+    }
+
+    public RecordSummary(Path output, long records, long dataBytes, Counts counts, int bpfProgramsDescribed,
+            long regionsArchived, Map<Hook, Long> imagesByHook, long fenceLosses, String fenceSummary,
+            String fenceNote, String recordingId, int commandExit, String clockNote, String kernelTextNote,
+            String archiveNote, String bpfOutputNote) {
+        this(output, records, dataBytes, counts, bpfProgramsDescribed, regionsArchived, imagesByHook, fenceLosses,
+                fenceSummary, fenceNote, recordingId, commandExit, clockNote, kernelTextNote, archiveNote,
+                bpfOutputNote, List.of());
+    }
 
     /** The ring-side counts. */
     public record Counts(Map<String, Long> recordsByType, Map<Integer, Long> ptBytesByCpu, Map<String, Long> lostByRing,
@@ -61,6 +76,7 @@ public record RecordSummary(Path output, long records, long dataBytes, Counts co
         }
         if (!archiveNote.isEmpty()) out.println("[ ptrec: " + archiveNote + " ]");
         if (!bpfOutputNote.isEmpty()) out.println("[ ptrec: " + bpfOutputNote + " ]");
+        runsOn.forEach(l -> out.println("[ ptrec: " + l + " ]"));
         if (!clockNote.isEmpty()) out.println("[ ptrec: " + clockNote + " ]");
         if (bpfProgramsDescribed > 0 || counts.metadataErrors() > 0) {
             out.printf("[ ptrec: BPF programs described in the header: %d (%d loaded before the start)%s ]%n",

@@ -915,7 +915,8 @@ public final class Recorder implements AutoCloseable {
                 fc == null ? -1 : fc.losses(),
                 fc == null ? "" : fc.summary() + (moduleNote.isEmpty() ? "" : "; " + moduleNote), fenceNote, recordingId,
                 child == null || commandStopped ? -1 : child.exitValue(), clockNote(), kernelTextNote, archiveNote,
-                bpfOutputNote);
+                bpfOutputNote, perfAttachments.stream().map(a -> "BPF program " + a.progId() + " runs on "
+                        + a.describe()).distinct().toList());
     }
 
     private String bpfOutputNote = "";

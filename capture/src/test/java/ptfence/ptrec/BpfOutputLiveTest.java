@@ -30,7 +30,8 @@ import ptfence.sys.BpfFd;
 /**
  * ptrec --bpf-output against a program that writes with bpf_perf_event_output(), live, as root: every sample the
  * program's own counter says the kernel took is in the perf.data (each sequence number once), perf 6.1 (the reference
- * reader) shows every one, and ptdecode prints perf script's lines for them, byte for byte.
+ * reader) shows every one, and ptdecode prints perf script's lines for them, byte for byte; its jsonl flow and
+ * Perfetto trace have every one too.
  */
 class BpfOutputLiveTest {
     @TempDir
@@ -145,6 +146,52 @@ class BpfOutputLiveTest {
             assertEquals(written, shown, "samples ptdecode shows with " + fields);
             assertSameLines(perf, ours, "perf script " + fields + " vs. ptdecode");
         }
+
+        // ptdecode's own views: the jsonl flow has a record per sample, the Perfetto trace an instant per sample
+        // (read back as JSON), each sequence number once
+        String jsonl = view(data, List.of("--format", "jsonl"));
+        TreeSet<Long> inJsonl = new TreeSet<>();
+        for (String l : jsonl.lines().toList()) {
+            java.util.Map<String, Object> o = ptfence.cli.JsonReader.object(l);
+            if ("bpf-output".equals(o.get("event"))) {
+                Long seq = sequence((String) o.get("data"));
+                if (seq != null) assertTrue(inJsonl.add(seq), "sequence number " + seq + " twice in jsonl");
+            }
+        }
+        String perfetto = view(data, List.of("--format", "perfetto"));
+        TreeSet<Long> inPerfetto = new TreeSet<>();
+        for (Object e : (List<?>) ptfence.cli.JsonReader.object(perfetto).get("traceEvents")) {
+            java.util.Map<?, ?> ev = (java.util.Map<?, ?>) e;
+            if ("i".equals(ev.get("ph"))) {
+                Long seq = sequence((String) ((java.util.Map<?, ?>) ev.get("args")).get("data"));
+                if (seq != null) assertTrue(inPerfetto.add(seq), "sequence number " + seq + " twice in Perfetto");
+            }
+        }
+        System.out.printf("bpf-output: written %d, in jsonl %d, in Perfetto %d%n", written, inJsonl.size(),
+                inPerfetto.size());
+        assertEquals(seqs, inJsonl, "sequence numbers in ptdecode --format jsonl");
+        assertEquals(seqs, inPerfetto, "sequence numbers in ptdecode --format perfetto");
+    }
+
+    /** The program's sequence number in a payload given as hex, or null if the payload is not the program's. */
+    private static Long sequence(String hex) {
+        if (hex == null || hex.length() < 32) return null;
+        byte[] b = java.util.HexFormat.of().parseHex(hex.substring(0, 32));
+        ByteBuffer bb = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
+        return bb.getLong(0) == TestPrograms.BPF_OUTPUT_MAGIC ? bb.getLong(8) : null;
+    }
+
+    /** ptdecode's own view of the recording (not perf script's): {@code args} then the file. */
+    private static String view(Path data, List<String> args) throws Exception {
+        Path out = Files.createTempFile(data.getParent(), "ptdecode", ".out");
+        List<String> all = new ArrayList<>(List.of("-o", out.toString()));
+        all.addAll(args);
+        all.add(data.toString());
+        StringWriter err = new StringWriter();
+        int rc = Tool.run("ptdecode", new PtdecodeCommand(), new PrintWriter(new StringWriter()), new PrintWriter(err),
+                all.toArray(String[]::new));
+        assertEquals(0, rc, err.toString());
+        return Files.readString(out, StandardCharsets.UTF_8);
     }
 
     /**

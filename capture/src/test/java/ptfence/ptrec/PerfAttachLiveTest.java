@@ -79,6 +79,11 @@ class PerfAttachLiveTest {
                 shown1 + "\nptrec said:\n" + err);
         assertTrue(shown2.contains("bpf prog id " + byLink.id() + ",") && shown2.contains(linkLine),
                 shown2 + "\nptrec said:\n" + err);
+        // ptrec's end-of-run summary names each attached program's event (without -v too: the summary's lines)
+        for (String l : List.of("[ ptrec: BPF program " + byIoctl.id() + " " + ioctlLine.replace("runs on:", "runs on")
+                + " ]", "[ ptrec: BPF program " + byLink.id() + " " + linkLine.replace("runs on:", "runs on") + " ]")) {
+            assertTrue(err.lines().anyMatch(l::equals), l + " in ptrec's summary:\n" + err);
+        }
         assertFalse(shown1.contains("(link"), "the ioctl program has no link: " + shown1);
         assertFalse(shown2.contains("(ioctl)"), "the link's event is not counted again as an ioctl: " + shown2);
     }

@@ -3,7 +3,10 @@ package ptfence.calls;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import ptfence.cli.Json;
+import java.util.List;
 import ptfence.func.PerfettoWriter;
+import ptfence.sideband.BpfOutputFormat;
+import ptfence.sideband.BpfOutputs;
 import ptfence.symbol.Symbol;
 import ptfence.symbol.Symbolizer;
 
@@ -93,8 +96,28 @@ public final class PerfettoView implements CallView {
     public void item(ThreadStack t, FlowItem item) {
     }
 
+    private List<BpfOutputs.Sample> samples = List.of();
+    private BpfOutputFormat format;
+
+    /** The bpf-output samples to draw as instant events (on the writing thread's track: where its stack is). */
+    public PerfettoView samples(List<BpfOutputs.Sample> samples, BpfOutputFormat format) {
+        this.samples = samples;
+        this.format = format;
+        return this;
+    }
+
     @Override
     public void end() throws IOException {
-        w.finish(new Json().field("untimed_calls", untimed));
+        // viewers order events by time themselves: the samples go last, each on its thread's track (a kernel
+        // thread's, tid 0, on its CPU's track, as the stacks are)
+        for (BpfOutputs.Sample s : timed ? samples : List.<BpfOutputs.Sample>of()) {
+            int pid = s.tid() > 0 ? s.pid() : 0;
+            int tid = s.tid() > 0 ? s.tid() : 1_000_000 + Math.max(0, s.cpu());
+            w.thread(pid, tid, s.tid() > 0 ? label(s.pid(), "pid", s.pid()) : "unknown task",
+                    s.tid() > 0 ? label(s.tid(), "tid", s.tid()) : "CPU " + s.cpu());
+            w.instant(pid, tid, s.event(), s.time(), format.args(s));
+        }
+        w.finish(new Json().field("untimed_calls", untimed).field("bpf_output_samples", timed ? samples.size() : 0)
+                .field("bpf_output_untimed", timed ? 0 : samples.size()));
     }
 }

@@ -16,6 +16,13 @@ public final class FuncPrinter {
     private final byte[] buf = new byte[15];
 
     private java.util.function.LongFunction<String> names = a -> null;
+    private ptfence.sideband.BpfOutputFormat outputs = ptfence.sideband.BpfOutputFormat.hexOnly();
+
+    /** How bpf-output samples inside invocations are shown (hex only by default). */
+    public FuncPrinter outputs(ptfence.sideband.BpfOutputFormat format) {
+        this.outputs = format;
+        return this;
+    }
 
     public FuncPrinter(PrintWriter out, boolean jsonl) {
         this.out = out;
@@ -100,7 +107,20 @@ public final class FuncPrinter {
             for (int i = 0; i < inv.programs().size(); i++) {
                 out.append(i == 0 ? "" : ",").append(str(inv.programs().get(i)));
             }
-            out.append("]}\n");
+            out.append(']');
+            if (!inv.outputs().isEmpty()) {
+                line.setLength(0);
+                line.append(",\"bpf_output\":[");
+                for (int i = 0; i < inv.outputs().size(); i++) {
+                    Invocation.Output o = inv.outputs().get(i);
+                    line.append(i == 0 ? "" : ",").append("{\"index\":").append(o.index()).append(",\"time\":")
+                            .append(o.sample().time());
+                    outputs.json(line, o.sample());
+                    line.append('}');
+                }
+                out.append(line).append(']');
+            }
+            out.append("}\n");
             return;
         }
         out.append(String.format("%s  cpu %d  pid %d/%d  %s -> %s  %s  %d insns  %s%n", inv.function(), inv.cpu(),
@@ -109,7 +129,9 @@ public final class FuncPrinter {
         long[] p = inv.path();
         byte[] s = inv.steps();
         int call = 0;
+        int output = 0;
         for (int i = 0; i < p.length; i++) {
+            output = printOutputs(inv, output, i);
             int n = code.read(p[i], decoderTime, buf, 0, buf.length);
             String text = n == 0 ? "(no code)" : dec.text(buf, 0, n, ptfence.insn.ExecMode.BITS64, p[i]);
             text = text == null ? null : withTarget(text, p[i], p);
@@ -132,6 +154,25 @@ public final class FuncPrinter {
             Columns.left(line, text == null ? "(bad)" : text, 40).append(' ').append(note);
             out.append(line.toString().stripTrailing()).append('\n');
         }
+        printOutputs(inv, output, p.length);
+    }
+
+    /** The text lines of the samples written after {@code index} instructions; the next sample's position. */
+    private int printOutputs(Invocation inv, int from, int index) {
+        int o = from;
+        while (o < inv.outputs().size() && inv.outputs().get(o).index() == index) {
+            ptfence.sideband.BpfOutputs.Sample x = inv.outputs().get(o++).sample();
+            line.setLength(0);
+            line.append("  bpf-output ").append(seconds(x.time())).append("  ").append(x.data().length)
+                    .append(" bytes: ");
+            ptfence.sideband.BpfOutputFormat.hex(line, x.data());
+            String f = outputs.fields(x);
+            if (f != null) {
+                line.append("  ").append(f);
+            }
+            out.append(line).append('\n');
+        }
+        return o;
     }
 
     public void summary(List<Invocation> all) {

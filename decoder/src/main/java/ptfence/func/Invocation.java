@@ -18,9 +18,24 @@ import java.util.List;
  * @param steps      per instruction of {@code path}: one of the {@code STEP_*} kinds
  * @param calls      calls out of the function, in order
  * @param programs   the programs the path ran through, in order of first entry (the function first)
+ * @param outputs    the bpf-output samples written during it, in time order, each at its place in the path
  */
 public record Invocation(int cpu, int pid, int tid, String function, long entryTime, long exitTime, End end,
-        long[] path, byte[] steps, List<Call> calls, List<String> programs) {
+        long[] path, byte[] steps, List<Call> calls, List<String> programs, List<Output> outputs) {
+
+    public Invocation(int cpu, int pid, int tid, String function, long entryTime, long exitTime, End end,
+            long[] path, byte[] steps, List<Call> calls, List<String> programs) {
+        this(cpu, pid, tid, function, entryTime, exitTime, end, path, steps, calls, programs, List.of());
+    }
+
+    /**
+     * A bpf-output sample the invocation wrote: its time fell between two of the invocation's instructions (or in a
+     * call out between them, bpf_perf_event_output's), and its IP is in no other BPF program.
+     *
+     * @param index  how many instructions of {@link #path()} ran before it
+     */
+    public record Output(int index, ptfence.sideband.BpfOutputs.Sample sample) {
+    }
 
     /** An instruction that does not branch (or a branch whose direction is not recorded). */
     public static final byte STEP_PLAIN = 0;

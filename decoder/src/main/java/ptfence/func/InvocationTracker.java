@@ -28,6 +28,11 @@ public final class InvocationTracker implements FlowSink {
     private final Sideband sideband;
     private final java.util.function.Consumer<Invocation> done;
     private LongSupplier clock = () -> -1;
+    // this CPU's bpf-output samples (time order), the next one not yet passed, and those of the open invocation
+    private List<ptfence.sideband.BpfOutputs.Sample> samples = List.of();
+    private long nextSampleTime = Long.MAX_VALUE;
+    private int nextSample;
+    private final List<Invocation.Output> outputs = new ArrayList<>();
 
     private State state = State.OUTSIDE;
     // the invocation being built
@@ -75,6 +80,45 @@ public final class InvocationTracker implements FlowSink {
         this.clock = perfTime;
     }
 
+    /**
+     * This CPU's bpf-output samples, earliest first: each goes into the invocation open where the merged flow
+     * places it, before the first instruction {@code placeClock} (perf's sample clock, as the flow's lines have it)
+     * times later, {@code toPerf} converting its TSC.
+     */
+    public void samples(List<ptfence.sideband.BpfOutputs.Sample> onThisCpu, ptfence.flow.SampleClock placeClock,
+            java.util.function.LongUnaryOperator toPerf) {
+        samples = onThisCpu;
+        nextSample = 0;
+        nextSampleTime = samples.isEmpty() ? Long.MAX_VALUE : samples.get(0).time();
+        this.placeClock = samples.isEmpty() ? null : placeClock;
+        this.toPerf = toPerf;
+    }
+
+    private ptfence.flow.SampleClock placeClock;
+    private java.util.function.LongUnaryOperator toPerf;
+    private long placeTsc = -1;
+    private long placePerf = -1;
+
+    /** The flow's time of what is reported now (TSC {@code tsc} from the sample clock), as perf time. */
+    private long placeTime(long tsc) {
+        if (tsc != placeTsc) {
+            placeTsc = tsc;
+            placePerf = tsc < 0 ? -1 : toPerf.applyAsLong(tsc);
+        }
+        return placePerf;
+    }
+
+    /** The samples earlier than {@code t}: placed after the instructions so far if an invocation is open. */
+    private void passSamples(long t) {
+        while (nextSampleTime < t) {
+            ptfence.sideband.BpfOutputs.Sample s = samples.get(nextSample++);
+            nextSampleTime = nextSample < samples.size() ? samples.get(nextSample).time() : Long.MAX_VALUE;
+            if (state != State.OUTSIDE && n > 0) {
+                outputs.add(new Invocation.Output(n, s));
+            }
+        }
+    }
+
     private boolean inTarget(long ip, long t) {
         for (CodeMap.Function f : target) {
             if (f.covers(ip, t == -1 ? f.from() : t)) {
@@ -99,6 +143,12 @@ public final class InvocationTracker implements FlowSink {
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         long t = clock.getAsLong();
+        if (placeClock != null) {
+            long p = placeTime(placeClock.insn(cls));
+            if (p > nextSampleTime) {
+                passSamples(p);
+            }
+        }
         switch (state) {
             case OUTSIDE -> {
                 if (inTarget(ip, t)) {
@@ -160,6 +210,7 @@ public final class InvocationTracker implements FlowSink {
     private void begin(long ip, long t) {
         n = 0;
         retDepth = 0;
+        outputs.clear();
         calls.clear();
         programs.clear();
         outFrames.clear();
@@ -338,8 +389,29 @@ public final class InvocationTracker implements FlowSink {
 
     private void finish(Invocation.End end, long exit) {
         done.accept(new Invocation(cpu, pid, tid, function, entryTime, exit, end, Arrays.copyOf(path, n),
-                Arrays.copyOf(steps, n), List.copyOf(calls), List.copyOf(programs)));
+                Arrays.copyOf(steps, n), List.copyOf(calls), List.copyOf(programs), written(exit)));
         n = 0;
+        outputs.clear();
+    }
+
+    /**
+     * The open invocation's samples whose IP is in no other BPF program. Not cut at the exit time: the trace's
+     * times lag the instructions by up to a timing packet's period, so a sample passed inside the invocation may be
+     * later than its last instruction's time.
+     */
+    private List<Invocation.Output> written(long exit) {
+        if (outputs.isEmpty()) {
+            return List.of();
+        }
+        List<Invocation.Output> out = new ArrayList<>(outputs.size());
+        for (Invocation.Output o : outputs) {
+            ptfence.sideband.BpfOutputs.Sample s = o.sample();
+            CodeMap.Program p = code.programAt(s.ip(), s.time());
+            if (p == null || programs.contains(p.fullName()) || inTarget(s.ip(), s.time())) {
+                out.add(new Invocation.Output(Math.min(o.index(), n), s));
+            }
+        }
+        return List.copyOf(out);
     }
 
     @Override
@@ -350,6 +422,12 @@ public final class InvocationTracker implements FlowSink {
     @Override
     public void event(Event ev) {
         long t = clock.getAsLong();
+        if (placeClock != null && ev.type != Event.TIP && ev.type != Event.TNT && ev.type != Event.IGNORE) {
+            long p = placeTime(placeClock.event()); // as the merged flow times its event lines
+            if (p > nextSampleTime) {
+                passSamples(p);
+            }
+        }
         switch (ev.type) {
             case Event.DISABLED, Event.ASYNC_DISABLED -> {
                 if (state == State.INSIDE) {

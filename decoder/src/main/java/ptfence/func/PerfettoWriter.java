@@ -74,6 +74,13 @@ public final class PerfettoWriter {
         private final boolean untimedTrace;
         private boolean timed;
         private long written, untimed;
+        private ptfence.sideband.BpfOutputFormat outputFormat = ptfence.sideband.BpfOutputFormat.hexOnly();
+
+        /** How the bpf-output samples inside invocations are shown (instant events' args). */
+        public Stream outputs(ptfence.sideband.BpfOutputFormat format) {
+            this.outputFormat = format;
+            return this;
+        }
 
         /**
          * @param untimed  the trace is known to have no timing (a recording without the TSC bit): nothing is held
@@ -168,6 +175,12 @@ public final class PerfettoWriter {
             if (inv.programs().size() > 1) args.field("programs", String.join(",", inv.programs()));
             out.append(",\n").append(event(inv.function(), inv.cpu(), start, length, timed, args));
             for (String child : children) out.append(",\n").append(child);
+            for (Invocation.Output o : inv.outputs()) {
+                // at its time; on the instruction clock, after the instructions before it
+                long ts = timed ? o.sample().time() : start + o.index();
+                out.append(",\n").append(instantEvent(o.sample().event(), "bpf-output", PID, trackOf(inv.cpu()),
+                        timed ? micros(ts) : Long.toString(ts), outputFormat.args(o.sample())));
+            }
         }
     }
 
@@ -224,12 +237,24 @@ public final class PerfettoWriter {
             out.append(",\n").append(j.toString());
         }
 
+        /** An instant event ({@code "ph":"i"}, thread scope) on the track of (pid, tid): a bpf-output sample. */
+        public void instant(int pid, int tid, String name, long time, Json args) throws IOException {
+            out.append(",\n").append(instantEvent(name, "bpf-output", pid, tid, timed ? micros(time)
+                    : Long.toString(time), args));
+        }
+
         public void finish(Json otherData) throws IOException {
             out.append("\n],\"displayTimeUnit\":\"ns\",\"otherData\":")
                     .append(otherData.field("clock", timed ? "perf-time" : "instructions").field("slices", written)
                             .toString())
                     .append("}\n");
         }
+    }
+
+    /** The one form of an instant event: thread-scoped, so it sits on the track it is drawn on. */
+    static String instantEvent(String name, String cat, int pid, int tid, String ts, Json args) {
+        return new Json().field("name", name).field("cat", cat).field("ph", "i").field("s", "t").field("pid", pid)
+                .field("tid", tid).raw("ts", ts).raw("args", args.toString()).toString();
     }
 
     private static boolean hasTimes(Invocation i) {

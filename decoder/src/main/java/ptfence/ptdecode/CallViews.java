@@ -100,8 +100,11 @@ final class CallViews {
         PerfLines.Recording rec = perfRecording(rd);
         CallView view;
         if (format.equals("perfetto")) {
-            view = new PerfettoView(req.recording().toString(), out, names, rd.tscEnabled,
-                    tid -> rd.sideband.commAt(tid, -1));
+            ptfence.sideband.BpfOutputs outputs = rd.bpfOutputs();
+            // a recording with samples and no trace (ptrec --sideband-only --bpf-output) is timed by its samples
+            view = new PerfettoView(req.recording().toString(), out, names, rd.tscEnabled || rd.traces.isEmpty(),
+                    tid -> rd.sideband.commAt(tid, -1)).samples(outputs.all(),
+                    outputs.isEmpty() ? null : rd.bpfOutputFormat());
         } else if (format.equals("folded")) {
             view = new FoldedView(out, names, weight.equals("time"));
         } else if (branches) {

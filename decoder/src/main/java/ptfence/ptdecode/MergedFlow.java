@@ -23,8 +23,8 @@ final class MergedFlow {
     private MergedFlow() {
     }
 
-    /** One merged line and the thread it belongs to (for --per-thread). */
-    record Line(int pid, int tid, String comm, String text) {
+    /** One merged line, its perf time (-1: none) and the thread it belongs to (for --per-thread). */
+    record Line(long time, int pid, int tid, String comm, String text) {
     }
 
     static void print(RecordingDecode rd, PrintWriter out, RecordingDecode.Request req, ThreadOptions threads)
@@ -32,20 +32,73 @@ final class MergedFlow {
         boolean jsonl = req.format().equals("jsonl");
         ThreadGroups groups = threads.perThread ? new ThreadGroups(!jsonl) : null;
         try {
+            java.util.function.Consumer<Line> print = groups == null ? line -> out.append(line.text()).append('\n')
+                    : line -> groups.add(line.pid(), line.tid(), line.comm(), line.text());
+            SampleLines samples = new SampleLines(rd, jsonl, print);
             rd.<Line>decodeMerged((t, lines) -> {
                 LineSink s = new LineSink(t, lines, rd, jsonl, req, threads);
                 return new RecordingDecode.CpuPart(s, d -> {
                     s.decoder = d;
                     s.clock.decoder(d);
                 }, () -> { });
-            }, groups == null ? line -> out.append(line.text()).append('\n')
-                    : line -> groups.add(line.pid(), line.tid(), line.comm(), line.text()));
+            }, line -> {
+                samples.before(line.time());
+                print.accept(line);
+            });
+            samples.before(Long.MAX_VALUE);
             if (groups != null) {
                 groups.finish(out);
             }
         } finally {
             if (groups != null) {
                 groups.close();
+            }
+        }
+    }
+
+    /**
+     * The bpf-output samples, each printed before the first line later than it: a line of its own in the flow
+     * (jsonl: {"cpu","time","event":"bpf-output","ip","size","data" hex, "type"/"fields" where BTF decodes it,
+     * "pid","tid","comm"}). Lines without a time leave them where they are.
+     */
+    private static final class SampleLines {
+        private final java.util.List<ptfence.sideband.BpfOutputs.Sample> samples;
+        private final ptfence.sideband.BpfOutputFormat format;
+        private final RecordingDecode rd;
+        private final boolean jsonl;
+        private final java.util.function.Consumer<Line> print;
+        private int next;
+
+        SampleLines(RecordingDecode rd, boolean jsonl, java.util.function.Consumer<Line> print) throws java.io.IOException {
+            this.rd = rd;
+            this.samples = rd.bpfOutputs().all();
+            this.format = samples.isEmpty() ? null : rd.bpfOutputFormat();
+            this.jsonl = jsonl;
+            this.print = print;
+        }
+
+        void before(long time) {
+            while (time >= 0 && next < samples.size() && samples.get(next).time() < time) {
+                ptfence.sideband.BpfOutputs.Sample s = samples.get(next++);
+                String comm = rd.sideband.commAt(s.tid(), s.time());
+                StringBuilder sb = new StringBuilder(96);
+                if (jsonl) {
+                    sb.append("{\"cpu\":").append(s.cpu()).append(",\"time\":").append(s.time());
+                    format.json(sb, s);
+                    sb.append(",\"pid\":").append(s.pid()).append(",\"tid\":").append(s.tid());
+                    if (comm != null) {
+                        sb.append(",\"comm\":").append(ptfence.cli.Json.quote(comm));
+                    }
+                    sb.append('}');
+                } else {
+                    Columns.right(sb, Integer.toString(s.cpu()), 3, ' ').append(' ');
+                    Columns.seconds(sb, s.time()).append("  ");
+                    Columns.right(sb, comm != null ? comm : ":" + s.tid(), 16, ' ').append(' ');
+                    Columns.right(sb, Integer.toString(s.pid()), 7, ' ').append('/');
+                    Columns.left(sb, Integer.toString(s.tid()), 7).append(' ');
+                    format.text(sb, s);
+                }
+                print.accept(new Line(s.time(), s.pid(), s.tid(), comm, sb.toString()));
             }
         }
     }
@@ -113,7 +166,7 @@ final class MergedFlow {
         }
 
         private void emit(long time, String line) {
-            queue.add(time, new Line(task.pid(), task.tid(), task.comm(), line));
+            queue.add(time, new Line(time, task.pid(), task.tid(), task.comm(), line));
         }
 
         /** Moves to time {@code t}; false if the line is outside --time or the thread filters. */

@@ -69,6 +69,11 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             + "line info; for a program without (bcc's), the source bcc stored for it, then the flow.")
     boolean source;
 
+    @Option(names = "--bpf-output-type", paramLabel = "STRUCT", description = "Decode bpf-output payloads as this "
+            + "BTF struct (the recording's BPF programs' BTF, else the kernel's); default: the one struct of the "
+            + "programs' BTF whose size is the payload's, if only one is (docs/func.md).")
+    String bpfOutputType;
+
     @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto|folded",
             description = "Output format (default: ${DEFAULT-VALUE}); perfetto: call stacks per thread (with --func: "
                     + "its invocations); folded: stacks for flame graphs.")
@@ -240,6 +245,8 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         rd.threads = threadOptions.validate();
         rd.lenientCpus = perfMode;
         rd.recordsOnly = perfMode;
+        rd.outputsOnly = func == null; // a --bpf-output recording without trace still has samples to show
+        rd.bpfOutputType = bpfOutputType;
         rd.verbose = verbose != null && verbose.length > 0;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
@@ -366,7 +373,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                     + (rd.recordingUsed != null ? " and the archive" : ""));
             if (format.equals("perfetto")) {
                 ptfence.func.PerfettoWriter.Stream w = new ptfence.func.PerfettoWriter.Stream(func, out,
-                        !rd.tscEnabled);
+                        !rd.tscEnabled).outputs(rd.bpfOutputFormat());
                 rd.invocations(target, inv -> {
                     try {
                         w.add(inv);
@@ -378,7 +385,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 return done(rd, out);
             }
             boolean jsonl = format.equals("jsonl");
-            FuncPrinter p = new FuncPrinter(out, jsonl);
+            FuncPrinter p = new FuncPrinter(out, jsonl).outputs(rd.bpfOutputFormat());
             p.header(recording, target);
             InsnCounts counts = new InsnCounts();
             java.util.Set<String> programsRun = new java.util.LinkedHashSet<>();
@@ -391,8 +398,8 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 ptfence.func.FuncSummary s = b.build(codeOf(rd, target, programsRun), 10);
                 ptfence.func.SourceLines lines = jsonl ? null
                         : rd.sourceLines(target, rd.programsNamed(programsRun));
-                if (!jsonl) {
-                    for (String l : rd.runsOn(target.programs())) out.append(l).append('\n');
+                for (String l : jsonl ? rd.runsOnJson(target.programs()) : rd.runsOn(target.programs())) {
+                    out.append(l).append('\n');
                 }
                 out.append(jsonl ? s.json() + "\n" : s.text(lines == null || lines.isEmpty() ? null : lines));
                 return done(rd, out);

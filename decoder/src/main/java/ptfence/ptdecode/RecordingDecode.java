@@ -47,7 +47,9 @@ import ptfence.timing.TimingConfig;
 /**
  * Decodes a whole recording: the sideband and every source of code make a {@link CodeMap}, each CPU's PT stream is
  * decoded against it (CPUs in parallel), and the result is either every CPU's flow merged by time or, with a
- * function name, that function's invocations.
+ * function name, that function's invocations. One file past 1k lines: loading and decoding share the recording's
+ * state (code map, sideband, traces, clock); what the views make of it lives beside it (MergedFlow, CallViews,
+ * RecordingOutputs).
  */
 final class RecordingDecode {
     /** What the command line asked for. */
@@ -115,7 +117,7 @@ final class RecordingDecode {
         return openRecording();
     }
 
-    private PerfDataFile openRecording() throws IOException {
+    PerfDataFile openRecording() throws IOException {
         return stdinBytes != null ? PerfDataFile.of(streamName, stdinBytes.duplicate())
                 : PerfDataFile.open(req.recording());
     }
@@ -154,7 +156,8 @@ final class RecordingDecode {
             }
             // perf script's lines of a recording without trace (bpf-output samples of a --sideband-only recording):
             // the recorded events' samples alone
-            boolean traceless = recordsOnly && info == null && buffers.isEmpty() && sampledEvents(f);
+            boolean traceless = info == null && buffers.isEmpty() && (recordsOnly && sampledEvents(f)
+                    || outputsOnly && f.attrs().stream().anyMatch(a -> ptfence.perfdata.BpfOutput.isBpfOutput(a.attr())));
             if (damage != null && (info == null || buffers.isEmpty()) && !traceless) {
                 throw new BadInputException(damage.getMessage() + " (no Intel PT data before it)");
             }
@@ -275,15 +278,57 @@ final class RecordingDecode {
 
     /** "runs on:" lines for --func's summary: the events the programs ran as overflow handlers of. */
     List<String> runsOn(java.util.Collection<CodeMap.Program> programs) {
+        return runsOn(programs, (p, a) -> "runs on: " + a.describe()
+                + (programs.size() > 1 ? " [prog " + p.progId() + "]" : ""));
+    }
+
+    /** Each program's attachments (a program named twice once), one line each as {@code line} makes it. */
+    private List<String> runsOn(java.util.Collection<CodeMap.Program> programs,
+            java.util.function.BiFunction<CodeMap.Program, ptfence.region.PerfAttachment, String> line) {
         List<String> out = new ArrayList<>();
         Set<Integer> seen = new HashSet<>();
         for (CodeMap.Program p : programs) {
             if (!seen.add(p.progId())) continue;
             for (ptfence.region.PerfAttachment a : perfAttachments.getOrDefault(p.progId(), List.of())) {
-                out.add("runs on: " + a.describe() + (programs.size() > 1 ? " [prog " + p.progId() + "]" : ""));
+                out.add(line.apply(p, a));
             }
         }
         return out;
+    }
+
+    /** --bpf-output-type: the BTF struct bpf-output payloads are decoded with (null: picked by size). */
+    String bpfOutputType;
+    private ptfence.sideband.BpfOutputs bpfOutputs;
+    private ptfence.sideband.BpfOutputFormat bpfOutputFormat;
+
+    /** The recording's bpf-output samples within -C, --time and the thread filters ({@link RecordingOutputs}). */
+    ptfence.sideband.BpfOutputs bpfOutputs() throws IOException {
+        if (bpfOutputs == null) {
+            bpfOutputs = RecordingOutputs.samples(this);
+        }
+        return bpfOutputs;
+    }
+
+    /** How the views show bpf-output payloads: hex, and fields where the programs' BTF describes them. */
+    ptfence.sideband.BpfOutputFormat bpfOutputFormat() throws IOException {
+        if (bpfOutputFormat == null) {
+            bpfOutputFormat = bpfOutputs().isEmpty() ? ptfence.sideband.BpfOutputFormat.hexOnly()
+                    : RecordingOutputs.format(this, bpfOutputType);
+        }
+        return bpfOutputFormat;
+    }
+
+    /**
+     * The same as JSON objects for --func --summary --format jsonl: {"type":"runs-on","prog_id","event","type_id",
+     * "config","period" or "freq","cpu","pid","via","link_id","text"}.
+     */
+    List<String> runsOnJson(java.util.Collection<CodeMap.Program> programs) {
+        return runsOn(programs, (p, a) -> new ptfence.cli.Json().field("type", "runs-on").field("prog_id", p.progId())
+                .field("event", a.eventName()).field("type_id", a.type())
+                .field("config", Long.toUnsignedString(a.config()))
+                .field(a.freq() ? "freq" : "period", a.period()).field("cpu", a.cpu()).field("pid", a.pid())
+                .field("via", a.via()).field("link_id", a.linkId()).field("text", "runs on: " + a.describe())
+                .toString());
     }
 
     /** -C naming a CPU without trace is a note, not an error (perf script's options: it prints nothing for it). */
@@ -294,6 +339,9 @@ final class RecordingDecode {
      * rather than failing, for the lines of its samples.
      */
     boolean recordsOnly;
+
+    /** ptdecode's own whole-recording views: a recording without trace that has bpf-output samples loads too. */
+    boolean outputsOnly;
 
     /** An event that is not a dummy, and so has samples of its own (a bpf-output event, a cycles event). */
     static boolean sampledEvents(PerfDataFile f) {
@@ -862,6 +910,7 @@ final class RecordingDecode {
     void invocations(FunctionNames.Target target, java.util.function.Consumer<Invocation> each) throws Exception {
         CodeMap.Clock c = code.clock();
         boolean timed = code.timed();
+        ptfence.sideband.BpfOutputs outputs = bpfOutputs();
         this.<Invocation>decodeMerged((t, out) -> {
             InvocationTracker tr = new InvocationTracker(t.cpu(), target.functions(), code, sideband, inv -> {
                 long entry = inv.entryTime();
@@ -870,10 +919,17 @@ final class RecordingDecode {
                     out.add(entry, inv);
                 }
             });
-            return new CpuPart(tr, d -> tr.clock(() -> {
-                long tsc = d.time();
-                return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
-            }), tr::close);
+            ptfence.flow.SampleClock place = new ptfence.flow.SampleClock();
+            if (!outputs.isEmpty() && timed) {
+                tr.samples(outputs.ofCpu(t.cpu()), place, c::toPerf);
+            }
+            return new CpuPart(tr, d -> {
+                place.decoder(d);
+                tr.clock(() -> {
+                    long tsc = d.time();
+                    return timed && tsc >= 0 ? c.toPerf(tsc) : -1;
+                });
+            }, tr::close);
         }, each);
     }
 

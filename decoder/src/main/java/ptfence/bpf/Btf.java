@@ -16,7 +16,8 @@ import java.util.OptionalInt;
 
 /**
  * A reader of raw BTF (the kernel's /sys/kernel/btf/vmlinux): types by id, struct members and their byte offsets,
- * and FUNC ids (kfunc ids). The fence computes every kernel struct offset it needs from here.
+ * and FUNC ids (kfunc ids). The fence computes every kernel struct offset it needs from here; ptdecode decodes
+ * bpf-output payloads with a program's (ptfence.sideband.BpfOutputFormat), hence its place in the decoder module.
  */
 public final class Btf {
     public static final Path VMLINUX = Path.of("/sys/kernel/btf/vmlinux");
@@ -35,6 +36,8 @@ public final class Btf {
     private final List<Type> types = new ArrayList<>(); // index = id; id 0 is void
     private final Map<String, Integer> firstStructByName = new HashMap<>();
     private final Map<String, Integer> funcByName = new HashMap<>();
+    /** Per INT: its encoding word (signedness, bits); per ARRAY: {element type, count}. */
+    private final Map<Integer, int[]> layout = new HashMap<>();
 
     private Btf(ByteBuffer b, String where) {
         b.order(ByteOrder.LITTLE_ENDIAN);
@@ -59,8 +62,15 @@ public final class Btf {
             p += 12;
             List<Member> members = List.of();
             switch (kind) {
-                case KIND_INT, KIND_VAR, KIND_DECL_TAG -> p += 4;
-                case KIND_ARRAY -> p += 12;
+                case KIND_INT -> {
+                    layout.put(id, new int[] {b.getInt(p)});
+                    p += 4;
+                }
+                case KIND_VAR, KIND_DECL_TAG -> p += 4;
+                case KIND_ARRAY -> {
+                    layout.put(id, new int[] {b.getInt(p), b.getInt(p + 8)});
+                    p += 12;
+                }
                 case KIND_STRUCT, KIND_UNION -> {
                     members = new ArrayList<>(vlen);
                     for (int i = 0; i < vlen; i++, p += 12) {
@@ -110,6 +120,46 @@ public final class Btf {
         Integer id = firstStructByName.get(name);
         if (id == null) throw new BadInputException("BTF: no struct " + name);
         return id;
+    }
+
+    /** INT's encoding word: bit 24 signed, 25 char, 26 bool; low byte its bits (0 for other kinds). */
+    public int intEncoding(int id) {
+        int[] l = layout.get(id);
+        return l == null || type(id).kind() != KIND_INT ? 0 : l[0];
+    }
+
+    /** ARRAY's element type id and element count ({0, 0} for other kinds). */
+    public int[] array(int id) {
+        int[] l = layout.get(id);
+        return l == null || type(id).kind() != KIND_ARRAY ? new int[2] : l.clone();
+    }
+
+    /** Every named STRUCT, in id order. */
+    public List<Type> structs() {
+        List<Type> out = new ArrayList<>();
+        for (Type t : types) {
+            if (t.kind() == KIND_STRUCT && !t.name().isEmpty()) out.add(t);
+        }
+        return out;
+    }
+
+    /** Whether a STRUCT of this name exists. */
+    public boolean hasStruct(String name) {
+        return firstStructByName.containsKey(name);
+    }
+
+    /** Byte size of a type (through typedefs and qualifiers; a pointer is 8, an array its elements'). */
+    public long sizeOf(int id) {
+        Type t = resolve(id);
+        return switch (t.kind()) {
+            case KIND_INT, KIND_STRUCT, KIND_UNION, KIND_ENUM, KIND_ENUM64, KIND_FLOAT -> t.sizeOrType() & 0xffffffffL;
+            case KIND_PTR -> 8;
+            case KIND_ARRAY -> {
+                int[] a = array(t.id());
+                yield sizeOf(a[0]) * (a[1] & 0xffffffffL);
+            }
+            default -> 0;
+        };
     }
 
     /** Id of the FUNC with this name: what a kfunc call puts in imm. Empty if the kernel has no such function. */
