@@ -119,7 +119,16 @@ public final class JitProcesses {
         }
         PerfMap m = inAnonymous ? maps.get(pid) : null;
         PerfMap.Entry e = m == null ? null : m.at(address);
-        return e == null ? null : new Named(e.name(), e.start(), e.end(), m.where(), Long.MIN_VALUE, Long.MAX_VALUE);
+        return e == null ? null : new Named(e.name(), e.start(), e.end(), mapName(pid), Long.MIN_VALUE,
+                Long.MAX_VALUE);
+    }
+
+    /**
+     * The name perf gives a process's anonymous memory, whether or not the map exists or was read from elsewhere
+     * (--jit-dir): the path it reads the map from, {@code /tmp/perf-PID.map}.
+     */
+    public static String mapName(int pid) {
+        return "/tmp/perf-" + pid + ".map";
     }
 
     /** A process's functions by start address, with the greatest end so far (unsigned, biased) for the scan back. */

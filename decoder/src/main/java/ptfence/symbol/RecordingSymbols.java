@@ -136,7 +136,7 @@ public final class RecordingSymbols implements Symbolizer {
             return address < 0 && kernelMapped(address, time) ? KERNEL_DSO : null;
         }
         if (!m.kernel()) {
-            return m.file();
+            return ptfence.jit.JitProcesses.anonymous(m.file()) ? ptfence.jit.JitProcesses.mapName(m.pid()) : m.file();
         }
         if (m.file().startsWith(KERNEL_DSO)) {
             return KERNEL_DSO;
