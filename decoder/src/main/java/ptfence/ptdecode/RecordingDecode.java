@@ -373,7 +373,9 @@ final class RecordingDecode {
         }
         List<Path> mapDirs = new ArrayList<>(dirs);
         mapDirs.add(req.sysroot() == null ? Path.of("/tmp") : req.sysroot().resolve("tmp"));
-        code.addJitCode(dirs, mapDirs);
+        for (String note : code.addJitCode(dirs, mapDirs)) {
+            err.println("ptdecode: " + note);
+        }
     }
 
     /** The BUILD_ID header's ids by file name (none if the header is absent or damaged). */

@@ -317,9 +317,11 @@ public final class CodeMap {
      * recording) gives code bytes bound to their time windows, decoded like any other code of the process; its
      * {@code perf-PID.map} (searched in {@code mapDirs}, in order) names code in its anonymous mappings. Dumps are
      * searched in {@code dumpDirs}, then where {@link #locate} finds mapped files. A damaged dump or map is an error
-     * naming the file and offset; a missing one is a note (its code is missing, as it would be to perf).
+     * naming the file and offset; a missing dump is a line of the list returned (its code is missing, as it would be
+     * to perf without it).
      */
-    public void addJitCode(List<Path> dumpDirs, List<Path> mapDirs) {
+    public List<String> addJitCode(List<Path> dumpDirs, List<Path> mapDirs) {
+        List<String> missing = new ArrayList<>();
         Set<String> dumps = new HashSet<>();
         Set<Integer> mapped = new HashSet<>();
         for (Sideband.Mapping m : sideband.mappings()) {
@@ -330,7 +332,8 @@ public final class CodeMap {
                 Path p = ptfence.jit.JitProcesses.find(dumpDirs, Path.of(m.file()).getFileName().toString());
                 p = p != null ? p : locate(m.file());
                 if (p == null) {
-                    notes.add(m.file() + ": jitdump of process " + m.pid() + " not found (its JIT code is missing)");
+                    missing.add(m.file() + ": jitdump of process " + m.pid() + " not found here (its JIT code is "
+                            + "missing; --jit-dir names where it is)");
                     continue;
                 }
                 ptfence.jit.JitDump d = ptfence.jit.JitDump.read(p);
@@ -349,6 +352,7 @@ public final class CodeMap {
                 }
             }
         }
+        return missing;
     }
 
     /** What the recorded processes' JITs said about their code (jitdumps, perf maps). */
