@@ -90,22 +90,9 @@ public final class JitProcesses {
      */
     public Named at(int pid, long address, long time, boolean inAnonymous) {
         TimedFunction best = null;
-        Index ix = index(pid);
-        long key = address ^ Long.MIN_VALUE;
-        int lo = 0;
-        int hi = ix == null ? -1 : ix.byStart.length - 1;
-        int last = -1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if ((ix.byStart[mid].function().address() ^ Long.MIN_VALUE) <= key) {
-                last = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        for (int i = last; i >= 0 && ix.maxEnd[i] > key; i--) {
-            TimedFunction f = ix.byStart[i];
+        ptfence.image.AddressRanges<TimedFunction> ix = index(pid);
+        for (int i = ix == null ? -1 : ix.lastAtOrBefore(address); i >= 0 && ix.reaches(i, address); i--) {
+            TimedFunction f = ix.get(i);
             JitCode.Function fn = f.function();
             if (Long.compareUnsigned(address - fn.address(), fn.code().length) < 0
                     && (time < 0 || time >= f.from() && time < f.to())
@@ -131,28 +118,13 @@ public final class JitProcesses {
         return "/tmp/perf-" + pid + ".map";
     }
 
-    /** A process's functions by start address, with the greatest end so far (unsigned, biased) for the scan back. */
-    private record Index(TimedFunction[] byStart, long[] maxEnd) {
-    }
+    private final Map<Integer, ptfence.image.AddressRanges<TimedFunction>> indexes =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
-    private final Map<Integer, Index> indexes = new java.util.concurrent.ConcurrentHashMap<>();
-
-    private Index index(int pid) {
+    private ptfence.image.AddressRanges<TimedFunction> index(int pid) {
         List<TimedFunction> l = functions.get(pid);
-        if (l == null) {
-            return null;
-        }
-        return indexes.computeIfAbsent(pid, p -> {
-            TimedFunction[] a = l.toArray(TimedFunction[]::new);
-            java.util.Arrays.sort(a, java.util.Comparator.comparingLong(f -> f.function().address() ^ Long.MIN_VALUE));
-            long[] maxEnd = new long[a.length];
-            long m = Long.MIN_VALUE;
-            for (int i = 0; i < a.length; i++) {
-                m = Math.max(m, a[i].function().end() ^ Long.MIN_VALUE);
-                maxEnd[i] = m;
-            }
-            return new Index(a, maxEnd);
-        });
+        return l == null ? null : indexes.computeIfAbsent(pid, p -> new ptfence.image.AddressRanges<>(l,
+                f -> f.function().address(), f -> f.function().end(), new TimedFunction[0]));
     }
 
     /** The first of {@code dirs} holding {@code name} as a regular file, or null. */

@@ -3,8 +3,6 @@ package ptfence.jit;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import ptfence.cli.BadInputException;
 
@@ -22,29 +20,23 @@ public final class PerfMap {
         }
     }
 
+    /** An entry and its line's place in the file (the later wins an overlap). */
+    private record Line(Entry entry, int index) {
+    }
+
     private final String where;
-    private final Entry[] byStart;
-    /** For each index of {@link #byStart}: the line it came from (the later wins an overlap). */
-    private final int[] line;
-    private final long[] maxEnd;
+    private final List<Entry> inOrder;
+    private final ptfence.image.AddressRanges<Line> byStart;
 
     private PerfMap(String where, List<Entry> entries) {
         this.where = where;
-        Integer[] order = new Integer[entries.size()];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
+        this.inOrder = List.copyOf(entries);
+        List<Line> lines = new ArrayList<>();
+        for (int i = 0; i < entries.size(); i++) {
+            lines.add(new Line(entries.get(i), i));
         }
-        Arrays.sort(order, Comparator.comparingLong(i -> entries.get(i).start() ^ Long.MIN_VALUE));
-        byStart = new Entry[order.length];
-        line = new int[order.length];
-        maxEnd = new long[order.length];
-        long m = Long.MIN_VALUE;
-        for (int i = 0; i < order.length; i++) {
-            byStart[i] = entries.get(order[i]);
-            line[i] = order[i];
-            m = Math.max(m, byStart[i].end() ^ Long.MIN_VALUE);
-            maxEnd[i] = m;
-        }
+        byStart = new ptfence.image.AddressRanges<>(lines, l -> l.entry().start(), l -> l.entry().end(),
+                new Line[0]);
     }
 
     /** The map file, read whole; a line that is not {@code START SIZE name} is one error naming file and offset. */
@@ -103,40 +95,24 @@ public final class PerfMap {
     }
 
     public int size() {
-        return byStart.length;
+        return inOrder.size();
     }
 
     /** Entries in file order. */
     public List<Entry> entries() {
-        Entry[] out = new Entry[byStart.length];
-        for (int i = 0; i < byStart.length; i++) {
-            out[line[i]] = byStart[i];
-        }
-        return List.of(out);
+        return inOrder;
     }
 
     /** The entry naming {@code address} (the latest line among overlapping ones), or null. */
     public Entry at(long address) {
-        long key = address ^ Long.MIN_VALUE;
-        int lo = 0;
-        int hi = byStart.length - 1;
-        int last = -1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if ((byStart[mid].start() ^ Long.MIN_VALUE) <= key) {
-                last = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
+        Line best = null;
+        for (int i = byStart.lastAtOrBefore(address); i >= 0 && byStart.reaches(i, address); i--) {
+            Line l = byStart.get(i);
+            if (Long.compareUnsigned(address - l.entry().start(), l.entry().size()) < 0
+                    && (best == null || l.index() > best.index())) {
+                best = l;
             }
         }
-        int best = -1;
-        for (int i = last; i >= 0 && maxEnd[i] > key; i--) {
-            Entry e = byStart[i];
-            if (Long.compareUnsigned(address - e.start(), e.size()) < 0 && (best < 0 || line[i] > line[best])) {
-                best = i;
-            }
-        }
-        return best < 0 ? null : byStart[best];
+        return best == null ? null : best.entry();
     }
 }
