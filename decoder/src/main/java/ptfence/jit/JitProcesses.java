@@ -89,6 +89,29 @@ public final class JitProcesses {
      * in anonymous memory, where perf uses the map); null if neither names it.
      */
     public Named at(int pid, long address, long time, boolean inAnonymous) {
+        TimedFunction best = function(pid, address, time);
+        if (best != null) {
+            JitCode.Function fn = best.function();
+            return new Named(fn.name(), fn.address(), fn.end(), best.dump(), best.from(), best.to());
+        }
+        PerfMap m = inAnonymous ? maps.get(pid) : null;
+        PerfMap.Entry e = m == null ? null : m.at(address);
+        return e == null ? null : new Named(e.name(), e.start(), e.end(), mapName(pid), Long.MIN_VALUE,
+                Long.MAX_VALUE);
+    }
+
+    /** A source line the jitdump's debug info gives {@code address} ("file:line", its range), or null. */
+    public record Line(String text, long start, long end) {
+    }
+
+    public Line line(int pid, long address, long time) {
+        TimedFunction f = function(pid, address, time);
+        JitRecord.LineEntry e = f == null ? null : f.function().lineAt(address);
+        return e == null ? null : new Line(e.file() + ":" + e.line(), e.address(), f.function().lineEnd(e));
+    }
+
+    /** The jitdump function holding {@code address} at perf time {@code time} (negative: the newest), or null. */
+    private TimedFunction function(int pid, long address, long time) {
         TimedFunction best = null;
         ptfence.image.AddressRanges<TimedFunction> ix = index(pid);
         for (int i = ix == null ? -1 : ix.lastAtOrBefore(address); i >= 0 && ix.reaches(i, address); i--) {
@@ -100,14 +123,7 @@ public final class JitProcesses {
                 best = f;
             }
         }
-        if (best != null) {
-            JitCode.Function fn = best.function();
-            return new Named(fn.name(), fn.address(), fn.end(), best.dump(), best.from(), best.to());
-        }
-        PerfMap m = inAnonymous ? maps.get(pid) : null;
-        PerfMap.Entry e = m == null ? null : m.at(address);
-        return e == null ? null : new Named(e.name(), e.start(), e.end(), mapName(pid), Long.MIN_VALUE,
-                Long.MAX_VALUE);
+        return best;
     }
 
     /**

@@ -198,6 +198,11 @@ public final class RecordingSymbols implements Symbolizer {
         }
         Mapped mm = mapping(address, time, pid);
         Dso d = mm == null ? null : mm.dso();
+        if (d == null && pid >= 0 && !code.jit().isEmpty()) {
+            // JIT code: the lines its jitdump's debug info gives
+            ptfence.jit.JitProcesses.Line j = code.jit().line(pid, address, time);
+            return j == null ? null : new SourceLine(j.text(), j.start(), j.end());
+        }
         long vaddr = d == null ? -1 : vaddr(d, mm.m, address);
         SourceLine l = vaddr == -1 ? null : d.line(vaddr);
         long shift = address - vaddr;
