@@ -483,6 +483,7 @@ public final class Recorder implements AutoCloseable {
             if (!records.isEmpty()) processes++;
             for (PerfRecord r : records) {
                 writer.write(r);
+                if (r instanceof PerfRecord.Mmap2 m) jitFiles.mapped(m.pid(), m.filename());
                 if (r instanceof PerfRecord.Comm) comms++;
                 else mmaps++;
             }
@@ -629,6 +630,7 @@ public final class Recorder implements AutoCloseable {
             case RecordTypes.KSYMBOL -> onKsymbol(rec, size, time);
             case RecordTypes.BPF_EVENT -> onBpfEvent(rec);
             case RecordTypes.TEXT_POKE -> onTextPoke(rec, time);
+            case RecordTypes.MMAP, RecordTypes.MMAP2 -> jitFiles.record(rec, type, size);
             default -> { }
         }
     }
@@ -894,6 +896,7 @@ public final class Recorder implements AutoCloseable {
         early.clear();
         writeFeatures(endTime());
         writer.close();
+        keepJitFiles();
         sampleClockOrCount();
         long end = endTime();
         if (verbose && !monotonicClock) log.println("ptrec: " + clockMap);
@@ -917,6 +920,18 @@ public final class Recorder implements AutoCloseable {
                 child == null || commandStopped ? -1 : child.exitValue(), clockNote(), kernelTextNote, archiveNote,
                 bpfOutputNote, perfAttachments.stream().map(a -> "BPF program " + a.progId() + " runs on "
                         + a.describe()).distinct().toList());
+    }
+
+    /** The JIT files the recorded processes mapped or wrote, copied beside the output at the end. */
+    private final JitFiles jitFiles = new JitFiles();
+
+    private void keepJitFiles() {
+        Path dir = plan.output().toAbsolutePath().getParent();
+        List<String> problems = new ArrayList<>();
+        List<String> kept = jitFiles.keep(dir == null ? Path.of(".") : dir, problems);
+        problems.forEach(p -> log.println("ptrec: " + p));
+        if (!kept.isEmpty()) log.println("ptrec: kept " + String.join(", ", kept) + " beside " + plan.output()
+                + " (the recorded JIT code)");
     }
 
     private String bpfOutputNote = "";

@@ -1,8 +1,6 @@
 package ptfence.image;
 
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 
 /**
@@ -13,8 +11,8 @@ import java.util.List;
  */
 public final class TimedSections implements CodeSpace {
     private final List<Section> pending = new ArrayList<>();
-    private Section[] sorted = new Section[0];
-    private long[] maxEnd = new long[0];
+    private AddressRanges<Section> sorted = new AddressRanges<>(List.of(), Section::address, Section::end,
+            new Section[0]);
     private boolean dirty;
 
     public TimedSections add(Section s) {
@@ -34,16 +32,8 @@ public final class TimedSections implements CodeSpace {
     }
 
     private void index() {
-        sorted = pending.toArray(new Section[0]);
         // stable: among equal addresses, later additions stay later (and win ties)
-        Arrays.sort(sorted, Comparator.comparingLong(s -> s.address() ^ Long.MIN_VALUE));
-        maxEnd = new long[sorted.length];
-        long m = Long.MIN_VALUE;
-        for (int i = 0; i < sorted.length; i++) {
-            long e = sorted[i].end() ^ Long.MIN_VALUE;
-            m = Math.max(m, e);
-            maxEnd[i] = m;
-        }
+        sorted = new AddressRanges<>(pending, Section::address, Section::end, new Section[0]);
         dirty = false;
     }
 
@@ -59,7 +49,7 @@ public final class TimedSections implements CodeSpace {
         if (w < 0) {
             return null;
         }
-        Section s = sorted[w];
+        Section s = sorted.get(w);
         if (time == ANY_TIME) {
             return Image.Piece.of(s, s.address(), s.end(), Long.MIN_VALUE, Long.MAX_VALUE);
         }
@@ -67,8 +57,8 @@ public final class TimedSections implements CodeSpace {
         long to = s.validTo();
         long lo = s.address();
         long hi = s.end();
-        for (int i = lastStartingBefore(hi); i >= 0 && maxEnd[i] > (lo ^ Long.MIN_VALUE); i--) {
-            Section c = sorted[i];
+        for (int i = sorted.lastBefore(hi); i >= 0 && sorted.reaches(i, lo); i--) {
+            Section c = sorted.get(i);
             if (i == w || !overlaps(c, lo, hi) || !beats(i, w) || c.validTo() <= from || c.validFrom() >= to) {
                 continue;
             }
@@ -91,13 +81,13 @@ public final class TimedSections implements CodeSpace {
     /** The section holding {@code addr} at {@code time}, or null. */
     public synchronized Section section(long addr, long time) {
         int w = winner(addr, time);
-        return w < 0 ? null : sorted[w];
+        return w < 0 ? null : sorted.get(w);
     }
 
     /** Whether section i wins over section w where both hold the code: it became valid later, or was added later. */
     private boolean beats(int i, int w) {
-        long a = sorted[i].validFrom();
-        long b = sorted[w].validFrom();
+        long a = sorted.get(i).validFrom();
+        long b = sorted.get(w).validFrom();
         return a > b || a == b && i > w;
     }
 
@@ -105,49 +95,18 @@ public final class TimedSections implements CodeSpace {
         return Long.compareUnsigned(c.address(), hi) < 0 && Long.compareUnsigned(lo, c.end()) < 0;
     }
 
-    /** Index of the last section (by start address) starting before {@code end}, or -1. */
-    private int lastStartingBefore(long end) {
-        long key = end ^ Long.MIN_VALUE;
-        int lo = 0;
-        int hi = sorted.length - 1;
-        int last = -1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if ((sorted[mid].address() ^ Long.MIN_VALUE) < key) {
-                last = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        return last;
-    }
-
     /** Index of the section holding {@code addr} at {@code time}: the one that became valid last; -1 if none. */
     private int winner(long addr, long time) {
         if (dirty) {
             index();
         }
-        long key = addr ^ Long.MIN_VALUE;
-        int lo = 0;
-        int hi = sorted.length - 1;
-        int last = -1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if ((sorted[mid].address() ^ Long.MIN_VALUE) <= key) {
-                last = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
         int best = -1;
-        for (int i = last; i >= 0 && maxEnd[i] > key; i--) {
-            Section s = sorted[i];
+        for (int i = sorted.lastAtOrBefore(addr); i >= 0 && sorted.reaches(i, addr); i--) {
+            Section s = sorted.get(i);
             if (!s.covers(addr, time == ANY_TIME ? s.validFrom() : time)) {
                 continue;
             }
-            if (best < 0 || s.validFrom() > sorted[best].validFrom()) {
+            if (best < 0 || s.validFrom() > sorted.get(best).validFrom()) {
                 best = i;
             }
         }

@@ -106,6 +106,11 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     @Option(names = "--sysroot", paramLabel = "DIR", description = "Where the recorded processes' files are.")
     Path sysroot;
 
+    @Option(names = "--jit-dir", paramLabel = "DIR", description = "Where the recorded processes' JIT files are "
+            + "(jit-PID.dump, perf-PID.map), for a recording made elsewhere (default: beside the recording, then "
+            + "/tmp for maps and the dump's recorded path).")
+    List<Path> jitDirs = new java.util.ArrayList<>();
+
     @Option(names = "--time", paramLabel = "START,END", description = "Only this perf time range, in seconds as "
             + "perf script prints them (either end may be empty).")
     String time;
@@ -247,6 +252,10 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         rd.recordsOnly = perfMode;
         rd.outputsOnly = func == null; // a --bpf-output recording without trace still has samples to show
         rd.bpfOutputType = bpfOutputType;
+        for (Path d : jitDirs) {
+            InputKind.requireDirectory(d, "--jit-dir");
+        }
+        rd.jitDirs = jitDirs;
         rd.verbose = verbose != null && verbose.length > 0;
         if (func != null && (threadOptions.srcline || threadOptions.perThread)) {
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "

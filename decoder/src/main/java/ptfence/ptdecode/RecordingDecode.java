@@ -400,9 +400,30 @@ final class RecordingDecode {
         }
         code.useBuildIds(buildIds(f));
         code.addMappedFiles();
+        addJitCode(dir);
         code.addSidebandSymbols();
         code.applyPokes();
         code.symbols().describe(0); // sort once, before decoder threads share it
+    }
+
+    /** --jit-dir: where the recorded processes' jitdumps and perf-PID.map files are (a recording made elsewhere). */
+    List<Path> jitDirs = List.of();
+
+    /**
+     * JIT code of the recorded processes: jitdumps in --jit-dir, beside the recording (ptrec copies them there),
+     * else where the process wrote them; perf maps in --jit-dir, beside the recording, else in /tmp (under
+     * --sysroot), where perf reads them.
+     */
+    private void addJitCode(Path recordingDir) {
+        List<Path> dirs = new ArrayList<>(jitDirs);
+        if (recordingDir != null) {
+            dirs.add(recordingDir);
+        }
+        List<Path> mapDirs = new ArrayList<>(dirs);
+        mapDirs.add(req.sysroot() == null ? Path.of("/tmp") : req.sysroot().resolve("tmp"));
+        for (String note : code.addJitCode(dirs, mapDirs)) {
+            err.println("ptdecode: " + note);
+        }
     }
 
     /** The BUILD_ID header's ids by file name (none if the header is absent or damaged). */

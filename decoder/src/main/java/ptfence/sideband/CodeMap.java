@@ -81,6 +81,7 @@ public final class CodeMap {
     private final Map<String, byte[]> headerBuildIds = new HashMap<>();
     private final Map<String, java.util.Optional<Path>> files = new java.util.concurrent.ConcurrentHashMap<>();
     private RemoteFiles remote;
+    private final ptfence.jit.JitProcesses jit = new ptfence.jit.JitProcesses();
 
     public CodeMap(Sideband sideband, Clock clock, boolean timed, Path sysroot) {
         this.sideband = sideband;
@@ -309,6 +310,54 @@ public final class CodeMap {
                 user.computeIfAbsent(m.pid(), x -> new TimedSections()).add(s);
             }
         }
+    }
+
+    /**
+     * User JIT code: each process's jitdump (a file {@code jit-PID.dump} the JIT mapped, so its MMAP is in the
+     * recording) gives code bytes bound to their time windows, decoded like any other code of the process; its
+     * {@code perf-PID.map} (searched in {@code mapDirs}, in order) names code in its anonymous mappings. Dumps are
+     * searched in {@code dumpDirs}, then where {@link #locate} finds mapped files. A damaged dump or map is an error
+     * naming the file and offset; a missing dump is a line of the list returned (its code is missing, as it would be
+     * to perf without it).
+     */
+    public List<String> addJitCode(List<Path> dumpDirs, List<Path> mapDirs) {
+        List<String> missing = new ArrayList<>();
+        Set<String> dumps = new HashSet<>();
+        Set<Integer> mapped = new HashSet<>();
+        for (Sideband.Mapping m : sideband.mappings()) {
+            if (m.kernel()) {
+                continue;
+            }
+            if (ptfence.jit.JitProcesses.dumpPid(m.file()) >= 0 && dumps.add(m.pid() + "\0" + m.file())) {
+                Path p = ptfence.jit.JitProcesses.find(dumpDirs, Path.of(m.file()).getFileName().toString());
+                p = p != null ? p : locate(m.file());
+                if (p == null) {
+                    missing.add(m.file() + ": jitdump of process " + m.pid() + " not found here (its JIT code is "
+                            + "missing; --jit-dir names where it is)");
+                    continue;
+                }
+                ptfence.jit.JitDump d = ptfence.jit.JitDump.read(p);
+                boolean tsc = d.archTimestamps();
+                for (ptfence.jit.JitCode.Function f : jit.addDump(m.pid(), d, t -> tsc ? clock.toPerf(t) : t)) {
+                    long from = tsc ? f.from() : clock.toDecoder(f.from());
+                    long to = f.to() == Long.MAX_VALUE ? Long.MAX_VALUE : tsc ? f.to() : clock.toDecoder(f.to());
+                    user.computeIfAbsent(m.pid(), x -> new TimedSections()).add(Section.of(f.name(), f.address(),
+                            f.code()).during(from, to));
+                }
+            }
+            if (ptfence.jit.JitProcesses.anonymous(m.file()) && mapped.add(m.pid())) {
+                Path p = ptfence.jit.JitProcesses.find(mapDirs, "perf-" + m.pid() + ".map");
+                if (p != null) {
+                    jit.addMap(m.pid(), ptfence.jit.PerfMap.read(p));
+                }
+            }
+        }
+        return missing;
+    }
+
+    /** What the recorded processes' JITs said about their code (jitdumps, perf maps). */
+    public ptfence.jit.JitProcesses jit() {
+        return jit;
     }
 
     /**

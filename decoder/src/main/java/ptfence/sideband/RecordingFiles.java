@@ -22,6 +22,8 @@ import ptfence.perfdata.PerfRecord;
  * The user-space files a recording maps (its MMAP/MMAP2 records, the BUILD_ID header) and their copies here: what
  * {@code ptarchive export --binaries} carries. A file counts as the recording's when its build id matches the
  * recorded one (or none was recorded); else perf's build-id cache ({@code ~/.debug/.build-id/xx/…/elf}) may have it.
+ * JIT files too: each jitdump the recording maps and the perf maps of its processes with anonymous code, from beside
+ * the recording (where ptrec keeps them) when they are there.
  */
 public final class RecordingFiles implements MappedFiles {
     @Override
@@ -57,7 +59,28 @@ public final class RecordingFiles implements MappedFiles {
             files.merge(m.file(), id, (a, b) -> a.length > 0 ? a : b);
         }
         List<BundleFile> out = new ArrayList<>();
-        files.forEach((file, id) -> out.add(new BundleFile(BundleFile.BINARY, file, id, localCopy(file, id))));
+        Path beside = perfData.toAbsolutePath().getParent();
+        java.util.Set<Integer> anonymous = new java.util.TreeSet<>();
+        for (Sideband.Mapping m : sideband.mappings()) {
+            if (!m.kernel() && ptfence.jit.JitProcesses.anonymous(m.file())) {
+                anonymous.add(m.pid());
+            }
+        }
+        files.forEach((file, id) -> {
+            // a jitdump: ptrec's copy beside the recording first (the JIT's own may be gone or rewritten)
+            Path kept = ptfence.jit.JitProcesses.dumpPid(file) < 0 || beside == null ? null
+                    : ptfence.jit.JitProcesses.find(List.of(beside), Path.of(file).getFileName().toString());
+            out.add(new BundleFile(BundleFile.BINARY, file, id, kept != null ? kept : localCopy(file, id)));
+        });
+        for (int pid : anonymous) {
+            // the perf maps naming anonymous code: beside the recording (ptrec keeps them), else where perf reads
+            String name = "perf-" + pid + ".map";
+            Path local = ptfence.jit.JitProcesses.find(beside == null ? List.of(Path.of("/tmp"))
+                    : List.of(beside, Path.of("/tmp")), name);
+            if (local != null) {
+                out.add(new BundleFile(BundleFile.BINARY, ptfence.jit.JitProcesses.mapName(pid), new byte[0], local));
+            }
+        }
         return out;
     }
 

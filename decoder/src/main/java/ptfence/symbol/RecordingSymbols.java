@@ -103,9 +103,10 @@ public final class RecordingSymbols implements Symbolizer {
         Mapped mm = mapping(address, time, pid);
         Dso d = mm == null ? null : mm.dso();
         if (d == null) {
-            // no file names it: tables tied to no process (dynamic text in the archive, KSYMBOLs, a symbol file
-            // given with --kallsyms) name whatever they cover
-            return kernel(address, time);
+            // no file names it: the process's JIT (jitdump, perf-PID.map in anonymous memory), else tables tied to
+            // no process (dynamic text in the archive, KSYMBOLs, a symbol file given with --kallsyms)
+            Symbol j = jit(address, time, pid);
+            return j != null ? j : kernel(address, time);
         }
         Sideband.Mapping m = mm.m;
         long vaddr = vaddr(d, m, address);
@@ -135,7 +136,7 @@ public final class RecordingSymbols implements Symbolizer {
             return address < 0 && kernelMapped(address, time) ? KERNEL_DSO : null;
         }
         if (!m.kernel()) {
-            return m.file();
+            return ptfence.jit.JitProcesses.anonymous(m.file()) ? ptfence.jit.JitProcesses.mapName(m.pid()) : m.file();
         }
         if (m.file().startsWith(KERNEL_DSO)) {
             return KERNEL_DSO;
@@ -197,6 +198,11 @@ public final class RecordingSymbols implements Symbolizer {
         }
         Mapped mm = mapping(address, time, pid);
         Dso d = mm == null ? null : mm.dso();
+        if (d == null && pid >= 0 && !code.jit().isEmpty()) {
+            // JIT code: the lines its jitdump's debug info gives
+            ptfence.jit.JitProcesses.Line j = code.jit().line(pid, address, time);
+            return j == null ? null : new SourceLine(j.text(), j.start(), j.end());
+        }
         long vaddr = d == null ? -1 : vaddr(d, mm.m, address);
         SourceLine l = vaddr == -1 ? null : d.line(vaddr);
         long shift = address - vaddr;
@@ -225,6 +231,18 @@ public final class RecordingSymbols implements Symbolizer {
                     Long.MAX_VALUE));
         }
         return List.copyOf(out.values());
+    }
+
+    /** A name the process's JIT gave the code (perf-PID.map only inside its anonymous mappings), or null. */
+    private Symbol jit(long address, long time, int pid) {
+        ptfence.jit.JitProcesses jit = code.jit();
+        if (pid < 0 || jit.isEmpty()) {
+            return null;
+        }
+        Sideband.Mapping m = newest(namesByPid.get(pid), address, time);
+        ptfence.jit.JitProcesses.Named n = jit.at(pid, address, time, m != null
+                && ptfence.jit.JitProcesses.anonymous(m.file()));
+        return n == null ? null : new Symbol(n.name(), n.start(), n.end(), n.dso(), n.from(), n.to());
     }
 
     /** Kernel code: a BPF program's function, a KSYMBOL, else kallsyms/vmlinux. */
