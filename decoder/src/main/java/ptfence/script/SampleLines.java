@@ -253,8 +253,20 @@ final class SampleLines {
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
         insnFields(b, fields, size, bytes, len);
+        ipc(b, fields, s);
         b.nl();
         s.out().commit(s.time(), true);
+    }
+
+    /** perf_sample__fprintf_ipc: instructions per cycle (truncated to two decimals) where the sample has counts. */
+    private static void ipc(LineBytes b, long fields, SampleSink s) {
+        long insns = s.sampleInsnCnt();
+        long cycles = s.sampleCycCnt();
+        if (on(fields, FieldSet.IPC) && insns != 0 && cycles != 0) {
+            long x = Long.divideUnsigned(insns * 100, cycles);
+            b.str(" \t IPC: ").dec(x / 100).ch('.').decZero(x % 100, 2).str(" (").dec(insns).ch('/').dec(cycles)
+                    .str(") ");
+        }
     }
 
     void branch(SampleSink s, long from, long to, int f, int size, byte[] bytes, int len) {
@@ -283,6 +295,7 @@ final class SampleLines {
                 symDso(b, fields, to, s.time(), s.pid());
             }
         }
+        ipc(b, fields, s);
         if (on(fields, FieldSet.IP) && on(fields, FieldSet.SRCLINE)) {
             srcline(b, from, s.time(), s.pid());
         }
@@ -469,6 +482,8 @@ final class SampleLines {
         d.comm = s.comm();
         d.insn = bytes;
         d.insnLen = len;
+        d.insnCnt = s.sampleInsnCnt();
+        d.cycCnt = s.sampleCycCnt();
         long time = s.time();
         int pid = s.pid();
         d.resolver = a -> {

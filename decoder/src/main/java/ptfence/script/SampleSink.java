@@ -102,6 +102,28 @@ public final class SampleSink implements FlowSink {
 
     private final byte[] code = new byte[16];
 
+    // perf's IPC (insn_cnt/cyc_cnt of instruction and branch samples): each state perf's decoder returns carries the
+    // instructions walked so far and the cycle count it last took; a sample counts from its kind's last sample
+    private final boolean countIpc;
+    private boolean stIpc;
+    private long stCyc;
+    private long stInsn;
+    private boolean pStIpc;
+    private long pStCyc;
+    private long pStInsn;
+    /** A conditional branch just run: perf's state for it (taken, or sampled) is known at the next instruction. */
+    private boolean condOpen;
+    private long condInsn;
+    private long condIp;
+    private int condSize;
+    private long lastBrInsn;
+    private long lastBrCyc;
+    private long lastInInsn;
+    private long lastInCyc;
+    /** The counts of the sample being written (0: none, as perf leaves them). */
+    private long sampleInsnCnt;
+    private long sampleCycCnt;
+
     // perf's time filter inside its decoder loop (intel_pt_time_filter), on TSC times: the bound looked at next
     private long[] selStarts = new long[0];
     private long[] selEnds = new long[0];
@@ -128,6 +150,7 @@ public final class SampleSink implements FlowSink {
         this.branchFilter = it.branchFilter();
         FieldSet f = cfg.fields;
         this.holdForTarget = wantBranches || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
+        this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null;
         this.tickPeriod = it.periodType != ItraceOptions.PeriodType.INSTRUCTIONS;
         if (tickPeriod) {
             long p = Math.max(1, cfg.periodTicks);
@@ -216,6 +239,45 @@ public final class SampleSink implements FlowSink {
     /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
     private void consume() {
         queueTsc = clock.event();
+        if (countIpc) {
+            cycState(true);
+        }
+    }
+
+    /**
+     * A state perf's decoder returns now: between packets ({@code sampleTime}: it takes a moved cycle count) or while
+     * walking to one.
+     */
+    private void cycState(boolean sampleTime) {
+        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+        if (pc == null) {
+            stIpc = false;
+            return;
+        }
+        stIpc = sampleTime ? pc.cycSampleTime() : pc.cycState();
+        stCyc = pc.sampleCycles();
+        stInsn = insnTotal;
+    }
+
+    /** The conditional branch before the instruction at {@code ip}: taken or sampled, perf returned a state. */
+    private void closeCond(long ip) {
+        condOpen = false;
+        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+        if (pc == null) {
+            return;
+        }
+        if (ip != condIp + condSize) {
+            stIpc = pc.condTaken();
+            stCyc = pc.sampleCycles();
+            stInsn = condInsn;
+            if (pending && pIp == condIp) {
+                pStIpc = stIpc;
+                pStCyc = stCyc;
+                pStInsn = stInsn;
+            }
+            return;
+        }
+        pc.condNotTaken();
     }
 
     private long perfTime() {
@@ -239,6 +301,9 @@ public final class SampleSink implements FlowSink {
         lastCls = cls;
         lastMode = mode;
         lastSize = size;
+        if (condOpen) {
+            closeCond(ip);
+        }
         if (pending) {
             resolve(ip, 0);
         }
@@ -255,6 +320,9 @@ public final class SampleSink implements FlowSink {
         boolean branch = InsnClass.isBranch(cls);
         boolean filtered = selStarts.length > 0 ? timeFiltered(queueTsc) : timeSkipped();
         boolean sample = sampleInsns && due(branch) && !filtered;
+        if (countIpc) {
+            ipcState(ip, size, cls, sample);
+        }
         if (!sample && !(branch && wantBranches)) {
             return;
         }
@@ -268,6 +336,9 @@ public final class SampleSink implements FlowSink {
             pTsc = queueTsc;
             pSample = sample;
             pPeriod = sample ? insnTotal - insnAtLastSample : 0;
+            pStIpc = stIpc;
+            pStCyc = stCyc;
+            pStInsn = stInsn;
             System.arraycopy(code, 0, pBytes, 0, len);
             pLen = len;
             if (sample) {
@@ -280,6 +351,28 @@ public final class SampleSink implements FlowSink {
             insnAtLastSample = insnTotal;
             int flags = branch ? insnFlags(cls, code, len) : 0;
             instruction(ip, 0, flags, size, code, len, period);
+        }
+    }
+
+    /**
+     * perf's state for the instruction just counted, where it returns one: a branch that takes a packet is returned
+     * between packets (a not-taken conditional one only when sampled, known at the next instruction); any other
+     * sampled instruction while walking to its packet.
+     */
+    private void ipcState(long ip, int size, int cls, boolean sample) {
+        if (cls == InsnClass.COND_JUMP && !sample) {
+            condOpen = true; // a state only if taken: closeCond
+            condIp = ip;
+            condSize = size;
+            condInsn = insnTotal;
+            ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+            if (pc != null) {
+                pc.condState();
+            }
+        } else if (SampleClock.takesPacket(cls)) {
+            cycState(true);
+        } else if (sample || InsnClass.isBranch(cls)) {
+            cycState(false);
         }
     }
 
@@ -319,11 +412,17 @@ public final class SampleSink implements FlowSink {
 
     /** The held branch went to {@code to} (0: not traced on), ending tracing when {@code extra} says so. */
     private void resolve(long to, int extra) {
+        if (condOpen) {
+            closeCond(to);
+        }
         pending = false;
         boolean taken = pCls != InsnClass.COND_JUMP || to != pIp + pSize;
         int flags = insnFlags(pCls, pBytes, pLen) | extra;
         long saved = clock.time();
         queueTsc = pTsc;
+        stIpc = pStIpc;
+        stCyc = pStCyc;
+        stInsn = pStInsn;
         if (pSample) {
             instruction(pIp, taken ? to : 0, flags, pSize, pBytes, pLen, pPeriod);
         }
@@ -585,6 +684,10 @@ public final class SampleSink implements FlowSink {
             branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
         }
         queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
+        ptfence.timing.PerfClock pc = countIpc && decoder != null ? decoder.perfClock() : null;
+        if (pc != null) {
+            pc.cycError();
+        }
         boolean quiet = false;
         if (codeNo == PtError.NOMAP) {
             String dso = lines.dsoOf(ip, perfTime(), task.pid());
@@ -615,6 +718,14 @@ public final class SampleSink implements FlowSink {
     // ------------------------------------------------------------------ samples
 
     private void instruction(long ip, long to, int flags, int size, byte[] bytes, int len, long period) {
+        sampleInsnCnt = 0;
+        sampleCycCnt = 0;
+        if (countIpc && stIpc && stCyc != lastInCyc) {
+            sampleCycCnt = stCyc - lastInCyc;
+            sampleInsnCnt = stInsn - lastInInsn;
+            lastInCyc = stCyc;
+            lastInInsn = stInsn;
+        }
         if (!keep(ip)) {
             return;
         }
@@ -628,6 +739,14 @@ public final class SampleSink implements FlowSink {
         int f = flags | (inTx ? BranchFlags.IN_TX : 0);
         if (branchFilter != 0 && (branchFilter & f) == 0) {
             return;
+        }
+        sampleInsnCnt = 0;
+        sampleCycCnt = 0;
+        if (countIpc && stIpc && stCyc != lastBrCyc) {
+            sampleCycCnt = stCyc - lastBrCyc;
+            sampleInsnCnt = stInsn - lastBrInsn;
+            lastBrCyc = stCyc;
+            lastBrInsn = stInsn;
         }
         if (!keep(from)) {
             return;
@@ -696,6 +815,16 @@ public final class SampleSink implements FlowSink {
             return 0;
         }
         return x86.length;
+    }
+
+    /** perf's insn_cnt of the sample being written (0: none). */
+    long sampleInsnCnt() {
+        return sampleInsnCnt;
+    }
+
+    /** perf's cyc_cnt of the sample being written (0: none). */
+    long sampleCycCnt() {
+        return sampleCycCnt;
     }
 
     byte[] fetchedBytes() {
