@@ -258,6 +258,56 @@ final class SampleLines {
         s.out().commit(s.time(), true);
     }
 
+    /** The column width perf's callindent keeps (one for the whole run in perf; per CPU here). */
+    private int spacing;
+
+    /**
+     * perf_sample__fprintf_callindent: the called function (a call, a trace begin) or the one left (a return, a trace
+     * end) indented by the thread's call depth, in a column whose width changes seldom.
+     */
+    private void callindent(LineBytes b, long fields, SampleSink s, long from, long to, int f) {
+        long time = s.time();
+        int pid = s.pid();
+        String name = null;
+        long ip = 0;
+        if ((f & (BranchFlags.CALL | BranchFlags.TRACE_BEGIN)) != 0) {
+            Symbol sym = to == 0 ? null : cursor.symbol(to, time, pid);
+            if (sym != null) {
+                name = sym.name();
+            } else {
+                ip = to;
+            }
+        } else if ((f & (BranchFlags.RETURN | BranchFlags.TRACE_END)) != 0) {
+            Symbol sym = from == 0 ? null : cursor.symbol(from, time, pid);
+            if (sym != null) {
+                name = sym.name();
+            } else {
+                ip = from;
+            }
+        }
+        if (on(fields, FieldSet.DSO) && !on(fields, FieldSet.IP) && !on(fields, FieldSet.ADDR)) {
+            b.ch('(');
+            Symbol sym = from == 0 ? null : cursor.symbol(from, time, pid);
+            b.bytes(sym != null && sym.dso() != null ? sym.dso().getBytes(StandardCharsets.UTF_8)
+                    : unknownDso(from, time, pid));
+            b.str(")\t");
+        }
+        int at = b.length();
+        int depth = s.callDepth(f);
+        if (name != null) {
+            b.spaces(depth * 4).str(name);
+        } else if (ip != 0) {
+            b.spaces(depth * 4).hex(ip, 16);
+        }
+        int len = b.length() - at;
+        if (len > spacing || len != 0 && len < spacing - 52) {
+            spacing = (len + 4 + 31) / 32 * 32;
+        }
+        if (len < spacing) {
+            b.spaces(spacing - len);
+        }
+    }
+
     /** perf_sample__fprintf_ipc: instructions per cycle (truncated to two decimals) where the sample has counts. */
     private static void ipc(LineBytes b, long fields, SampleSink s) {
         long insns = s.sampleInsnCnt();
@@ -285,6 +335,9 @@ final class SampleLines {
             b.bytes(branchesName);
         }
         flagsColumn(b, f);
+        if (on(fields, FieldSet.CALLINDENT)) {
+            callindent(b, fields, s, from, to, f);
+        }
         if (on(fields, FieldSet.IP)) {
             b.ch(' ');
             ipSym(b, fields, from, s.time(), s.pid(), false);

@@ -105,6 +105,9 @@ public final class SampleSink implements FlowSink {
     // perf's IPC (insn_cnt/cyc_cnt of instruction and branch samples): each state perf's decoder returns carries the
     // instructions walked so far and the cycle count it last took; a sample counts from its kind's last sample
     private final boolean countIpc;
+    /** perf's thread stacks, for callindent (null without it); the trace run perf numbers them by. */
+    private final CallDepth calls;
+    private long traceNr;
     private boolean stIpc;
     private long stCyc;
     private long stInsn;
@@ -151,6 +154,7 @@ public final class SampleSink implements FlowSink {
         FieldSet f = cfg.fields;
         this.holdForTarget = wantBranches || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
         this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null;
+        this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) ? new CallDepth() : null;
         this.tickPeriod = it.periodType != ItraceOptions.PeriodType.INSTRUCTIONS;
         if (tickPeriod) {
             long p = Math.max(1, cfg.periodTicks);
@@ -227,6 +231,7 @@ public final class SampleSink implements FlowSink {
     public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator tscToPerf) {
         this.decoder = d;
         this.toPerf = tscToPerf;
+        traceNr++;
         clock.decoder(d);
     }
 
@@ -737,6 +742,10 @@ public final class SampleSink implements FlowSink {
             return;
         }
         int f = flags | (inTx ? BranchFlags.IN_TX : 0);
+        if (calls != null) {
+            task.at(taskTime());
+            calls.branch(task.tid(), traceNr, f, from, to, (f & BranchFlags.ASYNC) != 0 ? 0 : size);
+        }
         if (branchFilter != 0 && (branchFilter & f) == 0) {
             return;
         }
@@ -815,6 +824,13 @@ public final class SampleSink implements FlowSink {
             return 0;
         }
         return x86.length;
+    }
+
+    /** The call depth callindent shows for a branch with {@code flags} (perf's: after a call, before a return). */
+    int callDepth(int flags) {
+        int tid = task.tid();
+        int d = calls == null ? 0 : calls.depth(tid);
+        return calls != null && calls.has(tid) && (flags & BranchFlags.RETURN) != 0 ? d + 1 : d;
     }
 
     /** perf's insn_cnt of the sample being written (0: none). */

@@ -1,0 +1,85 @@
+package ptfence.script;
+
+import ptfence.calls.BranchFlags;
+
+/**
+ * The call depth of each thread as perf's thread stack keeps it for callindent (tools/perf/util/thread-stack.c, fed
+ * with every branch perf's Intel PT decoder returns): a call pushes its return address (a call to the next
+ * instruction does not), a return pops down to the entry of the address it returns to (none if it is not there), a
+ * trace begin pops that way too and then the calls made as tracing ended. A new run of trace (perf's trace number)
+ * empties a thread's stack. One per CPU's sink; growing arrays, nothing allocated per branch.
+ */
+final class CallDepth {
+    private static final class Stack {
+        long[] ret = new long[16];
+        boolean[] traceEnd = new boolean[16];
+        int cnt;
+        long traceNr;
+    }
+
+    private final java.util.HashMap<Integer, Stack> stacks = new java.util.HashMap<>();
+    private int lastTid = Integer.MIN_VALUE;
+    private Stack last;
+
+    private Stack of(int tid) {
+        if (tid != lastTid) {
+            last = stacks.computeIfAbsent(tid, t -> new Stack());
+            lastTid = tid;
+        }
+        return last;
+    }
+
+    /** A branch of thread {@code tid} in trace run {@code traceNr}: perf's thread_stack__event. */
+    void branch(int tid, long traceNr, int flags, long from, long to, int insnLen) {
+        Stack s = of(tid);
+        if (traceNr != s.traceNr) {
+            s.cnt = 0;
+            s.traceNr = traceNr;
+        }
+        if ((flags & BranchFlags.CALL) != 0) {
+            if (to == 0) {
+                return;
+            }
+            long retAddr = from + insnLen;
+            if (retAddr == to) {
+                return; // a call to the next instruction (getting the IP) does not nest
+            }
+            if (s.cnt == s.ret.length) {
+                s.ret = java.util.Arrays.copyOf(s.ret, s.cnt * 2);
+                s.traceEnd = java.util.Arrays.copyOf(s.traceEnd, s.cnt * 2);
+            }
+            s.ret[s.cnt] = retAddr;
+            s.traceEnd[s.cnt] = (flags & BranchFlags.TRACE_END) != 0;
+            s.cnt++;
+        } else if ((flags & BranchFlags.TRACE_BEGIN) != 0) {
+            pop(s, to);
+            while (s.cnt > 0 && s.traceEnd[s.cnt - 1]) {
+                s.cnt--;
+            }
+        } else if ((flags & BranchFlags.RETURN) != 0 && from != 0) {
+            pop(s, to);
+        }
+    }
+
+    private static void pop(Stack s, long retAddr) {
+        if (retAddr == 0) {
+            return;
+        }
+        for (int i = s.cnt; i > 0; i--) {
+            if (s.ret[i - 1] == retAddr) {
+                s.cnt = i - 1;
+                return;
+            }
+        }
+    }
+
+    /** The thread's depth now (perf's thread_stack__depth). */
+    int depth(int tid) {
+        return of(tid).cnt;
+    }
+
+    /** Whether the thread has a stack (perf adds one to a return's depth only then). */
+    boolean has(int tid) {
+        return stacks.containsKey(tid);
+    }
+}
