@@ -17,6 +17,9 @@ final class CallDepth {
         long traceNr;
     }
 
+    /** perf's context markers in a call chain (PERF_CONTEXT_USER, PERF_CONTEXT_KERNEL). */
+    static final long USER = -512, KERNEL = -128;
+
     private final java.util.HashMap<Integer, Stack> stacks = new java.util.HashMap<>();
     private int lastTid = Integer.MIN_VALUE;
     private Stack last;
@@ -71,6 +74,38 @@ final class CallDepth {
                 return;
             }
         }
+    }
+
+    /**
+     * perf's thread_stack__sample: the call chain of a sample at {@code ip} into {@code out} (a context marker
+     * ({@link #USER}, {@link #KERNEL}) ahead of each run of addresses of one side of {@code kernelStart}; the sample's own
+     * address, then the return addresses innermost first), at most {@code size} entries; returns how many.
+     */
+    int chain(int tid, long ip, long kernelStart, long[] out, int size) {
+        if (size < 2) {
+            return 0;
+        }
+        long context = Long.compareUnsigned(ip, kernelStart) < 0 ? USER : KERNEL;
+        out[0] = context;
+        out[1] = ip;
+        Stack s = stacks.get(tid);
+        if (s == null) {
+            return 2;
+        }
+        int i = 2;
+        for (int j = 1; i < size && j <= s.cnt; i++, j++) {
+            long a = s.ret[s.cnt - j];
+            long c = Long.compareUnsigned(a, kernelStart) < 0 ? USER : KERNEL;
+            if (c != context) {
+                if (i >= size - 1) {
+                    break;
+                }
+                out[i++] = c;
+                context = c;
+            }
+            out[i] = a;
+        }
+        return i;
     }
 
     /** The thread's depth now (perf's thread_stack__depth). */

@@ -28,7 +28,7 @@ final class SampleLines {
     private String prefixComm;
     private int prefixPid = Integer.MIN_VALUE;
     private int prefixTid = Integer.MIN_VALUE;
-    private final byte[][] prefix = new byte[2][];
+    private final byte[][] prefix = new byte[3][];
 
     // the symbol last printed and its text
     private Symbol lastSym;
@@ -77,7 +77,7 @@ final class SampleLines {
             b.bytes(dlPrinted.toByteArray());
             dlPrinted.reset();
         }
-        int kind = fields == hw ? 0 : 1;
+        int kind = fields == hw ? (s.chain() != null && on(fields, FieldSet.IP) && chainLine ? 2 : 0) : 1;
         String comm = s.comm();
         if (!comm.equals(prefixComm) || s.pid() != prefixPid || s.tid() != prefixTid) {
             prefixComm = comm; // another task: both kinds' columns are made again
@@ -85,10 +85,13 @@ final class SampleLines {
             prefixTid = s.tid();
             prefix[0] = null;
             prefix[1] = null;
+            prefix[2] = null;
         }
         if (prefix[kind] == null) {
             scratch.clear();
-            if (on(fields, FieldSet.COMM)) {
+            if (on(fields, FieldSet.COMM) && kind == 2) {
+                scratch.str(comm).ch(' '); // perf: a sample with a call chain has its comm unpadded
+            } else if (on(fields, FieldSet.COMM)) {
                 scratch.right(comm, 16).ch(' ');
             }
             if (on(fields, FieldSet.PID) && on(fields, FieldSet.TID)) {
@@ -237,7 +240,9 @@ final class SampleLines {
         if (fields == 0) {
             return;
         }
+        chainLine = true;
         LineBytes b = start(s, fields);
+        chainLine = false;
         if (on(fields, FieldSet.PERIOD)) {
             b.dec(period, 10).ch(' ');
         }
@@ -248,7 +253,9 @@ final class SampleLines {
         if (on(fields, FieldSet.ADDR)) {
             b.hex(to, 16);
         }
-        if (on(fields, FieldSet.IP)) {
+        if (on(fields, FieldSet.IP) && s.chain() != null) {
+            callchain(b, fields, s);
+        } else if (on(fields, FieldSet.IP)) {
             b.ch(' ');
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
@@ -256,6 +263,32 @@ final class SampleLines {
         ipc(b, fields, s);
         b.nl();
         s.out().commit(s.time(), true);
+    }
+
+    /** The line being started is an instruction sample's (the one kind that carries perf's call chain). */
+    private boolean chainLine;
+
+    /**
+     * The sample's call chain where perf prints the IP (sample__fprintf_callchain): a line each, tab, the address in
+     * its map, symbol and offset, (dso); the context markers are left out.
+     */
+    private void callchain(LineBytes b, long fields, SampleSink s) {
+        long[] c = s.chain();
+        int n = s.chainLength();
+        long time = s.time();
+        int pid = s.pid();
+        b.ch('\n');
+        for (int i = 0; i < n; i++) {
+            long a = c[i];
+            if (a == CallDepth.USER || a == CallDepth.KERNEL) {
+                continue;
+            }
+            b.ch('\t').hex(symbols.mapAddress(a, time, pid), 16);
+            if (on(fields, FieldSet.SYM | FieldSet.DSO)) {
+                symDso(b, fields, a, time, pid);
+            }
+            b.ch('\n');
+        }
     }
 
     /** The column width perf's callindent keeps (one for the whole run in perf; per CPU here). */

@@ -108,6 +108,9 @@ public final class SampleSink implements FlowSink {
     /** perf's thread stacks, for callindent (null without it); the trace run perf numbers them by. */
     private final CallDepth calls;
     private long traceNr;
+    /** --itrace=g: the call chain of the instruction sample being written (perf's thread_stack__sample). */
+    private final long[] chain;
+    private int chainLen;
     private boolean stIpc;
     private long stCyc;
     private long stInsn;
@@ -152,9 +155,11 @@ public final class SampleSink implements FlowSink {
         this.wantBranches = it.branches && cfg.events.of(PerfEvents.Kind.BRANCHES) != null;
         this.branchFilter = it.branchFilter();
         FieldSet f = cfg.fields;
-        this.holdForTarget = wantBranches || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
+        this.holdForTarget = wantBranches || it.callchain || f.has(FieldSet.Type.HW, FieldSet.CALLINDENT)
+                || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
         this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null;
-        this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) ? new CallDepth() : null;
+        this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) || it.callchain ? new CallDepth() : null;
+        this.chain = it.callchain ? new long[it.callchainSize + 1] : null; // perf: the size and one for the context
         this.tickPeriod = it.periodType != ItraceOptions.PeriodType.INSTRUCTIONS;
         if (tickPeriod) {
             long p = Math.max(1, cfg.periodTicks);
@@ -328,7 +333,7 @@ public final class SampleSink implements FlowSink {
         if (countIpc) {
             ipcState(ip, size, cls, sample);
         }
-        if (!sample && !(branch && wantBranches)) {
+        if (!sample && !(branch && (wantBranches || calls != null))) {
             return;
         }
         int len = read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, Math.min(size,
@@ -431,7 +436,7 @@ public final class SampleSink implements FlowSink {
         if (pSample) {
             instruction(pIp, taken ? to : 0, flags, pSize, pBytes, pLen, pPeriod);
         }
-        if (wantBranches && (taken || (extra & BranchFlags.TRACE_END) != 0)) {
+        if ((wantBranches || calls != null) && (taken || (extra & BranchFlags.TRACE_END) != 0)) {
             branch(pIp, to, flags, pSize, pBytes, pLen);
         }
         queueTsc = saved;
@@ -734,17 +739,20 @@ public final class SampleSink implements FlowSink {
         if (!keep(ip)) {
             return;
         }
+        if (chain != null) {
+            chainLen = calls.chain(task.tid(), ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
+        }
         lines.instruction(this, ip, to, flags | (inTx ? BranchFlags.IN_TX : 0), size, bytes, len, period);
     }
 
     private void branch(long from, long to, int flags, int size, byte[] bytes, int len) {
-        if (!wantBranches) {
-            return;
-        }
         int f = flags | (inTx ? BranchFlags.IN_TX : 0);
         if (calls != null) {
             task.at(taskTime());
             calls.branch(task.tid(), traceNr, f, from, to, (f & BranchFlags.ASYNC) != 0 ? 0 : size);
+        }
+        if (!wantBranches) {
+            return;
         }
         if (branchFilter != 0 && (branchFilter & f) == 0) {
             return;
@@ -831,6 +839,15 @@ public final class SampleSink implements FlowSink {
         int tid = task.tid();
         int d = calls == null ? 0 : calls.depth(tid);
         return calls != null && calls.has(tid) && (flags & BranchFlags.RETURN) != 0 ? d + 1 : d;
+    }
+
+    /** The call chain of the instruction sample being written (null without --itrace=g) and its length. */
+    long[] chain() {
+        return chain;
+    }
+
+    int chainLength() {
+        return chainLen;
     }
 
     /** perf's insn_cnt of the sample being written (0: none). */
