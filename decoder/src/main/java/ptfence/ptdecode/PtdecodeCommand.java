@@ -285,7 +285,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         }
         // perf's branch samples (--itrace=b, c, r, its default cepwx) are SampleSink's too: with them come the psb,
         // cbr, ptwrite and error lines the call views' branch listing does not print
-        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parse(perf.itraceSpec());
+        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parseAll(perf.itraceSpecs());
         ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
         if (perf.insnTrace != null) {
             fields.parse(perf.insnTrace.equals("disasm") ? "+insn,-event,-period" : "+insn,-event,-period");
