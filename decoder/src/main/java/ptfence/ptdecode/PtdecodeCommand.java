@@ -296,6 +296,7 @@ public final class PtdecodeCommand implements Callable<Integer> {
         ptfence.script.PerfEvents events = new ptfence.script.PerfEvents(rd.eventAttrs, rd.eventNames, rd.pt, itrace);
         events.check(fields, true);
         fields.warn(stderr);
+        ptfence.script.PerfConfig.load(System.getenv(), stderr).check(stderr); // perf's ~/.perfconfig and others
         ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
         if (perf.symbols != null) {
             java.util.Set<String> names = new java.util.LinkedHashSet<>();
