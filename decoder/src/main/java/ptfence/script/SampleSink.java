@@ -122,10 +122,9 @@ public final class SampleSink implements FlowSink {
     private long condInsn;
     private long condIp;
     private int condSize;
-    private long lastBrInsn;
-    private long lastBrCyc;
-    private long lastInInsn;
-    private long lastInCyc;
+    /** Instructions and cycles at the last branch sample, and at the last instruction sample. */
+    private final long[] lastBr = new long[2];
+    private final long[] lastIn = new long[2];
     /** The counts of the sample being written (0: none, as perf leaves them). */
     private long sampleInsnCnt;
     private long sampleCycCnt;
@@ -728,14 +727,7 @@ public final class SampleSink implements FlowSink {
     // ------------------------------------------------------------------ samples
 
     private void instruction(long ip, long to, int flags, int size, byte[] bytes, int len, long period) {
-        sampleInsnCnt = 0;
-        sampleCycCnt = 0;
-        if (countIpc && stIpc && stCyc != lastInCyc) {
-            sampleCycCnt = stCyc - lastInCyc;
-            sampleInsnCnt = stInsn - lastInInsn;
-            lastInCyc = stCyc;
-            lastInInsn = stInsn;
-        }
+        ipcCounts(lastIn);
         if (!keep(ip)) {
             return;
         }
@@ -743,6 +735,21 @@ public final class SampleSink implements FlowSink {
             chainLen = calls.chain(task.tid(), ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
         }
         lines.instruction(this, ip, to, flags | (inTx ? BranchFlags.IN_TX : 0), size, bytes, len, period);
+    }
+
+    /**
+     * perf's counts of the sample being made from the state now: where the state has a cycle count other than the last
+     * sample's of this kind ({@code last}: instructions, cycles), what ran since; else none.
+     */
+    private void ipcCounts(long[] last) {
+        sampleInsnCnt = 0;
+        sampleCycCnt = 0;
+        if (countIpc && stIpc && stCyc != last[1]) {
+            sampleCycCnt = stCyc - last[1];
+            sampleInsnCnt = stInsn - last[0];
+            last[0] = stInsn;
+            last[1] = stCyc;
+        }
     }
 
     private void branch(long from, long to, int flags, int size, byte[] bytes, int len) {
@@ -757,14 +764,7 @@ public final class SampleSink implements FlowSink {
         if (branchFilter != 0 && (branchFilter & f) == 0) {
             return;
         }
-        sampleInsnCnt = 0;
-        sampleCycCnt = 0;
-        if (countIpc && stIpc && stCyc != lastBrCyc) {
-            sampleCycCnt = stCyc - lastBrCyc;
-            sampleInsnCnt = stInsn - lastBrInsn;
-            lastBrCyc = stCyc;
-            lastBrInsn = stInsn;
-        }
+        ipcCounts(lastBr);
         if (!keep(from)) {
             return;
         }
