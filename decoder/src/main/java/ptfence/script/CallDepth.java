@@ -15,6 +15,19 @@ final class CallDepth {
         boolean[] traceEnd = new boolean[16];
         int cnt;
         long traceNr;
+        // the last branches (--itrace=l), a ring filled downwards as perf's
+        long[] brFrom;
+        long[] brTo;
+        int[] brFlags;
+        int brPos;
+        int brNr;
+    }
+
+    /** The size of each thread's ring of last branches (0: none kept). */
+    private final int lastBranches;
+
+    CallDepth(int lastBranches) {
+        this.lastBranches = lastBranches;
     }
 
     /** perf's context markers in a call chain (PERF_CONTEXT_USER, PERF_CONTEXT_KERNEL). */
@@ -26,7 +39,17 @@ final class CallDepth {
 
     private Stack of(int tid) {
         if (tid != lastTid) {
-            last = stacks.computeIfAbsent(tid, t -> new Stack());
+            last = stacks.computeIfAbsent(tid, t -> {
+                Stack s = new Stack();
+                // perf 6.1 gives the idle task's samples no last branches (seen on every forged recording: its
+                // swapper samples carry none, the other threads' do), though it keeps its call stack
+                if (lastBranches > 0 && t != 0) {
+                    s.brFrom = new long[lastBranches];
+                    s.brTo = new long[lastBranches];
+                    s.brFlags = new int[lastBranches];
+                }
+                return s;
+            });
             lastTid = tid;
         }
         return last;
@@ -37,7 +60,21 @@ final class CallDepth {
         Stack s = of(tid);
         if (traceNr != s.traceNr) {
             s.cnt = 0;
+            s.brNr = 0;
+            s.brPos = 0;
             s.traceNr = traceNr;
+        }
+        if (s.brFrom != null) { // perf's thread_stack__update_br_stack: every branch, newest first
+            if (s.brPos == 0) {
+                s.brPos = lastBranches;
+            }
+            s.brPos--;
+            s.brFrom[s.brPos] = from;
+            s.brTo[s.brPos] = to;
+            s.brFlags[s.brPos] = flags;
+            if (s.brNr < lastBranches) {
+                s.brNr++;
+            }
         }
         if ((flags & BranchFlags.CALL) != 0) {
             if (to == 0) {
@@ -106,6 +143,24 @@ final class CallDepth {
             out[i] = a;
         }
         return i;
+    }
+
+    /**
+     * The thread's last branches, newest first (perf's thread_stack__br_sample), into the arrays; returns how many.
+     */
+    int lastBranches(int tid, long[] from, long[] to, int[] flags) {
+        Stack s = stacks.get(tid);
+        if (s == null || s.brFrom == null) {
+            return 0;
+        }
+        int n = s.brNr;
+        for (int i = 0; i < n; i++) {
+            int k = (s.brPos + i) % lastBranches;
+            from[i] = s.brFrom[k];
+            to[i] = s.brTo[k];
+            flags[i] = s.brFlags[k];
+        }
+        return n;
     }
 
     /** The thread's depth now (perf's thread_stack__depth). */

@@ -259,10 +259,45 @@ final class SampleLines {
             b.ch(' ');
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
+        if (on(fields, FieldSet.BRSTACK)) {
+            brstack(b, fields, s);
+        }
         insnFields(b, fields, size, bytes, len);
         ipc(b, fields, s);
         b.nl();
         s.out().commit(s.time(), true);
+    }
+
+    /**
+     * perf_sample__fprintf_brstack: each last branch as " 0xFROM/0xTO/-/X/A/0/ " ((dso) after each address with the
+     * dso field; no mispredict, no cycles, no type, as perf's Intel PT branches carry none).
+     */
+    private void brstack(LineBytes b, long fields, SampleSink s) {
+        int n = s.lastBranchCount();
+        long time = s.time();
+        int pid = s.pid();
+        boolean dso = on(fields, FieldSet.DSO);
+        for (int i = 0; i < n; i++) {
+            long from = s.lastBranchFrom(i);
+            long to = s.lastBranchTo(i);
+            int f = s.lastBranchFlags(i);
+            b.str(" 0x").hex(from);
+            if (dso) {
+                b.ch('(').bytes(dsoName(from, time, pid)).ch(')');
+            }
+            b.str("/0x").hex(to);
+            if (dso) {
+                b.ch('(').bytes(dsoName(to, time, pid)).ch(')');
+            }
+            b.str("/-/").ch((f & BranchFlags.IN_TX) != 0 ? 'X' : '-').ch('/')
+                    .ch((f & BranchFlags.TX_ABORT) != 0 ? 'A' : '-').str("/0/ ");
+        }
+    }
+
+    private byte[] dsoName(long a, long time, int pid) {
+        Symbol sym = a == 0 ? null : cursor.symbol(a, time, pid);
+        return sym != null && sym.dso() != null ? sym.dso().getBytes(StandardCharsets.UTF_8)
+                : unknownDso(a, time, pid);
     }
 
     /** The line being started is an instruction sample's (the one kind that carries perf's call chain). */

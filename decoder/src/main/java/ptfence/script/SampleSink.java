@@ -111,6 +111,11 @@ public final class SampleSink implements FlowSink {
     /** --itrace=g: the call chain of the instruction sample being written (perf's thread_stack__sample). */
     private final long[] chain;
     private int chainLen;
+    /** --itrace=l: the last branches of the instruction sample being written (perf's brstack), newest first. */
+    private long[] brFrom;
+    private long[] brTo;
+    private int[] brFlags;
+    private int brLen;
     private boolean stIpc;
     private long stCyc;
     private long stInsn;
@@ -154,10 +159,17 @@ public final class SampleSink implements FlowSink {
         this.wantBranches = it.branches && cfg.events.of(PerfEvents.Kind.BRANCHES) != null;
         this.branchFilter = it.branchFilter();
         FieldSet f = cfg.fields;
-        this.holdForTarget = wantBranches || it.callchain || f.has(FieldSet.Type.HW, FieldSet.CALLINDENT)
+        this.holdForTarget = wantBranches || it.callchain || it.lastBranch
+                || f.has(FieldSet.Type.HW, FieldSet.CALLINDENT)
                 || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
         this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null;
-        this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) || it.callchain ? new CallDepth() : null;
+        this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) || it.callchain || it.lastBranch
+                ? new CallDepth(it.lastBranch ? it.lastBranchSize : 0) : null;
+        if (it.lastBranch) {
+            brFrom = new long[it.lastBranchSize];
+            brTo = new long[it.lastBranchSize];
+            brFlags = new int[it.lastBranchSize];
+        }
         this.chain = it.callchain ? new long[it.callchainSize + 1] : null; // perf: the size and one for the context
         this.tickPeriod = it.periodType != ItraceOptions.PeriodType.INSTRUCTIONS;
         if (tickPeriod) {
@@ -734,6 +746,9 @@ public final class SampleSink implements FlowSink {
         if (chain != null) {
             chainLen = calls.chain(task.tid(), ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
         }
+        if (brFrom != null) {
+            brLen = calls.lastBranches(task.tid(), brFrom, brTo, brFlags);
+        }
         lines.instruction(this, ip, to, flags | (inTx ? BranchFlags.IN_TX : 0), size, bytes, len, period);
     }
 
@@ -848,6 +863,23 @@ public final class SampleSink implements FlowSink {
 
     int chainLength() {
         return chainLen;
+    }
+
+    /** The last branches of the instruction sample being written (0 without --itrace=l); from, to, flags by index. */
+    int lastBranchCount() {
+        return brFrom == null ? 0 : brLen;
+    }
+
+    long lastBranchFrom(int i) {
+        return brFrom[i];
+    }
+
+    long lastBranchTo(int i) {
+        return brTo[i];
+    }
+
+    int lastBranchFlags(int i) {
+        return brFlags[i];
     }
 
     /** perf's insn_cnt of the sample being written (0: none). */
