@@ -61,6 +61,9 @@ public final class DlFilter implements AutoCloseable {
         public String comm;
         public byte[] insn;
         public int insnLen;
+        /** perf's IPC counts of the sample (0: none). */
+        public long insnCnt;
+        public long cycCnt;
         /** Symbol lookup for resolve_ip/resolve_addr/resolve_address: null where no symbol covers it. */
         public Resolver resolver;
     }
@@ -276,8 +279,8 @@ public final class DlFilter implements AutoCloseable {
         MEM.putLong(sample + S_TIME, Math.max(0, s.time));
         MEM.putLong(sample + S_ADDR, s.addr);
         MEM.putLong(sample + S_PERIOD, s.period);
-        MEM.putLong(sample + S_INSN_CNT, 0);
-        MEM.putLong(sample + S_CYC_CNT, 0);
+        MEM.putLong(sample + S_INSN_CNT, s.insnCnt);
+        MEM.putLong(sample + S_CYC_CNT, s.cycCnt);
         MEM.putInt(sample + S_CPU, s.cpu);
         MEM.putInt(sample + S_FLAGS, s.flags);
         MEM.putByte(sample + S_CPUMODE, (byte) (kernel(s.ip) ? 1 : 2)); // PERF_RECORD_MISC_KERNEL / _USER

@@ -204,6 +204,11 @@ public final class FlowDecoder {
         return evd.time().cycles();
     }
 
+    /** perf's clock and cycle count (null unless {@link FlowConfig#perfClock}). */
+    public ptfence.timing.PerfClock perfClock() {
+        return evd.time().perf();
+    }
+
     /** Offset of the last PSB read (in this decoder's input), or -1 before the first. */
     public long psbOffset() {
         long at = evd.syncOffset();

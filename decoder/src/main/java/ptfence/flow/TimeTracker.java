@@ -34,6 +34,14 @@ public final class TimeTracker {
     void packet(int type) {
         if (perf != null) {
             perf.packet(type == Pkt.CYC);
+            switch (type) {
+                case Pkt.TIP_PGE -> perf.flowPacket(ptfence.timing.PerfClock.FLOW_PGE);
+                case Pkt.TIP_PGD, Pkt.STOP -> perf.flowPacket(ptfence.timing.PerfClock.FLOW_PGD);
+                case Pkt.PSB -> perf.flowPacket(ptfence.timing.PerfClock.FLOW_PSB);
+                case Pkt.PSBEND -> perf.flowPacket(ptfence.timing.PerfClock.FLOW_PSBEND);
+                case Pkt.FUP -> perf.flowPacket(ptfence.timing.PerfClock.FLOW_FUP);
+                default -> { }
+            }
         }
     }
 

@@ -48,7 +48,7 @@ public final class PerfScriptOptions {
             description = "What to synthesize, as perf script --itrace: i[period] instructions (i1i, i100ns), b "
                     + "branches, c calls, r returns, x, w, p, o, I, e errors, g, l, s<n>, q... (default: ce + power "
                     + "and ptwrite events, as perf script).")
-    String itrace;
+    List<String> itrace; // each given (perf takes --itrace again and adds it up: ItraceOptions.parseAll)
 
     @Option(names = "--ns", description = "Nine decimals in times (perf script --ns).")
     boolean ns;
@@ -216,11 +216,15 @@ public final class PerfScriptOptions {
         return null;
     }
 
-    /** The --itrace string perf would work with (null: perf script's default). */
-    String itraceSpec() {
+    /** The --itrace strings perf would work with, in order (null for one given without a value: perf's default). */
+    List<String> itraceSpecs() {
         if (insnTrace != null) {
-            return "i0nse";
+            return List.of("i0nse");
         }
-        return itrace == null || ITRACE_DEFAULT.equals(itrace) ? null : itrace;
+        List<String> out = new ArrayList<>();
+        if (itrace != null) {
+            itrace.forEach(s -> out.add(ITRACE_DEFAULT.equals(s) ? null : s));
+        }
+        return out;
     }
 }

@@ -310,7 +310,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         // perf's branch samples (--itrace=b, c, r, its default cepwx) are SampleSink's too: with them come the psb,
         // cbr, ptwrite and error lines the call views' branch listing does not print
-        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parse(perf.itraceSpec());
+        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parseAll(perf.itraceSpecs());
         ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
         if (perf.insnTrace != null) {
             fields.parse(perf.insnTrace.equals("disasm") ? "+insn,-event,-period" : "+insn,-event,-period");
@@ -321,6 +321,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         ptfence.script.PerfEvents events = new ptfence.script.PerfEvents(rd.eventAttrs, rd.eventNames, rd.pt, itrace);
         events.check(fields, true);
         fields.warn(stderr);
+        ptfence.script.PerfConfig.load(System.getenv(), stderr).check(stderr); // perf's ~/.perfconfig and others
         ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
         if (perf.symbols != null) {
             java.util.Set<String> names = new java.util.LinkedHashSet<>();

@@ -46,6 +46,12 @@ public final class ItraceOptions {
     public int errorMinus;
     /** The string given (null: perf script's default). */
     public final String spec;
+    // what this one string set itself (perf keeps the rest from an earlier --itrace)
+    private boolean periodSet;
+    private boolean periodTypeSet;
+    private boolean callchainSet;
+    private boolean lastBranchSet;
+    private boolean skipSet;
 
     private ItraceOptions(String spec) {
         this.spec = spec;
@@ -66,7 +72,72 @@ public final class ItraceOptions {
         o.interrupts = true;
         o.errors = true;
         o.cacheEvents = true;
+        o.periodSet = true; // perf's itrace_synth_opts__set_default sets these, the letters above add to others
+        o.periodTypeSet = true;
+        o.callchainSet = true;
+        o.lastBranchSet = true;
+        o.skipSet = true;
         return o;
+    }
+
+    /**
+     * --itrace given several times, as perf parses each into the same options: the letters add up (so do q and the
+     * error flags); a size, period or skip one string sets replaces the earlier one; with instructions (or cycles)
+     * among the letters, a string that sets no period puts perf's default period back.
+     */
+    public static ItraceOptions parseAll(java.util.List<String> specs) {
+        ItraceOptions acc = null;
+        for (String s : specs) {
+            ItraceOptions o = parse(s);
+            acc = acc == null ? o : o.after(acc);
+        }
+        return acc == null ? scriptDefault() : acc;
+    }
+
+    private ItraceOptions after(ItraceOptions e) {
+        instructions |= e.instructions;
+        cycles |= e.cycles;
+        branches |= e.branches;
+        calls |= e.calls;
+        returns |= e.returns;
+        transactions |= e.transactions;
+        ptwrites |= e.ptwrites;
+        power |= e.power;
+        other |= e.other;
+        interrupts |= e.interrupts;
+        errors |= e.errors;
+        log |= e.log;
+        callchain |= e.callchain;
+        addCallchain |= e.addCallchain;
+        lastBranch |= e.lastBranch;
+        addLastBranch |= e.addLastBranch;
+        approxIpc |= e.approxIpc;
+        timeless |= e.timeless;
+        cacheEvents |= e.cacheEvents;
+        quick += e.quick;
+        errorPlus |= e.errorPlus;
+        errorMinus |= e.errorMinus;
+        if (!callchainSet) {
+            callchainSize = e.callchainSize;
+        }
+        if (!lastBranchSet) {
+            lastBranchSize = e.lastBranchSize;
+        }
+        if (!skipSet) {
+            initialSkip = e.initialSkip;
+        }
+        if (instructions || cycles) {
+            if (!periodTypeSet) {
+                periodType = PeriodType.NANOSECS;
+            }
+            if (!periodSet) {
+                period = DEFAULT_PERIOD;
+            }
+        } else {
+            period = e.period;
+            periodType = e.periodType;
+        }
+        return this;
     }
 
     /** Parses {@code spec} as perf does; a string perf refuses is refused with perf's words (exit 2). */
@@ -94,6 +165,7 @@ public final class ItraceOptions {
                             int end = digitsEnd(spec, p);
                             o.period = Long.parseUnsignedLong(spec.substring(p, end));
                             periodSet = true;
+                            o.periodSet = true;
                             p = skipSeparators(spec, end);
                             if (p >= n) {
                                 break; // a number alone: the default unit
@@ -112,6 +184,7 @@ public final class ItraceOptions {
                                 default -> throw bad(spec);
                             }
                             periodTypeSet = true;
+                            o.periodTypeSet = true;
                         }
                     }
                     case 'b' -> o.branches = true;
@@ -148,6 +221,7 @@ public final class ItraceOptions {
                         }
                         int[] size = sizeAt(spec, p, 16);
                         o.callchainSize = size[0];
+                        o.callchainSet = true;
                         p = size[1];
                     }
                     case 'l', 'L' -> {
@@ -158,6 +232,7 @@ public final class ItraceOptions {
                         }
                         int[] size = sizeAt(spec, p, 64);
                         o.lastBranchSize = size[0];
+                        o.lastBranchSet = true;
                         p = size[1];
                     }
                     case 's' -> {
@@ -166,6 +241,7 @@ public final class ItraceOptions {
                             throw bad(spec);
                         }
                         o.initialSkip = Long.parseLong(spec.substring(p, end));
+                        o.skipSet = true;
                         p = end;
                     }
                     case 'q' -> o.quick++;

@@ -28,7 +28,7 @@ final class SampleLines {
     private String prefixComm;
     private int prefixPid = Integer.MIN_VALUE;
     private int prefixTid = Integer.MIN_VALUE;
-    private final byte[][] prefix = new byte[2][];
+    private final byte[][] prefix = new byte[3][];
 
     // the symbol last printed and its text
     private Symbol lastSym;
@@ -77,7 +77,7 @@ final class SampleLines {
             b.bytes(dlPrinted.toByteArray());
             dlPrinted.reset();
         }
-        int kind = fields == hw ? 0 : 1;
+        int kind = fields == hw ? (s.chain() != null && on(fields, FieldSet.IP) && chainLine ? 2 : 0) : 1;
         String comm = s.comm();
         if (!comm.equals(prefixComm) || s.pid() != prefixPid || s.tid() != prefixTid) {
             prefixComm = comm; // another task: both kinds' columns are made again
@@ -85,10 +85,13 @@ final class SampleLines {
             prefixTid = s.tid();
             prefix[0] = null;
             prefix[1] = null;
+            prefix[2] = null;
         }
         if (prefix[kind] == null) {
             scratch.clear();
-            if (on(fields, FieldSet.COMM)) {
+            if (on(fields, FieldSet.COMM) && kind == 2) {
+                scratch.str(comm).ch(' '); // perf: a sample with a call chain has its comm unpadded
+            } else if (on(fields, FieldSet.COMM)) {
                 scratch.right(comm, 16).ch(' ');
             }
             if (on(fields, FieldSet.PID) && on(fields, FieldSet.TID)) {
@@ -237,7 +240,9 @@ final class SampleLines {
         if (fields == 0) {
             return;
         }
+        chainLine = true;
         LineBytes b = start(s, fields);
+        chainLine = false;
         if (on(fields, FieldSet.PERIOD)) {
             b.dec(period, 10).ch(' ');
         }
@@ -248,13 +253,138 @@ final class SampleLines {
         if (on(fields, FieldSet.ADDR)) {
             b.hex(to, 16);
         }
-        if (on(fields, FieldSet.IP)) {
+        if (on(fields, FieldSet.IP) && s.chain() != null) {
+            callchain(b, fields, s);
+        } else if (on(fields, FieldSet.IP)) {
             b.ch(' ');
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
+        if (on(fields, FieldSet.BRSTACK)) {
+            brstack(b, fields, s);
+        }
         insnFields(b, fields, size, bytes, len);
+        ipc(b, fields, s);
         b.nl();
         s.out().commit(s.time(), true);
+    }
+
+    /**
+     * perf_sample__fprintf_brstack: each last branch as " 0xFROM/0xTO/-/X/A/0/ " ((dso) after each address with the
+     * dso field; no mispredict, no cycles, no type, as perf's Intel PT branches carry none).
+     */
+    private void brstack(LineBytes b, long fields, SampleSink s) {
+        int n = s.lastBranchCount();
+        long time = s.time();
+        int pid = s.pid();
+        boolean dso = on(fields, FieldSet.DSO);
+        for (int i = 0; i < n; i++) {
+            long from = s.lastBranchFrom(i);
+            long to = s.lastBranchTo(i);
+            int f = s.lastBranchFlags(i);
+            b.str(" 0x").hex(from);
+            if (dso) {
+                b.ch('(').bytes(dsoName(from, time, pid)).ch(')');
+            }
+            b.str("/0x").hex(to);
+            if (dso) {
+                b.ch('(').bytes(dsoName(to, time, pid)).ch(')');
+            }
+            b.str("/-/").ch((f & BranchFlags.IN_TX) != 0 ? 'X' : '-').ch('/')
+                    .ch((f & BranchFlags.TX_ABORT) != 0 ? 'A' : '-').str("/0/ ");
+        }
+    }
+
+    private byte[] dsoName(long a, long time, int pid) {
+        Symbol sym = a == 0 ? null : cursor.symbol(a, time, pid);
+        return sym != null && sym.dso() != null ? sym.dso().getBytes(StandardCharsets.UTF_8)
+                : unknownDso(a, time, pid);
+    }
+
+    /** The line being started is an instruction sample's (the one kind that carries perf's call chain). */
+    private boolean chainLine;
+
+    /**
+     * The sample's call chain where perf prints the IP (sample__fprintf_callchain): a line each, tab, the address in
+     * its map, symbol and offset, (dso); the context markers are left out.
+     */
+    private void callchain(LineBytes b, long fields, SampleSink s) {
+        long[] c = s.chain();
+        int n = s.chainLength();
+        long time = s.time();
+        int pid = s.pid();
+        b.ch('\n');
+        for (int i = 0; i < n; i++) {
+            long a = c[i];
+            if (a == CallDepth.USER || a == CallDepth.KERNEL) {
+                continue;
+            }
+            b.ch('\t').hex(symbols.mapAddress(a, time, pid), 16);
+            if (on(fields, FieldSet.SYM | FieldSet.DSO)) {
+                symDso(b, fields, a, time, pid);
+            }
+            b.ch('\n');
+        }
+    }
+
+    /** The column width perf's callindent keeps (one for the whole run in perf; per CPU here). */
+    private int spacing;
+
+    /**
+     * perf_sample__fprintf_callindent: the called function (a call, a trace begin) or the one left (a return, a trace
+     * end) indented by the thread's call depth, in a column whose width changes seldom.
+     */
+    private void callindent(LineBytes b, long fields, SampleSink s, long from, long to, int f) {
+        long time = s.time();
+        int pid = s.pid();
+        String name = null;
+        long ip = 0;
+        if ((f & (BranchFlags.CALL | BranchFlags.TRACE_BEGIN)) != 0) {
+            Symbol sym = to == 0 ? null : cursor.symbol(to, time, pid);
+            if (sym != null) {
+                name = sym.name();
+            } else {
+                ip = to;
+            }
+        } else if ((f & (BranchFlags.RETURN | BranchFlags.TRACE_END)) != 0) {
+            Symbol sym = from == 0 ? null : cursor.symbol(from, time, pid);
+            if (sym != null) {
+                name = sym.name();
+            } else {
+                ip = from;
+            }
+        }
+        if (on(fields, FieldSet.DSO) && !on(fields, FieldSet.IP) && !on(fields, FieldSet.ADDR)) {
+            b.ch('(');
+            Symbol sym = from == 0 ? null : cursor.symbol(from, time, pid);
+            b.bytes(sym != null && sym.dso() != null ? sym.dso().getBytes(StandardCharsets.UTF_8)
+                    : unknownDso(from, time, pid));
+            b.str(")\t");
+        }
+        int at = b.length();
+        int depth = s.callDepth(f);
+        if (name != null) {
+            b.spaces(depth * 4).str(name);
+        } else if (ip != 0) {
+            b.spaces(depth * 4).hex(ip, 16);
+        }
+        int len = b.length() - at;
+        if (len > spacing || len != 0 && len < spacing - 52) {
+            spacing = (len + 4 + 31) / 32 * 32;
+        }
+        if (len < spacing) {
+            b.spaces(spacing - len);
+        }
+    }
+
+    /** perf_sample__fprintf_ipc: instructions per cycle (truncated to two decimals) where the sample has counts. */
+    private static void ipc(LineBytes b, long fields, SampleSink s) {
+        long insns = s.sampleInsnCnt();
+        long cycles = s.sampleCycCnt();
+        if (on(fields, FieldSet.IPC) && insns != 0 && cycles != 0) {
+            long x = Long.divideUnsigned(insns * 100, cycles);
+            b.str(" \t IPC: ").dec(x / 100).ch('.').decZero(x % 100, 2).str(" (").dec(insns).ch('/').dec(cycles)
+                    .str(") ");
+        }
     }
 
     void branch(SampleSink s, long from, long to, int f, int size, byte[] bytes, int len) {
@@ -273,6 +403,9 @@ final class SampleLines {
             b.bytes(branchesName);
         }
         flagsColumn(b, f);
+        if (on(fields, FieldSet.CALLINDENT)) {
+            callindent(b, fields, s, from, to, f);
+        }
         if (on(fields, FieldSet.IP)) {
             b.ch(' ');
             ipSym(b, fields, from, s.time(), s.pid(), false);
@@ -283,6 +416,7 @@ final class SampleLines {
                 symDso(b, fields, to, s.time(), s.pid());
             }
         }
+        ipc(b, fields, s);
         if (on(fields, FieldSet.IP) && on(fields, FieldSet.SRCLINE)) {
             srcline(b, from, s.time(), s.pid());
         }
@@ -469,6 +603,8 @@ final class SampleLines {
         d.comm = s.comm();
         d.insn = bytes;
         d.insnLen = len;
+        d.insnCnt = s.sampleInsnCnt();
+        d.cycCnt = s.sampleCycCnt();
         long time = s.time();
         int pid = s.pid();
         d.resolver = a -> {

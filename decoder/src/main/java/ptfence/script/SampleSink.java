@@ -102,6 +102,38 @@ public final class SampleSink implements FlowSink {
 
     private final byte[] code = new byte[16];
 
+    // perf's IPC (insn_cnt/cyc_cnt of instruction and branch samples): each state perf's decoder returns carries the
+    // instructions walked so far and the cycle count it last took; a sample counts from its kind's last sample
+    private final boolean countIpc;
+    /** perf's thread stacks, for callindent (null without it); the trace run perf numbers them by. */
+    private final CallDepth calls;
+    private long traceNr;
+    /** --itrace=g: the call chain of the instruction sample being written (perf's thread_stack__sample). */
+    private final long[] chain;
+    private int chainLen;
+    /** --itrace=l: the last branches of the instruction sample being written (perf's brstack), newest first. */
+    private long[] brFrom;
+    private long[] brTo;
+    private int[] brFlags;
+    private int brLen;
+    private boolean stIpc;
+    private long stCyc;
+    private long stInsn;
+    private boolean pStIpc;
+    private long pStCyc;
+    private long pStInsn;
+    /** A conditional branch just run: perf's state for it (taken, or sampled) is known at the next instruction. */
+    private boolean condOpen;
+    private long condInsn;
+    private long condIp;
+    private int condSize;
+    /** Instructions and cycles at the last branch sample, and at the last instruction sample. */
+    private final long[] lastBr = new long[2];
+    private final long[] lastIn = new long[2];
+    /** The counts of the sample being written (0: none, as perf leaves them). */
+    private long sampleInsnCnt;
+    private long sampleCycCnt;
+
     // perf's time filter inside its decoder loop (intel_pt_time_filter), on TSC times: the bound looked at next
     private long[] selStarts = new long[0];
     private long[] selEnds = new long[0];
@@ -127,7 +159,18 @@ public final class SampleSink implements FlowSink {
         this.wantBranches = it.branches && cfg.events.of(PerfEvents.Kind.BRANCHES) != null;
         this.branchFilter = it.branchFilter();
         FieldSet f = cfg.fields;
-        this.holdForTarget = wantBranches || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
+        this.holdForTarget = wantBranches || it.callchain || it.lastBranch
+                || f.has(FieldSet.Type.HW, FieldSet.CALLINDENT)
+                || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
+        this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null;
+        this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) || it.callchain || it.lastBranch
+                ? new CallDepth(it.lastBranch ? it.lastBranchSize : 0) : null;
+        if (it.lastBranch) {
+            brFrom = new long[it.lastBranchSize];
+            brTo = new long[it.lastBranchSize];
+            brFlags = new int[it.lastBranchSize];
+        }
+        this.chain = it.callchain ? new long[it.callchainSize + 1] : null; // perf: the size and one for the context
         this.tickPeriod = it.periodType != ItraceOptions.PeriodType.INSTRUCTIONS;
         if (tickPeriod) {
             long p = Math.max(1, cfg.periodTicks);
@@ -204,6 +247,7 @@ public final class SampleSink implements FlowSink {
     public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator tscToPerf) {
         this.decoder = d;
         this.toPerf = tscToPerf;
+        traceNr++;
         clock.decoder(d);
     }
 
@@ -216,6 +260,45 @@ public final class SampleSink implements FlowSink {
     /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
     private void consume() {
         queueTsc = clock.event();
+        if (countIpc) {
+            cycState(true);
+        }
+    }
+
+    /**
+     * A state perf's decoder returns now: between packets ({@code sampleTime}: it takes a moved cycle count) or while
+     * walking to one.
+     */
+    private void cycState(boolean sampleTime) {
+        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+        if (pc == null) {
+            stIpc = false;
+            return;
+        }
+        stIpc = sampleTime ? pc.cycSampleTime() : pc.cycState();
+        stCyc = pc.sampleCycles();
+        stInsn = insnTotal;
+    }
+
+    /** The conditional branch before the instruction at {@code ip}: taken or sampled, perf returned a state. */
+    private void closeCond(long ip) {
+        condOpen = false;
+        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+        if (pc == null) {
+            return;
+        }
+        if (ip != condIp + condSize) {
+            stIpc = pc.condTaken();
+            stCyc = pc.sampleCycles();
+            stInsn = condInsn;
+            if (pending && pIp == condIp) {
+                pStIpc = stIpc;
+                pStCyc = stCyc;
+                pStInsn = stInsn;
+            }
+            return;
+        }
+        pc.condNotTaken();
     }
 
     private long perfTime() {
@@ -239,6 +322,9 @@ public final class SampleSink implements FlowSink {
         lastCls = cls;
         lastMode = mode;
         lastSize = size;
+        if (condOpen) {
+            closeCond(ip);
+        }
         if (pending) {
             resolve(ip, 0);
         }
@@ -255,7 +341,10 @@ public final class SampleSink implements FlowSink {
         boolean branch = InsnClass.isBranch(cls);
         boolean filtered = selStarts.length > 0 ? timeFiltered(queueTsc) : timeSkipped();
         boolean sample = sampleInsns && due(branch) && !filtered;
-        if (!sample && !(branch && wantBranches)) {
+        if (countIpc) {
+            ipcState(ip, size, cls, sample);
+        }
+        if (!sample && !(branch && (wantBranches || calls != null))) {
             return;
         }
         int len = read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, Math.min(size,
@@ -268,6 +357,9 @@ public final class SampleSink implements FlowSink {
             pTsc = queueTsc;
             pSample = sample;
             pPeriod = sample ? insnTotal - insnAtLastSample : 0;
+            pStIpc = stIpc;
+            pStCyc = stCyc;
+            pStInsn = stInsn;
             System.arraycopy(code, 0, pBytes, 0, len);
             pLen = len;
             if (sample) {
@@ -280,6 +372,28 @@ public final class SampleSink implements FlowSink {
             insnAtLastSample = insnTotal;
             int flags = branch ? insnFlags(cls, code, len) : 0;
             instruction(ip, 0, flags, size, code, len, period);
+        }
+    }
+
+    /**
+     * perf's state for the instruction just counted, where it returns one: a branch that takes a packet is returned
+     * between packets (a not-taken conditional one only when sampled, known at the next instruction); any other
+     * sampled instruction while walking to its packet.
+     */
+    private void ipcState(long ip, int size, int cls, boolean sample) {
+        if (cls == InsnClass.COND_JUMP && !sample) {
+            condOpen = true; // a state only if taken: closeCond
+            condIp = ip;
+            condSize = size;
+            condInsn = insnTotal;
+            ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+            if (pc != null) {
+                pc.condState();
+            }
+        } else if (SampleClock.takesPacket(cls)) {
+            cycState(true);
+        } else if (sample || InsnClass.isBranch(cls)) {
+            cycState(false);
         }
     }
 
@@ -319,15 +433,21 @@ public final class SampleSink implements FlowSink {
 
     /** The held branch went to {@code to} (0: not traced on), ending tracing when {@code extra} says so. */
     private void resolve(long to, int extra) {
+        if (condOpen) {
+            closeCond(to);
+        }
         pending = false;
         boolean taken = pCls != InsnClass.COND_JUMP || to != pIp + pSize;
         int flags = insnFlags(pCls, pBytes, pLen) | extra;
         long saved = clock.time();
         queueTsc = pTsc;
+        stIpc = pStIpc;
+        stCyc = pStCyc;
+        stInsn = pStInsn;
         if (pSample) {
             instruction(pIp, taken ? to : 0, flags, pSize, pBytes, pLen, pPeriod);
         }
-        if (wantBranches && (taken || (extra & BranchFlags.TRACE_END) != 0)) {
+        if ((wantBranches || calls != null) && (taken || (extra & BranchFlags.TRACE_END) != 0)) {
             branch(pIp, to, flags, pSize, pBytes, pLen);
         }
         queueTsc = saved;
@@ -585,6 +705,10 @@ public final class SampleSink implements FlowSink {
             branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
         }
         queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
+        ptfence.timing.PerfClock pc = countIpc && decoder != null ? decoder.perfClock() : null;
+        if (pc != null) {
+            pc.cycError();
+        }
         boolean quiet = false;
         if (codeNo == PtError.NOMAP) {
             String dso = lines.dsoOf(ip, perfTime(), task.pid());
@@ -615,20 +739,47 @@ public final class SampleSink implements FlowSink {
     // ------------------------------------------------------------------ samples
 
     private void instruction(long ip, long to, int flags, int size, byte[] bytes, int len, long period) {
+        ipcCounts(lastIn);
         if (!keep(ip)) {
             return;
+        }
+        if (chain != null) {
+            chainLen = calls.chain(task.tid(), ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
+        }
+        if (brFrom != null) {
+            brLen = calls.lastBranches(task.tid(), brFrom, brTo, brFlags);
         }
         lines.instruction(this, ip, to, flags | (inTx ? BranchFlags.IN_TX : 0), size, bytes, len, period);
     }
 
+    /**
+     * perf's counts of the sample being made from the state now: where the state has a cycle count other than the last
+     * sample's of this kind ({@code last}: instructions, cycles), what ran since; else none.
+     */
+    private void ipcCounts(long[] last) {
+        sampleInsnCnt = 0;
+        sampleCycCnt = 0;
+        if (countIpc && stIpc && stCyc != last[1]) {
+            sampleCycCnt = stCyc - last[1];
+            sampleInsnCnt = stInsn - last[0];
+            last[0] = stInsn;
+            last[1] = stCyc;
+        }
+    }
+
     private void branch(long from, long to, int flags, int size, byte[] bytes, int len) {
+        int f = flags | (inTx ? BranchFlags.IN_TX : 0);
+        if (calls != null) {
+            task.at(taskTime());
+            calls.branch(task.tid(), traceNr, f, from, to, (f & BranchFlags.ASYNC) != 0 ? 0 : size);
+        }
         if (!wantBranches) {
             return;
         }
-        int f = flags | (inTx ? BranchFlags.IN_TX : 0);
         if (branchFilter != 0 && (branchFilter & f) == 0) {
             return;
         }
+        ipcCounts(lastBr);
         if (!keep(from)) {
             return;
         }
@@ -696,6 +847,49 @@ public final class SampleSink implements FlowSink {
             return 0;
         }
         return x86.length;
+    }
+
+    /** The call depth callindent shows for a branch with {@code flags} (perf's: after a call, before a return). */
+    int callDepth(int flags) {
+        int tid = task.tid();
+        int d = calls == null ? 0 : calls.depth(tid);
+        return calls != null && calls.has(tid) && (flags & BranchFlags.RETURN) != 0 ? d + 1 : d;
+    }
+
+    /** The call chain of the instruction sample being written (null without --itrace=g) and its length. */
+    long[] chain() {
+        return chain;
+    }
+
+    int chainLength() {
+        return chainLen;
+    }
+
+    /** The last branches of the instruction sample being written (0 without --itrace=l); from, to, flags by index. */
+    int lastBranchCount() {
+        return brFrom == null ? 0 : brLen;
+    }
+
+    long lastBranchFrom(int i) {
+        return brFrom[i];
+    }
+
+    long lastBranchTo(int i) {
+        return brTo[i];
+    }
+
+    int lastBranchFlags(int i) {
+        return brFlags[i];
+    }
+
+    /** perf's insn_cnt of the sample being written (0: none). */
+    long sampleInsnCnt() {
+        return sampleInsnCnt;
+    }
+
+    /** perf's cyc_cnt of the sample being written (0: none). */
+    long sampleCycCnt() {
+        return sampleCycCnt;
     }
 
     byte[] fetchedBytes() {

@@ -150,6 +150,12 @@ public final class RecordingSymbols implements Symbolizer {
     }
 
     @Override
+    public long mapAddress(long address, long time, int pid) {
+        Mapped mm = address >= 0 ? mapping(address, time, pid) : null;
+        return mm == null ? address : address - mm.m.address() + mm.m.pgoff();
+    }
+
+    @Override
     public String srclineFallback(long address, long time, int pid) {
         if (address >= 0) {
             Mapped mm = mapping(address, time, pid);

@@ -37,6 +37,14 @@ public interface Symbolizer {
         return null;
     }
 
+    /**
+     * The address perf shows for {@code address} in a call chain (its map's address: in a mapped file the file
+     * address, elsewhere the address itself).
+     */
+    default long mapAddress(long address, long time, int pid) {
+        return address;
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 

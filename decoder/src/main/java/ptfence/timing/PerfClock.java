@@ -35,6 +35,23 @@ public final class PerfClock {
     private boolean haveCalc;
     private boolean lookaheadWanted;
 
+    // perf's cycle count for IPC (tot_cyc_cnt): CYC packets' cycles while tracing is on or, without CYC, the time
+    // since tracing went on at the core:bus ratio; a sample takes it when perf's decoder returns between packets
+    private long totCyc;
+    private long baseCyc;
+    private long cycCntTimestamp;
+    private double tscToCyc;
+    private boolean haveCyc;
+    private boolean sampleCyc;
+    private boolean pge;
+    private boolean inPsb;
+    private long sampleTotCyc;
+    /** Times the count moved (sampleCyc set); and what a conditional branch's state would take, with its mark. */
+    private long cycSets;
+    private long condTot;
+    private boolean condSample;
+    private long condSets;
+
     /**
      * @param mtcShift the MTC period as a power of two of CTC ticks
      * @param ratioN TSC:CTC numerator (CPUID 0x15 EBX)
@@ -65,6 +82,16 @@ public final class PerfClock {
         thisIsCyc = o.thisIsCyc;
         calcCycToTsc = o.calcCycToTsc;
         haveCalc = o.haveCalc;
+        totCyc = o.totCyc;
+        baseCyc = o.baseCyc;
+        cycCntTimestamp = o.cycCntTimestamp;
+        tscToCyc = o.tscToCyc;
+        haveCyc = o.haveCyc;
+        sampleCyc = o.sampleCyc;
+        pge = o.pge;
+        inPsb = o.inPsb;
+        sampleTotCyc = o.sampleTotCyc;
+        cycSets = o.cycSets;
     }
 
     /** The time now (TSC ticks), or -1 before any TSC. */
@@ -108,6 +135,11 @@ public final class PerfClock {
         if (ratioD == 0) {
             return;
         }
+        if (pge && !inPsb) {
+            cycCountFromNow();
+        } else {
+            cycCountByTime();
+        }
         int ctcRem = ctc & ((1 << mtcShift) - 1);
         lastMtc = (ctc >>> mtcShift) & 0xff;
         ctcTimestamp = tscTimestamp - (fc & 0xffffL);
@@ -139,6 +171,7 @@ public final class PerfClock {
         if (Long.compareUnsigned(t, timestamp) >= 0) {
             timestamp = t;
         }
+        cycCountByTime();
         lastMtc = mtc;
         if (afterCyc) {
             cycRef = timestamp;
@@ -155,11 +188,21 @@ public final class PerfClock {
         }
         cbr = r;
         cbrCycToTsc = maxNonTurbo / r;
+        tscToCyc = r / maxNonTurbo;
+        if (pge) {
+            cycCountFromNow();
+        }
         cycRef = timestamp; // cycles count from here at the new rate (perf 6.1.y's fix for a standalone CBR)
         cycleCount = 0;
     }
 
     public void cyc(long cycles) {
+        haveCyc = true;
+        if (pge) {
+            totCyc += cycles;
+        }
+        sampleCyc = true;
+        cycSets++;
         cycleCount += cycles;
         if (cycRef == 0 || !haveCalc && cbr == 0) {
             return;
@@ -269,6 +312,117 @@ public final class PerfClock {
             haveCalc = true;
             return true;
         }
+    }
+
+    /**
+     * Packets that turn tracing on or off for perf's cycle count (its decoder's pge): TIP.PGE, TIP.PGD, TRACESTOP, a
+     * PSB+ (whose FUP says tracing is on).
+     */
+    public void flowPacket(int kind) {
+        switch (kind) {
+            case FLOW_PGE -> {
+                pge = true;
+                cycCountFromNow();
+            }
+            case FLOW_PGD -> pge = false;
+            case FLOW_PSB -> inPsb = true;
+            case FLOW_PSBEND -> inPsb = false;
+            case FLOW_FUP -> {
+                if (inPsb) {
+                    pge = true;
+                }
+            }
+            default -> { }
+        }
+    }
+
+    public static final int FLOW_PGE = 1, FLOW_PGD = 2, FLOW_PSB = 3, FLOW_PSBEND = 4, FLOW_FUP = 5;
+
+    /** Without CYC, cycles count from now on at the core:bus ratio (perf's intel_pt_mtc_cyc_cnt_pge). */
+    private void cycCountFromNow() {
+        if (haveCyc) {
+            return;
+        }
+        cycCntTimestamp = timestamp;
+        baseCyc = totCyc;
+    }
+
+    /** Without CYC, an MTC or TMA moves the count by the time since tracing went on (intel_pt_mtc_cyc_cnt_upd). */
+    private void cycCountByTime() {
+        if (haveCyc) {
+            return;
+        }
+        sampleCyc = true;
+        cycSets++;
+        if (!pge || Long.compareUnsigned(timestamp, cycCntTimestamp) <= 0) {
+            return;
+        }
+        long c = toU64((timestamp - cycCntTimestamp) * tscToCyc) + baseCyc;
+        if (Long.compareUnsigned(c, totCyc) > 0) {
+            totCyc = c;
+        }
+    }
+
+    private static long toU64(double d) {
+        return d >= 0x1p63 ? (long) (d - 0x1p63) + Long.MIN_VALUE : (long) d;
+    }
+
+    /**
+     * perf's decoder returns a state between packets (its sample time moves): the state takes the cycle count if it
+     * moved since the last such state. Returns whether this state carries an IPC (perf's INTEL_PT_SAMPLE_IPC: with
+     * CYC only the state that took a new count; without, every one).
+     */
+    public boolean cycSampleTime() {
+        boolean took = false;
+        if (sampleCyc) {
+            sampleTotCyc = totCyc;
+            sampleCyc = false;
+            took = true;
+        }
+        return took || !haveCyc;
+    }
+
+    /** A state perf returns while walking to a packet: an IPC only without CYC, with the count last taken. */
+    public boolean cycState() {
+        return !haveCyc;
+    }
+
+    /** A decode error: perf's state takes the count as it is, without IPC. */
+    public void cycError() {
+        sampleTotCyc = totCyc;
+    }
+
+    /**
+     * A conditional branch whose state perf returns only if it is taken (or sampled), known later, when packets
+     * after it may have been read: what its state would take now is kept for {@link #condTaken}/{@link #condNotTaken}.
+     */
+    public void condState() {
+        condTot = totCyc;
+        condSample = sampleCyc;
+        condSets = cycSets;
+    }
+
+    /** The branch was taken: its state takes the count it had then; returns whether it carries an IPC. */
+    public boolean condTaken() {
+        if (condSample) {
+            sampleTotCyc = condTot;
+            if (cycSets == condSets) {
+                sampleCyc = false;
+            }
+        }
+        return condSample || !haveCyc;
+    }
+
+    /** Not taken, so no state: perf drops the moved count (a later one counts again). */
+    public void condNotTaken() {
+        if (condSample && cycSets == condSets) {
+            sampleCyc = false;
+        }
+    }
+
+    /** The cycle count the last state took (perf's state tot_cyc_cnt). */
+    public long sampleCycles() {
+        return sampleTotCyc;
     }
 
     /** TRACESTOP, a bad packet, an overflow: the CTC anchor is lost. */
