@@ -50,6 +50,10 @@ public final class PerfScriptOptions {
                     + "and ptwrite events, as perf script).")
     String itrace;
 
+    @Option(names = "--no-itrace", description = "Decode no trace: only the recorded samples and sideband (perf's "
+            + "--no-itrace).")
+    boolean noItrace;
+
     @Option(names = "--ns", description = "Nine decimals in times (perf script --ns).")
     boolean ns;
 
@@ -174,7 +178,7 @@ public final class PerfScriptOptions {
 
     /** True if any perf script option was given (or ptdecode runs as perf): the output is then perf script's. */
     boolean given() {
-        return perfEntry || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
+        return perfEntry || noItrace || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
                 || symbols != null || addrRange != null || dsos != null || insnTrace != null || xed
                 || graphFunction != null || showTask || showMmap || showSwitch || showNamespace || showLost
                 || showRound || showBpf || showCgroup || showTextPoke || header || headerOnly || dumpRaw
@@ -202,9 +206,6 @@ public final class PerfScriptOptions {
         if (header || headerOnly) {
             return (headerOnly ? "--header-only" : "--header") + ": not done yet (perf report --header-only "
                     + "prints it)";
-        }
-        if (dumpRaw || dumpUnsorted) {
-            return "-D: not done yet (ptdecode packets RECORDING dumps the trace's packets)";
         }
         if (showNamespace || showRound || showCgroup) {
             return (showNamespace ? "--show-namespace-events" : showRound ? "--show-round-events"

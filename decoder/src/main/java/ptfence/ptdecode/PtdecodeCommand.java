@@ -285,7 +285,9 @@ public final class PtdecodeCommand implements Callable<Integer> {
         }
         // perf's branch samples (--itrace=b, c, r, its default cepwx) are SampleSink's too: with them come the psb,
         // cbr, ptwrite and error lines the call views' branch listing does not print
-        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parse(perf.itraceSpec());
+        // under --no-itrace and -D perf synthesizes no events from the trace (nor counts them in the name column)
+        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parse(perf.noItrace || perf.dumpRaw
+                || perf.dumpUnsorted ? "" : perf.itraceSpec());
         ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
         if (perf.insnTrace != null) {
             fields.parse(perf.insnTrace.equals("disasm") ? "+insn,-event,-period" : "+insn,-event,-period");
@@ -322,12 +324,16 @@ public final class PtdecodeCommand implements Callable<Integer> {
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
                 perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+        if (perf.dumpRaw || perf.dumpUnsorted) {
+            PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
+            return done(rd, out);
+        }
         if (perf.dlfilter != null) {
             cfg.dlfilter = ptfence.dlfilter.DlFilter.load(perf.dlfilter, perf.dlargs);
             cfg.dlfilter.start(co.stream());
         }
         PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
-                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), co.stream());
+                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), co.stream(), !perf.noItrace);
         if (cfg.dlfilter != null) {
             cfg.dlfilter.stop(co.stream()); // what stop() prints comes after every line, as in perf
         }
