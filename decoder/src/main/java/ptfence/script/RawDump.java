@@ -35,10 +35,12 @@ public final class RawDump {
     private final StringBuilder sb = new StringBuilder(4096);
 
     /** A kernel record waiting in the ordered queue: its time and its whole dump. */
-    private record Queued(long time, String text, PerfRecord.Sample sample) {}
+    private record Queued(long time, String text, PerfRecord rec) {}
 
     private final List<Queued> queue = new ArrayList<>();
     private long maxTime;
+    /** The KSYMBOL records delivered so far, by address (perf's kernel maps, for TEXT_POKE's symbol). */
+    private final java.util.TreeMap<Long, PerfRecord.Ksymbol> ksymbols = new java.util.TreeMap<>(Long::compareUnsigned);
     private long skipped;
     private long nextFlush;
 
@@ -90,11 +92,10 @@ public final class RawDump {
         sb.append(hex(offset)).append(" [").append(hex(raw.remaining())).append("]: PERF_RECORD_")
                 .append(rec.typeName());
         words(rec);
-        PerfRecord.Sample sample = rec instanceof PerfRecord.Sample s ? s : null;
         if (user || time == 0 || time == -1) {
-            emit(sb.toString(), sample);
+            emit(sb.toString(), rec);
         } else {
-            queue(time, sb.toString(), sample);
+            queue(time, sb.toString(), rec);
         }
         if (rec instanceof PerfRecord.HeaderAttr a) {
             attrs.add(a.attr());
@@ -126,7 +127,7 @@ public final class RawDump {
         return t;
     }
 
-    private void queue(long time, String text, PerfRecord.Sample sample) {
+    private void queue(long time, String text, PerfRecord rec) {
         if (Long.compareUnsigned(time, maxTime) > 0) {
             maxTime = time;
         }
@@ -135,7 +136,7 @@ public final class RawDump {
         while (i > 0 && Long.compareUnsigned(queue.get(i - 1).time(), time) > 0) {
             i--;
         }
-        queue.add(i, new Queued(time, text, sample));
+        queue.add(i, new Queued(time, text, rec));
     }
 
     private void flush(long limit, boolean all) throws IOException {
@@ -145,17 +146,46 @@ public final class RawDump {
         int n = 0;
         while (n < queue.size() && (all || Long.compareUnsigned(queue.get(n).time(), limit) <= 0)) {
             Queued q = queue.get(n++);
-            emit(q.text(), q.sample());
+            emit(q.text(), q.rec());
         }
         queue.subList(0, n).clear();
     }
 
-    /** Writes a record's dump; a sample's thread, dso and script line are asked for now, in perf's order. */
-    private void emit(String text, PerfRecord.Sample sample) throws IOException {
+    /**
+     * Writes a record's dump. What depends on the records perf delivered before (a sample's thread, dso and script
+     * line; the symbol a TEXT_POKE patches, from the KSYMBOL records so far) is made now, in perf's order.
+     */
+    private void emit(String text, PerfRecord rec) throws IOException {
         out.write(text.getBytes(StandardCharsets.UTF_8));
-        if (sample != null) {
-            out.write(sampleText.apply(sample).getBytes(StandardCharsets.UTF_8));
+        if (rec instanceof PerfRecord.Sample s) {
+            out.write(sampleText.apply(s).getBytes(StandardCharsets.UTF_8));
+        } else if (rec instanceof PerfRecord.Ksymbol k) {
+            if (k.unregister()) {
+                ksymbols.remove(k.addr());
+            } else {
+                ksymbols.put(k.addr(), k);
+            }
+        } else if (rec instanceof PerfRecord.TextPoke t) {
+            StringBuilder b = new StringBuilder(" ").append(Long.toHexString(t.addr())).append(' ');
+            java.util.Map.Entry<Long, PerfRecord.Ksymbol> e = ksymbols.floorEntry(t.addr());
+            if (e != null && Long.compareUnsigned(t.addr() - e.getKey(), Integer.toUnsignedLong(e.getValue().len())) < 0) {
+                b.append(e.getValue().name()).append("+0x").append(Long.toHexString(t.addr() - e.getKey()));
+            }
+            ByteBuffer o = t.oldBytes();
+            ByteBuffer n = t.newBytes();
+            b.append(" old len ").append(o.remaining()).append(" new len ").append(n.remaining()).append('\n');
+            bytesLine(b, "Old", o);
+            bytesLine(b, "New", n);
+            out.write(b.toString().getBytes(StandardCharsets.UTF_8));
         }
+    }
+
+    private static void bytesLine(StringBuilder b, String which, ByteBuffer bytes) {
+        b.append("            ").append(which).append(" bytes:");
+        while (bytes.hasRemaining()) {
+            b.append(String.format(" %02x", bytes.get() & 0xff));
+        }
+        b.append('\n');
     }
 
     /** The offset line and perf's hex and characters of the record's bytes (its header's size, no payload). */
@@ -287,8 +317,16 @@ public final class RawDump {
         } else if (rec instanceof PerfRecord.AuxtraceInfo i) {
             sb.append(" type: ").append(Integer.toUnsignedString(i.auxType())).append('\n');
             if (i.auxType() == PerfRecord.AuxtraceInfo.TYPE_INTEL_PT) {
-                intelPtInfo(i.priv());
+                intelPtInfo(i);
             }
+        } else if (rec instanceof PerfRecord.Ksymbol k) {
+            sb.append(" addr ").append(Long.toHexString(k.addr())).append(" len ").append(Integer.toUnsignedString(k.len()))
+                    .append(" type ").append(Integer.toUnsignedString(k.ksymType())).append(" flags 0x")
+                    .append(Integer.toHexString(k.flags())).append(" name ").append(k.name()).append('\n');
+        } else if (rec instanceof PerfRecord.BpfEvent e) {
+            sb.append(" type ").append(Integer.toUnsignedString(e.eventType())).append(", flags ")
+                    .append(Integer.toUnsignedString(e.flags())).append(", id ").append(Integer.toUnsignedString(e.id()))
+                    .append('\n');
         } else if (rec instanceof PerfRecord.FinishedRound f) {
             sb.append('\n');
         } else if (rec instanceof PerfRecord.Sample s) {
@@ -310,7 +348,8 @@ public final class RawDump {
     private static final long PT_INFO_HEX = 1L << 5 | 1L << 6 | 1L << 10 | 1L << 11 | 1L << 14;
 
     /** The intel_pt AUXTRACE_INFO words, named as perf's dump names them (as many as the recording has). */
-    private void intelPtInfo(List<Long> priv) {
+    private void intelPtInfo(PerfRecord.AuxtraceInfo info) {
+        List<Long> priv = info.priv();
         int n = Math.min(priv.size(), PT_INFO.length);
         for (int k = 0; k < n; k++) {
             long v = priv.get(k);
@@ -318,21 +357,13 @@ public final class RawDump {
                     .append((PT_INFO_HEX >>> k & 1) != 0 ? hex(v) : k == 0 ? Long.toString(v) : Long.toUnsignedString(v))
                     .append('\n');
         }
+        ptfence.perfdata.IntelPtInfo pt = ptfence.perfdata.IntelPtInfo.of(info);
         if (priv.size() > 16) {
-            long len = priv.get(16);
-            StringBuilder s = new StringBuilder();
-            for (int k = 17; k < priv.size() && s.length() < len; k++) {
-                long w = priv.get(k);
-                for (int b = 0; b < 8 && s.length() < len; b++) {
-                    char c = (char) (w >>> (8 * b) & 0xff);
-                    if (c == 0) {
-                        len = s.length();
-                        break;
-                    }
-                    s.append(c);
-                }
-            }
-            sb.append("  Filter string       ").append(s).append('\n');
+            sb.append("  Filter string       ").append(pt.filter()).append('\n');
+        }
+        long cap = pt.capEventTrace();
+        if (cap != -1) {
+            sb.append("  Cap Event Trace     ").append(cap).append('\n');
         }
     }
 
