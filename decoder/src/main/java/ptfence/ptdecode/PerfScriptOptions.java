@@ -50,6 +50,10 @@ public final class PerfScriptOptions {
                     + "and ptwrite events, as perf script).")
     String itrace;
 
+    @Option(names = {"-s", "--script"}, paramLabel = "SCRIPT.py", description = "Run one of perf's Python scripts "
+            + "(intel-pt-events.py, ...) on the samples, unchanged, through python3.")
+    String script;
+
     @Option(names = "--no-itrace", description = "Decode no trace: only the recorded samples and sideband (perf's "
             + "--no-itrace).")
     boolean noItrace;
@@ -178,7 +182,7 @@ public final class PerfScriptOptions {
 
     /** True if any perf script option was given (or ptdecode runs as perf): the output is then perf script's. */
     boolean given() {
-        return perfEntry || noItrace || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
+        return perfEntry || noItrace || script != null || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
                 || symbols != null || addrRange != null || dsos != null || insnTrace != null || xed
                 || graphFunction != null || showTask || showMmap || showSwitch || showNamespace || showLost
                 || showRound || showBpf || showCgroup || showTextPoke || header || headerOnly || dumpRaw

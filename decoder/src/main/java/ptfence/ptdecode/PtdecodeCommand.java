@@ -286,8 +286,19 @@ public final class PtdecodeCommand implements Callable<Integer> {
         // perf's branch samples (--itrace=b, c, r, its default cepwx) are SampleSink's too: with them come the psb,
         // cbr, ptwrite and error lines the call views' branch listing does not print
         // under --no-itrace and -D perf synthesizes no events from the trace (nor counts them in the name column)
+        ptfence.script.PythonScript script = null;
+        if (perf.script != null) {
+            if (perf.dlfilter != null || perf.dumpRaw || perf.dumpUnsorted) {
+                throw new BadInputException("-s with " + (perf.dlfilter != null ? "--dlfilter" : "-D") + ": give one");
+            }
+            script = ptfence.script.PythonScript.start(perf.script, List.of());
+        }
+        String spec = perf.itraceSpec();
+        if (script != null && perf.itrace == null && perf.insnTrace == null && script.itrace() != null) {
+            spec = script.itrace(); // perf_set_itrace_options: the script's letters where the user gave none
+        }
         ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parse(perf.noItrace || perf.dumpRaw
-                || perf.dumpUnsorted ? "" : perf.itraceSpec());
+                || perf.dumpUnsorted ? "" : spec);
         ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
         if (perf.insnTrace != null) {
             fields.parse(perf.insnTrace.equals("disasm") ? "+insn,-event,-period" : "+insn,-event,-period");
@@ -326,6 +337,16 @@ public final class PtdecodeCommand implements Callable<Integer> {
                 perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
         if (perf.dumpRaw || perf.dumpUnsorted) {
             PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
+            return done(rd, out);
+        }
+        if (script != null) {
+            try (ptfence.script.PythonScript py = script) {
+                cfg.script = py;
+                co.stream().write(py.prologue());
+                PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(false, false, false, false, false,
+                        false), py.output(co.stream()), !perf.noItrace);
+                co.stream().write(py.end());
+            }
             return done(rd, out);
         }
         if (perf.dlfilter != null) {
