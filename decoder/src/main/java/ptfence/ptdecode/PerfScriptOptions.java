@@ -201,9 +201,6 @@ public final class PerfScriptOptions {
             return "--guest-code: not done: ptdecode has no guest's code or its sideband (perf reads them from a "
                     + "QEMU/KVM host's recording with the guest's kcore or memory); decode the guest's own recording";
         }
-        if (xed) {
-            return "--xed: not done yet (-F +insn prints the instruction's bytes)";
-        }
         if (graphFunction != null) {
             return "--graph-function: not done yet (--call-trace and --call-ret-trace show every function)";
         }

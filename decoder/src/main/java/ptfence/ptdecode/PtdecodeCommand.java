@@ -353,8 +353,13 @@ public final class PtdecodeCommand implements Callable<Integer> {
             cfg.dlfilter = ptfence.dlfilter.DlFilter.load(perf.dlfilter, perf.dlargs);
             cfg.dlfilter.start(co.stream());
         }
+        // --xed: perf pipes its lines through xed -F insn: -A -64; the project's disassembler stands in for XED
+        java.io.OutputStream lines = perf.xed ? new ptfence.script.XedFilter(co.stream()) : co.stream();
         PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
-                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), co.stream(), !perf.noItrace);
+                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), lines, !perf.noItrace);
+        if (perf.xed) {
+            lines.close();
+        }
         if (cfg.dlfilter != null) {
             cfg.dlfilter.stop(co.stream()); // what stop() prints comes after every line, as in perf
         }
