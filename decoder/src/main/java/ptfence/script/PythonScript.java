@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import ptfence.cli.BadInputException;
+import ptfence.cli.Json;
 
 /**
  * perf script's {@code -s script.py}: one of perf's Python scripts, run unchanged by python3 through the project's
@@ -199,80 +200,11 @@ public final class PythonScript implements AutoCloseable {
         process.destroy();
     }
 
-    // ---- the calls, as JSON ------------------------------------------------------------------------------
+    // ---- the calls, as JSON (the project's one JSON writer, ptfence.cli.Json) ---------------------------------
 
-    /** A JSON object under construction. */
-    public static final class Json {
-        private final StringBuilder b = new StringBuilder("{");
-
-        public Json put(String key, String v) {
-            key(key);
-            if (v == null) {
-                b.append("null");
-            } else {
-                str(v);
-            }
-            return this;
-        }
-
-        public Json put(String key, long v) {
-            key(key);
-            b.append(v);
-            return this;
-        }
-
-        /** An unsigned 64-bit value (addresses, times). */
-        public Json putUnsigned(String key, long v) {
-            key(key);
-            b.append(Long.toUnsignedString(v));
-            return this;
-        }
-
-        public Json put(String key, boolean v) {
-            key(key);
-            b.append(v ? "true" : "false");
-            return this;
-        }
-
-        public Json put(String key, Json v) {
-            key(key);
-            b.append(v.toString());
-            return this;
-        }
-
-        public Json bytes(String key, byte[] v, int len) {
-            key(key);
-            b.append("{\"b\":\"").append(hex(v, len)).append("\"}");
-            return this;
-        }
-
-        private void key(String k) {
-            if (b.length() > 1) {
-                b.append(',');
-            }
-            str(k);
-            b.append(':');
-        }
-
-        private void str(String s) {
-            b.append('"');
-            for (int i = 0; i < s.length(); i++) {
-                char c = s.charAt(i);
-                if (c == '"' || c == '\\') {
-                    b.append('\\').append(c);
-                } else if (c < 0x20) {
-                    b.append(String.format("\\u%04x", (int) c));
-                } else {
-                    b.append(c);
-                }
-            }
-            b.append('"');
-        }
-
-        @Override
-        public String toString() {
-            return b + "}";
-        }
+    /** Bytes as the host reads them: {"b": "hex"}. */
+    public static String bytes(byte[] v, int len) {
+        return "{\"b\":\"" + hex(v, len) + "\"}";
     }
 
     /** perf's PERF_IP_FLAG_CHARS: the letters of the branch flags, bit 0 first. */
@@ -280,9 +212,10 @@ public final class PythonScript implements AutoCloseable {
 
     /** The sample dictionary perf's Python engine makes (time 0 where the recording has none, as perf). */
     public static Json sample(int pid, int tid, int cpu, long ip, long time, long period, long addr, int flags) {
-        Json j = new Json().put("pid", pid).put("tid", tid).put("cpu", Integer.toUnsignedLong(cpu))
-                .putUnsigned("ip", ip).putUnsigned("time", time == -1 ? 0 : time).putUnsigned("period", period)
-                .put("phys_addr", 0).putUnsigned("addr", addr);
+        Json j = new Json().field("pid", pid).field("tid", tid).field("cpu", Integer.toUnsignedLong(cpu))
+                .raw("ip", Long.toUnsignedString(ip)).raw("time", Long.toUnsignedString(time == -1 ? 0 : time))
+                .raw("period", Long.toUnsignedString(period)).field("phys_addr", 0)
+                .raw("addr", Long.toUnsignedString(addr));
         StringBuilder fl = new StringBuilder();
         for (int i = 0; i < FLAG_CHARS.length(); i++) {
             if ((flags >>> i & 1) != 0) {
@@ -290,7 +223,7 @@ public final class PythonScript implements AutoCloseable {
             }
         }
         // perf_sample__sprintf_flags' text, padded as perf pads it
-        return j.put("flags", fl.toString()).put("flags_disp", flags == 0 ? ""
+        return j.field("flags", fl.toString()).field("flags_disp", flags == 0 ? ""
                 : String.format("%-21s", ptfence.calls.BranchFlags.perfName(flags).stripTrailing()));
     }
 
@@ -300,13 +233,13 @@ public final class PythonScript implements AutoCloseable {
      */
     public static String processEvent(String evName, String comm, Json sample, byte[] raw, String dso, String sym,
             long symoff, byte[] insn, int insnLen) {
-        Json param = new Json().put("ev_name", evName).bytes("attr", new byte[0], 0).put("sample", sample)
-                .bytes("raw_buf", raw, raw.length).put("comm", comm);
+        Json param = new Json().field("ev_name", evName).raw("attr", bytes(new byte[0], 0))
+                .raw("sample", sample.toString()).raw("raw_buf", bytes(raw, raw.length)).field("comm", comm);
         if (dso != null) {
-            param.put("dso", dso);
+            param.field("dso", dso);
         }
         if (sym != null) {
-            param.put("symbol", sym).putUnsigned("symoff", symoff);
+            param.field("symbol", sym).raw("symoff", Long.toUnsignedString(symoff));
         }
         String call = request("process_event", param.toString());
         if (insn != null && insnLen > 0) {
@@ -329,10 +262,4 @@ public final class PythonScript implements AutoCloseable {
         return b.toString();
     }
 
-    /** A JSON string. */
-    public static String quote(String s) {
-        Json j = new Json();
-        j.str(s);
-        return j.b.substring(1);
-    }
 }

@@ -525,15 +525,15 @@ final class SampleLines {
      * place; the script's output replaces it (PythonScript).
      */
     private void scriptCall(SampleSink s, ptfence.dlfilter.DlFilter.Sample d, PerfEvents.Kind kind) {
-        PythonScript.Json sample = PythonScript.sample(d.pid, d.tid, d.cpu, d.ip, d.time, d.period, d.addr, d.flags);
+        ptfence.cli.Json sample = PythonScript.sample(d.pid, d.tid, d.cpu, d.ip, d.time, d.period, d.addr, d.flags);
         if (d.addrCorrelatesSym) {
-            sample.put("addr_correlates_sym", true);
+            sample.field("addr_correlates_sym", true);
             ptfence.dlfilter.DlFilter.Location a = d.resolver.at(d.addr);
             if (d.addr != 0 && a.dso() != null) {
-                sample.put("addr_dso", a.dso());
+                sample.field("addr_dso", a.dso());
             }
             if (a.sym() != null) {
-                sample.put("addr_symbol", a.sym()).putUnsigned("addr_symoff", d.addr - a.symStart());
+                sample.field("addr_symbol", a.sym()).raw("addr_symoff", Long.toUnsignedString(d.addr - a.symStart()));
             }
         }
         byte[] raw = scriptRaw == null ? new byte[0] : scriptRaw;
@@ -561,7 +561,7 @@ final class SampleLines {
             // perf's Python engine: auxtrace_error(typ, code, cpu, pid, tid, ip, ts, msg, cpumode, machine_pid, vcpu)
             b.ch((char) PythonScript.MARK).str(PythonScript.request("auxtrace_error", "1", Integer.toString(code),
                     Integer.toString(s.cpu()), Integer.toString(s.pid()), Integer.toString(s.tid()),
-                    Long.toUnsignedString(ip), Long.toUnsignedString(t == -1 ? 0 : t), PythonScript.quote(code < ERRORS.length ? ERRORS[code] : ERRORS[9]),
+                    Long.toUnsignedString(ip), Long.toUnsignedString(t == -1 ? 0 : t), ptfence.cli.Json.quote(code < ERRORS.length ? ERRORS[code] : ERRORS[9]),
                     "0", "0", "-1")).nl();
             out.commit(t, false);
             return;
