@@ -286,6 +286,7 @@ public final class PerfDataFile implements Closeable {
         private final List<AttrIds> pipeAttrs = new ArrayList<>();
         private long offset = -1;
         private long payloadOffset = -1;
+        private ByteBuffer raw;
 
         RecordReader() {}
 
@@ -305,6 +306,11 @@ public final class PerfDataFile implements Closeable {
         /** Offset of the last record returned. */
         public long offset() {
             return offset;
+        }
+
+        /** The bytes of the last record returned, its header's size (perf's -D prints them), read-only. */
+        public ByteBuffer rawBytes() {
+            return raw.asReadOnlyBuffer().order(raw.order());
         }
 
         /** Offset of the payload of the last record returned (AUXTRACE, TRACING_DATA), else -1. */
@@ -368,6 +374,7 @@ public final class PerfDataFile implements Closeable {
                 throw bad(pos, RecordTypes.name(type) + " record: " + e.getMessage());
             }
             offset = pos;
+            raw = rec;
             payloadOffset = payload > 0 ? after : -1;
             pos = after + payload;
             if (r instanceof PerfRecord.HeaderAttr a) {

@@ -23,7 +23,13 @@ final class PerfScript {
 
     static void run(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show, OutputStream out)
             throws Exception {
-        List<RecordingDecode.CpuTrace> traces = rd.traces;
+        run(rd, cfg, show, out, true);
+    }
+
+    /** As {@link #run}; without {@code decode} (perf's --no-itrace) only the recording's own records are printed. */
+    static void run(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show, OutputStream out, boolean decode)
+            throws Exception {
+        List<RecordingDecode.CpuTrace> traces = decode ? rd.traces : List.of();
         SidebandLines side = sidebandLines(rd, cfg, show);
         ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
         Thread sideThread = null;
@@ -41,7 +47,14 @@ final class PerfScript {
         }
         boolean timed = rd.code.timed();
         Throwable[] failure = new Throwable[1];
-        Thread decode = new Thread(() -> {
+        if (!decode) {
+            merge.drain(out, new PerfTime(cfg.nanoseconds, cfg.reltime, cfg.deltatime), cfg.itrace.initialSkip);
+            if (sideThread != null) {
+                sideThread.join();
+            }
+            return;
+        }
+        Thread decoding = new Thread(() -> {
             try {
                 rd.decodeCpus(t -> {
                     SampleSink s = new SampleSink(cfg, t.cpu(), t.tid(), rd.sideband, rd.symbols,
@@ -74,10 +87,10 @@ final class PerfScript {
                 merge.abandon();
             }
         }, "ptdecode-script");
-        decode.setDaemon(true);
-        decode.start();
+        decoding.setDaemon(true);
+        decoding.start();
         merge.drain(out, new PerfTime(cfg.nanoseconds, cfg.reltime, cfg.deltatime), cfg.itrace.initialSkip);
-        decode.join();
+        decoding.join();
         if (sideThread != null) {
             sideThread.join();
         }
@@ -86,6 +99,27 @@ final class PerfScript {
         }
         if (failure[0] instanceof Error e) {
             throw e;
+        }
+    }
+
+    /**
+     * perf script -D: the records and, unless {@code packets} is off (--no-itrace), the trace's packets. Under -D perf
+     * synthesizes nothing from the trace; each recorded sample is followed by its thread, its dso and its script line.
+     */
+    static void dumpRaw(RecordingDecode rd, ScriptConfig cfg, String label, boolean packets, OutputStream out)
+            throws Exception {
+        java.io.ByteArrayOutputStream lines = new java.io.ByteArrayOutputStream();
+        run(rd, cfg, new SidebandLines.Show(false, false, false, false, false, false), lines, false);
+        String[] scriptLines = lines.toString(java.nio.charset.StandardCharsets.UTF_8).split("\n", -1);
+        int[] next = {0};
+        try (PerfDataFile f = rd.openPerfData()) {
+            new ptfence.script.RawDump(f, label, packets, s -> {
+                String comm = rd.sideband.commAt(s.tid(), s.time());
+                String dso = rd.symbols.dso(s.ip(), s.time(), s.pid());
+                String line = next[0] < scriptLines.length - 1 ? scriptLines[next[0]++] + "\n" : "";
+                return " ... thread: " + (comm == null ? ":" + s.tid() : comm) + ":" + s.tid() + "\n ...... dso: "
+                        + (dso == null ? "<not found>" : dso) + "\n" + line;
+            }, out).run();
         }
     }
 

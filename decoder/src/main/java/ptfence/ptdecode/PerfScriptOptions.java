@@ -50,6 +50,14 @@ public final class PerfScriptOptions {
                     + "and ptwrite events, as perf script).")
     List<String> itrace; // each given (perf takes --itrace again and adds it up: ItraceOptions.parseAll)
 
+    @Option(names = {"-s", "--script"}, paramLabel = "SCRIPT.py", description = "Run one of perf's Python scripts "
+            + "(intel-pt-events.py, ...) on the samples, unchanged, through python3.")
+    String script;
+
+    @Option(names = "--no-itrace", description = "Decode no trace: only the recorded samples and sideband (perf's "
+            + "--no-itrace).")
+    boolean noItrace;
+
     @Option(names = "--ns", description = "Nine decimals in times (perf script --ns).")
     boolean ns;
 
@@ -174,7 +182,7 @@ public final class PerfScriptOptions {
 
     /** True if any perf script option was given (or ptdecode runs as perf): the output is then perf script's. */
     boolean given() {
-        return perfEntry || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
+        return perfEntry || noItrace || script != null || dlfilter != null || guestCode || input != null || !fields.isEmpty() || itrace != null || ns || reltime || deltatime || symfs != null
                 || symbols != null || addrRange != null || dsos != null || insnTrace != null || xed
                 || graphFunction != null || showTask || showMmap || showSwitch || showNamespace || showLost
                 || showRound || showBpf || showCgroup || showTextPoke || header || headerOnly || dumpRaw
@@ -193,18 +201,12 @@ public final class PerfScriptOptions {
             return "--guest-code: not done: ptdecode has no guest's code or its sideband (perf reads them from a "
                     + "QEMU/KVM host's recording with the guest's kcore or memory); decode the guest's own recording";
         }
-        if (xed) {
-            return "--xed: not done yet (-F +insn prints the instruction's bytes)";
-        }
         if (graphFunction != null) {
             return "--graph-function: not done yet (--call-trace and --call-ret-trace show every function)";
         }
         if (header || headerOnly) {
             return (headerOnly ? "--header-only" : "--header") + ": not done yet (perf report --header-only "
                     + "prints it)";
-        }
-        if (dumpRaw || dumpUnsorted) {
-            return "-D: not done yet (ptdecode packets RECORDING dumps the trace's packets)";
         }
         if (showNamespace || showRound || showCgroup) {
             return (showNamespace ? "--show-namespace-events" : showRound ? "--show-round-events"

@@ -310,7 +310,20 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         // perf's branch samples (--itrace=b, c, r, its default cepwx) are SampleSink's too: with them come the psb,
         // cbr, ptwrite and error lines the call views' branch listing does not print
-        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parseAll(perf.itraceSpecs());
+        // under --no-itrace and -D perf synthesizes no events from the trace (nor counts them in the name column)
+        ptfence.script.PythonScript script = null;
+        if (perf.script != null) {
+            if (perf.dlfilter != null || perf.dumpRaw || perf.dumpUnsorted) {
+                throw new BadInputException("-s with " + (perf.dlfilter != null ? "--dlfilter" : "-D") + ": give one");
+            }
+            script = ptfence.script.PythonScript.start(perf.script, List.of());
+        }
+        List<String> specs = perf.itraceSpecs();
+        if (script != null && perf.itrace == null && perf.insnTrace == null && script.itrace() != null) {
+            specs = List.of(script.itrace()); // perf_set_itrace_options: the script's letters where the user gave none
+        }
+        ptfence.script.ItraceOptions itrace = perf.noItrace || perf.dumpRaw || perf.dumpUnsorted
+                ? ptfence.script.ItraceOptions.parse("") : ptfence.script.ItraceOptions.parseAll(specs);
         ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
         if (perf.insnTrace != null) {
             fields.parse(perf.insnTrace.equals("disasm") ? "+insn,-event,-period" : "+insn,-event,-period");
@@ -348,12 +361,31 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
                 perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+        if (perf.dumpRaw || perf.dumpUnsorted) {
+            PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
+            return done(rd, out);
+        }
+        if (script != null) {
+            try (ptfence.script.PythonScript py = script) {
+                cfg.script = py;
+                co.stream().write(py.prologue());
+                PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(false, false, false, false, false,
+                        false), py.output(co.stream()), !perf.noItrace);
+                co.stream().write(py.end());
+            }
+            return done(rd, out);
+        }
         if (perf.dlfilter != null) {
             cfg.dlfilter = ptfence.dlfilter.DlFilter.load(perf.dlfilter, perf.dlargs);
             cfg.dlfilter.start(co.stream());
         }
+        // --xed: perf pipes its lines through xed -F insn: -A -64; the project's disassembler stands in for XED
+        java.io.OutputStream lines = perf.xed ? new ptfence.script.XedFilter(co.stream()) : co.stream();
         PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
-                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), co.stream());
+                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), lines, !perf.noItrace);
+        if (perf.xed) {
+            lines.close();
+        }
         if (cfg.dlfilter != null) {
             cfg.dlfilter.stop(co.stream()); // what stop() prints comes after every line, as in perf
         }

@@ -233,7 +233,7 @@ final class SampleLines {
     // ------------------------------------------------------------------ samples
 
     void instruction(SampleSink s, long ip, long to, int f, int size, byte[] bytes, int len, long period) {
-        if (cfg.dlfilter != null && dlDrops(s, ip, to, f, period, PerfEvents.Kind.INSTRUCTIONS, bytes, len)) {
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, to, f, period, PerfEvents.Kind.INSTRUCTIONS, bytes, len)) {
             return;
         }
         long fields = hw;
@@ -388,7 +388,7 @@ final class SampleLines {
     }
 
     void branch(SampleSink s, long from, long to, int f, int size, byte[] bytes, int len) {
-        if (cfg.dlfilter != null && dlDrops(s, from, to, f, 1, PerfEvents.Kind.BRANCHES, bytes, len)) {
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, from, to, f, 1, PerfEvents.Kind.BRANCHES, bytes, len)) {
             return;
         }
         long fields = hw;
@@ -468,7 +468,8 @@ final class SampleLines {
     }
 
     void psb(SampleSink s, long ip, long offset) {
-        if (cfg.dlfilter != null && dlDrops(s, ip, 0, 0, 1, PerfEvents.Kind.PSB, null, 0)) {
+        scriptRaw = cfg.script == null ? null : raw(0, offset);
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, 0, 1, PerfEvents.Kind.PSB, null, 0)) {
             return;
         }
         if (!synthShown()) {
@@ -484,7 +485,12 @@ final class SampleLines {
     }
 
     void cbr(SampleSink s, long ip, int cbr) {
-        if (cfg.dlfilter != null && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.CBR, null, 0)) {
+        if (cfg.script != null) {
+            // perf_synth_intel_cbr: cbr, max non-turbo ratio, the frequency in kHz
+            scriptRaw = raw((cbr & 0xff) | (cfg.pt.maxNonTurboRatio() & 0xff) << 16,
+                    cbr * cfg.cbr2khz & 0xffffffffL);
+        }
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.CBR, null, 0)) {
             return;
         }
         if (!synthShown()) {
@@ -506,7 +512,8 @@ final class SampleLines {
     }
 
     void ptwrite(SampleSink s, long ip, long payload, boolean fupIp) {
-        if (cfg.dlfilter != null && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.PTWRITE, null, 0)) {
+        scriptRaw = cfg.script == null ? null : raw(fupIp ? 1 : 0, payload);
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.PTWRITE, null, 0)) {
             return;
         }
         if (!synthShown()) {
@@ -536,7 +543,16 @@ final class SampleLines {
             case MWAIT, EXSTOP -> ev.ipSuppressed ? 0 : ev.ip;
             default -> 0;
         };
-        if (cfg.dlfilter != null && dlDrops(s, ip, 0, s.lastFlags(ip), 1, k, null, 0)) {
+        if (cfg.script != null) {
+            scriptRaw = switch (k) {
+                case MWAIT -> raw(0, (ev.hints & 0xffL) | (ev.ext & 3L) << 32);
+                case PWRE -> raw(0, (ev.hw ? 0x80 : 0) | (ev.state & 0xfL) << 12 | (ev.subState & 0xfL) << 8);
+                case PWRX -> raw(0, (ev.deepest & 0xfL) | (ev.last & 0xfL) << 4 | ((ev.interrupt ? 1 : 0)
+                        | (ev.store ? 2 : 0) | (ev.autonomous ? 4 : 0)) << 8);
+                default -> raw(ev.ipSuppressed ? 0 : 1, 0);
+            };
+        }
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, s.lastFlags(ip), 1, k, null, 0)) {
             return;
         }
         LineBytes b = synthStart(s, name, s.lastFlags(ip));
@@ -557,7 +573,7 @@ final class SampleLines {
     }
 
     void transaction(SampleSink s, long ip, int f) {
-        if (cfg.dlfilter != null && dlDrops(s, ip, 0, f, 1, PerfEvents.Kind.TRANSACTIONS, null, 0)) {
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, f, 1, PerfEvents.Kind.TRANSACTIONS, null, 0)) {
             return;
         }
         long fields = hw;
@@ -613,6 +629,10 @@ final class SampleLines {
             return new ptfence.dlfilter.DlFilter.Location(sym == null ? null : sym.name(),
                     sym == null ? 0 : sym.start(), sym == null ? 0 : sym.end(), dso, a);
         };
+        if (cfg.script != null) {
+            scriptCall(s, d, kind);
+            return true;
+        }
         dlPrinted.reset();
         boolean keep = cfg.dlfilter.keep(d, dlPrinted);
         if (!keep && dlPrinted.size() > 0) {
@@ -624,6 +644,50 @@ final class SampleLines {
         return !keep;
     }
 
+    /** -s: the raw_buf of the sample being made (perf's perf_synth_intel_* layouts), or null. */
+    private byte[] scriptRaw;
+
+    /**
+     * A synthesized event's raw data as perf hands it to scripts: its perf_synth_intel_* struct after the leading
+     * padding word, i.e. a 32-bit flags word and a 64-bit payload, little-endian.
+     */
+    private static byte[] raw(long flags, long payload) {
+        return java.nio.ByteBuffer.allocate(12).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt((int) flags)
+                .putLong(payload).array();
+    }
+
+    /**
+     * -s: the sample as perf's Python engine hands it to process_event, written as a marked line in the sample's
+     * place; the script's output replaces it (PythonScript).
+     */
+    private void scriptCall(SampleSink s, ptfence.dlfilter.DlFilter.Sample d, PerfEvents.Kind kind) {
+        ptfence.cli.Json sample = PythonScript.sample(d.pid, d.tid, d.cpu, d.ip, d.time, d.period, d.addr, d.flags);
+        if (d.cycCnt != 0 && d.insnCnt != 0) {
+            // the counts only where the sample took both (perf's scripts print an IPC column then, as -F +ipc does)
+            sample.raw("insn_cnt", Long.toUnsignedString(d.insnCnt)).raw("cyc_cnt", Long.toUnsignedString(d.cycCnt));
+        }
+        if (d.addrCorrelatesSym) {
+            sample.field("addr_correlates_sym", true);
+            ptfence.dlfilter.DlFilter.Location a = d.resolver.at(d.addr);
+            if (d.addr != 0 && a.dso() != null) {
+                sample.field("addr_dso", a.dso());
+            }
+            if (a.sym() != null) {
+                sample.field("addr_symbol", a.sym()).raw("addr_symoff", Long.toUnsignedString(d.addr - a.symStart()));
+            }
+        }
+        byte[] raw = scriptRaw == null ? new byte[0] : scriptRaw;
+        if (kind == PerfEvents.Kind.EXSTOP) {
+            raw = java.util.Arrays.copyOf(raw, 4); // perf_synth_intel_exstop has its flags only
+        }
+        scriptRaw = null;
+        ptfence.dlfilter.DlFilter.Location at = d.resolver.at(d.ip);
+        ScriptMerge.Producer out = s.out();
+        out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(d.event, d.comm, sample, raw,
+                d.ip != 0 ? at.dso() : null, at.sym(), d.ip - at.symStart(), d.insn, d.insnLen)).nl();
+        out.commit(d.time, true);
+    }
+
     private static final String[] ERRORS = {"", "Memory allocation failed", "Internal error", "Bad packet",
         "No more data", "Failed to get instruction", "Trace doesn't match instruction", "Overflow packet",
         "Lost trace data", "Unknown error!", "Never-ending loop"};
@@ -633,6 +697,15 @@ final class SampleLines {
         ScriptMerge.Producer out = s.out();
         LineBytes b = out.line();
         long t = s.time();
+        if (cfg.script != null) {
+            // perf's Python engine: auxtrace_error(typ, code, cpu, pid, tid, ip, ts, msg, cpumode, machine_pid, vcpu)
+            b.ch((char) PythonScript.MARK).str(PythonScript.request("auxtrace_error", "1", Integer.toString(code),
+                    Integer.toString(s.cpu()), Integer.toString(s.pid()), Integer.toString(s.tid()),
+                    Long.toUnsignedString(ip), Long.toUnsignedString(t == -1 ? 0 : t), ptfence.cli.Json.quote(code < ERRORS.length ? ERRORS[code] : ERRORS[9]),
+                    "0", "0", "-1")).nl();
+            out.commit(t, false);
+            return;
+        }
         b.str(" instruction trace error type 1 time ");
         if (t > 0) {
             long secs = t / 1_000_000_000L;

@@ -162,7 +162,7 @@ public final class SampleSink implements FlowSink {
         this.holdForTarget = wantBranches || it.callchain || it.lastBranch
                 || f.has(FieldSet.Type.HW, FieldSet.CALLINDENT)
                 || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
-        this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null;
+        this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null || cfg.script != null;
         this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) || it.callchain || it.lastBranch
                 ? new CallDepth(it.lastBranch ? it.lastBranchSize : 0) : null;
         if (it.lastBranch) {

@@ -38,6 +38,9 @@ public final class ScriptConfig {
     /** --dlfilter: the filter each sample goes through before its line (null: none). */
     public ptfence.dlfilter.DlFilter dlfilter;
 
+    /** -s: the Python script each sample, error and switch goes to instead of a line (null: none). */
+    public PythonScript script;
+
     /** TSC ticks per second / max non-turbo ratio / 1000: the kHz one core:bus ratio step is (perf's cbr2khz). */
     public final long cbr2khz;
 

@@ -6,6 +6,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import ptfence.perfdata.PerfRecord;
+import ptfence.perfdata.SampleId;
 import ptfence.perfdata.SampleType;
 import ptfence.sideband.Sideband;
 import ptfence.symbol.Symbol;
@@ -56,7 +57,7 @@ public final class SidebandLines {
         } else if (r instanceof PerfRecord.Mmap || r instanceof PerfRecord.Mmap2) {
             take = show.mmap();
         } else if (r instanceof PerfRecord.Switch || r instanceof PerfRecord.SwitchCpuWide) {
-            take = show.switches();
+            take = show.switches() || cfg.script != null; // -s: the script's context_switch
         } else if (r instanceof PerfRecord.Lost) {
             take = show.lost();
         } else if (r instanceof PerfRecord.Ksymbol) {
@@ -124,6 +125,21 @@ public final class SidebandLines {
         if (r instanceof PerfRecord.Sample s) {
             e = eventOf(s.id() != 0 ? s.id() : s.identifier());
             sample(out, s, e, time);
+            return;
+        }
+        if (cfg.script != null && (r instanceof PerfRecord.Switch || r instanceof PerfRecord.SwitchCpuWide)) {
+            // perf's Python engine: context_switch(ts, cpu, pid, tid, np_pid, np_tid, machine_pid, out, out_preempt,
+            // sample's machine_pid, vcpu); the host machine's pid is -1
+            PerfRecord.SwitchCpuWide w = r instanceof PerfRecord.SwitchCpuWide x ? x : null;
+            SampleId id = r.sampleId();
+            boolean outward = (r.misc() & PerfRecord.MISC_SWITCH_OUT) != 0;
+            out.line().ch((char) PythonScript.MARK).str(PythonScript.request("context_switch",
+                    Long.toUnsignedString(time == -1 ? 0 : time), Integer.toString(id.cpu()), Integer.toString(id.pid()),
+                    Integer.toString(id.tid()), Integer.toString(w == null ? -1 : w.nextPrevPid()),
+                    Integer.toString(w == null ? -1 : w.nextPrevTid()), "-1", outward ? "true" : "false",
+                    outward && (r.misc() & PerfRecord.MISC_SWITCH_OUT_PREEMPT) != 0 ? "true" : "false", "0", "0"))
+                    .nl();
+            out.commit(time, false);
             return;
         }
         FieldSet.Type type = e == null ? FieldSet.Type.OTHER : e.outputType();
@@ -248,6 +264,16 @@ public final class SidebandLines {
 
     /** A recorded event's sample, as perf script's process_event prints it. */
     private void sample(ScriptMerge.Producer out, PerfRecord.Sample s, PerfEvents.Event e, long time) {
+        if (cfg.script != null) {
+            Symbol sym = s.ip() == 0 ? null : symbols.symbol(s.ip(), time, s.pid());
+            String d = sym != null ? sym.dso() : s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());
+            int cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
+            out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(e.name(), comm(s.tid(), time),
+                    PythonScript.sample(s.pid(), s.tid(), cpu, s.ip(), time, s.period(), s.addr(), 0), new byte[0], d,
+                    sym == null ? null : sym.name(), sym == null ? 0 : s.ip() - sym.start(), null, 0)).nl();
+            out.commit(time, false);
+            return;
+        }
         long fields = cfg.fields.fields(e.outputType());
         if (fields == 0) {
             return;

@@ -1,0 +1,265 @@
+package ptfence.script;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import ptfence.cli.BadInputException;
+import ptfence.cli.Json;
+
+/**
+ * perf script's {@code -s script.py}: one of perf's Python scripts, run unchanged by python3 through the project's
+ * host program ({@code perf_script_host.py}, which gives the script {@code perf_trace_context} and calls its handlers
+ * as perf's Python engine does). The samples reach the host in perf's order: SampleLines and SidebandLines write each
+ * call as a marked line into the merged output ({@link #MARK}, then the call in JSON), and the stream of
+ * {@link #output} makes the call when the line's turn comes and writes what the handler printed in its place. One
+ * call at a time, in time order, on the thread that writes the output, as under perf's one thread.
+ */
+public final class PythonScript implements AutoCloseable {
+    /** First byte of a line that is a call to the script, not text. */
+    public static final byte MARK = 1;
+
+    private final Process process;
+    private final OutputStream toHost;
+    private final InputStream fromHost;
+    private final String name;
+    private String itrace;
+    private byte[] prologue;
+
+    private PythonScript(Process process, String name) {
+        this.process = process;
+        this.name = name;
+        this.toHost = process.getOutputStream();
+        this.fromHost = process.getInputStream();
+    }
+
+    /** perf's places for a bare script name: here, then perf's scripts directory. */
+    static Path find(String script) {
+        Path p = Path.of(script);
+        if (Files.isRegularFile(p) || script.contains("/")) {
+            return p;
+        }
+        String exec = System.getenv("PERF_EXEC_PATH");
+        for (String dir : new String[] {exec == null ? null : exec + "/scripts/python", "/usr/lib/perf-core/scripts/python"}) {
+            if (dir != null && Files.isRegularFile(Path.of(dir, script))) {
+                return Path.of(dir, script);
+            }
+        }
+        return p;
+    }
+
+    /**
+     * Starts python3 on {@code script} with {@code args} (the script's own, after its name on perf's command line) and
+     * runs the script's top level and its trace_begin; {@link #itrace()} is then what the script asked for.
+     */
+    public static PythonScript start(String script, List<String> args) throws IOException {
+        Path file = find(script);
+        if (!Files.isRegularFile(file)) {
+            throw new BadInputException("-s " + script + ": no such script (looked here, in $PERF_EXEC_PATH/scripts/"
+                    + "python and /usr/lib/perf-core/scripts/python)");
+        }
+        if (!file.toString().endsWith(".py")) {
+            throw new BadInputException("-s " + script + ": only Python scripts (.py) are run (perf's Perl engine is "
+                    + "not provided)");
+        }
+        Path host = Files.createTempFile("ptdecode-script-host", ".py");
+        try (InputStream in = PythonScript.class.getResourceAsStream("perf_script_host.py")) {
+            Files.write(host, in.readAllBytes());
+        }
+        host.toFile().deleteOnExit();
+        List<String> cmd = new ArrayList<>(List.of("python3", "-u", host.toString(), file.toString()));
+        cmd.addAll(args);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().putIfAbsent("PERF_EXEC_PATH", "/usr/lib/perf-core");
+        Process p;
+        try {
+            p = pb.start();
+        } catch (IOException e) {
+            throw new BadInputException("-s " + script + ": python3 cannot be run (" + e.getMessage() + ")");
+        }
+        PythonScript s = new PythonScript(p, script);
+        java.io.ByteArrayOutputStream top = new java.io.ByteArrayOutputStream();
+        s.answer(top);
+        top.write(s.call("{\"h\":\"trace_begin\"}"));
+        s.prologue = top.toByteArray();
+        return s;
+    }
+
+    /** The --itrace options the script set (perf_set_itrace_options), or null. */
+    public String itrace() {
+        return itrace;
+    }
+
+    /** What the script printed while loading and in trace_begin. */
+    public byte[] prologue() {
+        return prologue;
+    }
+
+    /** Calls a handler: {@code request} is the call as the host reads it; returns what the handler printed. */
+    public byte[] call(String request) throws IOException {
+        try {
+            toHost.write(request.getBytes(StandardCharsets.UTF_8));
+            toHost.write('\n');
+            toHost.flush();
+        } catch (IOException e) {
+            throw new BadInputException("-s " + name + ": the script stopped (exit " + exitStatus() + ")");
+        }
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        answer(out);
+        return out.toByteArray();
+    }
+
+    private int exitStatus() {
+        try {
+            return process.waitFor();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    private void answer(OutputStream into) throws IOException {
+        StringBuilder head = new StringBuilder();
+        for (int c; (c = fromHost.read()) != '\n'; ) {
+            if (c < 0) {
+                throw new BadInputException("-s " + name + ": the script stopped (exit " + exitStatus() + ")");
+            }
+            head.append((char) c);
+        }
+        String h = head.toString();
+        int n = Integer.parseInt(h.replaceAll(".*\"n\": *([0-9]+).*", "$1"));
+        int i = h.indexOf("\"itrace\": \"");
+        if (i >= 0) {
+            int from = i + "\"itrace\": \"".length();
+            itrace = h.substring(from, h.indexOf('"', from));
+        }
+        into.write(fromHost.readNBytes(n));
+    }
+
+    /** What the script prints at the end (trace_end); the host then exits. */
+    public byte[] end() throws IOException {
+        byte[] b = call("{\"h\":\"trace_end\"}");
+        toHost.close();
+        return b;
+    }
+
+    /** The merged output with each marked line replaced by what the script printed for that call. */
+    public OutputStream output(OutputStream out) {
+        return new OutputStream() {
+            private final java.io.ByteArrayOutputStream line = new java.io.ByteArrayOutputStream();
+            private boolean lineStart = true;
+            private boolean marked;
+
+            @Override
+            public void write(int b) throws IOException {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws IOException {
+                int end = off + len;
+                for (int i = off; i < end; i++) {
+                    if (lineStart) {
+                        marked = b[i] == MARK;
+                        lineStart = false;
+                        if (marked) {
+                            continue;
+                        }
+                    }
+                    if (marked) {
+                        if (b[i] == '\n') {
+                            out.write(call(line.toString(StandardCharsets.UTF_8)));
+                            line.reset();
+                            lineStart = true;
+                            marked = false;
+                        } else {
+                            line.write(b[i]);
+                        }
+                        continue;
+                    }
+                    out.write(b[i]);
+                    if (b[i] == '\n') {
+                        lineStart = true;
+                    }
+                }
+            }
+
+            @Override
+            public void flush() throws IOException {
+                out.flush();
+            }
+        };
+    }
+
+    @Override
+    public void close() {
+        process.destroy();
+    }
+
+    // ---- the calls, as JSON (the project's one JSON writer, ptfence.cli.Json) ---------------------------------
+
+    /** Bytes as the host reads them: {"b": "hex"}. */
+    public static String bytes(byte[] v, int len) {
+        return "{\"b\":\"" + hex(v, len) + "\"}";
+    }
+
+    /** perf's PERF_IP_FLAG_CHARS: the letters of the branch flags, bit 0 first. */
+    private static final String FLAG_CHARS = "bcrosyiABExghDt";
+
+    /** The sample dictionary perf's Python engine makes (time 0 where the recording has none, as perf). */
+    public static Json sample(int pid, int tid, int cpu, long ip, long time, long period, long addr, int flags) {
+        Json j = new Json().field("pid", pid).field("tid", tid).field("cpu", Integer.toUnsignedLong(cpu))
+                .raw("ip", Long.toUnsignedString(ip)).raw("time", Long.toUnsignedString(time == -1 ? 0 : time))
+                .raw("period", Long.toUnsignedString(period)).field("phys_addr", 0)
+                .raw("addr", Long.toUnsignedString(addr));
+        StringBuilder fl = new StringBuilder();
+        for (int i = 0; i < FLAG_CHARS.length(); i++) {
+            if ((flags >>> i & 1) != 0) {
+                fl.append(FLAG_CHARS.charAt(i));
+            }
+        }
+        // perf_sample__sprintf_flags' text, padded as perf pads it
+        return j.field("flags", fl.toString()).field("flags_disp", flags == 0 ? ""
+                : String.format("%-21s", ptfence.calls.BranchFlags.perfName(flags).stripTrailing()));
+    }
+
+    /**
+     * A process_event call: perf's param_dict (ev_name, attr, sample, raw_buf, comm, and dso, symbol, symoff where
+     * perf resolved them), with the instruction's bytes for perf_sample_insn.
+     */
+    public static String processEvent(String evName, String comm, Json sample, byte[] raw, String dso, String sym,
+            long symoff, byte[] insn, int insnLen) {
+        Json param = new Json().field("ev_name", evName).raw("attr", bytes(new byte[0], 0))
+                .raw("sample", sample.toString()).raw("raw_buf", bytes(raw, raw.length)).field("comm", comm);
+        if (dso != null) {
+            param.field("dso", dso);
+        }
+        if (sym != null) {
+            param.field("symbol", sym).raw("symoff", Long.toUnsignedString(symoff));
+        }
+        String call = request("process_event", param.toString());
+        if (insn != null && insnLen > 0) {
+            call = call.substring(0, call.length() - 1) + ",\"insn\":\"" + hex(insn, insnLen) + "\"}";
+        }
+        return call;
+    }
+
+    /** A call of {@code handler} with positional {@code args} (JSON values), as a marked line's text. */
+    public static String request(String handler, String... args) {
+        return "{\"h\":\"" + handler + "\",\"a\":[" + String.join(",", args) + "]}";
+    }
+
+    /** Bytes as the host's hex. */
+    public static String hex(byte[] v, int len) {
+        StringBuilder b = new StringBuilder(2 * len);
+        for (int i = 0; i < len; i++) {
+            b.append(Character.forDigit(v[i] >> 4 & 0xf, 16)).append(Character.forDigit(v[i] & 0xf, 16));
+        }
+        return b.toString();
+    }
+
+}

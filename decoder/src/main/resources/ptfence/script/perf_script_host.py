@@ -1,0 +1,108 @@
+# ptdecode -s: runs one of perf's Python scripts unchanged, as perf script's Python engine does.
+#
+# ptdecode (ptfence.script.PythonScript) starts this program with the script's path and arguments and talks to it
+# over stdin/stdout, one call at a time: a request is one line of JSON {"h": handler, "a": [args]} (a sample's
+# dictionaries travel as JSON, byte strings as {"b": "hex"}); the answer is one JSON line {"n": bytes, "itrace":
+# options} followed by exactly n bytes: what the handler printed, which ptdecode puts where perf's stdout has it.
+# The script sees the module perf_trace_context, perf_script_context and sys.argv as under perf.
+import io
+import json
+import os
+import sys
+import types
+
+_proto_in = sys.stdin.buffer
+_proto_out = sys.stdout.buffer
+_state = {"itrace": None, "insn": b"", "srccode": (None, 0, None)}
+
+
+def _set_itrace_options(ctx, opts):
+    _state["itrace"] = opts
+    return 0
+
+
+def _sample_insn(ctx):
+    return _state["insn"]
+
+
+def _sample_srccode(ctx):
+    return _state["srccode"]
+
+
+def _context_module():
+    m = types.ModuleType("perf_trace_context")
+    m.perf_set_itrace_options = _set_itrace_options
+    m.perf_sample_insn = _sample_insn
+    m.perf_sample_srccode = _sample_srccode
+    m.common_pc = lambda ctx: 0
+    m.common_flags = lambda ctx: 0
+    m.common_lock_depth = lambda ctx: 0
+    return m
+
+
+def _decode(v):
+    if isinstance(v, dict):
+        if len(v) == 1 and "b" in v:
+            return bytes.fromhex(v["b"])
+        return {k: _decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
+
+
+def _answer(text, itrace=None):
+    data = text.encode("utf-8", "surrogateescape")
+    head = {"n": len(data)}
+    if itrace is not None:
+        head["itrace"] = itrace
+    _proto_out.write((json.dumps(head) + "\n").encode())
+    _proto_out.write(data)
+    _proto_out.flush()
+
+
+def main():
+    script = sys.argv[1]
+    sys.argv = [script] + sys.argv[2:]
+    sys.modules["perf_trace_context"] = _context_module()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    os.environ.setdefault("PERF_EXEC_PATH", "/usr/lib/perf-core")
+    ns = {"__name__": "__main__", "__file__": script, "perf_script_context": object()}
+    captured = io.StringIO()
+    real_stdout = sys.stdout
+    sys.stdout = captured
+    status = 0
+    try:
+        with open(script, "rb") as f:
+            code = compile(f.read(), script, "exec")
+        exec(code, ns)
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.stdout = real_stdout
+    _answer(captured.getvalue())
+    if status:
+        return status
+    for line in _proto_in:
+        req = json.loads(line)
+        handler = req["h"]
+        args = _decode(req.get("a", []))
+        if "insn" in req:
+            _state["insn"] = bytes.fromhex(req["insn"])
+        fn = ns.get(handler)
+        captured = io.StringIO()
+        sys.stdout = captured
+        try:
+            if fn is not None:  # a handler the script does not define is not called, as under perf
+                fn(*args)
+        except SystemExit as e:
+            sys.stdout = real_stdout
+            _answer(captured.getvalue())
+            return e.code if isinstance(e.code, int) else 1
+        finally:
+            sys.stdout = real_stdout
+        _answer(captured.getvalue(), _state["itrace"] if handler == "trace_begin" else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
