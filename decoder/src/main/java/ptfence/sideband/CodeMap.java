@@ -265,12 +265,33 @@ public final class CodeMap {
             long t = clock.toDecoder(p.time());
             Section s = kernel.section(p.address(), t == Long.MIN_VALUE ? t : t - 1);
             Section now = kernel.section(p.address(), t);
-            if (s == null || p.newBytes().length == 0 || now != null && now.validFrom() == t && now != s) {
+            if (p.newBytes().length == 0 || now != null && now.validFrom() == t && now != s) {
                 continue; // nothing to patch, or the archive already has this version
             }
-            kernel.add(Section.of(s.name() + " (text_poke)", p.address(), p.newBytes().clone()).during(t,
-                    s.validTo()));
+            if (s != null) {
+                kernel.add(Section.of(s.name() + " (text_poke)", p.address(), p.newBytes().clone()).during(t,
+                        s.validTo()));
+                continue;
+            }
+            // out-of-line text (ftrace trampolines, kprobe slots): the kernel announces it with a KSYMBOL(OOL)
+            // and writes its bytes as a TEXT_POKE from nothing; as in perf, those bytes are its code while the
+            // symbol lives
+            Sideband.KernelSymbol ool = outOfLineAt(p.address(), p.time());
+            if (ool != null) {
+                kernel.add(Section.of(ool.name() + " (text_poke)", p.address(), p.newBytes().clone()).during(t,
+                        ool.to() == Long.MAX_VALUE ? Long.MAX_VALUE : clock.toDecoder(ool.to())));
+            }
         }
+    }
+
+    private Sideband.KernelSymbol outOfLineAt(long address, long time) {
+        for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
+            if (k.type() == ptfence.perfdata.PerfRecord.Ksymbol.TYPE_OOL && k.covers(address) && k.from() <= time
+                    && time < k.to()) {
+                return k;
+            }
+        }
+        return null;
     }
 
     /** An ELF (vmlinux, a module) or a kcore copy's loadable segments, valid for the whole recording. */
