@@ -9,8 +9,12 @@ import java.util.function.Supplier;
  * (docs/install.md): {@code ptarchive ls} built ten subcommands' models, {@code ptdecode x.perf} two it never used.
  */
 public interface LazySubcommands {
-    /** One subcommand: its name (as its {@code @Command} says; CommandModelTest checks) and how to make it. */
-    record Subcommand(String name, Supplier<Object> make) {}
+    /** One subcommand: its class and how to make it; its name is the one its {@code @Command} gives. */
+    record Subcommand(Class<?> type, Supplier<Object> make) {
+        public String name() {
+            return type.getAnnotation(picocli.CommandLine.Command.class).name();
+        }
+    }
 
     /** The subcommands, in the order help lists them. */
     List<Subcommand> subcommands();

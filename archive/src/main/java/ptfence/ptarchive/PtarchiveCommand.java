@@ -20,12 +20,18 @@ import ptfence.cli.Tool;
 public final class PtarchiveCommand implements Runnable, LazySubcommands {
     @Override
     public List<Subcommand> subcommands() {
-        return List.of(new Subcommand("ls", LsCommand::new), new Subcommand("show", ShowCommand::new),
-                new Subcommand("stats", StatsCommand::new), new Subcommand("verify", VerifyCommand::new),
-                new Subcommand("export", ExportCommand::new), new Subcommand("import", ImportCommand::new),
-                new Subcommand("publish", PublishCommand::new), new Subcommand("gc", GcCommand::new),
-                new Subcommand("pin", PinCommand::new), new Subcommand("unpin", UnpinCommand::new),
-                new Subcommand("help", picocli.CommandLine.HelpCommand::new));
+        return List.of(
+                new Subcommand(LsCommand.class, LsCommand::new),
+                new Subcommand(ShowCommand.class, ShowCommand::new),
+                new Subcommand(StatsCommand.class, StatsCommand::new),
+                new Subcommand(VerifyCommand.class, VerifyCommand::new),
+                new Subcommand(ExportCommand.class, ExportCommand::new),
+                new Subcommand(ImportCommand.class, ImportCommand::new),
+                new Subcommand(PublishCommand.class, PublishCommand::new),
+                new Subcommand(GcCommand.class, GcCommand::new),
+                new Subcommand(PinCommand.class, PinCommand::new),
+                new Subcommand(UnpinCommand.class, UnpinCommand::new),
+                new Subcommand(picocli.CommandLine.HelpCommand.class, picocli.CommandLine.HelpCommand::new));
     }
 
     @picocli.CommandLine.Option(names = "--archive", paramLabel = "DIR",

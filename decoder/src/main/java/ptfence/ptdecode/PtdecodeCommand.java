@@ -45,7 +45,8 @@ import ptfence.func.Invocation;
 public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.LazySubcommands {
     @Override
     public List<Subcommand> subcommands() {
-        return List.of(new Subcommand("packets", PacketsCommand::new), new Subcommand("flow", FlowCommand::new));
+        return List.of(new Subcommand(PacketsCommand.class, PacketsCommand::new),
+                new Subcommand(FlowCommand.class, FlowCommand::new));
     }
 
     @Override
