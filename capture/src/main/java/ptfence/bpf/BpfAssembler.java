@@ -49,7 +49,8 @@ public final class BpfAssembler {
             CLASS_JMP = 0x05, CLASS_ALU64 = 0x07, MODE_IMM = 0x00, MODE_MEM = 0x60, MODE_ATOMIC = 0xc0,
             SRC_K = 0x00, SRC_X = 0x08;
     private static final int JA = 0x00, CALL = 0x80, EXIT = 0x90;
-    private static final int PSEUDO_MAP_FD = 1, PSEUDO_MAP_VALUE = 2, PSEUDO_CALL = 1, PSEUDO_KFUNC_CALL = 2;
+    private static final int PSEUDO_MAP_FD = 1, PSEUDO_MAP_VALUE = 2, PSEUDO_CALL = 1, PSEUDO_KFUNC_CALL = 2,
+            PSEUDO_FUNC = 4;
 
     private final List<Insn> insns = new ArrayList<>();
     private final Map<String, Integer> labels = new HashMap<>();
@@ -135,6 +136,16 @@ public final class BpfAssembler {
         return raw(new Insn(CLASS_JMP | CALL, 0, PSEUDO_CALL, 0, 0));
     }
 
+    /**
+     * dst = the subprogram starting at {@code label}, as a callback for a helper such as bpf_loop
+     * (BPF_PSEUDO_FUNC, two slots).
+     */
+    public BpfAssembler loadFunc(Reg dst, String label) {
+        callFixups.put(insns.size(), label);
+        raw(new Insn(CLASS_LD | MODE_IMM | Size.DW.code, dst.ordinal(), PSEUDO_FUNC, 0, 0));
+        return raw(new Insn(0, 0, 0, 0, 0));
+    }
+
     public BpfAssembler exit() {
         return raw(new Insn(CLASS_JMP | EXIT, 0, 0, 0, 0));
     }
@@ -175,11 +186,28 @@ public final class BpfAssembler {
 
     /**
      * Where each function starts (instruction indexes, ascending): the main program at 0 and every bpf-to-bpf call
-     * target; what func_info must list.
+     * or callback target; what func_info must list.
      */
     public int[] functionStarts() {
         java.util.TreeSet<Integer> starts = new java.util.TreeSet<>(List.of(0));
         callFixups.values().forEach(label -> starts.add(target(label)));
+        return starts.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /**
+     * Where each function of an assembled program starts: 0 and the target of every bpf-to-bpf call and callback
+     * load (relative imm), as {@link #functionStarts()} gives before assembly.
+     */
+    public static int[] functionStarts(byte[] program) {
+        ByteBuffer b = ByteBuffer.wrap(program).order(ByteOrder.LITTLE_ENDIAN);
+        java.util.TreeSet<Integer> starts = new java.util.TreeSet<>(List.of(0));
+        for (int i = 0; i < program.length / 8; i++) {
+            int code = b.get(8 * i) & 0xff, src = (b.get(8 * i + 1) & 0xff) >>> 4, imm = b.getInt(8 * i + 4);
+            boolean localCall = code == (CLASS_JMP | CALL) && src == PSEUDO_CALL;
+            boolean funcLoad = code == (CLASS_LD | MODE_IMM | Size.DW.code) && src == PSEUDO_FUNC;
+            if (localCall || funcLoad) starts.add(i + imm + 1);
+            if (code == (CLASS_LD | MODE_IMM | Size.DW.code)) i++;
+        }
         return starts.stream().mapToInt(Integer::intValue).toArray();
     }
 

@@ -43,7 +43,7 @@ public final class BpfPeekReader implements KernelMemory {
             }
             byte[] insns = new FencePrograms(layout, ring.fd(), stats.fd(), RING, -1,
                     scratch == null ? -1 : scratch.fd()).peek();
-            prog = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, "fence_peek"));
+            prog = FencePrograms.loadRawTracepoint(insns, "fence_peek");
             return new BpfPeekReader(ring, stats, prog, scratch, BpfRingMapping.map(ring, RING));
         } catch (IOException | RuntimeException e) {
             if (prog != null) prog.close();

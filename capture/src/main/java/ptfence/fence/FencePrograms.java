@@ -3,6 +3,19 @@ package ptfence.fence;
 import ptfence.bpf.BpfAssembler;
 import ptfence.bpf.BpfAssembler.Cond;
 import ptfence.bpf.BpfAssembler.Reg;
+import ptfence.bpf.BtfWriter;
+import ptfence.sys.Bpf;
+import ptfence.sys.BpfException;
+import ptfence.sys.BpfFd;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
 
 import static ptfence.bpf.BpfAssembler.Reg.*;
 import static ptfence.bpf.BpfAssembler.Size.*;
@@ -25,7 +38,9 @@ import static ptfence.fence.FenceRecord.*;
  * On a kernel without those kfuncs (before 6.4; Debian's 6.12 too: {@link KernelLayout#copiesInChunks}) the same
  * records are written in fragments instead ({@link FenceRecord#KIND_FRAG}): each range is copied in bounded
  * bpf_probe_read_kernel chunks into a per-CPU scratch buffer and sent with bpf_ringbuf_output (5.8+), the header last;
- * loops are bounded counters (5.3+) instead of bpf_iter_num. {@link FragmentAssembler} puts them back together.
+ * loops are bpf_loop callbacks (5.17+: the verifier walks each body once, or until its states converge, instead of
+ * unrolling every iteration) or, without bpf_loop, bounded counters (5.3+) that the verifier unrolls.
+ * {@link FragmentAssembler} puts them back together.
  */
 final class FencePrograms {
     /** Slots of the stats array map. */
@@ -37,7 +52,7 @@ final class FencePrograms {
             HELPER_RESERVE_DYNPTR = 198, HELPER_SUBMIT_DYNPTR = 199, HELPER_DISCARD_DYNPTR = 200,
             HELPER_DYNPTR_DATA = 203, HELPER_MAP_UPDATE = 2, HELPER_MAP_DELETE = 3, HELPER_DYNPTR_WRITE = 202, HELPER_PROBE_READ_KERNEL_STR = 115;
     private static final int BPF_NOEXIST = 1, HELPER_RINGBUF_RESERVE = 131, HELPER_RINGBUF_SUBMIT = 132,
-            HELPER_SMP_PROCESSOR_ID = 8, HELPER_RINGBUF_OUTPUT = 130;
+            HELPER_SMP_PROCESSOR_ID = 8, HELPER_RINGBUF_OUTPUT = 130, HELPER_LOOP = 181;
     /**
      * The chunked path's per-CPU scratch map (value {@link #SCRATCH_VALUE} bytes, the most a per-CPU value may be):
      * one entry per hook so that no two programs share one. A value holds a fragment header and the logical record's
@@ -47,12 +62,13 @@ final class FencePrograms {
             SCRATCH_OTHER = 2;
     private static final int CHUNK_AT = 640, CHUNK = SCRATCH_VALUE - CHUNK_AT - FenceRecord.FRAG_HEADER;
     /**
-     * Bounds of the chunked path's loops: functions per program, chunks per range. The verifier before 6.4 unrolls
-     * every bounded loop, nested ones multiplied: 8 x 8 verifies the LOAD hook in ~1 s here (32 x 32 passed the
-     * 1M-instruction limit), and far slower under an emulated guest.
+     * Bounds of the chunked path's loops where they are bounded counters (no bpf_loop): functions per program, chunks
+     * per range. The verifier unrolls every such loop, nested ones multiplied: 8 x 8 verifies the LOAD hook in ~1 s
+     * here (32 x 32 passed the 1M-instruction limit), and far slower under an emulated guest. With bpf_loop the
+     * bounds are the unchunked path's ({@link FenceRecord#MAX_FUNCS}, {@link FenceRecord#MAX_IMAGE}).
      */
     static final int CHUNKED_FUNCS = 8, CHUNKS = 8;
-    /** The largest range the chunked path copies whole (~256 KB): a larger image is flagged F_TRUNC. */
+    /** The largest range the chunked path copies whole at least (~256 KB): a larger image may be flagged F_TRUNC. */
     static final int CHUNKED_MAX = CHUNKS * CHUNK;
     /** bpf commands that attach or detach programs: BPF_PROG_ATTACH, _DETACH, BPF_LINK_CREATE, _UPDATE, _DETACH. */
     private static final int[] ATTACH_COMMANDS = {8, 9, 28, 29, 34};
@@ -77,9 +93,16 @@ final class FencePrograms {
 
     private final KernelLayout k;
     private final int ringFd, statsFd, ringSize, btfSeenFd, scratchFd;
-    private final boolean chunks;
-    private final int maxFuncs;
+    private final boolean chunks, loops;
+    private final int maxFuncs, chunkCount, chunkedMax;
     private int uniq;
+    /**
+     * Where the stack slots are: r10 in the main program; in a bpf_loop callback r6, the main program's frame
+     * pointer passed as the callback's context (every body reads and writes the main program's slots).
+     */
+    private Reg fp = R10;
+    /** The callbacks the program being emitted calls, by label: emitted after it by {@link #finish}. */
+    private final Map<String, Consumer<BpfAssembler>> callbacks = new LinkedHashMap<>();
 
     /**
      * @param btfSeenFd an LRU hash map (u32 BTF id -> u32) of the BTF objects already sent, or -1 for none
@@ -94,8 +117,11 @@ final class FencePrograms {
         this.btfSeenFd = btfSeenFd;
         this.scratchFd = scratchFd;
         this.chunks = layout.copiesInChunks();
+        this.loops = chunks && layout.hasBpfLoop();
         if (chunks && scratchFd < 0) throw new IllegalArgumentException("the chunked copy needs a scratch map");
-        this.maxFuncs = chunks ? CHUNKED_FUNCS : MAX_FUNCS;
+        this.maxFuncs = chunks && !loops ? CHUNKED_FUNCS : MAX_FUNCS;
+        this.chunkCount = loops ? (MAX_IMAGE + CHUNK - 1) / CHUNK : CHUNKS;
+        this.chunkedMax = loops ? MAX_IMAGE : CHUNKED_MAX;
     }
 
     FencePrograms(KernelLayout layout, int ringFd, int statsFd, int ringSize, int btfSeenFd) {
@@ -106,18 +132,38 @@ final class FencePrograms {
         this(layout, ringFd, statsFd, ringSize, -1);
     }
 
+    /**
+     * Loads a fence program (raw tracepoint). One with bpf_loop callbacks goes with a small program BTF and its
+     * func_info, one FUNC per function: the verifier takes no callback without them.
+     */
+    static BpfFd loadRawTracepoint(byte[] insns, String name) throws BpfException {
+        Bpf bpf = Bpf.get();
+        int[] starts = BpfAssembler.functionStarts(insns);
+        if (starts.length == 1) return bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
+        BtfWriter btf = new BtfWriter();
+        String[] names = new String[starts.length];
+        for (int f = 0; f < starts.length; f++) names[f] = f == 0 ? "fence_main" : "fence_cb" + f;
+        int[] types = btf.intFunctions(names);
+        ByteBuffer funcInfo = ByteBuffer.allocate(8 * starts.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (int f = 0; f < starts.length; f++) funcInfo.putInt(starts[f]).putInt(types[f]);
+        try (BpfFd btfFd = bpf.btfLoad(btf.bytes())) {
+            return bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, "GPL", name, 0, 0, btfFd,
+                    funcInfo.array()));
+        }
+    }
+
     /** raw_tp/sys_exit: ctx = {struct pt_regs *regs, long ret}. */
     byte[] load() {
         BpfAssembler a = new BpfAssembler();
         a.load(DW, R6, R1, 0).load(DW, R7, R1, 8)
                 .jumpIf(Cond.SLT, R7, 0, "out");
         read64(a, TMP, R6, k.ptRegsOrigAx());
-        a.load(DW, R1, R10, TMP).jumpIf(Cond.EQ, R1, NR_BPF, "native").jumpIf(Cond.NE, R1, NR_BPF_IA32, "out");
+        a.load(DW, R1, fp, TMP).jumpIf(Cond.EQ, R1, NR_BPF, "native").jumpIf(Cond.NE, R1, NR_BPF_IA32, "out");
         read64(a, TMP, R6, k.ptRegsBx());
         a.jump("cmd");
         a.label("native");
         read64(a, TMP, R6, k.ptRegsDi());
-        a.label("cmd").load(DW, R1, R10, TMP)
+        a.label("cmd").load(DW, R1, fp, TMP)
                 .alu(BpfAssembler.Alu.LSH, R1, 32).alu(BpfAssembler.Alu.RSH, R1, 32);  // int cmd: the low 32 bits
         for (int attach : ATTACH_COMMANDS) a.jumpIf(Cond.EQ, R1, attach, "attach");
         a.jumpIf(Cond.NE, R1, BPF_PROG_LOAD, "out");
@@ -125,7 +171,7 @@ final class FencePrograms {
         deref(a, R8, k.taskFiles());
         deref(a, R8, k.filesFdt());
         read32(a, TMP, R8, k.fdtMaxFds());
-        a.load(DW, R1, R10, TMP).jumpIf(Cond.GE, R7, R1, "out");
+        a.load(DW, R1, fp, TMP).jumpIf(Cond.GE, R7, R1, "out");
         deref(a, R8, k.fdtFd());
         a.mov(R6, R7).alu(BpfAssembler.Alu.LSH, R6, 3).add(R6, R8);
         deref(a, R6, 0);                       // struct file *
@@ -135,7 +181,7 @@ final class FencePrograms {
         captureProgram(a, KIND_LOAD);
         // An attachment changed (the XDP dispatcher is rewritten then): a header-only ATTACH record, the bpf command
         // in prog_id, tells the consumer to copy the dispatchers again, stamped with this time.
-        a.label("attach").store(DW, R10, CLEN, R1);
+        a.label("attach").store(DW, fp, CLEN, R1);
         a.loadMapFd(R1, ringFd).mov(R2, HEADER).mov(R3, 0).call(HELPER_RINGBUF_RESERVE)
                 .jumpIf(Cond.EQ, R0, 0, "attach_lost").mov(R7, R0);
         a.store(DW, R7, FenceRecord.START, 0).store(DW, R7, END, 0);
@@ -143,7 +189,7 @@ final class FencePrograms {
         a.store(W, R7, KIND, KIND_ATTACH).store(W, R7, OFF, 0).store(W, R7, LEN, 0).store(W, R7, CAP, 0)
                 .store(W, R7, NAME_LEN, 0).store(W, R7, ERR, 0);
         a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(BpfAssembler.Alu.RSH, R0, 32).store(W, R7, PID, R0);
-        a.load(DW, R1, R10, CLEN).store(W, R7, PROG_ID, R1);
+        a.load(DW, R1, fp, CLEN).store(W, R7, PROG_ID, R1);
         a.store(H, R7, FUNC_IDX, 0).store(H, R7, FUNC_CNT, 0).store(DW, R7, TAG, 0)
                 .store(W, R7, FenceRecord.FLAGS, F_LAST).store(W, R7, PAD, 0);
         a.mov(R1, R7).mov(R2, RB_FORCE_WAKEUP).call(HELPER_RINGBUF_SUBMIT);
@@ -152,7 +198,7 @@ final class FencePrograms {
         a.label("attach_lost");
         countStat(a, STAT_RESERVE_FAILED);
         a.jump("out");
-        return a.assemble();
+        return finish(a);
     }
 
     /** raw_tp/workqueue_execute_start: ctx = {struct work_struct *work}. */
@@ -160,12 +206,12 @@ final class FencePrograms {
         BpfAssembler a = new BpfAssembler();
         a.load(DW, R6, R1, 0);
         read64(a, TMP, R6, k.workFunc());
-        a.load(DW, R1, R10, TMP).loadImm64(R2, bpfProgFreeDeferred).jumpIf(Cond.NE, R1, R2, "out");
+        a.load(DW, R1, fp, TMP).loadImm64(R2, bpfProgFreeDeferred).jumpIf(Cond.NE, R1, R2, "out");
         a.add(R6, -k.auxWork());
         deref(a, R6, k.auxProg());
         if (chunks) scratch(a, SCRATCH_FREE);
         captureProgram(a, KIND_FREE);
-        return a.assemble();
+        return finish(a);
     }
 
     /** raw_tp/workqueue_execute_start for the trampoline image put work: copies image[0..size). */
@@ -173,80 +219,126 @@ final class FencePrograms {
         BpfAssembler a = new BpfAssembler();
         a.load(DW, R6, R1, 0);
         read64(a, TMP, R6, k.workFunc());
-        a.load(DW, R1, R10, TMP).loadImm64(R2, trampImagePutDeferred).jumpIf(Cond.NE, R1, R2, "out");
+        a.load(DW, R1, fp, TMP).loadImm64(R2, trampImagePutDeferred).jumpIf(Cond.NE, R1, R2, "out");
         a.add(R6, -k.trampWork().orElseThrow());   // struct bpf_tramp_image *
-        a.store(DW, R10, P, 0).store(DW, R10, ID, 0).store(DW, R10, FLAGS, 0)
-                .store(DW, R10, FCNT, 1).store(DW, R10, CNT, 1);
+        a.store(DW, fp, P, 0).store(DW, fp, ID, 0).store(DW, fp, FLAGS, 0)
+                .store(DW, fp, FCNT, 1).store(DW, fp, CNT, 1);
         read64(a, START, R6, k.trampImage().orElseThrow());
         if (k.trampSize().isPresent()) read32(a, SIZE, R6, k.trampSize().getAsInt());
-        else a.store(DW, R10, SIZE, TRAMP_PAGE);   // before 6.7 an image is one page (no size member)
-        a.mov(R1, R6).add(R1, k.trampKsymName().orElseThrow()).store(DW, R10, NAMEP, R1);
+        else a.store(DW, fp, SIZE, TRAMP_PAGE);   // before 6.7 an image is one page (no size member)
+        a.mov(R1, R6).add(R1, k.trampKsymName().orElseThrow()).store(DW, fp, NAMEP, R1);
         if (chunks) scratch(a, SCRATCH_OTHER);
         a.mov(R8, 0);
         emitRecord(a, KIND_TRAMP_FREE, false, "out");
         a.label("out").mov(R0, 0).exit();
-        return a.assemble();
+        return finish(a);
     }
 
     /** Run by BPF_PROG_TEST_RUN with ctx {u64 addr, u64 len}: one record of kind PEEK, no name. */
     byte[] peek() {
         BpfAssembler a = new BpfAssembler();
-        a.load(DW, R2, R1, 0).store(DW, R10, START, R2);
-        a.load(DW, R2, R1, 8).store(DW, R10, SIZE, R2);
-        a.store(DW, R10, P, 0).store(DW, R10, ID, 0).store(DW, R10, FLAGS, 0)
-                .store(DW, R10, FCNT, 1).store(DW, R10, CNT, 1).store(DW, R10, NAMEP, 0);
+        a.load(DW, R2, R1, 0).store(DW, fp, START, R2);
+        a.load(DW, R2, R1, 8).store(DW, fp, SIZE, R2);
+        a.store(DW, fp, P, 0).store(DW, fp, ID, 0).store(DW, fp, FLAGS, 0)
+                .store(DW, fp, FCNT, 1).store(DW, fp, CNT, 1).store(DW, fp, NAMEP, 0);
         if (chunks) scratch(a, SCRATCH_OTHER);
         a.mov(R8, 0);
         emitRecord(a, KIND_PEEK, false, "out");
         a.label("out").mov(R0, 0).exit();
-        return a.assemble();
+        return finish(a);
     }
 
     /** r6 = struct bpf_prog *: one record per JITed function, then "out: return 0". */
     private void captureProgram(BpfAssembler a, int kind) {
-        a.store(DW, R10, P, R6);
+        a.store(DW, fp, P, R6);
         read64(a, TMP, R6, k.progAux());
-        a.load(DW, R7, R10, TMP).jumpIf(Cond.EQ, R7, 0, "out");
+        a.load(DW, R7, fp, TMP).jumpIf(Cond.EQ, R7, 0, "out");
         read64(a, TMP, R7, k.auxProg());
-        a.load(DW, R1, R10, TMP).jumpIf(Cond.NE, R1, R6, "out");     // not a bpf_prog after all
-        a.store(DW, R10, AUX, R7);
+        a.load(DW, R1, fp, TMP).jumpIf(Cond.NE, R1, R6, "out");     // not a bpf_prog after all
+        a.store(DW, fp, AUX, R7);
         read32(a, ID, R7, k.auxId());
         read32(a, N, R7, k.auxRealFuncCnt());
         read64(a, FUNCS, R7, k.auxFunc());
-        a.store(DW, R10, FLAGS, 0);
-        a.load(DW, R1, R10, N).jumpIf(Cond.NE, R1, 0, "have_cnt").mov(R1, 1).label("have_cnt");
-        a.store(DW, R10, FCNT, R1);
-        a.jumpIf(Cond.LE, R1, maxFuncs, "cnt_ok").mov(R1, maxFuncs).store(DW, R10, FLAGS, F_FTRUNC);
+        a.store(DW, fp, FLAGS, 0);
+        a.load(DW, R1, fp, N).jumpIf(Cond.NE, R1, 0, "have_cnt").mov(R1, 1).label("have_cnt");
+        a.store(DW, fp, FCNT, R1);
+        a.jumpIf(Cond.LE, R1, maxFuncs, "cnt_ok").mov(R1, maxFuncs).store(DW, fp, FLAGS, F_FTRUNC);
         countStat(a, STAT_FUNCS_TRUNCATED);
         a.mov(R1, maxFuncs);
-        a.label("cnt_ok").store(DW, R10, CNT, R1);
+        a.label("cnt_ok").store(DW, fp, CNT, R1);
+        if (loops) {
+            // bpf_loop(cnt, one function's record, the frame, 0)
+            String body = callback("cb_func", b -> {
+                b.mov(R8, R1);
+                functionRecord(b, kind, "cb_func_next");
+                b.label("cb_func_next").mov(R0, 0).exit();
+            });
+            a.loadFunc(R2, body).mov(R3, fp).mov(R4, 0).call(HELPER_LOOP);
+            a.label("out").mov(R0, 0).exit();
+            return;
+        }
         if (chunks) {
             a.mov(R8, -1);
             a.label("loop").add(R8, 1).jumpIf(Cond.GE, R8, CHUNKED_FUNCS, "done")
-                    .load(DW, R1, R10, CNT).jumpIf(Cond.GE, R8, R1, "done");   // i
+                    .load(DW, R1, fp, CNT).jumpIf(Cond.GE, R8, R1, "done");   // i
         } else {
-            a.mov(R1, R10).add(R1, ITER).mov(R2, 0).load(DW, R3, R10, CNT).callKfunc(k.kfuncIterNew());
+            a.mov(R1, fp).add(R1, ITER).mov(R2, 0).load(DW, R3, fp, CNT).callKfunc(k.kfuncIterNew());
             a.label("loop");
-            a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "done");
+            a.mov(R1, fp).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "done");
             a.load(W, R8, R0, 0);                                          // i
         }
-        a.load(DW, R9, R10, P);                                        // f = prog ...
-        a.load(DW, R1, R10, N).jumpIf(Cond.EQ, R1, 0, "have_f");
-        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, FUNCS).add(R3, R1);   // ... or func[i]
-        a.mov(R1, R10).add(R1, TMP).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
-        a.load(DW, R9, R10, TMP).jumpIf(Cond.EQ, R9, 0, "loop");
+        functionRecord(a, kind, "loop");
+        a.label("done");
+        if (!chunks) a.mov(R1, fp).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
+        a.label("out").mov(R0, 0).exit();
+    }
+
+    /** r8 = i: function i's record (from the slots P, N, FUNCS, AUX), then goto next. */
+    private void functionRecord(BpfAssembler a, int kind, String next) {
+        a.load(DW, R9, fp, P);                                        // f = prog ...
+        a.load(DW, R1, fp, N).jumpIf(Cond.EQ, R1, 0, "have_f");
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, fp, FUNCS).add(R3, R1);   // ... or func[i]
+        a.mov(R1, fp).add(R1, TMP).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R9, fp, TMP).jumpIf(Cond.EQ, R9, 0, next);
         a.label("have_f");
         read64(a, START, R9, k.progBpfFunc());
         read32(a, SIZE, R9, k.progJitedLen());
         // Function 0 has no ksym of its own: the program's ksym names it.
-        a.load(DW, R1, R10, AUX).jumpIf(Cond.EQ, R8, 0, "have_aux");
+        a.load(DW, R1, fp, AUX).jumpIf(Cond.EQ, R8, 0, "have_aux");
         read64(a, TMP, R9, k.progAux());
-        a.load(DW, R1, R10, TMP);
-        a.label("have_aux").add(R1, k.auxKsymName()).store(DW, R10, NAMEP, R1);
-        emitRecord(a, kind, true, "loop");
-        a.label("done");
-        if (!chunks) a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
-        a.label("out").mov(R0, 0).exit();
+        a.load(DW, R1, fp, TMP);
+        a.label("have_aux").add(R1, k.auxKsymName()).store(DW, fp, NAMEP, R1);
+        emitRecord(a, kind, true, next);
+    }
+
+    /**
+     * Registers a bpf_loop callback body (entered with r1 = the index, r2 = the main frame, which it keeps in r6 as
+     * {@link #fp}); returns its label.
+     */
+    private String callback(String label, Consumer<BpfAssembler> body) {
+        callbacks.putIfAbsent(label, b -> {
+            b.label(label).mov(R6, R2);
+            body.accept(b);
+        });
+        return label;
+    }
+
+    /** Emits the callbacks after the main program (a body may register another) and assembles. */
+    private byte[] finish(BpfAssembler a) {
+        Set<String> emitted = new HashSet<>();
+        for (boolean more = true; more; ) {
+            more = false;
+            for (var e : Map.copyOf(callbacks).entrySet()) {
+                if (!emitted.add(e.getKey())) continue;
+                Reg main = fp;
+                fp = R6;
+                e.getValue().accept(a);
+                fp = main;
+                more = true;
+            }
+        }
+        callbacks.clear();
+        return a.assemble();
     }
 
     /**
@@ -256,9 +348,9 @@ final class FencePrograms {
      * Falls through to the image capture whatever happens; a failed reserve is counted as a loss.
      */
     private void captureMetadata(BpfAssembler a, KernelLayout.Metadata m) {
-        a.store(DW, R10, M_MFLAGS, 0);
+        a.store(DW, fp, M_MFLAGS, 0).store(DW, fp, P, R6);
         read64(a, M_AUX, R6, k.progAux());
-        a.load(DW, R7, R10, M_AUX).jumpIf(Cond.EQ, R7, 0, "meta_done");
+        a.load(DW, R7, fp, M_AUX).jumpIf(Cond.EQ, R7, 0, "meta_done");
         read32(a, M_LEN, R6, m.progLen());
         read32(a, M_NLINFO, R7, m.auxNrLinfo());
         read32(a, M_NFINFO, R7, m.auxFuncInfoCnt());
@@ -272,71 +364,71 @@ final class FencePrograms {
         read64(a, M_BTF, R7, m.auxBtf());
         // Section lengths: xlated, line info, JITed line info, func info, maps, function tags, BTF.
         clampTo(a, M_LEN, MAX_META_INSNS, "m_len");
-        a.load(DW, R1, R10, M_LEN).alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(0), R1);
+        a.load(DW, R1, fp, M_LEN).alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, fp, len(0), R1);
         clampTo(a, M_NLINFO, MAX_META_INSNS, "m_nl");
         zeroIfNull(a, M_NLINFO, M_LINFO, "m_nl0");
-        a.load(DW, R1, R10, M_NLINFO).alu(BpfAssembler.Alu.LSH, R1, 4).store(DW, R10, len(1), R1);
-        a.load(DW, R1, R10, M_NLINFO).load(DW, R2, R10, M_JLINFO).jumpIf(Cond.NE, R2, 0, "m_jl").mov(R1, 0)
-                .label("m_jl").alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(2), R1);
+        a.load(DW, R1, fp, M_NLINFO).alu(BpfAssembler.Alu.LSH, R1, 4).store(DW, fp, len(1), R1);
+        a.load(DW, R1, fp, M_NLINFO).load(DW, R2, fp, M_JLINFO).jumpIf(Cond.NE, R2, 0, "m_jl").mov(R1, 0)
+                .label("m_jl").alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, fp, len(2), R1);
         clampTo(a, M_NFINFO, MAX_META_INSNS, "m_nf");
         zeroIfNull(a, M_NFINFO, M_FINFO, "m_nf0");
-        a.load(DW, R1, R10, M_NFINFO).alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(3), R1);
-        a.load(DW, R1, R10, M_NMAPS).jumpIf(Cond.LE, R1, MAX_MAPS, "m_nm").mov(R1, MAX_MAPS)
-                .store(DW, R10, M_NMAPS, R1).load(DW, R2, R10, M_MFLAGS).alu(BpfAssembler.Alu.OR, R2,
-                        MetaRecord.F_MAPS_TRUNC).store(DW, R10, M_MFLAGS, R2).label("m_nm");
+        a.load(DW, R1, fp, M_NFINFO).alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, fp, len(3), R1);
+        a.load(DW, R1, fp, M_NMAPS).jumpIf(Cond.LE, R1, MAX_MAPS, "m_nm").mov(R1, MAX_MAPS)
+                .store(DW, fp, M_NMAPS, R1).load(DW, R2, fp, M_MFLAGS).alu(BpfAssembler.Alu.OR, R2,
+                        MetaRecord.F_MAPS_TRUNC).store(DW, fp, M_MFLAGS, R2).label("m_nm");
         zeroIfNull(a, M_NMAPS, M_MAPS, "m_nm0");
-        a.load(DW, R1, R10, M_NMAPS).alu(BpfAssembler.Alu.MUL, R1, MetaRecord.MAP_ENTRY).store(DW, R10, len(4), R1);
-        a.load(DW, R1, R10, M_NREAL).jumpIf(Cond.NE, R1, 0, "m_fc").mov(R1, 1).label("m_fc")
-                .jumpIf(Cond.LE, R1, maxFuncs, "m_fc2").mov(R1, maxFuncs).label("m_fc2").store(DW, R10, M_FCNT, R1)
-                .alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, R10, len(5), R1);
+        a.load(DW, R1, fp, M_NMAPS).alu(BpfAssembler.Alu.MUL, R1, MetaRecord.MAP_ENTRY).store(DW, fp, len(4), R1);
+        a.load(DW, R1, fp, M_NREAL).jumpIf(Cond.NE, R1, 0, "m_fc").mov(R1, 1).label("m_fc")
+                .jumpIf(Cond.LE, R1, maxFuncs, "m_fc2").mov(R1, maxFuncs).label("m_fc2").store(DW, fp, M_FCNT, R1)
+                .alu(BpfAssembler.Alu.LSH, R1, 3).store(DW, fp, len(5), R1);
         // The BTF, unless a program with the same BTF object sent it already.
-        a.store(DW, R10, len(6), 0).store(DW, R10, M_BTFID, 0).store(DW, R10, M_BTFSZ, 0);
-        a.load(DW, R8, R10, M_BTF).jumpIf(Cond.EQ, R8, 0, "m_btf_done");
+        a.store(DW, fp, len(6), 0).store(DW, fp, M_BTFID, 0).store(DW, fp, M_BTFSZ, 0);
+        a.load(DW, R8, fp, M_BTF).jumpIf(Cond.EQ, R8, 0, "m_btf_done");
         read32(a, M_BTFID, R8, m.btfId());
         read32(a, M_BTFSZ, R8, m.btfDataSize());
-        a.load(DW, R1, R10, M_BTFID).store(DW, R10, M_KEY, R1).store(DW, R10, M_VAL, 0);
-        a.loadMapFd(R1, btfSeenFd).mov(R2, R10).add(R2, M_KEY).mov(R3, R10).add(R3, M_VAL).mov(R4, BPF_NOEXIST)
+        a.load(DW, R1, fp, M_BTFID).store(DW, fp, M_KEY, R1).store(DW, fp, M_VAL, 0);
+        a.loadMapFd(R1, btfSeenFd).mov(R2, fp).add(R2, M_KEY).mov(R3, fp).add(R3, M_VAL).mov(R4, BPF_NOEXIST)
                 .call(HELPER_MAP_UPDATE).jumpIf(Cond.EQ, R0, 0, "m_btf_new");
         orFlag(a, MetaRecord.F_BTF_SEEN);
         a.jump("m_btf_done");
-        a.label("m_btf_new").load(DW, R1, R10, M_BTFSZ).jumpIf(Cond.LE, R1, MetaRecord.MAX_BTF, "m_btf_fits");
+        a.label("m_btf_new").load(DW, R1, fp, M_BTFSZ).jumpIf(Cond.LE, R1, MetaRecord.MAX_BTF, "m_btf_fits");
         orFlag(a, MetaRecord.F_BTF_DROPPED);
         forgetBtf(a);
         a.jump("m_btf_done");
-        a.label("m_btf_fits").store(DW, R10, len(6), R1);
+        a.label("m_btf_fits").store(DW, fp, len(6), R1);
         orFlag(a, MetaRecord.F_BTF_INCLUDED);
         a.label("m_btf_done");
         if (chunks) {
             // the chunked copy's bound per range: past it the translated instructions, then the BTF, are left out
-            a.load(DW, R1, R10, len(0)).jumpIf(Cond.LE, R1, CHUNKED_MAX, "m_cx").store(DW, R10, len(0), 0);
+            a.load(DW, R1, fp, len(0)).jumpIf(Cond.LE, R1, chunkedMax, "m_cx").store(DW, fp, len(0), 0);
             orFlag(a, MetaRecord.F_XLATED_DROPPED);
-            a.label("m_cx").load(DW, R1, R10, len(6)).jumpIf(Cond.LE, R1, CHUNKED_MAX, "m_cb").store(DW, R10, len(6), 0);
-            a.load(DW, R1, R10, M_MFLAGS).alu(BpfAssembler.Alu.AND, R1, ~MetaRecord.F_BTF_INCLUDED)
-                    .alu(BpfAssembler.Alu.OR, R1, MetaRecord.F_BTF_DROPPED).store(DW, R10, M_MFLAGS, R1);
+            a.label("m_cx").load(DW, R1, fp, len(6)).jumpIf(Cond.LE, R1, chunkedMax, "m_cb").store(DW, fp, len(6), 0);
+            a.load(DW, R1, fp, M_MFLAGS).alu(BpfAssembler.Alu.AND, R1, ~MetaRecord.F_BTF_INCLUDED)
+                    .alu(BpfAssembler.Alu.OR, R1, MetaRecord.F_BTF_DROPPED).store(DW, fp, M_MFLAGS, R1);
             forgetBtf(a);
             a.label("m_cb");
         }
         // Total; over the dynptr limit the translated instructions go first, then the BTF.
         sumTotal(a);
-        a.load(DW, R1, R10, M_TOTAL).jumpIf(Cond.LE, R1, MetaRecord.MAX_RECORD, "m_fits");
-        a.store(DW, R10, len(0), 0);
+        a.load(DW, R1, fp, M_TOTAL).jumpIf(Cond.LE, R1, MetaRecord.MAX_RECORD, "m_fits");
+        a.store(DW, fp, len(0), 0);
         orFlag(a, MetaRecord.F_XLATED_DROPPED);
         sumTotal(a);
-        a.load(DW, R1, R10, M_TOTAL).jumpIf(Cond.LE, R1, MetaRecord.MAX_RECORD, "m_fits");
-        a.load(DW, R1, R10, M_MFLAGS).jumpIf(Cond.SET, R1, MetaRecord.F_BTF_INCLUDED, "m_drop_btf")
+        a.load(DW, R1, fp, M_TOTAL).jumpIf(Cond.LE, R1, MetaRecord.MAX_RECORD, "m_fits");
+        a.load(DW, R1, fp, M_MFLAGS).jumpIf(Cond.SET, R1, MetaRecord.F_BTF_INCLUDED, "m_drop_btf")
                 .jump("m_fits");
-        a.label("m_drop_btf").store(DW, R10, len(6), 0);
-        a.load(DW, R1, R10, M_MFLAGS).alu(BpfAssembler.Alu.XOR, R1, MetaRecord.F_BTF_INCLUDED)
-                .alu(BpfAssembler.Alu.OR, R1, MetaRecord.F_BTF_DROPPED).store(DW, R10, M_MFLAGS, R1);
+        a.label("m_drop_btf").store(DW, fp, len(6), 0);
+        a.load(DW, R1, fp, M_MFLAGS).alu(BpfAssembler.Alu.XOR, R1, MetaRecord.F_BTF_INCLUDED)
+                .alu(BpfAssembler.Alu.OR, R1, MetaRecord.F_BTF_DROPPED).store(DW, fp, M_MFLAGS, R1);
         forgetBtf(a);
         sumTotal(a);
         a.label("m_fits");
         if (chunks) {
             beginFragments(a, M_TOTAL);
         } else {
-            a.loadMapFd(R1, ringFd).load(DW, R2, R10, M_TOTAL).mov(R3, 0).mov(R4, R10).add(R4, DYNPTR)
+            a.loadMapFd(R1, ringFd).load(DW, R2, fp, M_TOTAL).mov(R3, 0).mov(R4, fp).add(R4, DYNPTR)
                     .call(HELPER_RESERVE_DYNPTR).jumpIf(Cond.NE, R0, 0, "m_discard");
-            a.mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).mov(R3, MetaRecord.SECTIONS_START).call(HELPER_DYNPTR_DATA)
+            a.mov(R1, fp).add(R1, DYNPTR).mov(R2, 0).mov(R3, MetaRecord.SECTIONS_START).call(HELPER_DYNPTR_DATA)
                     .jumpIf(Cond.EQ, R0, 0, "m_discard");
             a.mov(R7, R0);
         }
@@ -345,12 +437,12 @@ final class FencePrograms {
         a.load(DW, R1, R7, FenceRecord.START).store(DW, R7, END, R1);
         a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
         a.store(W, R7, KIND, KIND_META).store(W, R7, OFF, 0);
-        a.load(DW, R1, R10, M_TOTAL).store(W, R7, LEN, R1).store(W, R7, CAP, R1);
+        a.load(DW, R1, fp, M_TOTAL).store(W, R7, LEN, R1).store(W, R7, CAP, R1);
         a.store(W, R7, NAME_LEN, 0).store(W, R7, ERR, 0);
         a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(BpfAssembler.Alu.RSH, R0, 32).store(W, R7, PID, R0);
-        a.load(DW, R8, R10, M_AUX);
+        a.load(DW, R8, fp, M_AUX);
         probeInto(a, PROG_ID, 4, R8, k.auxId());
-        a.store(H, R7, FUNC_IDX, 0).load(DW, R1, R10, M_FCNT).store(H, R7, FUNC_CNT, R1);
+        a.store(H, R7, FUNC_IDX, 0).load(DW, R1, fp, M_FCNT).store(H, R7, FUNC_CNT, R1);
         probeInto(a, TAG, 8, R6, k.progTag());
         a.store(W, R7, FenceRecord.FLAGS, F_LAST).store(W, R7, PAD, 0);
         // What bpf_prog_info says.
@@ -378,33 +470,33 @@ final class FencePrograms {
                 .call(HELPER_PROBE_READ_KERNEL_STR);
         a.label("m_afn");
         int gplByte = (int) (m.progGplBit() / 8) & ~3;
-        a.store(DW, R10, TMP, 0).mov(R1, R10).add(R1, TMP).mov(R2, 4).mov(R3, R6).add(R3, gplByte)
+        a.store(DW, fp, TMP, 0).mov(R1, fp).add(R1, TMP).mov(R2, 4).mov(R3, R6).add(R3, gplByte)
                 .call(HELPER_PROBE_READ_KERNEL);
-        a.load(W, R1, R10, TMP).alu(BpfAssembler.Alu.RSH, R1, (int) (m.progGplBit() - 8L * gplByte))
+        a.load(W, R1, fp, TMP).alu(BpfAssembler.Alu.RSH, R1, (int) (m.progGplBit() - 8L * gplByte))
                 .alu(BpfAssembler.Alu.AND, R1, 1).store(W, R7, MetaRecord.GPL, R1);
-        a.load(DW, R1, R10, len(0)).alu(BpfAssembler.Alu.RSH, R1, 3).store(W, R7, MetaRecord.INSN_CNT, R1);
-        a.load(DW, R1, R10, M_NLINFO).store(W, R7, MetaRecord.NR_LINFO, R1);
-        a.load(DW, R1, R10, M_NFINFO).store(W, R7, MetaRecord.NR_FINFO, R1);
-        a.load(DW, R1, R10, M_NMAPS).store(W, R7, MetaRecord.NR_MAPS, R1);
-        a.load(DW, R1, R10, M_BTFID).store(W, R7, MetaRecord.BTF_ID, R1);
-        a.load(DW, R1, R10, M_BTFSZ).store(W, R7, MetaRecord.BTF_SIZE, R1);
-        a.load(DW, R1, R10, M_FCNT).store(W, R7, MetaRecord.FUNC_CNT, R1);
-        a.load(DW, R1, R10, M_MFLAGS).store(W, R7, MetaRecord.META_FLAGS, R1);
+        a.load(DW, R1, fp, len(0)).alu(BpfAssembler.Alu.RSH, R1, 3).store(W, R7, MetaRecord.INSN_CNT, R1);
+        a.load(DW, R1, fp, M_NLINFO).store(W, R7, MetaRecord.NR_LINFO, R1);
+        a.load(DW, R1, fp, M_NFINFO).store(W, R7, MetaRecord.NR_FINFO, R1);
+        a.load(DW, R1, fp, M_NMAPS).store(W, R7, MetaRecord.NR_MAPS, R1);
+        a.load(DW, R1, fp, M_BTFID).store(W, R7, MetaRecord.BTF_ID, R1);
+        a.load(DW, R1, fp, M_BTFSZ).store(W, R7, MetaRecord.BTF_SIZE, R1);
+        a.load(DW, R1, fp, M_FCNT).store(W, R7, MetaRecord.FUNC_CNT, R1);
+        a.load(DW, R1, fp, M_MFLAGS).store(W, R7, MetaRecord.META_FLAGS, R1);
         // Section table and the sections, back to back after the header.
         a.mov(R8, MetaRecord.SECTIONS_START);
         for (int i = 0; i < MetaRecord.SECTION_COUNT; i++) {
             int entry = MetaRecord.SECTION_TABLE + 16 * i;
-            a.store(W, R7, entry, R8).load(DW, R1, R10, len(i)).store(W, R7, entry + 4, R1)
+            a.store(W, R7, entry, R8).load(DW, R1, fp, len(i)).store(W, R7, entry + 4, R1)
                     .store(W, R7, entry + 8, 0).store(W, R7, entry + 12, 0);
-            if (i == MetaRecord.MAPS) a.store(DW, R10, M_O4, R8);
-            if (i == MetaRecord.FUNC_TAGS) a.store(DW, R10, M_O5, R8);
+            if (i == MetaRecord.MAPS) a.store(DW, fp, M_O4, R8);
+            if (i == MetaRecord.FUNC_TAGS) a.store(DW, fp, M_O5, R8);
             a.add(R8, R1);
         }
         copySection(a, MetaRecord.XLATED, R6, m.progInsnsi(), -1);
         copySection(a, MetaRecord.LINE_INFO, null, 0, M_LINFO);
         copySection(a, MetaRecord.JITED_LINE_INFO, null, 0, M_JLINFO);
         copySection(a, MetaRecord.FUNC_INFO, null, 0, M_FINFO);
-        a.load(DW, R8, R10, M_BTF).jumpIf(Cond.EQ, R8, 0, "m_btf_copied");
+        a.load(DW, R8, fp, M_BTF).jumpIf(Cond.EQ, R8, 0, "m_btf_copied");
         read64(a, M_PTR, R8, m.btfData());
         copySection(a, MetaRecord.BTF, null, 0, M_PTR);
         a.label("m_btf_copied");
@@ -416,47 +508,47 @@ final class FencePrograms {
             return;
         }
         // Maps: {u64 address, u32 id, u32 type, u32 max_entries, u32 value_size} each.
-        a.load(DW, R3, R10, M_NMAPS).jumpIf(Cond.EQ, R3, 0, "m_maps_done");
-        a.mov(R1, R10).add(R1, ITER).mov(R2, 0).callKfunc(k.kfuncIterNew());
+        a.load(DW, R3, fp, M_NMAPS).jumpIf(Cond.EQ, R3, 0, "m_maps_done");
+        a.mov(R1, fp).add(R1, ITER).mov(R2, 0).callKfunc(k.kfuncIterNew());
         a.label("m_maps");
-        a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "m_maps_end");
+        a.mov(R1, fp).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "m_maps_end");
         a.load(W, R8, R0, 0);
-        a.mov(R9, R8).alu(BpfAssembler.Alu.MUL, R9, MetaRecord.MAP_ENTRY).load(DW, R1, R10, M_O4).add(R9, R1);
-        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_MAPS).add(R3, R1);
-        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
-        a.load(DW, R4, R10, M_PTR).jumpIf(Cond.EQ, R4, 0, "m_maps");
-        a.store(DW, R10, TMP, R4);
+        a.mov(R9, R8).alu(BpfAssembler.Alu.MUL, R9, MetaRecord.MAP_ENTRY).load(DW, R1, fp, M_O4).add(R9, R1);
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, fp, M_MAPS).add(R3, R1);
+        a.mov(R1, fp).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R4, fp, M_PTR).jumpIf(Cond.EQ, R4, 0, "m_maps");
+        a.store(DW, fp, TMP, R4);
         dynptrWriteStack(a, 0, TMP, 8);
         dynptrReadKernel(a, 8, 4, m.mapId());
         dynptrReadKernel(a, 12, 4, m.mapType());
         dynptrReadKernel(a, 16, 4, m.mapMaxEntries());
         dynptrReadKernel(a, 20, 4, m.mapValueSize());
         a.jump("m_maps");
-        a.label("m_maps_end").mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
+        a.label("m_maps_end").mov(R1, fp).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
         a.label("m_maps_done");
         // Each JITed function's own tag (subprograms are hashed on their own).
-        a.load(DW, R3, R10, M_FCNT);
-        a.mov(R1, R10).add(R1, ITER).mov(R2, 0).callKfunc(k.kfuncIterNew());
+        a.load(DW, R3, fp, M_FCNT);
+        a.mov(R1, fp).add(R1, ITER).mov(R2, 0).callKfunc(k.kfuncIterNew());
         a.label("m_tags");
-        a.mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "m_tags_end");
+        a.mov(R1, fp).add(R1, ITER).callKfunc(k.kfuncIterNext()).jumpIf(Cond.EQ, R0, 0, "m_tags_end");
         a.load(W, R8, R0, 0);
-        a.mov(R9, R6).load(DW, R1, R10, M_NREAL).jumpIf(Cond.EQ, R1, 0, "m_tag_f");
-        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_FUNCS).add(R3, R1);
-        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
-        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, "m_tags");
+        a.mov(R9, R6).load(DW, R1, fp, M_NREAL).jumpIf(Cond.EQ, R1, 0, "m_tag_f");
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, fp, M_FUNCS).add(R3, R1);
+        a.mov(R1, fp).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R9, fp, M_PTR).jumpIf(Cond.EQ, R9, 0, "m_tags");
         a.label("m_tag_f");
-        a.mov(R2, R8).alu(BpfAssembler.Alu.LSH, R2, 3).load(DW, R1, R10, M_O5).add(R2, R1);
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R3, 8).mov(R4, R9).add(R4, k.progTag()).callKfunc(k.kfuncReadKernelDynptr());
+        a.mov(R2, R8).alu(BpfAssembler.Alu.LSH, R2, 3).load(DW, R1, fp, M_O5).add(R2, R1);
+        a.mov(R1, fp).add(R1, DYNPTR).mov(R3, 8).mov(R4, R9).add(R4, k.progTag()).callKfunc(k.kfuncReadKernelDynptr());
         a.jump("m_tags");
-        a.label("m_tags_end").mov(R1, R10).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
+        a.label("m_tags_end").mov(R1, fp).add(R1, ITER).callKfunc(k.kfuncIterDestroy());
         a.loadMapFd(R1, ringFd).mov(R2, 0).call(HELPER_RINGBUF_QUERY)
                 .mov(R2, RB_NO_WAKEUP).jumpIf(Cond.LE, R0, ringSize / 4, "m_quiet").mov(R2, RB_FORCE_WAKEUP)
                 .label("m_quiet");
-        a.mov(R1, R10).add(R1, DYNPTR).call(HELPER_SUBMIT_DYNPTR);
+        a.mov(R1, fp).add(R1, DYNPTR).call(HELPER_SUBMIT_DYNPTR);
         countStat(a, STAT_META_SUBMITTED);
         a.jump("meta_done");
-        a.label("m_discard").mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).call(HELPER_DISCARD_DYNPTR);
-        a.load(DW, R1, R10, M_MFLAGS).jumpIf(Cond.SET, R1, MetaRecord.F_BTF_INCLUDED, "m_unsee").jump("m_count");
+        a.label("m_discard").mov(R1, fp).add(R1, DYNPTR).mov(R2, 0).call(HELPER_DISCARD_DYNPTR);
+        a.load(DW, R1, fp, M_MFLAGS).jumpIf(Cond.SET, R1, MetaRecord.F_BTF_INCLUDED, "m_unsee").jump("m_count");
         a.label("m_unsee");
         forgetBtf(a);
         a.label("m_count");
@@ -468,39 +560,39 @@ final class FencePrograms {
         return M_L0 - 8 * section;
     }
 
-    private static void clampTo(BpfAssembler a, int slot, int max, String label) {
-        a.load(DW, R1, R10, slot).jumpIf(Cond.LE, R1, max, label).mov(R1, max).store(DW, R10, slot, R1).label(label);
+    private void clampTo(BpfAssembler a, int slot, int max, String label) {
+        a.load(DW, R1, fp, slot).jumpIf(Cond.LE, R1, max, label).mov(R1, max).store(DW, fp, slot, R1).label(label);
     }
 
     /** slot = 0 when the pointer in ptrSlot is NULL. */
-    private static void zeroIfNull(BpfAssembler a, int slot, int ptrSlot, String label) {
-        a.load(DW, R1, R10, ptrSlot).jumpIf(Cond.NE, R1, 0, label).store(DW, R10, slot, 0).label(label);
+    private void zeroIfNull(BpfAssembler a, int slot, int ptrSlot, String label) {
+        a.load(DW, R1, fp, ptrSlot).jumpIf(Cond.NE, R1, 0, label).store(DW, fp, slot, 0).label(label);
     }
 
-    private static void orFlag(BpfAssembler a, int flag) {
-        a.load(DW, R1, R10, M_MFLAGS).alu(BpfAssembler.Alu.OR, R1, flag).store(DW, R10, M_MFLAGS, R1);
+    private void orFlag(BpfAssembler a, int flag) {
+        a.load(DW, R1, fp, M_MFLAGS).alu(BpfAssembler.Alu.OR, R1, flag).store(DW, fp, M_MFLAGS, R1);
     }
 
     /** Takes this BTF id out of the sent set again: a later program of the same object must send it. */
     private void forgetBtf(BpfAssembler a) {
-        a.loadMapFd(R1, btfSeenFd).mov(R2, R10).add(R2, M_KEY).call(HELPER_MAP_DELETE);
+        a.loadMapFd(R1, btfSeenFd).mov(R2, fp).add(R2, M_KEY).call(HELPER_MAP_DELETE);
     }
 
-    private static void sumTotal(BpfAssembler a) {
+    private void sumTotal(BpfAssembler a) {
         a.mov(R1, MetaRecord.SECTIONS_START);
-        for (int i = 0; i < MetaRecord.SECTION_COUNT; i++) a.load(DW, R2, R10, len(i)).add(R1, R2);
-        a.store(DW, R10, M_TOTAL, R1);
+        for (int i = 0; i < MetaRecord.SECTION_COUNT; i++) a.load(DW, R2, fp, len(i)).add(R1, R2);
+        a.store(DW, fp, M_TOTAL, R1);
     }
 
     /** *(record r7 + at) = size bytes at (reg + off), via bpf_probe_read_kernel (zeros on fault). */
-    private static void probeInto(BpfAssembler a, int at, int size, Reg reg, int off) {
+    private void probeInto(BpfAssembler a, int at, int size, Reg reg, int off) {
         a.mov(R1, R7).add(R1, at).mov(R2, size).mov(R3, reg).add(R3, off).call(HELPER_PROBE_READ_KERNEL);
     }
 
     /** r9 = *(u64 *)(reg + off); goto skip if NULL. */
-    private static void readPtr(BpfAssembler a, Reg reg, int off, String skip) {
+    private void readPtr(BpfAssembler a, Reg reg, int off, String skip) {
         read64(a, M_PTR, reg, off);
-        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, skip);
+        a.load(DW, R9, fp, M_PTR).jumpIf(Cond.EQ, R9, 0, skip);
     }
 
     /**
@@ -512,32 +604,32 @@ final class FencePrograms {
         String skip = "m_sec_" + section;
         a.load(W, R3, R7, entry + 4).jumpIf(Cond.EQ, R3, 0, skip);
         if (chunks) {
-            a.store(DW, R10, LLEN, R3);
-            a.load(W, R2, R7, entry).store(DW, R10, LOFF, R2);
+            a.store(DW, fp, LLEN, R3);
+            a.load(W, R2, R7, entry).store(DW, fp, LOFF, R2);
             if (reg != null) a.mov(R4, reg).add(R4, off);
-            else a.load(DW, R4, R10, srcSlot);
-            a.store(DW, R10, LSRC, R4).mov(R1, 0).store(DW, R10, FERR, R1);
+            else a.load(DW, R4, fp, srcSlot);
+            a.store(DW, fp, LSRC, R4).mov(R1, 0).store(DW, fp, FERR, R1);
             copyInChunks(a);
-            a.load(DW, R1, R10, FERR).store(W, R7, entry + 8, R1);
+            a.load(DW, R1, fp, FERR).store(W, R7, entry + 8, R1);
             a.label(skip);
             return;
         }
         a.load(W, R2, R7, entry);
         if (reg != null) a.mov(R4, reg).add(R4, off);
-        else a.load(DW, R4, R10, srcSlot);
-        a.mov(R1, R10).add(R1, DYNPTR).callKfunc(k.kfuncReadKernelDynptr()).store(W, R7, entry + 8, R0);
+        else a.load(DW, R4, fp, srcSlot);
+        a.mov(R1, fp).add(R1, DYNPTR).callKfunc(k.kfuncReadKernelDynptr()).store(W, R7, entry + 8, R0);
         a.label(skip);
     }
 
     /** record[r9 + at] = size bytes at (*(u64 *)TMP + off) — a field of the map in TMP. */
     private void dynptrReadKernel(BpfAssembler a, int at, int size, int off) {
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, R9).add(R2, at).mov(R3, size).load(DW, R4, R10, TMP).add(R4, off)
+        a.mov(R1, fp).add(R1, DYNPTR).mov(R2, R9).add(R2, at).mov(R3, size).load(DW, R4, fp, TMP).add(R4, off)
                 .callKfunc(k.kfuncReadKernelDynptr());
     }
 
     /** record[r9 + at] = size bytes of the stack slot (bpf_dynptr_write). */
-    private static void dynptrWriteStack(BpfAssembler a, int at, int slot, int size) {
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, R9).add(R2, at).mov(R3, R10).add(R3, slot).mov(R4, size).mov(R5, 0)
+    private void dynptrWriteStack(BpfAssembler a, int at, int slot, int size) {
+        a.mov(R1, fp).add(R1, DYNPTR).mov(R2, R9).add(R2, at).mov(R3, fp).add(R3, slot).mov(R4, size).mov(R5, 0)
                 .call(HELPER_DYNPTR_WRITE);
     }
 
@@ -551,52 +643,52 @@ final class FencePrograms {
             return;
         }
         String discard = "discard_" + kind, named = "named_" + kind;
-        a.load(DW, R1, R10, SIZE).jumpIf(Cond.LE, R1, MAX_IMAGE, "clen_" + kind).mov(R1, MAX_IMAGE)
-                .label("clen_" + kind).store(DW, R10, CLEN, R1);
-        a.loadMapFd(R1, ringFd).load(DW, R2, R10, CLEN).add(R2, IMAGE).mov(R3, 0)
-                .mov(R4, R10).add(R4, DYNPTR).call(HELPER_RESERVE_DYNPTR).jumpIf(Cond.NE, R0, 0, discard);
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).mov(R3, IMAGE).call(HELPER_DYNPTR_DATA)
+        a.load(DW, R1, fp, SIZE).jumpIf(Cond.LE, R1, MAX_IMAGE, "clen_" + kind).mov(R1, MAX_IMAGE)
+                .label("clen_" + kind).store(DW, fp, CLEN, R1);
+        a.loadMapFd(R1, ringFd).load(DW, R2, fp, CLEN).add(R2, IMAGE).mov(R3, 0)
+                .mov(R4, fp).add(R4, DYNPTR).call(HELPER_RESERVE_DYNPTR).jumpIf(Cond.NE, R0, 0, discard);
+        a.mov(R1, fp).add(R1, DYNPTR).mov(R2, 0).mov(R3, IMAGE).call(HELPER_DYNPTR_DATA)
                 .jumpIf(Cond.EQ, R0, 0, discard);
         a.mov(R7, R0);                                                  // header, IMAGE bytes
         recordHeader(a, kind, withTag);
-        a.load(DW, R4, R10, NAMEP).jumpIf(Cond.EQ, R4, 0, named);
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, NAME).mov(R3, NAME_MAX).callKfunc(k.kfuncReadKernelStrDynptr())
+        a.load(DW, R4, fp, NAMEP).jumpIf(Cond.EQ, R4, 0, named);
+        a.mov(R1, fp).add(R1, DYNPTR).mov(R2, NAME).mov(R3, NAME_MAX).callKfunc(k.kfuncReadKernelStrDynptr())
                 .store(W, R7, NAME_LEN, R0);
         a.label(named);
-        a.mov(R1, R10).add(R1, DYNPTR).mov(R2, IMAGE).load(DW, R3, R10, CLEN).load(DW, R4, R10, START)
+        a.mov(R1, fp).add(R1, DYNPTR).mov(R2, IMAGE).load(DW, R3, fp, CLEN).load(DW, R4, fp, START)
                 .callKfunc(k.kfuncReadKernelDynptr()).store(W, R7, ERR, R0);
         // Wake the consumer only when the ring is a quarter full: a wakeup per record costs ~15 µs per program.
         a.loadMapFd(R1, ringFd).mov(R2, 0).call(HELPER_RINGBUF_QUERY)
                 .mov(R2, RB_NO_WAKEUP).jumpIf(Cond.LE, R0, ringSize / 4, "quiet_" + kind).mov(R2, RB_FORCE_WAKEUP)
                 .label("quiet_" + kind);
-        a.mov(R1, R10).add(R1, DYNPTR).call(HELPER_SUBMIT_DYNPTR);
+        a.mov(R1, fp).add(R1, DYNPTR).call(HELPER_SUBMIT_DYNPTR);
         countStat(a, STAT_SUBMITTED);
         a.jump(next);
         // A failed reserve still hands back a dynptr that must be discarded; then the loss is counted.
-        a.label(discard).mov(R1, R10).add(R1, DYNPTR).mov(R2, 0).call(HELPER_DISCARD_DYNPTR);
+        a.label(discard).mov(R1, fp).add(R1, DYNPTR).mov(R2, 0).call(HELPER_DISCARD_DYNPTR);
         countStat(a, STAT_RESERVE_FAILED);
         a.jump(next);
     }
 
     /** r7 = a record's header: every field but the name and the read's result (both paths write it alike). */
     private void recordHeader(BpfAssembler a, int kind, boolean withTag) {
-        a.load(DW, R1, R10, START).store(DW, R7, FenceRecord.START, R1)
-                .load(DW, R2, R10, SIZE).add(R1, R2).store(DW, R7, END, R1);
+        a.load(DW, R1, fp, START).store(DW, R7, FenceRecord.START, R1)
+                .load(DW, R2, fp, SIZE).add(R1, R2).store(DW, R7, END, R1);
         a.call(HELPER_KTIME_NS).store(DW, R7, TS, R0);
         a.store(W, R7, KIND, kind).store(W, R7, OFF, 0);
-        a.load(DW, R1, R10, CLEN).store(W, R7, LEN, R1).store(W, R7, CAP, R1);
+        a.load(DW, R1, fp, CLEN).store(W, R7, LEN, R1).store(W, R7, CAP, R1);
         a.store(W, R7, NAME_LEN, 0).store(W, R7, ERR, 0);
         a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(BpfAssembler.Alu.RSH, R0, 32).store(W, R7, PID, R0);
-        a.load(DW, R1, R10, ID).store(W, R7, PROG_ID, R1);
-        a.store(H, R7, FUNC_IDX, R8).load(DW, R1, R10, FCNT).store(H, R7, FUNC_CNT, R1);
-        a.load(DW, R1, R10, FLAGS);
-        a.load(DW, R2, R10, CNT).add(R2, -1).jumpIf(Cond.NE, R8, R2, "notlast_" + kind)
+        a.load(DW, R1, fp, ID).store(W, R7, PROG_ID, R1);
+        a.store(H, R7, FUNC_IDX, R8).load(DW, R1, fp, FCNT).store(H, R7, FUNC_CNT, R1);
+        a.load(DW, R1, fp, FLAGS);
+        a.load(DW, R2, fp, CNT).add(R2, -1).jumpIf(Cond.NE, R8, R2, "notlast_" + kind)
                 .alu(BpfAssembler.Alu.OR, R1, F_LAST).label("notlast_" + kind);
-        a.load(DW, R2, R10, CLEN).load(DW, R3, R10, SIZE).jumpIf(Cond.EQ, R2, R3, "whole_" + kind)
+        a.load(DW, R2, fp, CLEN).load(DW, R3, fp, SIZE).jumpIf(Cond.EQ, R2, R3, "whole_" + kind)
                 .alu(BpfAssembler.Alu.OR, R1, F_TRUNC).label("whole_" + kind);
         a.store(W, R7, FenceRecord.FLAGS, R1).store(W, R7, PAD, 0).store(DW, R7, TAG, 0);
         if (withTag) {
-            a.mov(R1, R7).add(R1, TAG).mov(R2, 8).load(DW, R3, R10, P).add(R3, k.progTag())
+            a.mov(R1, R7).add(R1, TAG).mov(R2, 8).load(DW, R3, fp, P).add(R3, k.progTag())
                     .call(HELPER_PROBE_READ_KERNEL);
         }
     }
@@ -604,56 +696,56 @@ final class FencePrograms {
     /** {@link #emitRecord} by the chunked path: the image in fragments, then the header (with the read's result). */
     private void emitRecordInChunks(BpfAssembler a, int kind, boolean withTag, String next) {
         String named = "named_" + kind;
-        a.load(DW, R1, R10, SIZE).jumpIf(Cond.LE, R1, CHUNKED_MAX, "clen_" + kind).mov(R1, CHUNKED_MAX)
-                .label("clen_" + kind).store(DW, R10, CLEN, R1);
-        a.add(R1, IMAGE).store(DW, R10, M_TOTAL, R1);
+        a.load(DW, R1, fp, SIZE).jumpIf(Cond.LE, R1, chunkedMax, "clen_" + kind).mov(R1, chunkedMax)
+                .label("clen_" + kind).store(DW, fp, CLEN, R1);
+        a.add(R1, IMAGE).store(DW, fp, M_TOTAL, R1);
         beginFragments(a, M_TOTAL);
         recordHeader(a, kind, withTag);
-        a.load(DW, R3, R10, NAMEP).jumpIf(Cond.EQ, R3, 0, named);
+        a.load(DW, R3, fp, NAMEP).jumpIf(Cond.EQ, R3, 0, named);
         a.mov(R1, R7).add(R1, NAME).mov(R2, NAME_MAX).call(HELPER_PROBE_READ_KERNEL_STR).store(W, R7, NAME_LEN, R0);
         a.label(named);
-        a.load(DW, R1, R10, START).store(DW, R10, LSRC, R1).load(DW, R1, R10, CLEN).store(DW, R10, LLEN, R1)
-                .store(DW, R10, LOFF, IMAGE).mov(R1, 0).store(DW, R10, FERR, R1);
+        a.load(DW, R1, fp, START).store(DW, fp, LSRC, R1).load(DW, R1, fp, CLEN).store(DW, fp, LLEN, R1)
+                .store(DW, fp, LOFF, IMAGE).mov(R1, 0).store(DW, fp, FERR, R1);
         copyInChunks(a);
-        a.load(DW, R1, R10, FERR).store(W, R7, ERR, R1);
+        a.load(DW, R1, fp, FERR).store(W, R7, ERR, R1);
         outputHeader(a, IMAGE);
         a.jump(next);
     }
 
     /** r0-r5 clobbered; SCR = this hook's per-CPU scratch value, or goto out. */
     private void scratch(BpfAssembler a, int entry) {
-        a.store(W, R10, TMP, entry).loadMapFd(R1, scratchFd).mov(R2, R10).add(R2, TMP).call(HELPER_MAP_LOOKUP)
-                .jumpIf(Cond.EQ, R0, 0, "out").store(DW, R10, SCR, R0);
+        a.store(W, fp, TMP, entry).loadMapFd(R1, scratchFd).mov(R2, fp).add(R2, TMP).call(HELPER_MAP_LOOKUP)
+                .jumpIf(Cond.EQ, R0, 0, "out").store(DW, fp, SCR, R0);
     }
 
     /** A new logical record of totalSlot bytes: its fragment key and CPU; r7 = its header in the scratch value. */
     private void beginFragments(BpfAssembler a, int totalSlot) {
-        a.load(DW, R1, R10, totalSlot).store(DW, R10, FTOTAL, R1);
-        a.mov(R1, 0).store(DW, R10, FOUT, R1);
-        a.call(HELPER_KTIME_NS).store(DW, R10, FKEY, R0);
-        a.call(HELPER_SMP_PROCESSOR_ID).store(DW, R10, FCPU, R0);
-        a.load(DW, R7, R10, SCR).add(R7, FenceRecord.FRAG_HEADER);
+        a.load(DW, R1, fp, totalSlot).store(DW, fp, FTOTAL, R1);
+        a.mov(R1, 0).store(DW, fp, FOUT, R1);
+        a.call(HELPER_KTIME_NS).store(DW, fp, FKEY, R0);
+        a.call(HELPER_SMP_PROCESSOR_ID).store(DW, fp, FCPU, R0);
+        a.load(DW, R7, fp, SCR).add(R7, FenceRecord.FRAG_HEADER);
     }
 
     /** Fills the fragment header at r1 (scratch + at): key, CPU, total, FOFFS, LN. Clobbers r2. */
-    private static void fragmentHeader(BpfAssembler a) {
-        a.load(DW, R2, R10, FKEY).store(DW, R1, FenceRecord.FRAG_KEY, R2)
-                .load(DW, R2, R10, FCPU).store(W, R1, FenceRecord.FRAG_CPU, R2)
-                .load(DW, R2, R10, FTOTAL).store(W, R1, FenceRecord.FRAG_TOTAL, R2)
-                .load(DW, R2, R10, FOFFS).store(W, R1, FenceRecord.FRAG_OFF, R2)
-                .load(DW, R2, R10, LN).store(W, R1, FenceRecord.FRAG_LEN, R2)
+    private void fragmentHeader(BpfAssembler a) {
+        a.load(DW, R2, fp, FKEY).store(DW, R1, FenceRecord.FRAG_KEY, R2)
+                .load(DW, R2, fp, FCPU).store(W, R1, FenceRecord.FRAG_CPU, R2)
+                .load(DW, R2, fp, FTOTAL).store(W, R1, FenceRecord.FRAG_TOTAL, R2)
+                .load(DW, R2, fp, FOFFS).store(W, R1, FenceRecord.FRAG_OFF, R2)
+                .load(DW, R2, fp, LN).store(W, R1, FenceRecord.FRAG_LEN, R2)
                 .store(W, R1, KIND, KIND_FRAG).store(W, R1, FenceRecord.FRAG_PAD, 0);
     }
 
     /** Sends the logical record's header (its first hdrLen bytes, at scratch + FRAG_HEADER) as the last fragment. */
     private void outputHeader(BpfAssembler a, int hdrLen) {
-        a.store(DW, R10, FOFFS, 0).store(DW, R10, LN, hdrLen);
-        a.load(DW, R1, R10, SCR);
+        a.store(DW, fp, FOFFS, 0).store(DW, fp, LN, hdrLen);
+        a.load(DW, R1, fp, SCR);
         fragmentHeader(a);
         a.mov(R2, R1).mov(R3, FenceRecord.FRAG_HEADER + hdrLen);
         output(a);
         String sent = "hs_" + uniq, done = "hd_" + uniq++;
-        a.load(DW, R1, R10, FOUT).jumpIf(Cond.EQ, R1, 0, sent);
+        a.load(DW, R1, fp, FOUT).jumpIf(Cond.EQ, R1, 0, sent);
         countStat(a, STAT_RESERVE_FAILED);
         a.jump(done);
         a.label(sent);
@@ -667,75 +759,119 @@ final class FencePrograms {
      */
     private void output(BpfAssembler a) {
         a.loadMapFd(R1, ringFd).mov(R4, RB_NO_WAKEUP).call(HELPER_RINGBUF_OUTPUT);
-        a.load(DW, R1, R10, FOUT).alu(BpfAssembler.Alu.OR, R1, R0).store(DW, R10, FOUT, R1);
+        a.load(DW, R1, fp, FOUT).alu(BpfAssembler.Alu.OR, R1, R0).store(DW, fp, FOUT, R1);
     }
 
     /**
      * Copies LLEN bytes at LSRC into the record at offset LOFF, in chunks of at most {@link #CHUNK} (at most
-     * {@link #CHUNKS} of them); a failed read leaves its error in FERR. Keeps r6-r8; clobbers r9 (the chunk index).
+     * {@link #chunkCount} of them); a failed read leaves its error in FERR. Keeps r6-r8; clobbers r9 (the chunk index)
+     * where it is an unrolled loop.
      */
     private void copyInChunks(BpfAssembler a) {
-        String loop = "cl_" + uniq, done = "cd_" + uniq, full = "cf_" + uniq++;
+        if (loops) {
+            // bpf_loop(chunks, one chunk, the frame, 0): keeps r6-r9
+            String body = callback("cb_chunk", b -> {
+                b.mov(R9, R1);
+                oneChunk(b, "cb_chunk_last", "cb_chunk_next");
+                b.label("cb_chunk_next").mov(R0, 0).exit();
+                b.label("cb_chunk_last").mov(R0, 1).exit();
+            });
+            a.mov(R1, chunkCount).loadFunc(R2, body).mov(R3, fp).mov(R4, 0).call(HELPER_LOOP);
+            return;
+        }
+        String loop = "cl_" + uniq, done = "cd_" + uniq;
         a.mov(R9, 0);
         a.label(loop).jumpIf(Cond.GE, R9, CHUNKS, done);
-        a.mov(R4, R9).alu(BpfAssembler.Alu.MUL, R4, CHUNK);
-        a.load(DW, R1, R10, LLEN).alu(BpfAssembler.Alu.SUB, R1, R4).jumpIf(Cond.SLE, R1, 0, done);
-        a.jumpIf(Cond.LE, R1, CHUNK, full).mov(R1, CHUNK).label(full);
-        a.store(DW, R10, LN, R1);
-        a.load(DW, R2, R10, LOFF).add(R2, R4).store(DW, R10, FOFFS, R2);
-        a.load(DW, R3, R10, LSRC).add(R3, R4);
-        a.mov(R2, R1).load(DW, R1, R10, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER)
-                .call(HELPER_PROBE_READ_KERNEL);
-        a.load(DW, R1, R10, FERR).alu(BpfAssembler.Alu.OR, R1, R0).store(DW, R10, FERR, R1);
-        a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT);
-        fragmentHeader(a);
-        a.mov(R2, R1).load(DW, R3, R10, LN).add(R3, FenceRecord.FRAG_HEADER);
-        output(a);
-        a.add(R9, 1).jump(loop);
+        oneChunk(a, done, loop);
         a.label(done);
+    }
+
+    /** r9 = the chunk's index: copies and sends it, then goto next, or goto done when the range has no more. */
+    private void oneChunk(BpfAssembler a, String done, String next) {
+        String full = "cf_" + uniq++;
+        a.mov(R4, R9).alu(BpfAssembler.Alu.MUL, R4, CHUNK);
+        a.load(DW, R1, fp, LLEN).alu(BpfAssembler.Alu.SUB, R1, R4).jumpIf(Cond.SLE, R1, 0, done);
+        a.jumpIf(Cond.LE, R1, CHUNK, full).mov(R1, CHUNK).label(full);
+        a.store(DW, fp, LN, R1);
+        a.load(DW, R2, fp, LOFF).add(R2, R4).store(DW, fp, FOFFS, R2);
+        a.load(DW, R3, fp, LSRC).add(R3, R4);
+        a.mov(R2, R1).load(DW, R1, fp, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER)
+                .call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R1, fp, FERR).alu(BpfAssembler.Alu.OR, R1, R0).store(DW, fp, FERR, R1);
+        a.load(DW, R1, fp, SCR).add(R1, CHUNK_AT);
+        fragmentHeader(a);
+        a.mov(R2, R1).load(DW, R3, fp, LN).add(R3, FenceRecord.FRAG_HEADER);
+        output(a);
+        if (!loops) a.add(R9, 1);
+        a.jump(next);
     }
 
     /** The chunked path's maps and function tags sections: one small fragment per entry. */
     private void chunkedMapsAndTags(BpfAssembler a, KernelLayout.Metadata m) {
-        // Maps: {u64 address, u32 id, u32 type, u32 max_entries, u32 value_size} each, built in the chunk area.
+        if (loops) {
+            a.load(DW, R1, fp, M_NMAPS).loadFunc(R2, callback("cb_map", b -> {
+                b.mov(R8, R1);
+                mapEntry(b, m, "cb_map_next");
+                b.label("cb_map_next").mov(R0, 0).exit();
+            })).mov(R3, fp).mov(R4, 0).call(HELPER_LOOP);
+            a.load(DW, R1, fp, M_FCNT).loadFunc(R2, callback("cb_tag", b -> {
+                b.mov(R8, R1);
+                functionTag(b, "cb_tag_next");
+                b.label("cb_tag_next").mov(R0, 0).exit();
+            })).mov(R3, fp).mov(R4, 0).call(HELPER_LOOP);
+            return;
+        }
         a.mov(R8, -1);
         a.label("mc_maps").add(R8, 1).jumpIf(Cond.GE, R8, MAX_MAPS, "mc_maps_end")
-                .load(DW, R1, R10, M_NMAPS).jumpIf(Cond.GE, R8, R1, "mc_maps_end");
-        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_MAPS).add(R3, R1);
-        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
-        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, "mc_maps");
-        a.load(DW, R1, R10, SCR).store(DW, R1, CHUNK_AT + FenceRecord.FRAG_HEADER, R9);
-        int[][] fields = {{8, m.mapId()}, {12, m.mapType()}, {16, m.mapMaxEntries()}, {20, m.mapValueSize()}};
-        for (int[] f : fields) {
-            a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER + f[0]).mov(R2, 4).mov(R3, R9)
-                    .add(R3, f[1]).call(HELPER_PROBE_READ_KERNEL);
-        }
-        a.mov(R1, R8).alu(BpfAssembler.Alu.MUL, R1, MetaRecord.MAP_ENTRY).load(DW, R2, R10, M_O4).add(R1, R2)
-                .store(DW, R10, FOFFS, R1).store(DW, R10, LN, MetaRecord.MAP_ENTRY);
-        smallFragment(a, MetaRecord.MAP_ENTRY);
+                .load(DW, R1, fp, M_NMAPS).jumpIf(Cond.GE, R8, R1, "mc_maps_end");
+        mapEntry(a, m, "mc_maps");
         a.jump("mc_maps");
         a.label("mc_maps_end");
-        // Each JITed function's own tag.
         a.mov(R8, -1);
         a.label("mc_tags").add(R8, 1).jumpIf(Cond.GE, R8, CHUNKED_FUNCS, "mc_tags_end")
-                .load(DW, R1, R10, M_FCNT).jumpIf(Cond.GE, R8, R1, "mc_tags_end");
-        a.mov(R9, R6).load(DW, R1, R10, M_NREAL).jumpIf(Cond.EQ, R1, 0, "mc_tag_f");
-        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, R10, M_FUNCS).add(R3, R1);
-        a.mov(R1, R10).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
-        a.load(DW, R9, R10, M_PTR).jumpIf(Cond.EQ, R9, 0, "mc_tags");
-        a.label("mc_tag_f");
-        a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER).mov(R2, 8).mov(R3, R9)
-                .add(R3, k.progTag()).call(HELPER_PROBE_READ_KERNEL);
-        a.mov(R1, R8).alu(BpfAssembler.Alu.LSH, R1, 3).load(DW, R2, R10, M_O5).add(R1, R2)
-                .store(DW, R10, FOFFS, R1).store(DW, R10, LN, 8);
-        smallFragment(a, 8);
+                .load(DW, R1, fp, M_FCNT).jumpIf(Cond.GE, R8, R1, "mc_tags_end");
+        functionTag(a, "mc_tags");
         a.jump("mc_tags");
         a.label("mc_tags_end");
     }
 
+    /**
+     * r8 = i: map i's entry {u64 address, u32 id, u32 type, u32 max_entries, u32 value_size}, built in the chunk
+     * area and sent as a fragment; goto next early where the map pointer is NULL.
+     */
+    private void mapEntry(BpfAssembler a, KernelLayout.Metadata m, String next) {
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, fp, M_MAPS).add(R3, R1);
+        a.mov(R1, fp).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R9, fp, M_PTR).jumpIf(Cond.EQ, R9, 0, next);
+        a.load(DW, R1, fp, SCR).store(DW, R1, CHUNK_AT + FenceRecord.FRAG_HEADER, R9);
+        int[][] fields = {{8, m.mapId()}, {12, m.mapType()}, {16, m.mapMaxEntries()}, {20, m.mapValueSize()}};
+        for (int[] f : fields) {
+            a.load(DW, R1, fp, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER + f[0]).mov(R2, 4).mov(R3, R9)
+                    .add(R3, f[1]).call(HELPER_PROBE_READ_KERNEL);
+        }
+        a.mov(R1, R8).alu(BpfAssembler.Alu.MUL, R1, MetaRecord.MAP_ENTRY).load(DW, R2, fp, M_O4).add(R1, R2)
+                .store(DW, fp, FOFFS, R1).store(DW, fp, LN, MetaRecord.MAP_ENTRY);
+        smallFragment(a, MetaRecord.MAP_ENTRY);
+    }
+
+    /** r8 = i: JITed function i's own tag, sent as a fragment; goto next early where func[i] is NULL. */
+    private void functionTag(BpfAssembler a, String next) {
+        String prog = "mc_tag_f" + uniq++;
+        a.load(DW, R9, fp, P).load(DW, R1, fp, M_NREAL).jumpIf(Cond.EQ, R1, 0, prog);
+        a.mov(R3, R8).alu(BpfAssembler.Alu.LSH, R3, 3).load(DW, R1, fp, M_FUNCS).add(R3, R1);
+        a.mov(R1, fp).add(R1, M_PTR).mov(R2, 8).call(HELPER_PROBE_READ_KERNEL);
+        a.load(DW, R9, fp, M_PTR).jumpIf(Cond.EQ, R9, 0, next);
+        a.label(prog);
+        a.load(DW, R1, fp, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER).mov(R2, 8).mov(R3, R9)
+                .add(R3, k.progTag()).call(HELPER_PROBE_READ_KERNEL);
+        a.mov(R1, R8).alu(BpfAssembler.Alu.LSH, R1, 3).load(DW, R2, fp, M_O5).add(R1, R2)
+                .store(DW, fp, FOFFS, R1).store(DW, fp, LN, 8);
+        smallFragment(a, 8);
+    }
+
     /** Sends the chunk area's first len bytes as a fragment at FOFFS. */
     private void smallFragment(BpfAssembler a, int len) {
-        a.load(DW, R1, R10, SCR).add(R1, CHUNK_AT);
+        a.load(DW, R1, fp, SCR).add(R1, CHUNK_AT);
         fragmentHeader(a);
         a.mov(R2, R1).mov(R3, FenceRecord.FRAG_HEADER + len);
         output(a);
@@ -746,25 +882,25 @@ final class FencePrograms {
     /** stats[slot] += 1 (clobbers r0-r5). */
     private void countStat(BpfAssembler a, int slot) {
         String skip = "stat_" + (stat++);
-        a.store(W, R10, TMP, slot).store(W, R10, TMP + 4, 0)
-                .loadMapFd(R1, statsFd).mov(R2, R10).add(R2, TMP).call(HELPER_MAP_LOOKUP)
+        a.store(W, fp, TMP, slot).store(W, fp, TMP + 4, 0)
+                .loadMapFd(R1, statsFd).mov(R2, fp).add(R2, TMP).call(HELPER_MAP_LOOKUP)
                 .jumpIf(Cond.EQ, R0, 0, skip).mov(R1, 1).atomicAdd64(R0, 0, R1).label(skip);
     }
 
     /** slot = *(u64 *)(reg + off), via bpf_probe_read_kernel (zero on fault). */
-    private static void read64(BpfAssembler a, int slot, Reg reg, int off) {
-        a.mov(R1, R10).add(R1, slot).mov(R2, 8).mov(R3, reg).add(R3, off).call(HELPER_PROBE_READ_KERNEL);
+    private void read64(BpfAssembler a, int slot, Reg reg, int off) {
+        a.mov(R1, fp).add(R1, slot).mov(R2, 8).mov(R3, reg).add(R3, off).call(HELPER_PROBE_READ_KERNEL);
     }
 
     /** slot = (u64) *(u32 *)(reg + off). */
-    private static void read32(BpfAssembler a, int slot, Reg reg, int off) {
-        a.store(DW, R10, slot, 0);
-        a.mov(R1, R10).add(R1, slot).mov(R2, 4).mov(R3, reg).add(R3, off).call(HELPER_PROBE_READ_KERNEL);
+    private void read32(BpfAssembler a, int slot, Reg reg, int off) {
+        a.store(DW, fp, slot, 0);
+        a.mov(R1, fp).add(R1, slot).mov(R2, 4).mov(R3, reg).add(R3, off).call(HELPER_PROBE_READ_KERNEL);
     }
 
     /** reg = *(u64 *)(reg + off); goto out if that is NULL. */
-    private static void deref(BpfAssembler a, Reg reg, int off) {
+    private void deref(BpfAssembler a, Reg reg, int off) {
         read64(a, TMP, reg, off);
-        a.load(DW, reg, R10, TMP).jumpIf(Cond.EQ, reg, 0, "out");
+        a.load(DW, reg, fp, TMP).jumpIf(Cond.EQ, reg, 0, "out");
     }
 }

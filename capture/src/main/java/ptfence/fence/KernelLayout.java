@@ -10,7 +10,8 @@ import java.util.OptionalInt;
  * nothing here is hard-coded, so a kernel whose layout moves still gets a correct fence. Members that moved or were
  * renamed between 5.15 and 6.18 resolve to what the running kernel has (bpf_prog_aux.real_func_cnt, 6.7+, else
  * func_cnt, which counted every function before exception callbacks existed). A kfunc the kernel lacks is -1: the
- * programs then copy by older means ({@link #copiesInChunks}).
+ * programs then copy by older means ({@link #copiesInChunks}), with bpf_loop callbacks where the kernel has that
+ * helper (5.17+; {@code hasBpfLoop}: its FUNC in BTF).
  */
 public record KernelLayout(
         int ptRegsOrigAx, int ptRegsDi, int ptRegsBx,
@@ -21,7 +22,7 @@ public record KernelLayout(
         OptionalInt trampImage, OptionalInt trampSize, OptionalInt trampKsymName, OptionalInt trampWork,
         int kfuncIterNew, int kfuncIterNext, int kfuncIterDestroy,
         int kfuncReadKernelDynptr, int kfuncReadKernelStrDynptr,
-        java.util.Optional<Metadata> metadata) {
+        java.util.Optional<Metadata> metadata, boolean hasBpfLoop) {
 
     /**
      * What the LOAD hook reads besides the code, so a program's metadata is taken in the same window as its bytes
@@ -86,7 +87,7 @@ public record KernelLayout(
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "work")) : OptionalInt.empty(),
                 kfunc(btf, "bpf_iter_num_new"), kfunc(btf, "bpf_iter_num_next"), kfunc(btf, "bpf_iter_num_destroy"),
                 kfunc(btf, "bpf_probe_read_kernel_dynptr"), kfunc(btf, "bpf_probe_read_kernel_str_dynptr"),
-                Metadata.from(btf));
+                Metadata.from(btf), btf.funcId("bpf_loop").isPresent());
     }
 
     /**
@@ -105,7 +106,15 @@ public record KernelLayout(
         return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
                 filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
                 auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, -1, -1, -1, -1, -1,
-                metadata);
+                metadata, hasBpfLoop);
+    }
+
+    /** This layout as a kernel without bpf_loop (before 5.17) sees it: the chunked path's loops unrolled. */
+    KernelLayout withoutBpfLoop() {
+        return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
+                filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
+                auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, kfuncIterNew,
+                kfuncIterNext, kfuncIterDestroy, kfuncReadKernelDynptr, kfuncReadKernelStrDynptr, metadata, false);
     }
 
     /** What this kernel lacks for the newer copy path, for the summary ("" where nothing). */

@@ -189,7 +189,7 @@ public final class TextFence implements AutoCloseable {
     }
 
     static BpfFd load(byte[] insns, String name) throws BpfException {
-        return Bpf.get().progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
+        return FencePrograms.loadRawTracepoint(insns, name);
     }
 
     private BpfFd keep(BpfFd fd) {

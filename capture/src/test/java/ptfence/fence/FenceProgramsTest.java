@@ -4,6 +4,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import ptfence.bpf.Btf;
 import ptfence.bpf.Kallsyms;
+import ptfence.bpf.ProgInfo;
 import ptfence.sys.Bpf;
 import ptfence.sys.BpfFd;
 
@@ -34,7 +35,7 @@ class FenceProgramsTest {
                     p.trampolineFree(kallsyms.require("__bpf_tramp_image_put_deferred"))};
             String[] names = {"t_load", "t_free", "t_peek", "t_tramp"};
             for (int i = 0; i < programs.length; i++) {
-                try (BpfFd fd = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, programs[i], names[i]))) {
+                try (BpfFd fd = FencePrograms.loadRawTracepoint(programs[i], names[i])) {
                     assertFalse(fd.isClosed());
                 }
             }
@@ -43,14 +44,24 @@ class FenceProgramsTest {
 
     /**
      * The chunked copy (kernels without the iterator and dynptr-read kfuncs: Debian's 6.1 and 6.12) as emitted from
-     * this kernel's BTF with the kfuncs taken away: the verifier accepts it here too, and says how much it walked
-     * (the guest kernels verify it under TCG, where each processed instruction costs far more).
+     * this kernel's BTF with the kfuncs taken away, with its loops as bpf_loop callbacks (5.17+) and unrolled (older
+     * kernels): the verifier accepts both here too, and says how much it walked (the guest kernels verify it under
+     * TCG, where each processed instruction costs far more). The callbacks must walk far less.
      */
     @Test
     void verifierAcceptsTheChunkedPrograms() throws Exception {
-        Bpf bpf = Bpf.get();
         KernelLayout chunked = layout.withoutKfuncs();
         assertTrue(chunked.copiesInChunks());
+        assumeTrue(chunked.hasBpfLoop(), "this kernel has no bpf_loop");
+        int[] callbacks = verifiedInsns(chunked, "callbacks");
+        int[] unrolled = verifiedInsns(chunked.withoutBpfLoop(), "unrolled");
+        assertTrue(callbacks[0] * 5 < unrolled[0], "the LOAD hook walks at least 5x less with bpf_loop");
+        assertTrue(callbacks[1] * 10 < unrolled[1], "the FREE hook too");
+    }
+
+    /** Loads each chunked program; prints and returns verified_insns (OBJ_GET_INFO) of load, free, peek, tramp. */
+    private static int[] verifiedInsns(KernelLayout chunked, String how) throws Exception {
+        Bpf bpf = Bpf.get();
         try (BpfFd rb = bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, 1 << 20, 0, "t_rb");
              BpfFd stats = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "t_stats");
              BpfFd seen = bpf.mapCreate(Bpf.MAP_TYPE_LRU_HASH, 4, 4, 64, 0, "t_btf_seen");
@@ -60,14 +71,17 @@ class FenceProgramsTest {
             byte[][] programs = {p.load(), p.free(kallsyms.require("bpf_prog_free_deferred")), p.peek(),
                     p.trampolineFree(kallsyms.require("__bpf_tramp_image_put_deferred"))};
             String[] names = {"t_cload", "t_cfree", "t_cpeek", "t_ctramp"};
+            int[] verified = new int[programs.length];
             for (int i = 0; i < programs.length; i++) {
                 long t0 = System.nanoTime();
-                try (BpfFd fd = bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, programs[i], names[i]))) {
-                    assertFalse(fd.isClosed());
-                    System.out.printf("%s: %d insns, verified in %.1f ms%n", names[i], programs[i].length / 8,
-                            (System.nanoTime() - t0) / 1e6);
+                try (BpfFd fd = FencePrograms.loadRawTracepoint(programs[i], names[i])) {
+                    double ms = (System.nanoTime() - t0) / 1e6;
+                    verified[i] = ProgInfo.fetch(fd).verifiedInsns();
+                    System.out.printf("%s (%s): %d insns, verified in %.1f ms, verified_insns %d%n", names[i], how,
+                            programs[i].length / 8, ms, verified[i]);
                 }
             }
+            return verified;
         }
     }
 }

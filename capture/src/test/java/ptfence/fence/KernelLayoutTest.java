@@ -44,7 +44,9 @@ class KernelLayoutTest {
         assertTrue(l.metadata().isPresent(), "every metadata field is there");
         assertTrue(l.copiesInChunks());
         assertEquals("bpf_iter_num_* (6.4+), bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
+        assertTrue(l.hasBpfLoop(), "6.1 has bpf_loop (5.17+): the chunked loops are callbacks");
         emitsEveryProgram(l);
+        emitsEveryProgram(l.withoutBpfLoop());
     }
 
     @Test
@@ -55,6 +57,7 @@ class KernelLayoutTest {
         assertTrue(l.trampSize().isPresent() && l.metadata().isPresent());
         assertTrue(l.copiesInChunks(), "Debian's 6.12 has the iterators but not the dynptr reads");
         assertEquals("bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
+        assertTrue(l.hasBpfLoop());
         emitsEveryProgram(l);
     }
 
@@ -65,5 +68,6 @@ class KernelLayoutTest {
         assertEquals(l.missingKfuncs().isEmpty(), !l.copiesInChunks(), l.missingKfuncs());
         emitsEveryProgram(l);
         emitsEveryProgram(l.withoutKfuncs());
+        emitsEveryProgram(l.withoutKfuncs().withoutBpfLoop());
     }
 }
