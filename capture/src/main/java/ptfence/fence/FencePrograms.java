@@ -88,6 +88,7 @@ final class FencePrograms {
     // error, and the range being copied (source, length, offset in the record, this chunk's length).
     private static final int SCR = -368, FKEY = -376, FCPU = -384, FTOTAL = -392, FERR = -400, LSRC = -408,
             LLEN = -416, LOFF = -424, LN = -432, FOFFS = -440, FOUT = -448;
+
     /** Caps that keep the record under the dynptr limit: instructions and line records per program. */
     private static final int MAX_META_INSNS = 1 << 20, MAX_MAPS = 64;
 
@@ -786,13 +787,23 @@ final class FencePrograms {
         a.label(done);
     }
 
-    /** r9 = the chunk's index: copies and sends it, then goto next, or goto done when the range has no more. */
+    /**
+     * r9 = the chunk's index: copies and sends it, then goto next, or goto done when the range has no more. In a
+     * callback the chunk's length, a helper's size argument that the verifier must know exactly, goes through the
+     * scratch value and is bounded again after it: the verifier does not trace a value loaded from a map back, so
+     * the exactness stops there instead of reaching the callback's index and the bpf_loop call (where 6.1's verifier
+     * gives up and marks every scalar of the caller exact: no later state would match an earlier one then).
+     */
     private void oneChunk(BpfAssembler a, String done, String next) {
         String full = "cf_" + uniq++;
         a.mov(R4, R9).alu(BpfAssembler.Alu.MUL, R4, CHUNK);
         a.load(DW, R1, fp, LLEN).alu(BpfAssembler.Alu.SUB, R1, R4).jumpIf(Cond.SLE, R1, 0, done);
         a.jumpIf(Cond.LE, R1, CHUNK, full).mov(R1, CHUNK).label(full);
         a.store(DW, fp, LN, R1);
+        if (loops) {
+            a.load(DW, R2, fp, SCR).store(W, R2, CHUNK_AT + FenceRecord.FRAG_LEN, R1)
+                    .load(W, R1, R2, CHUNK_AT + FenceRecord.FRAG_LEN).jumpIf(Cond.GT, R1, CHUNK, done);
+        }
         a.load(DW, R2, fp, LOFF).add(R2, R4).store(DW, fp, FOFFS, R2);
         a.load(DW, R3, fp, LSRC).add(R3, R4);
         a.mov(R2, R1).load(DW, R1, fp, SCR).add(R1, CHUNK_AT + FenceRecord.FRAG_HEADER)
@@ -800,7 +811,10 @@ final class FencePrograms {
         a.load(DW, R1, fp, FERR).alu(BpfAssembler.Alu.OR, R1, R0).store(DW, fp, FERR, R1);
         a.load(DW, R1, fp, SCR).add(R1, CHUNK_AT);
         fragmentHeader(a);
-        a.mov(R2, R1).load(DW, R3, fp, LN).add(R3, FenceRecord.FRAG_HEADER);
+        a.mov(R2, R1);
+        if (loops) a.load(W, R3, R1, FenceRecord.FRAG_LEN).jumpIf(Cond.GT, R3, CHUNK, done);
+        else a.load(DW, R3, fp, LN);
+        a.add(R3, FenceRecord.FRAG_HEADER);
         output(a);
         if (!loops) a.add(R9, 1);
         a.jump(next);

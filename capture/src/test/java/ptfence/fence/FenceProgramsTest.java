@@ -4,7 +4,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import ptfence.bpf.Btf;
 import ptfence.bpf.Kallsyms;
-import ptfence.bpf.ProgInfo;
 import ptfence.sys.Bpf;
 import ptfence.sys.BpfFd;
 
@@ -53,35 +52,9 @@ class FenceProgramsTest {
         KernelLayout chunked = layout.withoutKfuncs();
         assertTrue(chunked.copiesInChunks());
         assumeTrue(chunked.hasBpfLoop(), "this kernel has no bpf_loop");
-        int[] callbacks = verifiedInsns(chunked, "callbacks");
-        int[] unrolled = verifiedInsns(chunked.withoutBpfLoop(), "unrolled");
+        int[] callbacks = VerifierCost.verifiedInsns(chunked, "callbacks");
+        int[] unrolled = VerifierCost.verifiedInsns(chunked.withoutBpfLoop(), "unrolled");
         assertTrue(callbacks[0] * 5 < unrolled[0], "the LOAD hook walks at least 5x less with bpf_loop");
         assertTrue(callbacks[1] * 10 < unrolled[1], "the FREE hook too");
-    }
-
-    /** Loads each chunked program; prints and returns verified_insns (OBJ_GET_INFO) of load, free, peek, tramp. */
-    private static int[] verifiedInsns(KernelLayout chunked, String how) throws Exception {
-        Bpf bpf = Bpf.get();
-        try (BpfFd rb = bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, 1 << 20, 0, "t_rb");
-             BpfFd stats = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "t_stats");
-             BpfFd seen = bpf.mapCreate(Bpf.MAP_TYPE_LRU_HASH, 4, 4, 64, 0, "t_btf_seen");
-             BpfFd scratch = bpf.mapCreate(Bpf.MAP_TYPE_PERCPU_ARRAY, 4, FencePrograms.SCRATCH_VALUE,
-                     FencePrograms.SCRATCH_ENTRIES, 0, "t_scratch")) {
-            FencePrograms p = new FencePrograms(chunked, rb.fd(), stats.fd(), 1 << 20, seen.fd(), scratch.fd());
-            byte[][] programs = {p.load(), p.free(kallsyms.require("bpf_prog_free_deferred")), p.peek(),
-                    p.trampolineFree(kallsyms.require("__bpf_tramp_image_put_deferred"))};
-            String[] names = {"t_cload", "t_cfree", "t_cpeek", "t_ctramp"};
-            int[] verified = new int[programs.length];
-            for (int i = 0; i < programs.length; i++) {
-                long t0 = System.nanoTime();
-                try (BpfFd fd = FencePrograms.loadRawTracepoint(programs[i], names[i])) {
-                    double ms = (System.nanoTime() - t0) / 1e6;
-                    verified[i] = ProgInfo.fetch(fd).verifiedInsns();
-                    System.out.printf("%s (%s): %d insns, verified in %.1f ms, verified_insns %d%n", names[i], how,
-                            programs[i].length / 8, ms, verified[i]);
-                }
-            }
-            return verified;
-        }
     }
 }

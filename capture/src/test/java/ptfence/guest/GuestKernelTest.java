@@ -26,7 +26,7 @@ class GuestKernelTest {
         // The fence churn of the other text kinds (modules, kprobes, trampolines, XDP) runs only when asked for
         // (-Dptfence.guest.fencePercent=N, N% of issue 29's counts): at 20% it takes ~30 min a kernel under load,
         // past CI's time, and its dispatcher copies do not all equal kcore's yet (docs/fence.md, Limits).
-        List<GuestCheck> checks = new ArrayList<>(List.of(new BasicsCheck(),
+        List<GuestCheck> checks = new ArrayList<>(List.of(new BasicsCheck(), new VerifierCostCheck(),
                 new BpfChurnCheck(Integer.getInteger("ptfence.guest.churn", 20))));
         Integer fencePercent = Integer.getInteger("ptfence.guest.fencePercent");
         if (fencePercent != null) checks.add(FenceChurnCheck.scaled(fencePercent, 900));
