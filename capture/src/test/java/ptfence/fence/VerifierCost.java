@@ -9,7 +9,8 @@ import ptfence.sys.BpfFd;
 /**
  * What the verifier walks for each chunked fence program (the copy path of kernels without the dynptr-read kfuncs),
  * with its loops as bpf_loop callbacks and unrolled: one line per program, "name how insns ms verified_insns", the
- * last from BPF_OBJ_GET_INFO_BY_FD. Run by {@link FenceProgramsTest} here and in the guest kernels
+ * last from BPF_OBJ_GET_INFO_BY_FD; first the same for reading /proc/kallsyms and parsing the kernel's BTF
+ * ("kallsyms read SYMBOLS ms 0", "btf parse TYPES ms 0"), which ptrec's start does too. Run by {@link FenceProgramsTest} here and in the guest kernels
  * ({@code ptfence.guest.VerifierCostCheck}), where the verifier runs under TCG and its walk dominates ptrec's start.
  * <p>
  * {@code java ptfence.fence.VerifierCost callbacks|unrolled|both}
@@ -19,7 +20,16 @@ public final class VerifierCost {
     }
 
     public static void main(String[] args) throws Exception {
-        KernelLayout chunked = KernelLayout.from(Btf.vmlinux()).withoutKfuncs();
+        // What else ptrec's start reads, for comparison (each is read more than once there): kallsyms and the BTF.
+        long t0 = System.nanoTime();
+        int symbols = Kallsyms.read().symbols().size();
+        long t1 = System.nanoTime();
+        Btf btf = Btf.vmlinux();
+        KernelLayout layout = KernelLayout.from(btf);
+        long t2 = System.nanoTime();
+        System.out.printf("kallsyms read %d %.1f 0%n", symbols, (t1 - t0) / 1e6);
+        System.out.printf("btf parse %d %.1f 0%n", btf.typeCount(), (t2 - t1) / 1e6);
+        KernelLayout chunked = layout.withoutKfuncs();
         String how = args.length > 0 ? args[0] : "callbacks";
         if (!how.equals("unrolled") && chunked.hasBpfLoop()) verifiedInsns(chunked, "callbacks");
         if (!how.equals("callbacks")) verifiedInsns(chunked.withoutBpfLoop(), "unrolled");

@@ -39,8 +39,8 @@ final class BpfChurnCheck implements GuestCheck {
     private final int n;
 
     /**
-     * @param n programs per churn ({@code -Dptfence.guest.churn}; the suite's 20 take 3-4 min a kernel under TCG on a
-     *          quiet host; 1000 by hand, with {@code -Dptfence.guest.bound})
+     * @param n programs per churn ({@code -Dptfence.guest.churn}, default 1000: boot and checks 5-7 min a kernel
+     *          under TCG at host load ~12, of which ptrec's start ~2.5 min and the two churns with their JVMs ~2.5)
      */
     BpfChurnCheck(int n) {
         this.n = n;

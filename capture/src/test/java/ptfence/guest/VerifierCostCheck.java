@@ -10,10 +10,13 @@ import java.util.Map;
 
 /**
  * What the guest kernel's own verifier walks for the chunked fence programs (those kernels' copy path), and how long
- * it takes under TCG: the LOAD hook's walk was most of ptrec's start there. Runs {@code ptfence.fence.VerifierCost}
- * with the loops as bpf_loop callbacks (what ptrec loads on 6.1 and 6.12), and unrolled too with
- * {@code -Dptfence.guest.verifierCost=both} (minutes on 6.1 under TCG: by hand). Judged: every program loads; with
- * both, the callbacks' LOAD hook walks at least 5x fewer instructions than the unrolled one.
+ * it takes under TCG (it was thought to be most of ptrec's start there: it is ~1 s of ~150 s on 6.12, ~11 s on 6.1;
+ * reading kallsyms and parsing the BTF, more than once each, and the JVM take the rest). Runs
+ * {@code ptfence.fence.VerifierCost} with the loops as bpf_loop callbacks (what ptrec loads on 6.1 and 6.12;
+ * {@code -Dptfence.guest.verifierCost=callbacks}) and unrolled too ({@code =both}). Judged: every program loads; with
+ * both, the callbacks' FREE hook walks at least 10x fewer instructions than the unrolled one and their LOAD hook
+ * fewer (6.12: 24 614 against 156 655; 6.1 prunes the LOAD hook's metadata branches far less: 537 925 against
+ * 630 632).
  */
 final class VerifierCostCheck implements GuestCheck {
     private final String how = System.getProperty("ptfence.guest.verifierCost", "callbacks");
@@ -38,7 +41,8 @@ final class VerifierCostCheck implements GuestCheck {
         }
         assertTrue(verified.containsKey("load callbacks"), "the LOAD hook with bpf_loop: " + lines);
         if (how.equals("both")) {
-            assertTrue(verified.get("load callbacks") * 5 < verified.get("load unrolled"), lines.toString());
+            assertTrue(verified.get("free callbacks") * 10 < verified.get("free unrolled"), lines.toString());
+            assertTrue(verified.get("load callbacks") < verified.get("load unrolled"), lines.toString());
         }
     }
 }
