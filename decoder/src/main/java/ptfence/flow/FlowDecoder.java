@@ -46,6 +46,8 @@ public final class FlowDecoder {
     private final boolean countOnly;
     /** The sink takes TNT paths as edges (coverage): the memo's fast path applies, reporting each path. */
     private final boolean edgeMode;
+    /** The sink looks at branches only: of a cached run all but the last instruction go as one {@link FlowSink#straight}. */
+    private final boolean branchesOnly;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] slowBuf = new byte[15];
 
@@ -263,6 +265,7 @@ public final class FlowDecoder {
         this.blockMode = blockMode;
         this.countOnly = sink.countsOnly();
         this.edgeMode = !blockMode && sink.edgesOnly();
+        this.branchesOnly = !blockMode && sink.branchesOnly();
         this.tntPaths = cfg.pathMemo.handle();
     }
 
@@ -1428,6 +1431,14 @@ public final class FlowDecoder {
             if (count > 1) {
                 sink.insn(lIp, lSize, lCls, mode, speculative);
             }
+            return;
+        }
+        if (branchesOnly) {
+            // a cached block: none but the last is a branch
+            if (count > 1) {
+                sink.straight(first, count - 1, cc, off, mode, speculative);
+            }
+            sink.insn(lIp, lSize, lCls, mode, speculative);
             return;
         }
         if (!blockMode) {
