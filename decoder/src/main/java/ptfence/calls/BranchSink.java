@@ -269,19 +269,18 @@ public final class BranchSink implements FlowSink {
      */
     @Override
     public void straight(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
-        int len = code.length(off, x86);
-        insn(ip, len, code.cls(off), mode, speculative);
-        if (!holding) {
+        if (!holding) { // (only an event starts holding) no branch: its length and class matter to nothing here
+            insn(ip, 0, InsnClass.OTHER, mode, speculative);
             insns += count - 1;
             return;
         }
         long a = ip;
         int o = off;
-        for (int i = 1; i < count; i++) {
+        for (int i = 0; i < count; i++) {
+            int len = code.length(o, x86);
+            insn(a, len, code.cls(o), mode, speculative);
             a += len;
             o += len;
-            len = code.length(o, x86);
-            insn(a, len, code.cls(o), mode, speculative);
         }
     }
 

@@ -530,19 +530,18 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void straight(long ip, int count, CodeCache cc, int off, int mode, boolean speculative) {
-        int len = cc.length(off, runX86);
-        insn(ip, len, cc.cls(off), mode, speculative);
-        if (!psbAhead) {
+        if (!psbAhead) { // (only an event puts a PSB+ ahead) no branch: its length and class matter to nothing here
+            insn(ip, 0, InsnClass.OTHER, mode, speculative);
             insnTotal += count - 1;
             return;
         }
         long a = ip;
         int o = off;
-        for (int i = 1; i < count; i++) { // a PSB+ waits for its IP: it may be among these
+        for (int i = 0; i < count; i++) { // a PSB+ waits for its IP: it may be among these
+            int len = cc.length(o, runX86);
+            insn(a, len, cc.cls(o), mode, speculative);
             a += len;
             o += len;
-            len = cc.length(o, runX86);
-            insn(a, len, cc.cls(o), mode, speculative);
         }
     }
 
