@@ -89,10 +89,8 @@ public final class BranchSink implements FlowSink {
     private long carried;
     /** A trace end was the last item: the next branch is made one whatever it is (the stacks look at it). */
     private boolean afterEnd;
-    /** The perf time the merge has not been told yet ({@link #timeMarks}), and the time of the last entry added. */
-    private boolean markPending;
-    private long markTime;
-    private long lastAdded = Long.MIN_VALUE;
+    /** What the merge is told of the branches left out ({@link #timeMarks}). */
+    private final MergeTimes mergeTimes;
 
     public BranchSink(int cpu, Out out, CodeSpace space) {
         this(cpu, out, space, false, false);
@@ -108,6 +106,7 @@ public final class BranchSink implements FlowSink {
         this.space = space;
         this.callsOnly = callsOnly;
         this.timeMarks = timeMarks;
+        this.mergeTimes = new MergeTimes(out::time);
     }
 
     /**
@@ -182,7 +181,7 @@ public final class BranchSink implements FlowSink {
             carried += insns;
             insns = 0;
             if (timeMarks) {
-                clockOnly(perf(tsc));
+                mergeTimes.left(perf(tsc));
             }
             return;
         }
@@ -215,42 +214,10 @@ public final class BranchSink implements FlowSink {
     }
 
     private void add(FlowItem item) {
-        long t = item.time();
-        if (markPending && markTime != t) {
-            out.time(markTime);
+        if (timeMarks) {
+            mergeTimes.item(item.time());
         }
-        markPending = false;
         out.add(item);
-        lastAdded = t;
-    }
-
-    /**
-     * A branch left out ran at perf time {@code t}: the merge needs only where a CPU's run of equal times ends, so a
-     * time is told once, and not at all when an item of the same time is next to it.
-     */
-    private void clockOnly(long t) {
-        if (markPending) {
-            if (t == markTime) {
-                return;
-            }
-            out.time(markTime);
-            lastAdded = markTime;
-            markPending = false;
-        }
-        if (t != lastAdded) {
-            markPending = true;
-            markTime = t;
-        }
-    }
-
-    /** The pending branch went to {@code to} (where an asynchronous event found the flow). */
-    private void resolve(long to) {
-        if (pending) {
-            pending = false;
-            if (pCls != InsnClass.COND_JUMP || to != pIp + pSize) {
-                branchAt(pTsc, pIp, to, flagsOf(pCls, pIp), pSize);
-            }
-        }
     }
 
     @Override
@@ -395,11 +362,7 @@ public final class BranchSink implements FlowSink {
     public void endOfTrace() {
         releaseHeld();
         pending = false;
-        if (markPending) {
-            out.time(markTime);
-            lastAdded = markTime;
-            markPending = false;
-        }
+        mergeTimes.flush();
     }
 
     /** perf's flags for a branch instruction of class {@code cls} at {@code ip}. */

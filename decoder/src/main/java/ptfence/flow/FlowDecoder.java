@@ -279,6 +279,7 @@ public final class FlowDecoder {
         pieceStart = 0;
         pieceEnd = 0;
         recentCount = 0;
+        recentNext = 0;
     }
 
     /** Decodes the whole trace: sync at each PSB after an error, until the end. */
