@@ -220,6 +220,16 @@ public final class BranchSink implements FlowSink {
         out.add(item);
     }
 
+    /** The pending branch went to {@code to} (where an asynchronous event found the flow). */
+    private void resolve(long to) {
+        if (pending) {
+            pending = false;
+            if (pCls != InsnClass.COND_JUMP || to != pIp + pSize) {
+                branchAt(pTsc, pIp, to, flagsOf(pCls, pIp), pSize);
+            }
+        }
+    }
+
     @Override
     public void block(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
         throw new UnsupportedOperationException("branches use the instruction decoder");
