@@ -15,18 +15,33 @@ import ptfence.insn.InsnClass;
  * One CPU's flow as {@link FlowItem}s: a branch is known once the next instruction (or an event) says where it went,
  * so the last branch instruction is held until then; a conditional branch that fell through is not a branch taken.
  * Only the instruction decoder's one-instruction calls are used.
+ *
+ * <p>For perf's call views ({@link #callsOnly}) only calls, returns, trace begins and ends and the like become items,
+ * as perf's decoder samples only those: a plain jump or a taken conditional branch is kept in fields, and made an item
+ * only when an event or a loss follows it before the next call or return (a view shows an event with its CPU's last
+ * branch kind); its instructions and cycles go with the next item made. Where several CPUs are merged by time, a run
+ * of such branches at one time still tells the merge its time ({@link Out#time}): at equal times the merge lets the
+ * CPU taken last go on, so where its items end matters.
  */
 public final class BranchSink implements FlowSink {
     /** Where the items go, with the CPU's clock. */
     public interface Out {
         void add(FlowItem item);
+
+        /** Nothing to show, but this CPU's flow ran at perf time {@code time} (only where CPUs are merged). */
+        default void time(long time) {
+        }
     }
+
+    /** The flags of branches the call views need only as a clock: jumps and taken conditional branches. */
+    private static final int CLOCK_ONLY = BranchFlags.BRANCH | BranchFlags.CONDITIONAL | BranchFlags.IN_TX;
 
     private final int cpu;
     private final Out out;
     private final CodeSpace space;
     private final byte[] buf = new byte[16];
     private LongSupplier clock = () -> -1;
+    private java.util.function.LongUnaryOperator toPerf = tsc -> -1;
     private LongSupplier tsc = () -> CodeSpace.ANY_TIME;
     private LongSupplier psb = () -> -1;
     private LongSupplier cycles = () -> 0;
@@ -36,7 +51,8 @@ public final class BranchSink implements FlowSink {
     private long pIp;
     private int pSize;
     private int pCls;
-    private long pTime;
+    /** The held branch instruction's sample time (TSC, -1: none), made perf time only if it becomes an item. */
+    private long pTsc;
     private long lastIp;
     private long insns;
     private boolean inTx;
@@ -59,10 +75,38 @@ public final class BranchSink implements FlowSink {
     /** The last PSB whose status updates were held or not. */
     private long judgedPsb = -1;
 
+    private final boolean callsOnly;
+    private final boolean timeMarks;
+    /** The last branch not made an item ({@link #callsOnly}), if none was made since. */
+    private boolean dropped;
+    private long dTsc;
+    private long dFrom;
+    private long dTo;
+    private long dCycles;
+    private int dFlags;
+    private int dLen;
+    /** Instructions of branches not made items, which the next item carries. */
+    private long carried;
+    /** A trace end was the last item: the next branch is made one whatever it is (the stacks look at it). */
+    private boolean afterEnd;
+    /** What the merge is told of the branches left out ({@link #timeMarks}). */
+    private final MergeTimes mergeTimes;
+
     public BranchSink(int cpu, Out out, CodeSpace space) {
+        this(cpu, out, space, false, false);
+    }
+
+    /**
+     * @param callsOnly make items only of the branches perf's call views sample (and of those events need)
+     * @param timeMarks tell {@code out} the times of the branches left out (its merge has other CPUs to order by)
+     */
+    public BranchSink(int cpu, Out out, CodeSpace space, boolean callsOnly, boolean timeMarks) {
         this.cpu = cpu;
         this.out = out;
         this.space = space;
+        this.callsOnly = callsOnly;
+        this.timeMarks = timeMarks;
+        this.mergeTimes = new MergeTimes(out::time);
     }
 
     /**
@@ -75,6 +119,7 @@ public final class BranchSink implements FlowSink {
         judgedPsb = -1;
         decoder = d;
         sampleClock.decoder(d);
+        this.toPerf = toPerf;
         clock = () -> sampleClock.time() < 0 ? -1 : toPerf.applyAsLong(sampleClock.time());
         tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
         psb = d::psbOffset;
@@ -88,16 +133,14 @@ public final class BranchSink implements FlowSink {
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
-                branch(pTime, pIp, ip, flagsOf(pCls, pIp), pSize);
+                branchAt(pTsc, pIp, ip, flagsOf(pCls, pIp), pSize);
             }
         }
         if (holding && ip == heldIp) {
             releaseHeld();
         }
-        FlowItem.Mark noCbr = marks.noCbrYet(cpu, clock.getAsLong(), insns);
-        if (noCbr != null) {
-            out.add(noCbr);
-            insns = 0;
+        if (marks.noCbrShown()) {
+            markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
         }
         marks.insn();
         sampleClock.insn(cls);
@@ -112,21 +155,69 @@ public final class BranchSink implements FlowSink {
             pIp = ip;
             pSize = size;
             pCls = cls;
-            pTime = clock.getAsLong();
+            pTsc = sampleClock.time();
         }
     }
 
     private void branch(long from, long to, int flags, int len) {
-        branch(clock.getAsLong(), from, to, flags, len);
+        branchAt(sampleClock.time(), from, to, flags, len);
     }
 
-    /** A branch at perf time {@code time}: a branch instruction's is the flow's time at the instruction. */
-    private void branch(long time, long from, long to, int flags, int len) {
+    private long perf(long tsc) {
+        return tsc < 0 ? -1 : toPerf.applyAsLong(tsc);
+    }
+
+    /** A branch at sample time {@code tsc} (TSC): a branch instruction's is the flow's time at the instruction. */
+    private void branchAt(long tsc, long from, long to, int flags, int len) {
+        int f = flags | (inTx ? BranchFlags.IN_TX : 0);
+        if (callsOnly && (f & ~CLOCK_ONLY) == 0 && !afterEnd) {
+            dropped = true;
+            dTsc = tsc;
+            dFrom = from;
+            dTo = to;
+            dFlags = f;
+            dLen = len;
+            dCycles = cycles.getAsLong();
+            carried += insns;
+            insns = 0;
+            if (timeMarks) {
+                mergeTimes.left(perf(tsc));
+            }
+            return;
+        }
+        afterEnd = (f & BranchFlags.TRACE_END) != 0;
+        dropped = false;
         long c = cycles.getAsLong();
-        out.add(new FlowItem.Branch(cpu, time, from, to, flags | (inTx ? BranchFlags.IN_TX : 0), len, insns,
-                c - cyclesBefore));
+        add(new FlowItem.Branch(cpu, perf(tsc), from, to, f, len, insns + carried, c - cyclesBefore));
         cyclesBefore = c;
         insns = 0;
+        carried = 0;
+    }
+
+    /** An event or a loss follows: the branch left out before it is made an item (the view shows its kind). */
+    private void keepDropped() {
+        if (dropped) {
+            dropped = false;
+            add(new FlowItem.Branch(cpu, perf(dTsc), dFrom, dTo, dFlags, dLen, carried, dCycles - cyclesBefore));
+            cyclesBefore = dCycles;
+            carried = 0;
+        }
+    }
+
+    /** A mark (null: none) goes out, after the branch left out before it; it takes the instructions since. */
+    private void markItem(FlowItem.Mark m) {
+        if (m != null) {
+            keepDropped();
+            add(m);
+            insns = 0;
+        }
+    }
+
+    private void add(FlowItem item) {
+        if (timeMarks) {
+            mergeTimes.item(item.time());
+        }
+        out.add(item);
     }
 
     /** The pending branch went to {@code to} (where an asynchronous event found the flow). */
@@ -134,7 +225,7 @@ public final class BranchSink implements FlowSink {
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || to != pIp + pSize) {
-                branch(pTime, pIp, to, flagsOf(pCls, pIp), pSize);
+                branchAt(pTsc, pIp, to, flagsOf(pCls, pIp), pSize);
             }
         }
     }
@@ -143,6 +234,34 @@ public final class BranchSink implements FlowSink {
     public void block(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
         throw new UnsupportedOperationException("branches use the instruction decoder");
     }
+
+    @Override
+    public boolean branchesOnly() {
+        return true;
+    }
+
+    /**
+     * A run of instructions that are no branches: the first settles what waits for an instruction (a branch's target,
+     * cbr 0, a trace begin); the rest only count, unless a PSB+ waits for its IP among them.
+     */
+    @Override
+    public void straight(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
+        if (!holding) { // (only an event starts holding) no branch: its length and class matter to nothing here
+            insn(ip, 0, InsnClass.OTHER, mode, speculative);
+            insns += count - 1;
+            return;
+        }
+        long a = ip;
+        int o = off;
+        for (int i = 0; i < count; i++) {
+            int len = code.length(o, x86);
+            insn(a, len, code.cls(o), mode, speculative);
+            a += len;
+            o += len;
+        }
+    }
+
+    private final ptfence.insn.X86Decoder x86 = new ptfence.insn.X86Decoder();
 
     @Override
     public void event(Event ev) {
@@ -186,14 +305,10 @@ public final class BranchSink implements FlowSink {
     private void take(Event ev, long psbOffset) {
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
         FlowItem.Mark cbr = marks.cbrInPsb();
-        if (m != null) {
-            out.add(m);
-            insns = 0;
-        }
+        markItem(m);
         if (cbr != null) { // after the psb, which took the instructions before both
-            out.add(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
+            markItem(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
                     cbr.values(), 0));
-            insns = 0;
         }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;
@@ -210,7 +325,7 @@ public final class BranchSink implements FlowSink {
             case Event.DISABLED -> {
                 if (pending) {
                     pending = false;
-                    branch(pTime, pIp, ev.ipSuppressed ? 0 : ev.ip, flagsOf(pCls, pIp) | BranchFlags.TRACE_END, pSize);
+                    branchAt(pTsc, pIp, ev.ipSuppressed ? 0 : ev.ip, flagsOf(pCls, pIp) | BranchFlags.TRACE_END, pSize);
                 } else {
                     branch(lastIp, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
                 }
@@ -239,7 +354,8 @@ public final class BranchSink implements FlowSink {
     }
 
     private void loss(String reason, int code, long ip) {
-        out.add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, code, ip, insns));
+        keepDropped();
+        add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, code, ip, insns));
         insns = 0;
     }
 
@@ -256,6 +372,7 @@ public final class BranchSink implements FlowSink {
     public void endOfTrace() {
         releaseHeld();
         pending = false;
+        mergeTimes.flush();
     }
 
     /** perf's flags for a branch instruction of class {@code cls} at {@code ip}. */

@@ -84,6 +84,11 @@ public final class EventMarks {
         return mark(cpu, time, "cbr", 0, insns, "ratio", 0);
     }
 
+    /** True while no cbr was shown: the next instruction shows {@link #noCbrYet}. */
+    public boolean noCbrShown() {
+        return lastCbr == -1;
+    }
+
     /** The cbr a PSB+'s status update changed (shown after the psb, as perf does), once; else null. */
     public FlowItem.Mark cbrInPsb() {
         FlowItem.Mark m = cbrInPsb;

@@ -46,6 +46,8 @@ public final class FlowDecoder {
     private final boolean countOnly;
     /** The sink takes TNT paths as edges (coverage): the memo's fast path applies, reporting each path. */
     private final boolean edgeMode;
+    /** The sink looks at branches only: of a cached run all but the last instruction go as one {@link FlowSink#straight}. */
+    private final boolean branchesOnly;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] slowBuf = new byte[15];
 
@@ -263,6 +265,7 @@ public final class FlowDecoder {
         this.blockMode = blockMode;
         this.countOnly = sink.countsOnly();
         this.edgeMode = !blockMode && sink.edgesOnly();
+        this.branchesOnly = !blockMode && sink.branchesOnly();
         this.tntPaths = cfg.pathMemo.handle();
     }
 
@@ -275,6 +278,8 @@ public final class FlowDecoder {
         pieceMode = -1;
         pieceStart = 0;
         pieceEnd = 0;
+        recentCount = 0;
+        recentNext = 0;
     }
 
     /** Decodes the whole trace: sync at each PSB after an error, until the end. */
@@ -1336,9 +1341,43 @@ public final class FlowDecoder {
         return now < pieceFrom || now >= pieceTo;
     }
 
+    /**
+     * The last pieces the decoder had (code that calls between mapped files and back leaves a single piece all
+     * the time, and a new one costs a lookup in the space and in the shared caches): each answers by the same rule as
+     * the current one ({@link #pieceStale}) until the code changes.
+     */
+    private static final int RECENT = 32;
+    private final long[] recentStart = new long[RECENT];
+    private final long[] recentEnd = new long[RECENT];
+    private final long[] recentFrom = new long[RECENT];
+    private final long[] recentTo = new long[RECENT];
+    private final long[] recentBase = new long[RECENT];
+    private final int[] recentMode = new int[RECENT];
+    private final CodeCache[] recentCc = new CodeCache[RECENT];
+    private int recentCount;
+    private int recentNext;
+
+    /** Takes a recent piece that answers for {@code at} at {@code now} as the current one; false if none does. */
+    private boolean recentPiece(long at, long now) {
+        for (int i = 0; i < recentCount; i++) {
+            if (Long.compareUnsigned(at - recentStart[i], recentEnd[i] - recentStart[i]) < 0 && recentMode[i] == mode
+                    && (!timedSpace || now >= recentFrom[i] && now < recentTo[i])) {
+                cc = recentCc[i];
+                pieceMode = mode;
+                secBase = recentBase[i];
+                pieceStart = recentStart[i];
+                pieceEnd = recentEnd[i];
+                pieceFrom = recentFrom[i];
+                pieceTo = recentTo[i];
+                return true;
+            }
+        }
+        return false;
+    }
+
     private int decodeAt(long at) {
         long now = now();
-        if (pieceStale(at)) {
+        if (pieceStale(at) && !recentPiece(at, now)) {
             Image.Piece p = image.find(at, now);
             if (p == null) {
                 return PtError.NOMAP;
@@ -1358,6 +1397,16 @@ public final class FlowDecoder {
                 pieceFrom = CodeSpace.ANY_TIME;
                 pieceTo = CodeSpace.ANY_TIME + 1;
             }
+            int r = recentNext;
+            recentNext = (recentNext + 1) % RECENT;
+            recentCount = Math.max(recentCount, r + 1);
+            recentStart[r] = pieceStart;
+            recentEnd[r] = pieceEnd;
+            recentFrom[r] = pieceFrom;
+            recentTo[r] = pieceTo;
+            recentBase[r] = secBase;
+            recentMode[r] = mode;
+            recentCc[r] = cc;
         }
         int off = (int) (at - secBase);
         int len = cc.length(off, x86);
@@ -1428,6 +1477,14 @@ public final class FlowDecoder {
             if (count > 1) {
                 sink.insn(lIp, lSize, lCls, mode, speculative);
             }
+            return;
+        }
+        if (branchesOnly) {
+            // a cached block: none but the last is a branch
+            if (count > 1) {
+                sink.straight(first, count - 1, cc, off, mode, speculative);
+            }
+            sink.insn(lIp, lSize, lCls, mode, speculative);
             return;
         }
         if (!blockMode) {

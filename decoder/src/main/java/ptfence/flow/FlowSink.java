@@ -51,6 +51,23 @@ public interface FlowSink {
     default void path(long base, TntPaths paths, long first, long last) {
     }
 
+    /**
+     * True if the sink looks at branches only (perf's call and branch views): the instruction decoder may then report
+     * a cached straight-line run's instructions but the last (a branch or not) with one {@link #straight}.
+     */
+    default boolean branchesOnly() {
+        return false;
+    }
+
+    /**
+     * {@code count} instructions ran, none a branch, the first at {@code ip}, which is {@code off} in {@code code};
+     * each next one follows the previous (a {@link #branchesOnly} sink; the run's last instruction comes to
+     * {@link #insn} next).
+     */
+    default void straight(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
+        throw new UnsupportedOperationException("straight runs are for sinks that look at branches only");
+    }
+
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     default void disabledAfterResync() {
     }

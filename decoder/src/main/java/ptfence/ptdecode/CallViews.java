@@ -120,7 +120,9 @@ final class CallViews {
                     req.timeFrom(), req.timeTo());
             view = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
         }
-        run(rd, view);
+        // perf's text call views need calls, returns and trace begins and ends only: other branches only move the
+        // clock (the JSON form and the stack views count every branch's instructions in its thread)
+        run(rd, view, !jsonl && view instanceof CallTraceView);
     }
 
     /** {@code view} with only the branches that have one of {@code flags} (the stacks still see every one). */
@@ -250,12 +252,28 @@ final class CallViews {
 
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */
     static void run(RecordingDecode rd, CallView view) throws Exception {
+        run(rd, view, false);
+    }
+
+    /** As {@link #run(RecordingDecode, CallView)}; {@code callsOnly}: {@link BranchSink}'s items for the call views. */
+    static void run(RecordingDecode rd, CallView view, boolean callsOnly) throws Exception {
         Sideband sb = rd.sideband;
         CallStacks stacks = new CallStacks(new CpuTasks(sb), view);
         boolean timed = rd.code.timed();
         rd.<FlowItem>decodeMerged((t, q) -> {
-            BranchSink s = new BranchSink(t.cpu(), item -> q.add(item.time(), item),
-                    rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1));
+            BranchSink.Out o = new BranchSink.Out() {
+                @Override
+                public void add(FlowItem item) {
+                    q.add(item.time(), item);
+                }
+
+                @Override
+                public void time(long time) {
+                    q.add(time, null);
+                }
+            };
+            BranchSink s = new BranchSink(t.cpu(), o, rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1),
+                    callsOnly, rd.traces.size() > 1);
             return new RecordingDecode.CpuPart(s, d -> s.decoder(d, tsc -> timed ? rd.code.clock().toPerf(tsc) : -1),
                     () -> { });
         }, item -> {

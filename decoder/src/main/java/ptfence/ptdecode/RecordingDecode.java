@@ -869,6 +869,14 @@ final class RecordingDecode {
                 inner.block(ip, count, c, off, mode, spec);
             }
 
+            public boolean branchesOnly() {
+                return inner.branchesOnly();
+            }
+
+            public void straight(long ip, int count, ptfence.insn.CodeCache c, int off, int mode, boolean spec) {
+                inner.straight(ip, count, c, off, mode, spec);
+            }
+
             public void event(ptfence.flow.Event ev) {
                 inner.event(ev);
             }

@@ -13,7 +13,9 @@ import java.util.function.Consumer;
  * whose queue is full gives its turn back while it waits, so a CPU the merger is waiting for always gets to run,
  * however many CPUs there are and however few turns.
  *
- * @param <T> the items; each comes with its time (-1: unknown, taken as soon as it is at the head)
+ * @param <T> the items; each comes with its time (-1: unknown, taken as soon as it is at the head). A null item only
+ *     says its source's time: it orders the others as an item would (the source taken last goes on at a tie), and
+ *     is not handed on.
  */
 final class TimeMerge<T> {
     private static final int BATCH = 1024;
@@ -134,7 +136,9 @@ final class TimeMerge<T> {
             last = best;
             Object item = head[best].items()[pos[best]];
             head[best].items()[pos[best]++] = null;
-            out.accept((T) item);
+            if (item != null) {
+                out.accept((T) item);
+            }
         }
     }
 }

@@ -519,6 +519,34 @@ public final class SampleSink implements FlowSink {
         throw new UnsupportedOperationException("perf samples use the instruction decoder");
     }
 
+    /**
+     * Without instruction samples, IPC counts or time ranges an instruction that is no branch only counts (once the
+     * first of a run settled what waited for it), so the decoder may hand over straight runs whole.
+     */
+    @Override
+    public boolean branchesOnly() {
+        return !sampleInsns && !countIpc && cfg.time.isEmpty();
+    }
+
+    @Override
+    public void straight(long ip, int count, CodeCache cc, int off, int mode, boolean speculative) {
+        if (!psbAhead) { // (only an event puts a PSB+ ahead) no branch: its length and class matter to nothing here
+            insn(ip, 0, InsnClass.OTHER, mode, speculative);
+            insnTotal += count - 1;
+            return;
+        }
+        long a = ip;
+        int o = off;
+        for (int i = 0; i < count; i++) { // a PSB+ waits for its IP: it may be among these
+            int len = cc.length(o, runX86);
+            insn(a, len, cc.cls(o), mode, speculative);
+            a += len;
+            o += len;
+        }
+    }
+
+    private final ptfence.insn.X86Decoder runX86 = new ptfence.insn.X86Decoder();
+
     @Override
     public void event(Event ev) {
         if (ev.statusUpdate) {

@@ -596,6 +596,9 @@ public final class CodeMap {
 
     /** The KSYMBOL that would have held {@code addr} at perf time {@code time}, if the sideband names one. */
     public Sideband.KernelSymbol symbolAt(long addr, long time) {
+        if (!sideband.hasKernelSymbols()) {
+            return null; // user code's symbol misses ask here for every address
+        }
         Sideband.KernelSymbol best = null;
         for (Sideband.KernelSymbol k : sideband.kernelSymbols()) {
             if (k.covers(addr) && (time < k.to() || time == Long.MIN_VALUE) && (best == null || k.from() > best.from())

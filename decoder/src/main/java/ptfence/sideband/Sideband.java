@@ -219,6 +219,11 @@ public final class Sideband {
         return List.copyOf(kernelSymbols);
     }
 
+    /** False if the recording named no kernel symbol (a lookup needs no copy of the list then). */
+    public boolean hasKernelSymbols() {
+        return !kernelSymbols.isEmpty();
+    }
+
     public List<BpfProgram> bpfPrograms() {
         return List.copyOf(bpfPrograms);
     }
