@@ -488,7 +488,11 @@ final class RecordingDecode {
             err.println("ptdecode: " + o.note() + "; used for this decode only");
         }
         if (client == null) {
-            if (!o.missing().isEmpty() && req.debuginfod()) {
+            // an --archive (or --recording) that is not there is the one error addArchive reports next: a note
+            // about images "not in the archive" before it would be a second line about the same mistake
+            boolean noSuchArchive = !ptfence.store.Archive.exists(dir) && (req.archiveGiven()
+                    || req.recordingId() != null);
+            if (!o.missing().isEmpty() && req.debuginfod() && !noSuchArchive) {
                 err.println("ptdecode: " + o.missing().get(0) + " (set DEBUGINFOD_URLS to a debuginfod serving a "
                         + "'ptarchive publish' tree: docs/fleet.md)");
             }
