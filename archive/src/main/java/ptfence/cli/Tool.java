@@ -54,19 +54,48 @@ public final class Tool {
             err.flush();
             return EXIT_BAD_INPUT;
         });
-        cl.setExecutionExceptionHandler((ex, c, parsed) -> {
-            if (ReaderGone.in(ex)) {
-                return EXIT_OK; // ... | head: the reader has what it wanted
-            }
-            PrintWriter err = c.getErr();
-            err.println(name + ": " + describe(ex));
-            if (System.getenv("PTFENCE_DEBUG") != null) {
-                ex.printStackTrace(err);
-            }
-            err.flush();
-            return isUserError(ex) ? EXIT_BAD_INPUT : EXIT_INTERNAL;
-        });
+        cl.setExecutionExceptionHandler((ex, c, parsed) -> failed(name, ex, c.getErr()));
         return cl.execute(args);
+    }
+
+    /** What a command's exception comes to: one line on {@code err} and the exit code (picocli's handler too). */
+    private static int failed(String name, Exception ex, PrintWriter err) {
+        if (ReaderGone.in(ex)) {
+            return EXIT_OK; // ... | head: the reader has what it wanted
+        }
+        err.println(name + ": " + describe(ex));
+        if (System.getenv("PTFENCE_DEBUG") != null) {
+            ex.printStackTrace(err);
+        }
+        err.flush();
+        return isUserError(ex) ? EXIT_BAD_INPUT : EXIT_INTERNAL;
+    }
+
+    /**
+     * Runs a command whose line {@link QuickLine#takeQuickly} took, as picocli's {@code execute} runs a parsed one:
+     * the exit code is what {@code call} returns, an exception goes through the same handler.
+     */
+    static int runTaken(String name, java.util.concurrent.Callable<?> command) {
+        Inputs.forget();
+        try {
+            return command.call() instanceof Integer status ? status : EXIT_OK;
+        } catch (Exception ex) {
+            return failed(name, ex, stderr());
+        }
+    }
+
+    /** stderr as picocli writes to it by default (its encoding: sun.stderr.encoding, else the default charset). */
+    private static PrintWriter stderr() {
+        String name = System.getProperty("sun.stderr.encoding");
+        java.nio.charset.Charset cs = java.nio.charset.Charset.defaultCharset();
+        if (name != null) {
+            try {
+                cs = java.nio.charset.Charset.forName(name.equalsIgnoreCase("cp65001") ? "UTF-8" : name);
+            } catch (RuntimeException e) {
+                // as picocli: an unknown name falls back to the default
+            }
+        }
+        return new PrintWriter(new java.io.BufferedWriter(new java.io.OutputStreamWriter(System.err, cs)), true);
     }
 
     /**
@@ -114,6 +143,10 @@ public final class Tool {
             System.out.println(version);
             System.exit(System.out.checkError() ? EXIT_INTERNAL : EXIT_OK);
         }
+        if (command instanceof QuickLine quick && command instanceof java.util.concurrent.Callable<?> c
+                && quick.takeQuickly(args)) {
+            System.exit(runTaken(name, c));
+        }
         // what a command prints through picocli ('ptarchive ls') stops quietly when its reader goes away
         PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(Stdout.stream(),
                 java.nio.charset.StandardCharsets.UTF_8), true);
@@ -133,7 +166,7 @@ public final class Tool {
      */
     static String quickVersion(String name, String... args) {
         return args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))
-                ? name + " " + Version.NUMBER : null;
+                ? Version.line(name) : null;
     }
 
     /** True if {@code ex} is the user's doing (bad input, a missing file), not ptfence's. */

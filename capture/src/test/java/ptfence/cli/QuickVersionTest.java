@@ -33,6 +33,22 @@ class QuickVersionTest {
         }
     }
 
+    /** What the release launcher runs for a lone --version (ptfence.cli.Version on the archive jar alone). */
+    @Test
+    void versionMainPrintsTheSame() {
+        for (String name : new String[] {"ptdecode", "ptarchive", "ptrec"}) {
+            java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+            java.io.PrintStream was = System.out;
+            System.setOut(new java.io.PrintStream(bytes, true));
+            try {
+                Version.main(new String[] {name});
+            } finally {
+                System.setOut(was);
+            }
+            assertEquals(Tool.quickVersion(name, "--version") + System.lineSeparator(), bytes.toString(), name);
+        }
+    }
+
     @Test
     void otherCommandLinesGoToPicocli() {
         assertNull(Tool.quickVersion("ptdecode"));

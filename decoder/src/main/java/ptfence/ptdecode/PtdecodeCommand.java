@@ -42,7 +42,12 @@ import ptfence.func.Invocation;
                 "  DEBUGINFOD_URLS=http://srv:8002 ptdecode perf.data   # a recording made on another host",
                 "  ptdecode packets trace.pt                       # a raw trace, as libipt's ptdump prints it",
                 "  ptdecode flow --pt trace.pt --raw code.bin:0x1000   # a raw trace, as libipt's ptxed decodes it"})
-public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.LazySubcommands {
+public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.LazySubcommands, ptfence.cli.QuickLine {
+    @Override
+    public boolean takeQuickly(String... args) {
+        return QuickLines.take(this, args);
+    }
+
     @Override
     public List<Subcommand> subcommands() {
         return List.of(new Subcommand(PacketsCommand.class, PacketsCommand::new),
