@@ -260,7 +260,11 @@ final class SampleLines {
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
         if (on(fields, FieldSet.BRSTACK)) {
-            brstack(b, fields, s);
+            brstack(b, fields, s, false);
+        } else if (on(fields, FieldSet.BRSTACKSYM)) {
+            brstacksym(b, fields, s);
+        } else if (on(fields, FieldSet.BRSTACKOFF)) {
+            brstack(b, fields, s, true);
         }
         insnFields(b, fields, size, bytes, len);
         ipc(b, fields, s);
@@ -272,7 +276,7 @@ final class SampleLines {
      * perf_sample__fprintf_brstack: each last branch as " 0xFROM/0xTO/-/X/A/0/ " ((dso) after each address with the
      * dso field; no mispredict, no cycles, no type, as perf's Intel PT branches carry none).
      */
-    private void brstack(LineBytes b, long fields, SampleSink s) {
+    private void brstack(LineBytes b, long fields, SampleSink s, boolean offsets) {
         int n = s.lastBranchCount();
         long time = s.time();
         int pid = s.pid();
@@ -280,17 +284,45 @@ final class SampleLines {
         for (int i = 0; i < n; i++) {
             long from = s.lastBranchFrom(i);
             long to = s.lastBranchTo(i);
-            int f = s.lastBranchFlags(i);
-            b.str(" 0x").hex(from);
+            b.str(" 0x").hex(offsets ? symbols.offsetAddress(from, time, pid) : from);
             if (dso) {
                 b.ch('(').bytes(dsoName(from, time, pid)).ch(')');
             }
-            b.str("/0x").hex(to);
+            b.str("/0x").hex(offsets ? symbols.offsetAddress(to, time, pid) : to);
             if (dso) {
                 b.ch('(').bytes(dsoName(to, time, pid)).ch(')');
             }
-            b.str("/-/").ch((f & BranchFlags.IN_TX) != 0 ? 'X' : '-').ch('/')
-                    .ch((f & BranchFlags.TX_ABORT) != 0 ? 'A' : '-').str("/0/ ");
+            branchFlags(b, s.lastBranchFlags(i));
+        }
+    }
+
+    /** print_bstack_flags: mispredict (none here), in transaction, abort, cycles, type (none). */
+    private static void branchFlags(LineBytes b, int f) {
+        b.str("/-/").ch((f & BranchFlags.IN_TX) != 0 ? 'X' : '-').ch('/')
+                .ch((f & BranchFlags.TX_ABORT) != 0 ? 'A' : '-').str("/0/ ");
+    }
+
+    /**
+     * perf_sample__fprintf_brstacksym: each last branch as "from/to" symbol+0xoffset ([unknown] without a symbol;
+     * (dso) after each with the dso field), no blank ahead of the first, then the flags.
+     */
+    private void brstacksym(LineBytes b, long fields, SampleSink s) {
+        int n = s.lastBranchCount();
+        long time = s.time();
+        int pid = s.pid();
+        boolean dso = on(fields, FieldSet.DSO);
+        for (int i = 0; i < n; i++) {
+            long from = s.lastBranchFrom(i);
+            long to = s.lastBranchTo(i);
+            b.str(symOff(from, time, pid));
+            if (dso) {
+                b.ch('(').bytes(dsoName(from, time, pid)).ch(')');
+            }
+            b.ch('/').str(symOff(to, time, pid));
+            if (dso) {
+                b.ch('(').bytes(dsoName(to, time, pid)).ch(')');
+            }
+            branchFlags(b, s.lastBranchFlags(i));
         }
     }
 
@@ -682,10 +714,87 @@ final class SampleLines {
         }
         scriptRaw = null;
         ptfence.dlfilter.DlFilter.Location at = d.resolver.at(d.ip);
+        boolean insn = kind == PerfEvents.Kind.INSTRUCTIONS; // the one event perf synthesizes chains and stacks for
         ScriptMerge.Producer out = s.out();
         out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(d.event, d.comm, sample, raw,
-                d.ip != 0 ? at.dso() : null, at.sym(), d.ip - at.symStart(), d.insn, d.insnLen)).nl();
+                d.ip != 0 ? at.dso() : null, at.sym(), d.ip - at.symStart(), d.insn, d.insnLen,
+                insn ? scriptChain(s) : "[]", insn ? scriptBrstack(s, false) : "[]",
+                insn ? scriptBrstack(s, true) : "[]")).nl();
         out.commit(d.time, true);
+    }
+
+    /**
+     * -s: the sample's call chain as perf's Python engine lists it (python_process_callchain): per address its ip,
+     * "sym" (name, start and end in its map's addresses) where a symbol covers it, "dso" where a map does.
+     */
+    private String scriptChain(SampleSink s) {
+        long[] c = s.chain();
+        if (c == null) {
+            return "[]";
+        }
+        long time = s.time();
+        int pid = s.pid();
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < s.chainLength(); i++) {
+            long a = c[i];
+            if (a == CallDepth.USER || a == CallDepth.KERNEL) {
+                continue;
+            }
+            ptfence.cli.Json e = new ptfence.cli.Json().raw("ip", Long.toUnsignedString(a));
+            Symbol sym = a == 0 ? null : cursor.symbol(a, time, pid);
+            if (sym != null) {
+                // start and end in the symbol's map: a mapped file's addresses, a BPF program's offsets
+                long base = sym.start() - symbols.offsetAddress(sym.start(), time, pid);
+                if (sym.start() >= 0) {
+                    base = sym.start() - symbols.mapAddress(sym.start(), time, pid);
+                }
+                e.raw("sym", new ptfence.cli.Json().raw("start", Long.toUnsignedString(sym.start() - base))
+                        .raw("end", Long.toUnsignedString(sym.end() - base)).field("name", sym.name()).toString());
+            }
+            String dso = sym != null && sym.dso() != null ? sym.dso() : dsoOf(a, time, pid);
+            if (dso != null) {
+                e.field("dso", dso);
+            }
+            b.append(b.length() > 1 ? "," : "").append(e);
+        }
+        return b.append(']').toString();
+    }
+
+    /**
+     * -s: the sample's last branches as perf's Python engine lists them: "brstack" (python_process_brstack: from,
+     * to, the flags, each end's dso name) or "brstacksym" (python_process_brstacksym: each end as symbol+0xoff).
+     */
+    private String scriptBrstack(SampleSink s, boolean sym) {
+        int n = s.lastBranchCount();
+        long time = s.time();
+        int pid = s.pid();
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < n; i++) {
+            long from = s.lastBranchFrom(i);
+            long to = s.lastBranchTo(i);
+            int f = s.lastBranchFlags(i);
+            boolean tx = (f & BranchFlags.IN_TX) != 0;
+            boolean abort = (f & BranchFlags.TX_ABORT) != 0;
+            ptfence.cli.Json e = new ptfence.cli.Json();
+            if (sym) {
+                e.field("from", symOff(from, time, pid)).field("to", symOff(to, time, pid)).field("pred", "-")
+                        .field("in_tx", tx ? "X" : "-").field("abort", abort ? "A" : "-");
+            } else {
+                e.raw("from", Long.toUnsignedString(from)).raw("to", Long.toUnsignedString(to))
+                        .field("mispred", false).field("predicted", false).field("in_tx", tx).field("abort", abort)
+                        .field("cycles", 0).field("from_dsoname", new String(dsoName(from, time, pid),
+                                StandardCharsets.UTF_8))
+                        .field("to_dsoname", new String(dsoName(to, time, pid), StandardCharsets.UTF_8));
+            }
+            b.append(i > 0 ? "," : "").append(e);
+        }
+        return b.append(']').toString();
+    }
+
+    /** perf's get_symoff/symbol__fprintf_symname_offs: name+0xoff, or [unknown]. */
+    private String symOff(long a, long time, int pid) {
+        Symbol sym = a == 0 ? null : cursor.symbol(a, time, pid);
+        return sym == null || sym.name().isEmpty() ? "[unknown]" : sym.name() + "+0x" + Long.toHexString(a - sym.start());
     }
 
     private static final String[] ERRORS = {"", "Memory allocation failed", "Internal error", "Bad packet",
