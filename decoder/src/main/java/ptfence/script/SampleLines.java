@@ -260,11 +260,11 @@ final class SampleLines {
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
         if (on(fields, FieldSet.BRSTACK)) {
-            brstack(b, fields, s, false);
+            brstack(b, fields, s, BranchEnd.ADDRESS);
         } else if (on(fields, FieldSet.BRSTACKSYM)) {
-            brstacksym(b, fields, s);
+            brstack(b, fields, s, BranchEnd.SYMBOL);
         } else if (on(fields, FieldSet.BRSTACKOFF)) {
-            brstack(b, fields, s, true);
+            brstack(b, fields, s, BranchEnd.OFFSET);
         }
         insnFields(b, fields, size, bytes, len);
         ipc(b, fields, s);
@@ -272,25 +272,30 @@ final class SampleLines {
         s.out().commit(s.time(), true);
     }
 
+    /** How an end of a last branch is written: brstack (the address), brstackoff (its map's), brstacksym. */
+    private enum BranchEnd { ADDRESS, OFFSET, SYMBOL }
+
     /**
-     * perf_sample__fprintf_brstack: each last branch as " 0xFROM/0xTO/-/X/A/0/ " ((dso) after each address with the
-     * dso field; no mispredict, no cycles, no type, as perf's Intel PT branches carry none).
+     * perf_sample__fprintf_brstack/_brstackoff/_brstacksym: each last branch as "FROM/TO" then the flags; brstack and
+     * brstackoff write " 0xFROM/0xTO", brstacksym "sym+0xoff/sym+0xoff" ([unknown] without a symbol) with no blank
+     * ahead; (dso) after each end with the dso field. No mispredict, cycles or type: perf's Intel PT branches carry none.
      */
-    private void brstack(LineBytes b, long fields, SampleSink s, boolean offsets) {
+    private void brstack(LineBytes b, long fields, SampleSink s, BranchEnd how) {
         int n = s.lastBranchCount();
         long time = s.time();
         int pid = s.pid();
         boolean dso = on(fields, FieldSet.DSO);
         for (int i = 0; i < n; i++) {
-            long from = s.lastBranchFrom(i);
-            long to = s.lastBranchTo(i);
-            b.str(" 0x").hex(offsets ? symbols.offsetAddress(from, time, pid) : from);
-            if (dso) {
-                b.ch('(').bytes(dsoName(from, time, pid)).ch(')');
-            }
-            b.str("/0x").hex(offsets ? symbols.offsetAddress(to, time, pid) : to);
-            if (dso) {
-                b.ch('(').bytes(dsoName(to, time, pid)).ch(')');
+            for (int e = 0; e < 2; e++) {
+                long a = e == 0 ? s.lastBranchFrom(i) : s.lastBranchTo(i);
+                switch (how) {
+                    case SYMBOL -> b.str(e == 0 ? "" : "/").str(symOff(a, time, pid));
+                    case OFFSET -> b.str(e == 0 ? " 0x" : "/0x").hex(symbols.offsetAddress(a, time, pid));
+                    default -> b.str(e == 0 ? " 0x" : "/0x").hex(a);
+                }
+                if (dso) {
+                    b.ch('(').bytes(dsoName(a, time, pid)).ch(')');
+                }
             }
             branchFlags(b, s.lastBranchFlags(i));
         }
@@ -300,30 +305,6 @@ final class SampleLines {
     private static void branchFlags(LineBytes b, int f) {
         b.str("/-/").ch((f & BranchFlags.IN_TX) != 0 ? 'X' : '-').ch('/')
                 .ch((f & BranchFlags.TX_ABORT) != 0 ? 'A' : '-').str("/0/ ");
-    }
-
-    /**
-     * perf_sample__fprintf_brstacksym: each last branch as "from/to" symbol+0xoffset ([unknown] without a symbol;
-     * (dso) after each with the dso field), no blank ahead of the first, then the flags.
-     */
-    private void brstacksym(LineBytes b, long fields, SampleSink s) {
-        int n = s.lastBranchCount();
-        long time = s.time();
-        int pid = s.pid();
-        boolean dso = on(fields, FieldSet.DSO);
-        for (int i = 0; i < n; i++) {
-            long from = s.lastBranchFrom(i);
-            long to = s.lastBranchTo(i);
-            b.str(symOff(from, time, pid));
-            if (dso) {
-                b.ch('(').bytes(dsoName(from, time, pid)).ch(')');
-            }
-            b.ch('/').str(symOff(to, time, pid));
-            if (dso) {
-                b.ch('(').bytes(dsoName(to, time, pid)).ch(')');
-            }
-            branchFlags(b, s.lastBranchFlags(i));
-        }
     }
 
     private byte[] dsoName(long a, long time, int pid) {
