@@ -54,6 +54,21 @@ public final class PerfScriptOptions {
             + "(intel-pt-events.py, ...) on the samples, unchanged, through python3.")
     String script;
 
+    /**
+     * With -s, the script's arguments: every positional where the recording is -i's (or perf's entry, whose
+     * recording is always -i's or ./perf.data), else those after RECORDING ({@code moreArgs}: perf script -s
+     * script.py ARG... or -s script.py -- ARG...; perf passes what follows its options as sys.argv[1:]); null where
+     * positionals are left over without a script (a wrong command line).
+     */
+    List<String> scriptArgs(String recording, List<String> moreArgs) {
+        List<String> out = new ArrayList<>();
+        if (recording != null && (input != null || perfEntry)) {
+            out.add(recording);
+        }
+        out.addAll(moreArgs);
+        return script == null && !out.isEmpty() ? null : out;
+    }
+
     @Option(names = "--no-itrace", description = "Decode no trace: only the recorded samples and sideband (perf's "
             + "--no-itrace).")
     boolean noItrace;

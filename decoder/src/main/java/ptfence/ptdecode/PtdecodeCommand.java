@@ -64,6 +64,10 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                     + "perf script; '-' reads a pipe-mode recording from stdin (perf record -o - ... | ptdecode -).")
     String recording;
 
+    /** Positionals after RECORDING: a -s script's own arguments (PerfScriptOptions.scriptArgs). */
+    @Parameters(index = "1..*", hidden = true, paramLabel = "ARG")
+    List<String> moreArgs = new java.util.ArrayList<>();
+
     @Option(names = "--func", paramLabel = "NAME", description = "Show each invocation of NAME: bpf_prog_<tag> "
             + "(a unique tag prefix is enough), bpf_prog_<tag>_<name>, a BPF program name, or a kernel/user symbol.")
     String func;
@@ -161,6 +165,14 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
 
     @Override
     public Integer call() throws Exception {
+        scriptArgs = perf.scriptArgs(recording, moreArgs);
+        if (scriptArgs == null) {
+            throw new BadInputException("unexpected argument '" + moreArgs.get(0) + "' (one RECORDING; "
+                    + "arguments after it go to a script given by -s)");
+        }
+        if (perf.script != null && (perf.input != null || perf.perfEntry)) {
+            recording = null; // perf: what follows the options is the script's
+        }
         if (perf.input != null) {
             if (recording != null && !recording.equals(perf.input)) {
                 throw new BadInputException("-i " + perf.input + " and " + recording + ": give the recording once");
@@ -303,6 +315,9 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         return new long[] {from, r.latest()};
     }
 
+    /** -s: the script's own arguments (PerfScriptOptions.scriptArgs). */
+    private List<String> scriptArgs = List.of();
+
     /** perf script's view of the recording, as its options ask. */
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
@@ -322,7 +337,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             if (perf.dlfilter != null || perf.dumpRaw || perf.dumpUnsorted) {
                 throw new BadInputException("-s with " + (perf.dlfilter != null ? "--dlfilter" : "-D") + ": give one");
             }
-            script = ptfence.script.PythonScript.start(perf.script, List.of());
+            script = ptfence.script.PythonScript.start(perf.script, scriptArgs);
         }
         List<String> specs = perf.itraceSpecs();
         if (script != null && perf.itrace == null && perf.insnTrace == null && script.itrace() != null) {

@@ -271,6 +271,11 @@ final class RecordingDecode {
                 traces.add(new CpuTrace(cpu, tids.get(e.getKey()), e.getValue()));
             }
         }
+        if (bpfOutputType != null) {
+            // a name no BTF here has is a wrong option, whether or not the recording has bpf-output samples: said
+            // now, before anything is decoded (the programs' BTF is known from here on)
+            bpfOutputFormat = RecordingOutputs.format(this, bpfOutputType);
+        }
     }
 
     /** The perf events each archived BPF program ran on (by prog id), as ptrec found them; empty lists where none. */

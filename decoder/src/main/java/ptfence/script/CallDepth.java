@@ -26,8 +26,12 @@ final class CallDepth {
     /** The size of each thread's ring of last branches (0: none kept). */
     private final int lastBranches;
 
-    CallDepth(int lastBranches) {
+    /** Whether the idle task keeps last branches too (perf 6.1 gives them to its samples only with call chains). */
+    private final boolean idleBranches;
+
+    CallDepth(int lastBranches, boolean idleBranches) {
         this.lastBranches = lastBranches;
+        this.idleBranches = idleBranches;
     }
 
     /** perf's context markers in a call chain (PERF_CONTEXT_USER, PERF_CONTEXT_KERNEL). */
@@ -42,8 +46,9 @@ final class CallDepth {
             last = stacks.computeIfAbsent(tid, t -> {
                 Stack s = new Stack();
                 // perf 6.1 gives the idle task's samples no last branches (seen on every forged recording: its
-                // swapper samples carry none, the other threads' do), though it keeps its call stack
-                if (lastBranches > 0 && t != 0) {
+                // swapper samples carry none, the other threads' do), though it keeps its call stack; with call
+                // chains (--itrace=gl) they carry them (seen on the same recordings)
+                if (lastBranches > 0 && (t != 0 || idleBranches)) {
                     s.brFrom = new long[lastBranches];
                     s.brTo = new long[lastBranches];
                     s.brFlags = new int[lastBranches];

@@ -233,8 +233,15 @@ public final class PythonScript implements AutoCloseable {
      */
     public static String processEvent(String evName, String comm, Json sample, byte[] raw, String dso, String sym,
             long symoff, byte[] insn, int insnLen) {
+        return processEvent(evName, comm, sample, raw, dso, sym, symoff, insn, insnLen, "[]", "[]", "[]");
+    }
+
+    /** The same with the sample's callchain, brstack and brstacksym lists (JSON arrays; perf gives [] for none). */
+    public static String processEvent(String evName, String comm, Json sample, byte[] raw, String dso, String sym,
+            long symoff, byte[] insn, int insnLen, String callchain, String brstack, String brstacksym) {
         Json param = new Json().field("ev_name", evName).raw("attr", bytes(new byte[0], 0))
-                .raw("sample", sample.toString()).raw("raw_buf", bytes(raw, raw.length)).field("comm", comm);
+                .raw("sample", sample.toString()).raw("raw_buf", bytes(raw, raw.length)).field("comm", comm)
+                .raw("callchain", callchain).raw("brstack", brstack).raw("brstacksym", brstacksym);
         if (dso != null) {
             param.field("dso", dso);
         }

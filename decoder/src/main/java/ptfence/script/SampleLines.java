@@ -260,7 +260,11 @@ final class SampleLines {
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
         if (on(fields, FieldSet.BRSTACK)) {
-            brstack(b, fields, s);
+            brstack(b, fields, s, BranchEnd.ADDRESS);
+        } else if (on(fields, FieldSet.BRSTACKSYM)) {
+            brstack(b, fields, s, BranchEnd.SYMBOL);
+        } else if (on(fields, FieldSet.BRSTACKOFF)) {
+            brstack(b, fields, s, BranchEnd.OFFSET);
         }
         insnFields(b, fields, size, bytes, len);
         ipc(b, fields, s);
@@ -268,30 +272,39 @@ final class SampleLines {
         s.out().commit(s.time(), true);
     }
 
+    /** How an end of a last branch is written: brstack (the address), brstackoff (its map's), brstacksym. */
+    private enum BranchEnd { ADDRESS, OFFSET, SYMBOL }
+
     /**
-     * perf_sample__fprintf_brstack: each last branch as " 0xFROM/0xTO/-/X/A/0/ " ((dso) after each address with the
-     * dso field; no mispredict, no cycles, no type, as perf's Intel PT branches carry none).
+     * perf_sample__fprintf_brstack/_brstackoff/_brstacksym: each last branch as "FROM/TO" then the flags; brstack and
+     * brstackoff write " 0xFROM/0xTO", brstacksym "sym+0xoff/sym+0xoff" ([unknown] without a symbol) with no blank
+     * ahead; (dso) after each end with the dso field. No mispredict, cycles or type: perf's Intel PT branches carry none.
      */
-    private void brstack(LineBytes b, long fields, SampleSink s) {
+    private void brstack(LineBytes b, long fields, SampleSink s, BranchEnd how) {
         int n = s.lastBranchCount();
         long time = s.time();
         int pid = s.pid();
         boolean dso = on(fields, FieldSet.DSO);
         for (int i = 0; i < n; i++) {
-            long from = s.lastBranchFrom(i);
-            long to = s.lastBranchTo(i);
-            int f = s.lastBranchFlags(i);
-            b.str(" 0x").hex(from);
-            if (dso) {
-                b.ch('(').bytes(dsoName(from, time, pid)).ch(')');
+            for (int e = 0; e < 2; e++) {
+                long a = e == 0 ? s.lastBranchFrom(i) : s.lastBranchTo(i);
+                switch (how) {
+                    case SYMBOL -> b.str(e == 0 ? "" : "/").str(symOff(a, time, pid));
+                    case OFFSET -> b.str(e == 0 ? " 0x" : "/0x").hex(symbols.offsetAddress(a, time, pid));
+                    default -> b.str(e == 0 ? " 0x" : "/0x").hex(a);
+                }
+                if (dso) {
+                    b.ch('(').bytes(dsoName(a, time, pid)).ch(')');
+                }
             }
-            b.str("/0x").hex(to);
-            if (dso) {
-                b.ch('(').bytes(dsoName(to, time, pid)).ch(')');
-            }
-            b.str("/-/").ch((f & BranchFlags.IN_TX) != 0 ? 'X' : '-').ch('/')
-                    .ch((f & BranchFlags.TX_ABORT) != 0 ? 'A' : '-').str("/0/ ");
+            branchFlags(b, s.lastBranchFlags(i));
         }
+    }
+
+    /** print_bstack_flags: mispredict (none here), in transaction, abort, cycles, type (none). */
+    private static void branchFlags(LineBytes b, int f) {
+        b.str("/-/").ch((f & BranchFlags.IN_TX) != 0 ? 'X' : '-').ch('/')
+                .ch((f & BranchFlags.TX_ABORT) != 0 ? 'A' : '-').str("/0/ ");
     }
 
     private byte[] dsoName(long a, long time, int pid) {
@@ -682,10 +695,87 @@ final class SampleLines {
         }
         scriptRaw = null;
         ptfence.dlfilter.DlFilter.Location at = d.resolver.at(d.ip);
+        boolean insn = kind == PerfEvents.Kind.INSTRUCTIONS; // the one event perf synthesizes chains and stacks for
         ScriptMerge.Producer out = s.out();
         out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(d.event, d.comm, sample, raw,
-                d.ip != 0 ? at.dso() : null, at.sym(), d.ip - at.symStart(), d.insn, d.insnLen)).nl();
+                d.ip != 0 ? at.dso() : null, at.sym(), d.ip - at.symStart(), d.insn, d.insnLen,
+                insn ? scriptChain(s) : "[]", insn ? scriptBrstack(s, false) : "[]",
+                insn ? scriptBrstack(s, true) : "[]")).nl();
         out.commit(d.time, true);
+    }
+
+    /**
+     * -s: the sample's call chain as perf's Python engine lists it (python_process_callchain): per address its ip,
+     * "sym" (name, start and end in its map's addresses) where a symbol covers it, "dso" where a map does.
+     */
+    private String scriptChain(SampleSink s) {
+        long[] c = s.chain();
+        if (c == null) {
+            return "[]";
+        }
+        long time = s.time();
+        int pid = s.pid();
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < s.chainLength(); i++) {
+            long a = c[i];
+            if (a == CallDepth.USER || a == CallDepth.KERNEL) {
+                continue;
+            }
+            ptfence.cli.Json e = new ptfence.cli.Json().raw("ip", Long.toUnsignedString(a));
+            Symbol sym = a == 0 ? null : cursor.symbol(a, time, pid);
+            if (sym != null) {
+                // start and end in the symbol's map: a mapped file's addresses, a BPF program's offsets
+                long base = sym.start() - symbols.offsetAddress(sym.start(), time, pid);
+                if (sym.start() >= 0) {
+                    base = sym.start() - symbols.mapAddress(sym.start(), time, pid);
+                }
+                e.raw("sym", new ptfence.cli.Json().raw("start", Long.toUnsignedString(sym.start() - base))
+                        .raw("end", Long.toUnsignedString(sym.end() - base)).field("name", sym.name()).toString());
+            }
+            String dso = sym != null && sym.dso() != null ? sym.dso() : dsoOf(a, time, pid);
+            if (dso != null) {
+                e.field("dso", dso);
+            }
+            b.append(b.length() > 1 ? "," : "").append(e);
+        }
+        return b.append(']').toString();
+    }
+
+    /**
+     * -s: the sample's last branches as perf's Python engine lists them: "brstack" (python_process_brstack: from,
+     * to, the flags, each end's dso name) or "brstacksym" (python_process_brstacksym: each end as symbol+0xoff).
+     */
+    private String scriptBrstack(SampleSink s, boolean sym) {
+        int n = s.lastBranchCount();
+        long time = s.time();
+        int pid = s.pid();
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < n; i++) {
+            long from = s.lastBranchFrom(i);
+            long to = s.lastBranchTo(i);
+            int f = s.lastBranchFlags(i);
+            boolean tx = (f & BranchFlags.IN_TX) != 0;
+            boolean abort = (f & BranchFlags.TX_ABORT) != 0;
+            ptfence.cli.Json e = new ptfence.cli.Json();
+            if (sym) {
+                e.field("from", symOff(from, time, pid)).field("to", symOff(to, time, pid)).field("pred", "-")
+                        .field("in_tx", tx ? "X" : "-").field("abort", abort ? "A" : "-");
+            } else {
+                e.raw("from", Long.toUnsignedString(from)).raw("to", Long.toUnsignedString(to))
+                        .field("mispred", false).field("predicted", false).field("in_tx", tx).field("abort", abort)
+                        .field("cycles", 0).field("from_dsoname", new String(dsoName(from, time, pid),
+                                StandardCharsets.UTF_8))
+                        .field("to_dsoname", new String(dsoName(to, time, pid), StandardCharsets.UTF_8));
+            }
+            b.append(i > 0 ? "," : "").append(e);
+        }
+        return b.append(']').toString();
+    }
+
+    /** perf's get_symoff/symbol__fprintf_symname_offs: name+0xoff, or [unknown]. */
+    private String symOff(long a, long time, int pid) {
+        Symbol sym = a == 0 ? null : cursor.symbol(a, time, pid);
+        return sym == null || sym.name().isEmpty() ? "[unknown]" : sym.name() + "+0x" + Long.toHexString(a - sym.start());
     }
 
     private static final String[] ERRORS = {"", "Memory allocation failed", "Internal error", "Bad packet",

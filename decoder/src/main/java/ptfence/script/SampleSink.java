@@ -164,7 +164,7 @@ public final class SampleSink implements FlowSink {
                 || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
         this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null || cfg.script != null;
         this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) || it.callchain || it.lastBranch
-                ? new CallDepth(it.lastBranch ? it.lastBranchSize : 0) : null;
+                ? new CallDepth(it.lastBranch ? it.lastBranchSize : 0, it.callchain) : null;
         if (it.lastBranch) {
             brFrom = new long[it.lastBranchSize];
             brTo = new long[it.lastBranchSize];

@@ -4,8 +4,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import ptfence.insn.ExecMode;
-import ptfence.insn.X86Decoder;
 
 /**
  * perf script's {@code --xed}: perf pipes its lines through {@code xed -F insn: -A -64}, which replaces the
@@ -13,18 +11,17 @@ import ptfence.insn.X86Decoder;
  * through it, with the project's disassembler (capstone) in place of XED: the line up to {@code insn:}, two tabs, the
  * instruction, then what followed the bytes. As XED's filter, it takes the line's first hex number of 8 or more digits
  * followed by a blank as the instruction's address (branch targets are printed from it) and decodes 64-bit code.
- * The mnemonic and operand spellings are capstone's, which differ from XED's in places (docs/script.md).
+ * The instruction is written in XED's spelling ({@link XedText}), which differs from capstone's own AT&amp;T text.
  */
 public final class XedFilter extends OutputStream {
     private static final byte[] PREFIX = "insn:".getBytes(StandardCharsets.US_ASCII);
 
     private final OutputStream out;
     private final ByteArrayOutputStream line = new ByteArrayOutputStream(256);
-    private final X86Decoder decoder = new X86Decoder();
+    private final XedText xed = new XedText();
 
     public XedFilter(OutputStream out) {
         this.out = out;
-        decoder.att(true);
     }
 
     @Override
@@ -79,7 +76,10 @@ public final class XedFilter extends OutputStream {
             p = q + digits;
             end = p;
         }
-        String text = decoder.text(code, 0, n, ExecMode.BITS64, ip(l, at));
+        // XED decodes its 32-byte buffer (the bytes, then zeros) at the line's address; an address of more than 16
+        // digits is strtoul's ULONG_MAX, for which it prints no instruction
+        long ip = ip(l, at);
+        String text = ip == -1 ? "" : xed.text(code, code.length, ip);
         out.write(l, 0, at);
         out.write('\t');
         out.write('\t');
@@ -95,7 +95,7 @@ public final class XedFilter extends OutputStream {
                 d++;
             }
             if (d >= 8 && i + d < l.length && Character.isWhitespace(l[i + d])) {
-                return Long.parseUnsignedLong(new String(l, i, Math.min(d, 16), StandardCharsets.US_ASCII), 16);
+                return d > 16 ? -1 : Long.parseUnsignedLong(new String(l, i, d, StandardCharsets.US_ASCII), 16);
             }
             i += d;
         }

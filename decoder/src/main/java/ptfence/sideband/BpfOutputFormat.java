@@ -60,6 +60,10 @@ public final class BpfOutputFormat {
         }
         if (typeName != null) {
             String name = typeName.startsWith("struct ") ? typeName.substring(7).trim() : typeName.trim();
+            if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+                throw new BadInputException("--bpf-output-type " + typeName + ": not a struct name (give NAME or "
+                        + "'struct NAME', a struct in the BTF of the recording's BPF programs or the kernel's)");
+            }
             for (Btf b : btfs) {
                 if (b.hasStruct(name)) {
                     return new BpfOutputFormat(new Struct(b, b.type(b.structId(name))), Map.of());

@@ -156,6 +156,20 @@ public final class RecordingSymbols implements Symbolizer {
     }
 
     @Override
+    public long offsetAddress(long address, long time, int pid) {
+        if (address < 0) {
+            // a BPF program is a map of its own in perf (from its ksymbol, offset 0): the offset into it
+            Symbol s = symbol(address, time, pid);
+            return s != null && s.dso() != null && s.dso().startsWith("bpf_prog_") ? address - s.start() : address;
+        }
+        Mapped mm = mapping(address, time, pid);
+        if (mm == null || mm.dso() != null && !mm.dso().elf().relocatable()) {
+            return address; // perf: dso->adjust_symbols (ET_EXEC), or no map
+        }
+        return address - mm.m.address() + mm.m.pgoff();
+    }
+
+    @Override
     public String srclineFallback(long address, long time, int pid) {
         if (address >= 0) {
             Mapped mm = mapping(address, time, pid);

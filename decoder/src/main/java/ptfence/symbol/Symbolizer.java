@@ -45,6 +45,15 @@ public interface Symbolizer {
         return address;
     }
 
+    /**
+     * The address perf's brstackoff shows: the map's address where its file's symbols are not adjusted to load
+     * addresses (a shared object or PIE, or a file perf could not read), else the address itself (an ET_EXEC
+     * executable, the kernel).
+     */
+    default long offsetAddress(long address, long time, int pid) {
+        return address;
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 
