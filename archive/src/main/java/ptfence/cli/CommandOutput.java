@@ -11,8 +11,8 @@ import java.util.Collection;
 
 /**
  * Where a command's text goes: standard output ({@link Stdout}: a closed pipe ends the command quietly), or with
- * {@code -o FILE} an {@link OutputFile} that replaces FILE only when the command succeeds. A write error the
- * PrintWriter swallowed (a full disk) fails the commit instead of leaving a short file behind.
+ * {@code -o FILE} an {@link OutputFile} that replaces FILE only when the command succeeds. The first write error (a
+ * full disk) ends the command there ({@link OutputFailed}) instead of leaving a short file behind.
  */
 public final class CommandOutput implements Closeable {
     private final OutputFile file;
@@ -30,11 +30,26 @@ public final class CommandOutput implements Closeable {
         this.writer = new PrintWriter(new OutputStreamWriter(remembering, StandardCharsets.UTF_8), false);
     }
 
+    /** The first write error is remembered and ends the command at once ({@link OutputFailed}). */
     private IOException remember(IOException e) {
         if (failure == null) {
             failure = e;
         }
-        return e;
+        throw new OutputFailed(failureLine(), e);
+    }
+
+    /** The one line a failed write comes to: what failed, where, and that an -o file was left as it was. */
+    private String failureLine() {
+        IOException e = failure;
+        if (file == null) {
+            return e != null && e.getMessage() != null && e.getMessage().startsWith("standard output")
+                    ? e.getMessage()
+                    : "standard output: writing failed" + (e == null ? "" : " (" + e.getMessage() + ")");
+        }
+        return e instanceof java.nio.file.FileSystemException f
+                ? f.getFile() + ": " + f.getReason()
+                : file.target() + ": writing failed" + (e == null ? "" : " (" + e.getMessage() + ")")
+                        + "; the file was left as it was";
     }
 
     /**
@@ -65,17 +80,8 @@ public final class CommandOutput implements Closeable {
     /** Flushes; with -o, puts the file in place (after which close leaves it). */
     public void commit() throws IOException {
         writer.flush();
-        if (writer.checkError()) { // a redirect to a full disk, a closed descriptor: the PrintWriter swallowed it
-            IOException e = failure;
-            if (file == null) {
-                throw new BadInputException(e != null && e.getMessage() != null && e.getMessage().startsWith(
-                        "standard output") ? e.getMessage() : "standard output: writing failed"
-                        + (e == null ? "" : " (" + e.getMessage() + ")"));
-            }
-            throw new BadInputException(e instanceof java.nio.file.FileSystemException f
-                    ? f.getFile() + ": " + f.getReason()
-                    : file.target() + ": writing failed" + (e == null ? "" : " (" + e.getMessage() + ")")
-                            + "; the file was left as it was");
+        if (writer.checkError()) { // a failure the PrintWriter swallowed before this writer's stream saw it
+            throw new BadInputException(failureLine());
         }
         if (file != null) {
             file.commit();
@@ -102,7 +108,7 @@ public final class CommandOutput implements Closeable {
         if (file == null) {
             try {
                 writer.flush();
-            } catch (ReaderGone e) {
+            } catch (ReaderGone | OutputFailed e) {
                 // closing after a failure: the failure is what gets reported
             }
         } else {

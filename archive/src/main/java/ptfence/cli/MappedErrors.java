@@ -7,7 +7,7 @@ import java.util.function.UnaryOperator;
 
 /**
  * An output stream whose write and flush errors pass through one function: {@link OutputFile} names the file the
- * user gave in them, {@link CommandOutput} remembers the first (a PrintWriter would swallow it).
+ * user gave in them, {@link CommandOutput} remembers the first and stops the command (a PrintWriter would swallow it).
  */
 final class MappedErrors extends FilterOutputStream {
     private final UnaryOperator<IOException> map;

@@ -172,7 +172,7 @@ public final class Tool {
     /** True if {@code ex} is the user's doing (bad input, a missing file), not ptfence's. */
     public static boolean isUserError(Throwable ex) {
         Throwable t = unwrap(ex);
-        return t instanceof BadInputException || t instanceof NoSuchFileException
+        return t instanceof BadInputException || t instanceof OutputFailed || t instanceof NoSuchFileException
                 || t instanceof AccessDeniedException || t instanceof java.io.FileNotFoundException
                 || t instanceof java.nio.file.FileSystemException; // -o DIR, a read-only file system, ...
     }
@@ -180,7 +180,7 @@ public final class Tool {
     /** The one line that says what went wrong. */
     public static String describe(Throwable ex) {
         Throwable t = unwrap(ex);
-        if (t instanceof BadInputException) {
+        if (t instanceof BadInputException || t instanceof OutputFailed) {
             return t.getMessage();
         }
         if (t instanceof NoSuchFileException) {
@@ -212,6 +212,10 @@ public final class Tool {
     }
 
     private static Throwable unwrap(Throwable ex) {
+        OutputFailed failed = OutputFailed.in(ex);
+        if (failed != null) {
+            return failed; // however a decode wrapped it, the failed write is the story
+        }
         Throwable t = ex;
         while ((t instanceof UncheckedIOException || t instanceof CommandLine.ExecutionException)
                 && t.getCause() != null) {
