@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -19,16 +20,21 @@ public final class Kallsyms {
 
     public record Symbol(long address, char type, String name, String module) {}
 
-    private final Map<String, Symbol> byName = new HashMap<>();
-    private final Map<Long, List<Symbol>> byAddress = new HashMap<>();
+    private final Map<String, Symbol> byName;
+    // by address: a stable sort of the symbols and their addresses (a map of boxed addresses to lists cost most of
+    // a read: ~100k entries, each its own list)
+    private final Symbol[] byAddress;
+    private final long[] addresses;
     private final List<Symbol> all;
 
     private Kallsyms(List<Symbol> symbols) {
         this.all = Collections.unmodifiableList(symbols);
-        for (Symbol s : symbols) {
-            byName.putIfAbsent(s.name(), s);
-            byAddress.computeIfAbsent(s.address(), a -> new ArrayList<>(1)).add(s);
-        }
+        byName = new HashMap<>(symbols.size() * 4 / 3 + 1);
+        for (Symbol s : symbols) byName.putIfAbsent(s.name(), s);
+        byAddress = symbols.toArray(new Symbol[0]);
+        Arrays.sort(byAddress, (a, b) -> Long.compareUnsigned(a.address(), b.address())); // stable: file order kept
+        addresses = new long[byAddress.length];
+        for (int i = 0; i < byAddress.length; i++) addresses[i] = byAddress[i].address();
     }
 
     public static Kallsyms read() throws IOException {
@@ -73,7 +79,15 @@ public final class Kallsyms {
 
     /** Symbols at exactly this address (a BPF program's ksym is unique there while it lives). */
     public List<Symbol> at(long address) {
-        return byAddress.getOrDefault(address, List.of());
+        int lo = 0, hi = addresses.length; // the first index whose address is not below
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (Long.compareUnsigned(addresses[mid], address) < 0) lo = mid + 1;
+            else hi = mid;
+        }
+        int end = lo;
+        while (end < addresses.length && addresses[end] == address) end++;
+        return List.of(Arrays.copyOfRange(byAddress, lo, end));
     }
 
     public List<Symbol> symbols() { return all; }

@@ -45,6 +45,12 @@ public final class KernelText {
      */
     public static Result archive(Archive archive, String bootId, String recordingId, KernelMemory memory)
             throws IOException {
+        return archive(archive, bootId, recordingId, memory, RunningKernel.current());
+    }
+
+    /** As above, on the recording's one reading of kallsyms (for the core text's bounds). */
+    public static Result archive(Archive archive, String bootId, String recordingId, KernelMemory memory,
+            RunningKernel kernel) throws IOException {
         List<Region> known = archive.read(s -> RegionIndex.byName(s, NAME).stream()
                 .filter(r -> r.bootId().equals(bootId) && r.kind() == RegionKind.KERNEL_TEXT).toList());
         if (!known.isEmpty()) {
@@ -57,7 +63,7 @@ public final class KernelText {
             return new Result(0, known, memory.backend());
         }
         byte[] kallsyms = Files.readAllBytes(Kallsyms.PROC);
-        Kallsyms k = Kallsyms.read();
+        Kallsyms k = kernel.kallsyms();
         long start = k.require("_stext"), end = k.require("_etext");
         byte[] text = memory.read(start, Math.toIntExact(end - start));
         String release = Files.isReadable(OSRELEASE) ? Files.readString(OSRELEASE).trim() : "";

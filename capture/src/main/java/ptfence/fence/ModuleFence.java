@@ -1,6 +1,5 @@
 package ptfence.fence;
 
-import ptfence.bpf.Btf;
 import ptfence.bpf.Kallsyms;
 import ptfence.region.KernelMetadata;
 import ptfence.region.RegionMetadata;
@@ -71,9 +70,12 @@ public final class ModuleFence implements AutoCloseable {
     /** Init texts delivered and not yet freed, by address. */
     private final Map<Long, CapturedText> liveInit = new HashMap<>();
 
-    private ModuleFence(Delivery out, Duration poll) {
+    private final RunningKernel kernel;
+
+    private ModuleFence(Delivery out, Duration poll, RunningKernel kernel) {
         this.out = out;
         this.poll = poll;
+        this.kernel = kernel;
         String r;
         try {
             r = Files.readString(KernelText.OSRELEASE).trim();
@@ -85,7 +87,12 @@ public final class ModuleFence implements AutoCloseable {
 
     /** Hooks the module tracepoints and copies the modules loaded now. */
     public static ModuleFence start(Delivery out, Duration poll) throws IOException {
-        ModuleFence f = new ModuleFence(out, poll);
+        return start(out, poll, RunningKernel.current());
+    }
+
+    /** Starts on the recording's one reading of kallsyms and the vmlinux BTF. */
+    public static ModuleFence start(Delivery out, Duration poll, RunningKernel kernel) throws IOException {
+        ModuleFence f = new ModuleFence(out, poll, kernel);
         try {
             f.startHooks();
         } catch (IOException | RuntimeException e) {
@@ -98,8 +105,8 @@ public final class ModuleFence implements AutoCloseable {
     private void startHooks() throws IOException {
         if (!Files.exists(java.nio.file.Path.of("/proc/modules")))
             throw new IOException("this kernel has no loadable modules (no /proc/modules)");
-        ModuleLayout layout = ModuleLayout.from(Btf.vmlinux());
-        Kallsyms syms = Kallsyms.read();
+        ModuleLayout layout = ModuleLayout.from(kernel.vmlinux());
+        Kallsyms syms = kernel.kallsyms();
         Bpf bpf = Bpf.get();
         ring = keep(bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, RING, 0, "fence_mod_rb"));
         stats = keep(bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "fence_mod_st"));

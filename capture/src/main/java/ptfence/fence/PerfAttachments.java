@@ -71,7 +71,12 @@ public final class PerfAttachments implements AutoCloseable {
 
     /** Opens the kernel reader and the current-task program. */
     public static PerfAttachments open() throws IOException {
-        Btf btf = Btf.vmlinux();
+        return open(RunningKernel.current());
+    }
+
+    /** Opens them on the recording's one parse of the vmlinux BTF. */
+    public static PerfAttachments open(RunningKernel kernel) throws IOException {
+        Btf btf = kernel.vmlinux();
         KernelLayout layout = KernelLayout.from(btf);
         KernelMemory memory = KernelMemory.open(layout);
         Bpf bpf = Bpf.get();

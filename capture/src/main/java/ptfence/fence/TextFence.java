@@ -1,6 +1,5 @@
 package ptfence.fence;
 
-import ptfence.bpf.Btf;
 import ptfence.bpf.Kallsyms;
 import ptfence.bpf.ProgInfo;
 import ptfence.bpf.ProgramMetadata;
@@ -96,15 +95,23 @@ public final class TextFence implements AutoCloseable {
     private KernelMemory kernelMemory;
     private final Map<Hook, BpfFd> hookPrograms = new EnumMap<>(Hook.class);
 
-    private TextFence(Config config, TextSink sink) {
+    private final RunningKernel kernel;
+
+    private TextFence(Config config, TextSink sink, RunningKernel kernel) {
         this.config = config;
         this.sink = sink;
+        this.kernel = kernel;
         for (Hook h : Hook.values()) images.put(h, new AtomicLong());
     }
 
     /** Starts the fence (hooks, consumer, startup scan). Errors name the bpf() call and errno. */
     public static TextFence start(Config config, TextSink sink) throws IOException {
-        TextFence f = new TextFence(config, sink);
+        return start(config, RunningKernel.current(), sink);
+    }
+
+    /** Starts the fence on the recording's one reading of kallsyms and the vmlinux BTF. */
+    public static TextFence start(Config config, RunningKernel kernel, TextSink sink) throws IOException {
+        TextFence f = new TextFence(config, sink, kernel);
         if (config.inKernel()) {
             try {
                 f.startInKernel();
@@ -153,8 +160,8 @@ public final class TextFence implements AutoCloseable {
     public String fallbackReason() { return fallbackReason; }
 
     private void startInKernel() throws IOException {
-        Kallsyms syms = Kallsyms.read();
-        layout = KernelLayout.from(Btf.vmlinux());
+        Kallsyms syms = kernel.kallsyms();
+        layout = KernelLayout.from(kernel.vmlinux());
         if (config.chunkedCopy()) layout = layout.withoutKfuncs();
         Bpf bpf = Bpf.get();
         ring = keep(bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, config.ringBytes(), 0, "fence_rb"));
@@ -355,7 +362,7 @@ public final class TextFence implements AutoCloseable {
     /** The module fence (its own hooks and ring, any kernel with module tracepoints); a failure only says why. */
     private void startModules() {
         try {
-            modules = ModuleFence.start(this::deliver, config.pollInterval());
+            modules = ModuleFence.start(this::deliver, config.pollInterval(), kernel);
         } catch (IOException | RuntimeException e) {
             moduleNote = "module text not fenced: " + String.valueOf(e.getMessage()).lines().findFirst().orElse("");
         }
@@ -474,6 +481,7 @@ public final class TextFence implements AutoCloseable {
     // ---- startup scan and metadata ---------------------------------------------------------------------------
 
     private void scanLoadedPrograms() throws IOException {
+        // read afresh, not the recording's copy: programs and trampolines loaded before the hooks took hold are here
         Kallsyms kallsyms = Kallsyms.read();
         int id = 0;
         while ((id = Bpf.get().progGetNextId(id)) >= 0) {
@@ -564,7 +572,7 @@ public final class TextFence implements AutoCloseable {
                     // lockdown or no CAP_SYS_RAWIO: the BPF reader below
                 }
             }
-            if (layout == null) layout = KernelLayout.from(Btf.vmlinux());
+            if (layout == null) layout = KernelLayout.from(kernel.vmlinux());
             kernelMemory = KernelMemory.open(layout);
         }
         return kernelMemory;
@@ -651,7 +659,7 @@ public final class TextFence implements AutoCloseable {
 
     /** Copies the core kernel text [_stext, _etext) (the archive deduplicates it by content, once per boot). */
     public CapturedText copyCoreKernelText() throws IOException {
-        Kallsyms k = Kallsyms.read();
+        Kallsyms k = kernel.kallsyms();
         long start = k.require("_stext"), end = k.require("_etext");
         return copyKernelRange(CORE_TEXT_NAME, start, Math.toIntExact(end - start));
     }

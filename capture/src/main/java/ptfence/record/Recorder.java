@@ -101,6 +101,8 @@ public final class Recorder implements AutoCloseable {
     private long recordingStart;
     private RegionTracker tracker;
     private TextFence fence;
+    /** kallsyms and the vmlinux BTF, read once for the whole recording (fence, modules, attachments, core text). */
+    private final ptfence.fence.RunningKernel kernel = ptfence.fence.RunningKernel.current();
     private String fenceNote = "";
     /** The module fence's summary line, or why it did not run. */
     private String moduleNote = "";
@@ -226,7 +228,7 @@ public final class Recorder implements AutoCloseable {
 
     private void startFence() throws IOException {
         if (!plan.fence() || tracker == null) return;
-        fence = TextFence.start(TextFence.Config.defaults(), new TextSink() {
+        fence = TextFence.start(TextFence.Config.defaults(), kernel, new TextSink() {
             public void accept(CapturedText t) throws IOException {
                 if (t.metadata() != null && t.functionIndex() == 0 && t.hook() == Hook.LOAD) fenced.add(t.metadata());
                 tracker.accept(t);
@@ -750,7 +752,7 @@ public final class Recorder implements AutoCloseable {
         String bootId = tracker.bootId();
         kernelText = new Thread(() -> {
             try {
-                var kt = ptfence.fence.KernelText.archive(archive, bootId, recordingId, fence.kernelMemory());
+                var kt = ptfence.fence.KernelText.archive(archive, bootId, recordingId, fence.kernelMemory(), kernel);
                 if (regionLog != null) kt.regions().forEach(regionLog::named); // named in the perf.data too
                 kernelTextNote = kt.summary();
             } catch (IOException | RuntimeException e) {
@@ -955,7 +957,7 @@ public final class Recorder implements AutoCloseable {
 
     private synchronized void keepPerfAttachments() {
         if (!plan.fence() || archive == null || recordingBoot == null) return;
-        try (ptfence.fence.PerfAttachments pa = ptfence.fence.PerfAttachments.open()) {
+        try (ptfence.fence.PerfAttachments pa = ptfence.fence.PerfAttachments.open(kernel)) {
             List<ptfence.region.PerfAttachment> found = pa.scan();
             archive.write(b -> {
                 for (ptfence.region.PerfAttachment a : found) ptfence.region.PerfAttachment.keep(b, recordingBoot, a);
