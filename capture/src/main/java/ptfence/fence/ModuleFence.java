@@ -131,7 +131,8 @@ public final class ModuleFence implements AutoCloseable {
         links.add(bpf.rawTracepointOpen("module_free", free));
         if (initFree != null) links.add(bpf.rawTracepointOpen("workqueue_execute_start", initFree));
         links.add(bpf.rawTracepointOpen("module_load", load));
-        scan(syms);
+        // read again now the hooks are on: a module loaded since the recording's first read is in this one
+        scan(Kallsyms.read());
     }
 
     /** Copies every module loaded now: the load program run on its {@code __this_module}. */
