@@ -170,14 +170,26 @@ public final class Publisher {
             for (Map.Entry<ContentKey, byte[]> e : objects.entrySet()) {
                 put.add(writers.submit(() -> tree.putObject(e.getKey(), e.getValue())));
             }
+            // every write of the chunk is waited for, failed or not: each removes its own temporary file, and the
+            // command must not end (and report the first failure) while another writer still has one in the tree
+            RuntimeException failed = null;
             int n = 0;
             for (Map.Entry<ContentKey, byte[]> e : objects.entrySet()) {
-                if (join(put.get(n++))) {
-                    counts[0]++;
-                    counts[2] += e.getValue().length;
-                } else {
-                    counts[1]++; // another publisher linked its own first
+                try {
+                    if (join(put.get(n++))) {
+                        counts[0]++;
+                        counts[2] += e.getValue().length;
+                    } else {
+                        counts[1]++; // another publisher linked its own first
+                    }
+                } catch (RuntimeException x) {
+                    if (failed == null) {
+                        failed = x;
+                    }
                 }
+            }
+            if (failed != null) {
+                throw failed;
             }
             progress.add(chunk.size());
         }

@@ -19,18 +19,27 @@ import ptfence.store.SmallTmpfs;
 
 /**
  * {@code ptarchive publish} onto a full file system: one line naming the path and "no space left on device", exit 2
- * (an environment the user fixes, not an internal error), and no half object: every object there is whole. Needs
- * root to mount a small tmpfs.
+ * (an environment the user fixes, not an internal error), and no half object or temporary file: every object there
+ * is whole. Eight writers race to the full disk, so which one fails first and where the others are then differs from
+ * round to round: the test runs rounds. Needs root to mount a small tmpfs.
  */
 class PublishFullDiskTest {
     @TempDir
     Path tmp;
 
+    private static final int ROUNDS = 20;
+
     @Test
     void aFullFileSystemIsOneLineExitTwoAndLeavesNoHalfObject() throws Exception {
-        Path mount = SmallTmpfs.mount(tmp, "96k");
         HostArchive a = new HostArchive(Files.createDirectories(tmp.resolve("a")).resolve("archive"), "boot-a")
                 .record("rec", 3, 40, 8000, 0);
+        for (int round = 0; round < ROUNDS; round++) {
+            oneRound(a, Files.createDirectories(tmp.resolve("round" + round)));
+        }
+    }
+
+    private static void oneRound(HostArchive a, Path dir) throws Exception {
+        Path mount = SmallTmpfs.mount(dir, "96k");
         try {
             Path tree = mount.resolve("tree");
             StringWriter out = new StringWriter();
