@@ -38,6 +38,19 @@ final class SampleLines {
     private long unknownTo;
     private int unknownPid;
     private byte[] unknownDso;
+    // the last ranges that no symbol names (Symbolizer.missSpan) and their dso: code without symbols often calls
+    // between a dozen files, and a branch line's two ends are in two, so 16 ranges, the oldest replaced first; each
+    // line's ends are then answered without a lookup
+    private static final int MISSES = 16;
+    private final long[] missLo = new long[MISSES];
+    private final long[] missHi = new long[MISSES];
+    private final long[] missFrom = new long[MISSES];
+    private final long[] missTo = new long[MISSES];
+    private final int[] missPid = new int[MISSES];
+    private final byte[][] missDso = new byte[MISSES][];
+    private int missNext;
+    private int missCount;
+    private final long[] span = new long[4];
     private final LineBytes scratch = new LineBytes(256);
     // --dlfilter: the sample handed to the filter, and what the filter printed (it goes ahead of the line)
     private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
@@ -130,7 +143,11 @@ final class SampleLines {
     }
 
     private void symDso(LineBytes b, long fields, long ip, long time, int pid) {
-        Symbol s = ip == 0 ? null : cursor.symbol(ip, time, pid);
+        int miss = ip == 0 ? -1 : missAt(ip, time, pid);
+        Symbol s = ip == 0 || miss >= 0 ? null : cursor.symbol(ip, time, pid);
+        if (s == null && miss < 0 && ip != 0) {
+            miss = learnMiss(ip, time, pid);
+        }
         if (on(fields, FieldSet.SYM)) {
             b.ch(' ');
             if (s != null) {
@@ -160,10 +177,39 @@ final class SampleLines {
                 }
                 b.bytes(lastDso);
             } else {
-                b.bytes(unknownDso(ip, time, pid));
+                b.bytes(miss >= 0 ? missDso[miss] : unknownDso(ip, time, pid));
             }
             b.ch(')');
         }
+    }
+
+    /** The remembered range no symbol names that holds {@code ip} for {@code pid} at {@code time}, or -1. */
+    private int missAt(long ip, long time, int pid) {
+        for (int i = 0; i < missCount; i++) {
+            if (missPid[i] == pid && Long.compareUnsigned(ip - missLo[i], missHi[i] - missLo[i]) < 0
+                    && (time < 0 ? missTo[i] == Long.MAX_VALUE : time >= missFrom[i] && time < missTo[i])) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** After a symbol miss at {@code ip}: the range the symbolizer says shares it, in the older slot; or -1. */
+    private int learnMiss(long ip, long time, int pid) {
+        String dso = symbols.missSpan(ip, time, pid, span);
+        if (dso == null) {
+            return -1;
+        }
+        int i = missNext;
+        missNext = (i + 1) % MISSES;
+        missCount = Math.max(missCount, i + 1);
+        missLo[i] = span[0];
+        missHi[i] = span[1];
+        missFrom[i] = span[2];
+        missTo[i] = span[3];
+        missPid[i] = pid;
+        missDso[i] = dso.getBytes(StandardCharsets.UTF_8);
+        return i;
     }
 
     /** The file of an address no symbol names (looked up again only outside the last such page). */
