@@ -50,6 +50,7 @@ final class SampleLines {
     private final byte[][] missDso = new byte[MISSES][];
     private int missNext;
     private int missCount;
+    private int missHit;
     private final long[] span = new long[4];
     private final LineBytes scratch = new LineBytes(256);
     // --dlfilter: the sample handed to the filter, and what the filter printed (it goes ahead of the line)
@@ -185,13 +186,21 @@ final class SampleLines {
 
     /** The remembered range no symbol names that holds {@code ip} for {@code pid} at {@code time}, or -1. */
     private int missAt(long ip, long time, int pid) {
+        if (missCount > 0 && missHolds(missHit, ip, time, pid)) {
+            return missHit; // a branch leaves from where the line before arrived
+        }
         for (int i = 0; i < missCount; i++) {
-            if (missPid[i] == pid && Long.compareUnsigned(ip - missLo[i], missHi[i] - missLo[i]) < 0
-                    && (time < 0 ? missTo[i] == Long.MAX_VALUE : time >= missFrom[i] && time < missTo[i])) {
+            if (missHolds(i, ip, time, pid)) {
+                missHit = i;
                 return i;
             }
         }
         return -1;
+    }
+
+    private boolean missHolds(int i, long ip, long time, int pid) {
+        return missPid[i] == pid && Long.compareUnsigned(ip - missLo[i], missHi[i] - missLo[i]) < 0
+                && (time < 0 ? missTo[i] == Long.MAX_VALUE : time >= missFrom[i] && time < missTo[i]);
     }
 
     /** After a symbol miss at {@code ip}: the range the symbolizer says shares it, in the older slot; or -1. */
@@ -251,9 +260,29 @@ final class SampleLines {
 
     private void flagsColumn(LineBytes b, int f) {
         if (flags) {
-            String name = f == 0 ? "" : BranchFlags.perfName(f);
-            b.ch(' ').ch(' ').left(name.stripTrailing().isEmpty() ? "" : name, 21).ch(' ');
+            b.bytes(flagsText(f));
         }
+    }
+
+    // the flags column's bytes for the last few flag values (a branch view has a handful: jmp, jcc, call, return...)
+    private final int[] flagsKey = new int[8];
+    private final byte[][] flagsBytes = new byte[8][];
+    private int flagsNext;
+
+    private byte[] flagsText(int f) {
+        for (int i = 0; i < flagsBytes.length; i++) {
+            if (flagsBytes[i] != null && flagsKey[i] == f) {
+                return flagsBytes[i];
+            }
+        }
+        String name = f == 0 ? "" : BranchFlags.perfName(f);
+        scratch.clear();
+        scratch.ch(' ').ch(' ').left(name.stripTrailing().isEmpty() ? "" : name, 21).ch(' ');
+        int i = flagsNext;
+        flagsNext = (i + 1) % flagsBytes.length;
+        flagsKey[i] = f;
+        flagsBytes[i] = java.util.Arrays.copyOf(scratch.array(), scratch.length());
+        return flagsBytes[i];
     }
 
     /** The file perf names for {@code ip}, or null where nothing is mapped. */
