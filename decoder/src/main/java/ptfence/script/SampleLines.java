@@ -14,6 +14,9 @@ import ptfence.symbol.Symbolizer;
  * samples stay in it, the period and event name columns.
  */
 final class SampleLines {
+    // constant parts of every branch line, as bytes (LineBytes.str goes char by char)
+    private static final byte[] UNKNOWN = "[unknown]".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ARROW = " => ".getBytes(StandardCharsets.US_ASCII);
     private final ScriptConfig cfg;
     private final Symbolizer symbols;
     private final SymbolCursor cursor;
@@ -162,7 +165,7 @@ final class SampleLines {
                     b.ch('+').ch('0').ch('x').hex(ip - s.start());
                 }
             } else {
-                b.str("[unknown]");
+                b.bytes(UNKNOWN);
             }
         }
         if (on(fields, FieldSet.DSO)) {
@@ -499,7 +502,7 @@ final class SampleLines {
             ipSym(b, fields, from, s.time(), s.pid(), false);
         }
         if (on(fields, FieldSet.ADDR) || !cfg.fields.userSet(FieldSet.Type.HW)) {
-            b.str(" => ").hex(to, 16);
+            b.bytes(ARROW).hex(to, 16);
             if (on(fields, FieldSet.SYM) || on(fields, FieldSet.DSO)) {
                 symDso(b, fields, to, s.time(), s.pid());
             }
