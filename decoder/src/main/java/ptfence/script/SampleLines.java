@@ -14,6 +14,9 @@ import ptfence.symbol.Symbolizer;
  * samples stay in it, the period and event name columns.
  */
 final class SampleLines {
+    // constant parts of every branch line, as bytes (LineBytes.str goes char by char)
+    private static final byte[] UNKNOWN = "[unknown]".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ARROW = " => ".getBytes(StandardCharsets.US_ASCII);
     private final ScriptConfig cfg;
     private final Symbolizer symbols;
     private final SymbolCursor cursor;
@@ -38,6 +41,20 @@ final class SampleLines {
     private long unknownTo;
     private int unknownPid;
     private byte[] unknownDso;
+    // the last ranges that no symbol names (Symbolizer.missSpan) and their dso: code without symbols often calls
+    // between a dozen files, and a branch line's two ends are in two, so 16 ranges, the oldest replaced first; each
+    // line's ends are then answered without a lookup
+    private static final int MISSES = 16;
+    private final long[] missLo = new long[MISSES];
+    private final long[] missHi = new long[MISSES];
+    private final long[] missFrom = new long[MISSES];
+    private final long[] missTo = new long[MISSES];
+    private final int[] missPid = new int[MISSES];
+    private final byte[][] missDso = new byte[MISSES][];
+    private int missNext;
+    private int missCount;
+    private int missHit;
+    private final long[] span = new long[4];
     private final LineBytes scratch = new LineBytes(256);
     // --dlfilter: the sample handed to the filter, and what the filter printed (it goes ahead of the line)
     private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
@@ -130,7 +147,11 @@ final class SampleLines {
     }
 
     private void symDso(LineBytes b, long fields, long ip, long time, int pid) {
-        Symbol s = ip == 0 ? null : cursor.symbol(ip, time, pid);
+        int miss = ip == 0 ? -1 : missAt(ip, time, pid);
+        Symbol s = ip == 0 || miss >= 0 ? null : cursor.symbol(ip, time, pid);
+        if (s == null && miss < 0 && ip != 0) {
+            miss = learnMiss(ip, time, pid);
+        }
         if (on(fields, FieldSet.SYM)) {
             b.ch(' ');
             if (s != null) {
@@ -144,7 +165,7 @@ final class SampleLines {
                     b.ch('+').ch('0').ch('x').hex(ip - s.start());
                 }
             } else {
-                b.str("[unknown]");
+                b.bytes(UNKNOWN);
             }
         }
         if (on(fields, FieldSet.DSO)) {
@@ -160,10 +181,47 @@ final class SampleLines {
                 }
                 b.bytes(lastDso);
             } else {
-                b.bytes(unknownDso(ip, time, pid));
+                b.bytes(miss >= 0 ? missDso[miss] : unknownDso(ip, time, pid));
             }
             b.ch(')');
         }
+    }
+
+    /** The remembered range no symbol names that holds {@code ip} for {@code pid} at {@code time}, or -1. */
+    private int missAt(long ip, long time, int pid) {
+        if (missCount > 0 && missHolds(missHit, ip, time, pid)) {
+            return missHit; // a branch leaves from where the line before arrived
+        }
+        for (int i = 0; i < missCount; i++) {
+            if (missHolds(i, ip, time, pid)) {
+                missHit = i;
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private boolean missHolds(int i, long ip, long time, int pid) {
+        return missPid[i] == pid && Long.compareUnsigned(ip - missLo[i], missHi[i] - missLo[i]) < 0
+                && (time < 0 ? missTo[i] == Long.MAX_VALUE : time >= missFrom[i] && time < missTo[i]);
+    }
+
+    /** After a symbol miss at {@code ip}: the range the symbolizer says shares it, in the older slot; or -1. */
+    private int learnMiss(long ip, long time, int pid) {
+        String dso = symbols.missSpan(ip, time, pid, span);
+        if (dso == null) {
+            return -1;
+        }
+        int i = missNext;
+        missNext = (i + 1) % MISSES;
+        missCount = Math.max(missCount, i + 1);
+        missLo[i] = span[0];
+        missHi[i] = span[1];
+        missFrom[i] = span[2];
+        missTo[i] = span[3];
+        missPid[i] = pid;
+        missDso[i] = dso.getBytes(StandardCharsets.UTF_8);
+        return i;
     }
 
     /** The file of an address no symbol names (looked up again only outside the last such page). */
@@ -205,9 +263,29 @@ final class SampleLines {
 
     private void flagsColumn(LineBytes b, int f) {
         if (flags) {
-            String name = f == 0 ? "" : BranchFlags.perfName(f);
-            b.ch(' ').ch(' ').left(name.stripTrailing().isEmpty() ? "" : name, 21).ch(' ');
+            b.bytes(flagsText(f));
         }
+    }
+
+    // the flags column's bytes for the last few flag values (a branch view has a handful: jmp, jcc, call, return...)
+    private final int[] flagsKey = new int[8];
+    private final byte[][] flagsBytes = new byte[8][];
+    private int flagsNext;
+
+    private byte[] flagsText(int f) {
+        for (int i = 0; i < flagsBytes.length; i++) {
+            if (flagsBytes[i] != null && flagsKey[i] == f) {
+                return flagsBytes[i];
+            }
+        }
+        String name = f == 0 ? "" : BranchFlags.perfName(f);
+        scratch.clear();
+        scratch.ch(' ').ch(' ').left(name.stripTrailing().isEmpty() ? "" : name, 21).ch(' ');
+        int i = flagsNext;
+        flagsNext = (i + 1) % flagsBytes.length;
+        flagsKey[i] = f;
+        flagsBytes[i] = java.util.Arrays.copyOf(scratch.array(), scratch.length());
+        return flagsBytes[i];
     }
 
     /** The file perf names for {@code ip}, or null where nothing is mapped. */
@@ -424,7 +502,7 @@ final class SampleLines {
             ipSym(b, fields, from, s.time(), s.pid(), false);
         }
         if (on(fields, FieldSet.ADDR) || !cfg.fields.userSet(FieldSet.Type.HW)) {
-            b.str(" => ").hex(to, 16);
+            b.bytes(ARROW).hex(to, 16);
             if (on(fields, FieldSet.SYM) || on(fields, FieldSet.DSO)) {
                 symDso(b, fields, to, s.time(), s.pid());
             }

@@ -62,11 +62,13 @@ public final class SampleSink implements FlowSink {
      * effect when the flow reaches that IP (perf returns them there too).
      */
     private boolean psbAhead;
-    private static final int PIECES = 4;
+    // code calling between a dozen files needs a dozen pieces (4 missed on most branches: a space lookup each)
+    private static final int PIECES = 32;
     private final Image.Piece[] pieces = new Image.Piece[PIECES];
     private final long[] pieceFrom = new long[PIECES];
     private final long[] pieceTo = new long[PIECES];
     private int nextPiece;
+    private int lastPiece;
     private long psbAheadTsc;
     private int psbAheadCbr = -1;
     /** The core:bus ratio (0 until a CBR packet) and the last one shown: perf starts with none shown, so it shows 0. */
@@ -403,10 +405,12 @@ public final class SampleSink implements FlowSink {
      * from the space (a lookup and a new piece each time).
      */
     private int read(long ip, long time, int len) {
-        int i = 0;
-        while (i < PIECES && !(pieces[i] != null && Long.compareUnsigned(ip - pieces[i].start,
-                pieces[i].end - pieces[i].start) < 0 && time >= pieceFrom[i] && time < pieceTo[i])) {
-            i++;
+        int i = lastPiece;
+        if (!pieceHolds(i, ip, time)) {
+            i = 0;
+            while (i < PIECES && !pieceHolds(i, ip, time)) {
+                i++;
+            }
         }
         if (i == PIECES) {
             Image.Piece p = space.find(ip, time);
@@ -423,12 +427,19 @@ public final class SampleSink implements FlowSink {
                 pieceTo[i] = CodeSpace.ANY_TIME + 1;
             }
         }
+        lastPiece = i;
         Image.Piece p = pieces[i];
         if (Long.compareUnsigned(ip + len - p.start, p.end - p.start) > 0) {
             return space.read(ip, time, code, 0, len); // runs into the next piece
         }
         System.arraycopy(p.section.bytes(), (int) (ip - p.section.address()), code, 0, len);
         return len;
+    }
+
+    private boolean pieceHolds(int i, long ip, long time) {
+        Image.Piece p = pieces[i];
+        return p != null && Long.compareUnsigned(ip - p.start, p.end - p.start) < 0 && time >= pieceFrom[i]
+                && time < pieceTo[i];
     }
 
     /** The held branch went to {@code to} (0: not traced on), ending tracing when {@code extra} says so. */

@@ -287,28 +287,87 @@ public final class RecordingSymbols implements Symbolizer {
 
     /** The newest mapping of {@code pid} holding {@code address} at {@code time}; any process's when pid is unknown. */
     private Mapped mapping(long address, long time, int pid) {
-        Mapped[] ms;
+        Mapped[] ms = mappings(pid);
+        int i = ms == null ? -1 : newestAt(ms, address, time);
+        return i < 0 ? null : ms[i];
+    }
+
+    /** The file mappings of {@code pid} in recording order; every process's when pid is unknown. */
+    private Mapped[] mappings(int pid) {
         if (pid < 0) {
-            ms = all;
-        } else {
-            PidMappings last = lastPid;
-            if (last.pid() == pid) {
-                ms = last.mappings();
-            } else {
-                ms = byPid.get(pid);
-                lastPid = new PidMappings(pid, ms);
-            }
+            return all;
         }
-        if (ms == null) {
-            return null;
+        PidMappings last = lastPid;
+        if (last.pid() == pid) {
+            return last.mappings();
         }
+        Mapped[] ms = byPid.get(pid);
+        lastPid = new PidMappings(pid, ms);
+        return ms;
+    }
+
+    private static int newestAt(Mapped[] ms, long address, long time) {
         for (int i = ms.length - 1; i >= 0; i--) {
             Sideband.Mapping m = ms[i].m;
             if (Long.compareUnsigned(address - m.address(), m.length()) < 0 && (time < 0 || m.time() <= time)) {
-                return ms[i];
+                return i;
             }
         }
-        return null;
+        return -1;
+    }
+
+    /**
+     * A file mapping whose file has no symbols perf can read (missing, not ELF, stripped of both tables) names no
+     * function anywhere in it while it is the newest mapping there and nothing else names user addresses (a JIT
+     * map, a kernel table reaching below the kernel's half): the whole mapping is one miss, until the first later
+     * mapping over any of it. Line printers keep that range instead of asking again for every address.
+     */
+    @Override
+    public String missSpan(long address, long time, int pid, long[] span) {
+        if (address < 0 || pid < 0 || !code.jit().isEmpty() || kernelNamesUserCode()) {
+            return null;
+        }
+        Mapped[] ms = mappings(pid);
+        int i = ms == null ? -1 : newestAt(ms, address, time);
+        if (i < 0 || ms[i].dso() != null) {
+            return null;
+        }
+        Sideband.Mapping m = ms[i].m;
+        long until = Long.MAX_VALUE;
+        for (int j = i + 1; j < ms.length; j++) {
+            Sideband.Mapping n = ms[j].m;
+            if (Long.compareUnsigned(n.address() - m.address(), m.length()) < 0
+                    || Long.compareUnsigned(m.address() - n.address(), n.length()) < 0) {
+                until = Math.min(until, n.time());
+            }
+        }
+        if (time >= 0 && until <= time) {
+            return null; // a later mapping already covers part of it
+        }
+        span[0] = m.address();
+        span[1] = m.address() + m.length();
+        span[2] = m.time();
+        span[3] = until; // Long.MAX_VALUE: also right for a trace without time (nothing later covers it)
+        return m.file();
+    }
+
+    /** 1 once known that some kernel-side table (KSYMBOL, BPF program, kallsyms) names an address below 2^63. */
+    private volatile int kernelNamesUser;
+
+    private boolean kernelNamesUserCode() {
+        int k = kernelNamesUser;
+        if (k == 0) {
+            boolean any = sideband.kernelSymbols().stream().anyMatch(s -> s.address() >= 0);
+            for (CodeMap.Program p : code.programs()) {
+                any |= p.functions().stream().anyMatch(f -> f.address() >= 0);
+            }
+            for (long s : code.symbols().starts()) {
+                any |= s >= 0;
+            }
+            k = any ? 1 : 2;
+            kernelNamesUser = k;
+        }
+        return k == 1;
     }
 
     /** The file's virtual address for a process address inside mapping {@code m}, or -1. */

@@ -54,6 +54,16 @@ public interface Symbolizer {
         return address;
     }
 
+    /**
+     * Where no function is named around {@code address}: the file name {@link #dso} gives there, with {@code span}
+     * set to {@code [lo, hi)} and the perf times {@code [from, to)} over which every address of that range gets no
+     * symbol and that same dso for {@code pid} (to is {@code Long.MAX_VALUE} only where the answer also holds without
+     * a time); null where this is not known cheaply (the caller asks {@link #symbol} then).
+     */
+    default String missSpan(long address, long time, int pid, long[] span) {
+        return null;
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 
