@@ -14,4 +14,9 @@ public interface QuickLine {
      * parsers to the same result.
      */
     boolean takeQuickly(String... args);
+
+    /** What runs a line {@link #takeQuickly} took: the command itself, or the subcommand the line names. */
+    default java.util.concurrent.Callable<?> taken() {
+        return (java.util.concurrent.Callable<?>) this;
+    }
 }

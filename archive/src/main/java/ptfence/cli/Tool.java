@@ -75,7 +75,7 @@ public final class Tool {
      * Runs a command whose line {@link QuickLine#takeQuickly} took, as picocli's {@code execute} runs a parsed one:
      * the exit code is what {@code call} returns, an exception goes through the same handler.
      */
-    static int runTaken(String name, java.util.concurrent.Callable<?> command) {
+    public static int runTaken(String name, java.util.concurrent.Callable<?> command) {
         Inputs.forget();
         try {
             return command.call() instanceof Integer status ? status : EXIT_OK;
@@ -143,13 +143,10 @@ public final class Tool {
             System.out.println(version);
             System.exit(System.out.checkError() ? EXIT_INTERNAL : EXIT_OK);
         }
-        if (command instanceof QuickLine quick && command instanceof java.util.concurrent.Callable<?> c
-                && quick.takeQuickly(args)) {
-            System.exit(runTaken(name, c));
+        if (command instanceof QuickLine quick && quick.takeQuickly(args)) {
+            System.exit(runTaken(name, quick.taken()));
         }
-        // what a command prints through picocli ('ptarchive ls') stops quietly when its reader goes away
-        PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(Stdout.stream(),
-                java.nio.charset.StandardCharsets.UTF_8), true);
+        PrintWriter out = stdoutWriter();
         int status = run(name, command, out, null, args);
         try {
             out.flush();
@@ -157,6 +154,15 @@ public final class Tool {
             // the reader has what it wanted
         }
         System.exit(status);
+    }
+
+    /**
+     * The writer a command prints its lines to (picocli's {@code getOut()}, or a quickly taken line's): UTF-8 on
+     * standard output, and quiet when its reader goes away ('ptarchive ls | head').
+     */
+    public static PrintWriter stdoutWriter() {
+        return new PrintWriter(new java.io.OutputStreamWriter(Stdout.stream(), java.nio.charset.StandardCharsets.UTF_8),
+                true);
     }
 
     /**

@@ -32,6 +32,9 @@ abstract class ArchiveSubcommand {
     }
 
     PrintWriter out() {
-        return spec.commandLine().getOut();
+        return spec != null ? spec.commandLine().getOut() : quickOut;
     }
+
+    /** Where a line taken without picocli ({@link QuickLs}) prints: what picocli's getOut() is in a launcher's run. */
+    PrintWriter quickOut;
 }

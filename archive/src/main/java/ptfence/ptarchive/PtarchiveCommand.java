@@ -17,7 +17,21 @@ import ptfence.cli.Tool;
                 "  ptarchive publish /srv/ptfence --since 2h      (for debuginfod -F /srv/ptfence; docs/fleet.md)",
                 "", "The archive is --archive DIR, else $PTFENCE_ARCHIVE, else /var/lib/ptfence/archive (root) or",
                 "~/.local/share/ptfence/archive. Format and commands: docs/archive.md.", ""})
-public final class PtarchiveCommand implements Runnable, LazySubcommands {
+public final class PtarchiveCommand implements Runnable, LazySubcommands, ptfence.cli.QuickLine {
+    /** The subcommand a line taken without picocli runs ({@link QuickLs}). */
+    private java.util.concurrent.Callable<Integer> taken;
+
+    @Override
+    public boolean takeQuickly(String... args) {
+        taken = QuickLs.take(this, args);
+        return taken != null;
+    }
+
+    @Override
+    public java.util.concurrent.Callable<?> taken() {
+        return taken;
+    }
+
     @Override
     public List<Subcommand> subcommands() {
         return List.of(

@@ -33,8 +33,10 @@ import ptfence.store.ContentKey;
  * <p>It lives in the shipped jars because the cache is only valid for the class path it was recorded with. It
  * never touches the machine's archive or a perf_event: ptrec is trained on its option parsing only.
  *
- * <p>Usage: {@code TrainingRun RECORDING BINARY WORKDIR} (the binary lies next to the recording, where ptdecode
- * finds it). What the commands print goes to standard output as it would for a user (the build sends it to
+ * <p>Usage: {@code TrainingRun RECORDING BINARY WORKDIR [COMMAND]} (the binary lies next to the recording, where
+ * ptdecode finds it). With COMMAND (ptdecode, ptarchive or ptrec) only that command's part runs: bin/release makes
+ * one cache per command, since the JVM loads every class of its cache at start (a shared cache made {@code
+ * ptarchive ls} load the decoder's classes too). What the commands print goes to standard output as it would for a user (the build sends it to
  * /dev/null); one line per command goes to stderr, and the exit status is non-zero when a command that must succeed
  * did not (a cache trained on error paths would be the wrong cache).
  */
@@ -47,20 +49,32 @@ public final class TrainingRun {
     private final Path recording;
     private final Path binary;
     private final Path work;
+    /** The command to train, or null for all three. */
+    private final String only;
     private int failures;
 
-    private TrainingRun(Path recording, Path binary, Path work) {
+    private TrainingRun(Path recording, Path binary, Path work, String only) {
         this.recording = recording;
         this.binary = binary;
         this.work = work;
+        this.only = only;
+    }
+
+    private boolean trains(String command) {
+        return only == null || only.equals(command);
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 3) {
-            System.err.println("usage: TrainingRun RECORDING BINARY WORKDIR");
+        if (args.length != 3 && !(args.length == 4 && List.of("ptdecode", "ptarchive", "ptrec").contains(args[3]))) {
+            System.err.println("usage: TrainingRun RECORDING BINARY WORKDIR [ptdecode|ptarchive|ptrec]");
             System.exit(2);
         }
-        TrainingRun t = new TrainingRun(Path.of(args[0]), Path.of(args[1]), Path.of(args[2]));
+        TrainingRun t = new TrainingRun(Path.of(args[0]), Path.of(args[1]), Path.of(args[2]),
+                args.length == 4 ? args[3] : null);
+        if (t.only != null && !t.only.equals("ptrec")) {
+            // as their main()s do: jnr-ffi's reflective binding, so that its classes are the ones cached
+            Tool.fewNativeCalls();
+        }
         t.run();
         System.exit(t.failures == 0 ? 0 : 1);
     }
@@ -71,7 +85,24 @@ public final class TrainingRun {
         Path archive = work.resolve("archive");
         Path archive2 = work.resolve("archive2");
         String recId = fillArchive(archive);
+        if (trains("ptdecode")) {
+            ptdecodeTraining(rec, archive);
+        }
+        if (trains("ptarchive")) {
+            ptarchiveTraining(archive, archive2, recId);
+        }
+        if (trains("ptrec")) {
+            run("ptrec", new PtrecCommand(), true, "--help");
+            run("ptrec", new PtrecCommand(), true, "--version");
+        }
+    }
 
+    private void ptdecodeTraining(String rec, Path archive) throws IOException {
+        // the lines taken without picocli, as the launcher runs them (what they print goes to stdout)
+        for (int i = 0; i < DECODE_ROUNDS; i++) {
+            quick("ptdecode", new PtdecodeCommand(), rec);
+            quick("ptdecode", new PtdecodeCommand(), "--itrace=i0ns", "-F", "ip,sym", rec);
+        }
         for (int i = 0; i < DECODE_ROUNDS; i++) {
             ptdecode(true, rec);
         }
@@ -131,8 +162,14 @@ public final class TrainingRun {
         ptdecode(true, "--version");
         ptdecode(false, "--no-such-option");
         ptdecode(false, work.resolve("missing.perf").toString());
+    }
 
+    private void ptarchiveTraining(Path archive, Path archive2, String recId) {
         String a = "--archive=" + archive;
+        for (int i = 0; i < 3; i++) {
+            quick("ptarchive", new PtarchiveCommand(), a, "ls");
+            quick("ptarchive", new PtarchiveCommand(), a, "ls", "--json");
+        }
         ptarchive(true, a, "ls");
         ptarchive(true, a, "ls", "--json");
         ptarchive(true, a, "ls", "--recordings");
@@ -150,9 +187,19 @@ public final class TrainingRun {
         ptarchive(true, "ls", "--help");
         ptarchive(true, "--help");
         ptarchive(false, a, "show", "no_such_region");
+    }
 
-        run("ptrec", new PtrecCommand(), true, "--help");
-        run("ptrec", new PtrecCommand(), true, "--version");
+    /** A line the command takes without picocli (ptfence.cli.QuickLine), run as Tool.main runs it. */
+    private void quick(String name, ptfence.cli.QuickLine command, String... args) {
+        long t0 = System.nanoTime();
+        boolean taken = command.takeQuickly(args);
+        int status = taken ? Tool.runTaken(name, command.taken()) : -1;
+        boolean ok = status == Tool.EXIT_OK;
+        if (!ok) {
+            failures++;
+        }
+        System.err.printf("%s %s %s (quick): %s, %d ms%n", ok ? "ok  " : "FAIL", name, String.join(" ", args),
+                taken ? "exit " + status : "not taken", (System.nanoTime() - t0) / 1_000_000);
     }
 
     /** One image, one region and one recording (the bundled one), so that every archive command has work. */

@@ -93,30 +93,4 @@ public final class TestPrograms {
         });
         return new Lines(w.bytes(), info);
     }
-
-    /** The 16 bytes {@link #bpfOutput} writes before the sequence number: "bptoput!". */
-    public static final long BPF_OUTPUT_MAGIC = 0x21747570_6f747062L;
-
-    /**
-     * A socket filter that writes one bpf-output sample per run, with bpf_perf_event_output(BPF_F_CURRENT_CPU) into
-     * {@code perfArray}: 16 bytes, {@link #BPF_OUTPUT_MAGIC} then the u64 count of samples written before it; the
-     * count (element 0 of the one-element u64 array {@code counter}) goes up only when the write succeeded, so it is
-     * the number of samples the kernel took.
-     */
-    public static Bpf.ProgLoad bpfOutput(String name, BpfFd perfArray, BpfFd counter) {
-        BpfAssembler a = new BpfAssembler().mov(R6, R1)
-                .store(BpfAssembler.Size.W, R10, -4, 0)
-                .loadMapFd(R1, counter.fd()).mov(R2, R10).add(R2, -4).call(1 /* map_lookup_elem */)
-                .jumpIf(Cond.EQ, R0, 0, "out").mov(R7, R0)
-                .load(BpfAssembler.Size.DW, R8, R7, 0)
-                .store(BpfAssembler.Size.DW, R10, -16, R8)
-                .store(BpfAssembler.Size.W, R10, -24, (int) BPF_OUTPUT_MAGIC)
-                .store(BpfAssembler.Size.W, R10, -20, (int) (BPF_OUTPUT_MAGIC >>> 32))
-                .mov(R1, R6).loadMapFd(R2, perfArray.fd()).loadImm64(R3, 0xffffffffL /* BPF_F_CURRENT_CPU */)
-                .mov(R4, R10).add(R4, -24).mov(R5, 16).call(25 /* perf_event_output */)
-                .jumpIf(Cond.NE, R0, 0, "out")
-                .mov(R1, 1).atomicAdd64(R7, 0, R1)
-                .label("out").mov(R0, 0).exit();
-        return new Bpf.ProgLoad(Bpf.PROG_TYPE_SOCKET_FILTER, a.assemble(), "GPL", name, 0, 0);
-    }
 }

@@ -11,6 +11,10 @@ import capstone.Capstone;
 public final class X86Decoder {
     /** The longest x86 instruction, in bytes. */
     public static final int MAX_LENGTH = 15;
+
+    static {
+        LibraryDirs.forJna(); // before capstone's binding or this class loads capstone through JNA
+    }
     private final Capstone[] engines = new Capstone[4];
 
     /** Result of the last {@link #decode} call. */

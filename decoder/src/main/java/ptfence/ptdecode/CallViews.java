@@ -36,9 +36,10 @@ final class CallViews {
             + "syscall, sysret, int, iret, hw int, tr strt, tr end, ...), as perf script --itrace=b.")
     boolean branches;
 
-    @Option(names = "--weight", paramLabel = "insns|time", defaultValue = "insns",
+    @Option(names = "--weight", paramLabel = "insns|time",
             description = "--format folded: weigh stacks by instructions (default) or by time.")
-    String weight;
+    String weight = "insns"; // an initializer, not defaultValue: QuickLines' lines start from it too
+
 
     /**
      * perf script's --itrace=c / r on the branch view: only branches with one of these flags (perf's branches_filter:

@@ -84,10 +84,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             + "programs' BTF whose size is the payload's, if only one is (docs/func.md).")
     String bpfOutputType;
 
-    @Option(names = "--format", defaultValue = "text", paramLabel = "text|jsonl|perfetto|folded",
+    // Defaults here are field initializers, not defaultValue: picocli keeps a field's initial value when no
+    // defaultValue is given, and the line QuickLines takes without picocli starts from the same fields.
+    @Option(names = "--format", paramLabel = "text|jsonl|perfetto|folded",
             description = "Output format (default: ${DEFAULT-VALUE}); perfetto: call stacks per thread (with --func: "
                     + "its invocations); folded: stacks for flame graphs.")
-    String format;
+    String format = "text";
 
     @picocli.CommandLine.Mixin
     CallViews calls = new CallViews();
@@ -128,9 +130,10 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     @Option(names = {"-C", "--cpu"}, paramLabel = "CPUS", description = "Only these CPUs (0,2-3).")
     String cpus;
 
-    @Option(names = "--threads", paramLabel = "N", defaultValue = "0",
+    @Option(names = "--threads", paramLabel = "N",
             description = "Decode CPUs on N threads (default: one per core).")
-    int threads;
+    int threads = 0; // one per core
+
 
     @Option(names = "--progress", negatable = true, description = "Report progress on stderr (default: when stderr is "
             + "a terminal).")

@@ -87,11 +87,9 @@ final class QuickLines {
                 }
             }
         }
-        // what picocli sets: the values given, and the annotations' defaults (defaultValue) for the rest
+        // what picocli sets: the values given; every other field keeps its initializer, as picocli keeps it (no
+        // option of PtdecodeCommand or its mixins has a defaultValue: QuickLinesTest checks that too)
         c.recording = recording;
-        c.format = "text";
-        c.threads = 0;
-        c.calls.weight = "insns";
         c.perf.input = input;
         c.perf.symfs = symfs;
         c.perf.ns = ns;

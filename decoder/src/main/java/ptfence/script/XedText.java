@@ -18,6 +18,10 @@ import java.util.Map;
 final class XedText {
     private final Capstone cs;
 
+    static {
+        ptfence.insn.LibraryDirs.forJna(); // before capstone's binding loads capstone through JNA
+    }
+
     XedText() {
         cs = new Capstone(Capstone.CS_ARCH_X86, Capstone.CS_MODE_64);
         cs.setDetail(Capstone.CS_OPT_ON);

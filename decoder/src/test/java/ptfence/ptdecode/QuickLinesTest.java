@@ -61,6 +61,37 @@ class QuickLinesTest {
         }
     }
 
+    /**
+     * The quick path leaves every field it is not given at its initializer; that is picocli's default only while no
+     * option of the command or its mixins has an annotation defaultValue (picocli keeps the initial value then).
+     */
+    @Test
+    void noOptionHasADefaultValueBesideItsInitializer() throws Exception {
+        Object none = picocli.CommandLine.Option.class.getMethod("defaultValue").getDefaultValue();
+        List<String> withDefault = new ArrayList<>();
+        List<Object> objects = new ArrayList<>(List.of(new PtdecodeCommand()));
+        int options = 0;
+        for (int i = 0; i < objects.size(); i++) {
+            for (Class<?> k = objects.get(i).getClass(); k != Object.class; k = k.getSuperclass()) {
+                for (Field f : k.getDeclaredFields()) {
+                    picocli.CommandLine.Option o = f.getAnnotation(picocli.CommandLine.Option.class);
+                    if (o != null) {
+                        options++;
+                        if (!o.defaultValue().equals(none)) {
+                            withDefault.add(k.getSimpleName() + "." + f.getName() + " = " + o.defaultValue());
+                        }
+                    }
+                    if (f.isAnnotationPresent(picocli.CommandLine.Mixin.class)) {
+                        f.setAccessible(true);
+                        objects.add(f.get(objects.get(i)));
+                    }
+                }
+            }
+        }
+        assertTrue(options > 30 && objects.size() > 2, options + " options in " + objects.size() + " objects");
+        assertEquals(List.of(), withDefault, "options with a defaultValue: QuickLines would not set it");
+    }
+
     /** Every field of the command and of its mixins (this package's objects), by path; arrays as lists, streams by class. */
     private static Map<String, Object> state(Object o) throws IllegalAccessException {
         Map<String, Object> out = new TreeMap<>();
