@@ -35,6 +35,10 @@ public final class CodeCache {
      */
     private volatile long[] blocks;
 
+    private static final java.util.concurrent.atomic.AtomicInteger SERIALS = new java.util.concurrent.atomic.AtomicInteger();
+    /** Names this cache in small per-thread tables (identity, without a hash of the object). */
+    public final int serial = SERIALS.incrementAndGet();
+
     private CodeCache(byte[] code, int mode) {
         this.code = code;
         this.mode = mode;
