@@ -269,13 +269,14 @@ public final class BranchSink implements FlowSink {
     }
 
     /**
-     * A TNT path with no call or return in it (the call views): what {@link #insn} would do for each of its
-     * instructions, at once. Its branches are all left out ({@link #CLOCK_ONLY}): the one before it is settled by its
-     * first instruction as usual; of those in it only the last one taken is kept (as {@link #branchAt} would leave it),
-     * with the instructions up to it carried; the path's last instruction (a conditional branch, or a jump up to a TIP)
-     * waits as usual. Times: a jump ahead of the path's first conditional branch has the time from before its packet,
-     * the rest the packet's ({@link ptfence.flow.SampleClock}). Not taken where anything waits for an instruction (a PSB+'s IP, a
-     * trace begin after a loss, cbr 0, a trace end's next branch).
+     * A path with no call or return in it (a TNT packet's, or the code up to a TIP; the call views): what {@link #insn}
+     * would do for each of its instructions, at once. Its branches are all left out ({@link #CLOCK_ONLY}): the one
+     * before it is settled by its first instruction as usual; of those in it only the last one taken is kept (as
+     * {@link #branchAt} would leave it), with the instructions up to it carried; the path's last instruction (a
+     * conditional branch, a jump up to a TIP, a direct jump out of the content) waits as usual. Times: a jump ahead of
+     * the path's first conditional branch has the time from before its packet, the rest the packet's ({@link
+     * ptfence.flow.SampleClock}). Not taken where anything waits for an instruction (a PSB+'s IP, a trace begin after
+     * a loss, cbr 0, a trace end's next branch).
      */
     @Override
     public boolean plainPath(long base, CodeCache code, ptfence.insn.TntPaths t, long first) {
@@ -290,17 +291,17 @@ public final class BranchSink implements FlowSink {
         }
         marks.insn();
         long ahead = sampleClock.insn(InsnClass.OTHER);
-        int lastCls = code.cls(t.last);
+        int lastCls = CodeCache.clsOf(t.lastInsn);
         long tnt = sampleClock.insn(lastCls); // (a path's conditional branches all take the one packet's time)
         if (t.taken >= 0) {
             if (t.takenAhead && !t.lastTakenAhead && timeMarks) {
                 mergeTimes.left(perf(ahead));
             }
-            int len = code.length(t.taken, x86);
-            int cls = code.cls(t.taken);
+            int len = CodeCache.lengthOf(t.takenInsn);
             long at = base + t.taken;
             insns += t.takenInsns;
-            branchAt(t.lastTakenAhead ? ahead : tnt, at, at + len + code.displacement(t.taken), flagsOf(cls, at), len);
+            branchAt(t.lastTakenAhead ? ahead : tnt, at, at + len + CodeCache.displacementOf(t.takenInsn),
+                    flagsOf(CodeCache.clsOf(t.takenInsn), at), len);
             insns = t.insns - t.takenInsns;
         } else {
             insns += t.insns;
@@ -308,7 +309,7 @@ public final class BranchSink implements FlowSink {
         lastIp = base + t.last;
         pending = true;
         pIp = lastIp;
-        pSize = code.length(t.last, x86);
+        pSize = CodeCache.lengthOf(t.lastInsn);
         pCls = lastCls;
         pTsc = tnt;
         return true;

@@ -677,7 +677,8 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if ((countOnly || edgeMode || plainPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
+                    if ((countOnly || edgeMode || plainPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
+                            && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
                     if (plainPaths && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TIP
@@ -1437,7 +1438,7 @@ public final class FlowDecoder {
         return 0;
     }
 
-    /** Makes a piece that holds {@code at} current (the fast paths: their lookups read the code); false if none does. */
+    /** Makes a piece that holds {@code at} current (for the fast paths, whose lookups read the code); false if none. */
     private boolean selectPiece(long at) {
         long now = now();
         return recentPiece(at, now) || findPiece(at, now) == 0;
@@ -1692,11 +1693,12 @@ public final class FlowDecoder {
             instructions += t.insns;
             icnt += t.insns;
             int o = t.last;
+            long li = t.lastInsn;
             lIp = secBase + o;
-            lSize = c.length(o, x86);
-            lCls = c.cls(o);
-            lOp = c.op(o);
-            lDisp = c.displacement(o);
+            lSize = CodeCache.lengthOf(li);
+            lCls = CodeCache.clsOf(li);
+            lOp = CodeCache.opOf(li);
+            lDisp = CodeCache.displacementOf(li);
             lSlow = false;
             lastEmittedIp = lIp;
             pathLastCache = c;

@@ -62,9 +62,10 @@ public final class TntPaths {
     /** True if the path ends at a compressed return to a call made before it ({@link #end} is then unused). */
     public boolean pops;
     /**
-     * A path of {@link #lookupPlain} (conditional branches and direct jumps only): the last branch in it that moved the
-     * flow elsewhere than the next instruction (-1: none), the instructions up to and with it, whether a direct jump
-     * moved the flow before the path's first conditional branch, and whether that last one did.
+     * A path of {@link #lookupPlain} (conditional branches and direct jumps only): the last branch before its last
+     * instruction that moved the flow elsewhere than the next instruction (-1: none), the instructions up to and with
+     * it, whether a direct jump moved the flow before the path's first conditional branch, and whether that last one
+     * did.
      */
     public int taken;
     public int takenInsns;
@@ -72,6 +73,12 @@ public final class TntPaths {
     public boolean lastTakenAhead;
     /** A path of {@link #lookupTail} ends at an indirect jump (else at a direct jump out of its content). */
     public boolean tail;
+    /**
+     * A plain path's last instruction and its last branch taken ({@link #taken}; 0 if none), as {@link
+     * CodeCache#packed} gives them (kept with the path: the code cache's arrays are large, and cold by then).
+     */
+    public long lastInsn;
+    public long takenInsn;
     /** The lookup being made is {@link #lookupPlain}'s (its paths are kept apart: slot word 2 holds the above). */
     private boolean plain;
     /** Lowest and highest offsets the path being simulated touched. */
@@ -173,6 +180,8 @@ public final class TntPaths {
         final int[][] pushes;
         final long[] bounds;
         final int[][] edges;
+        /** Per slot, a plain path's {@link #lastInsn} and {@link #takenInsn}; made with the first plain path. */
+        long[] more;
         /** Under the table's lock. */
         int used;
         int pathIds;
@@ -281,6 +290,13 @@ public final class TntPaths {
             st.pushes[h] = ownPushes;
             st.bounds[h] = (min & 0xffffffffL) | (long) max << 32;
             st.edges[h] = ownEdges;
+            if (plain) {
+                if (st.more == null) {
+                    st.more = new long[2 * st.capacity()];
+                }
+                st.more[2 * h] = lastInsn;
+                st.more[2 * h + 1] = takenInsn;
+            }
             SLOT.setRelease(slots, s, key);
         }
         hitStore = st;
@@ -333,6 +349,9 @@ public final class TntPaths {
             tail = (hi & 1 << 29) != 0;
             takenAhead = (hi & 1 << 30) != 0;
             lastTakenAhead = hi < 0;
+            long[] more = st.more;
+            lastInsn = more[2 * h];
+            takenInsn = more[2 * h + 1];
         } else if (pushCount > 2) {
             System.arraycopy(st.pushes[h], 0, pushes, 0, pushCount);
         } else if (pushCount > 0) {
@@ -375,6 +394,7 @@ public final class TntPaths {
         int depth = 0;
         int codeLength = cc.code().length;
         taken = -1;
+        takenInsn = 0;
         takenInsns = 0;
         takenAhead = false;
         lastTakenAhead = false;
@@ -404,6 +424,7 @@ public final class TntPaths {
             lo = Math.min(lo, o);
             hi = Math.max(hi, bl + ln - 1);
             lastOff = bl;
+            lastInsn = cc.packed(bl);
             if (cc.op(bl) != InsnOp.NONE) {
                 return false;
             }
@@ -417,8 +438,11 @@ public final class TntPaths {
                     boolean tk = ((bits >>> left) & 1) != 0;
                     at = (long) bl + ln + (tk ? disp : 0);
                     jccSeen = true;
-                    if (tk && disp != 0) { // (taken to the next instruction: no branch to the flow's eye)
+                    // (taken to the next instruction: no branch to the flow's eye; the path's last waits for the
+                    // instruction after it, as the decoder's sink holds it: not counted here)
+                    if (tk && disp != 0 && left > 0) {
                         taken = bl;
+                        takenInsn = cc.packed(bl);
                         takenInsns = n;
                         lastTakenAhead = false;
                     }
@@ -429,6 +453,7 @@ public final class TntPaths {
                         return plainEnd(at, n, bl, lo, hi); // out of this content: the flow goes on from there
                     }
                     taken = bl;
+                    takenInsn = cc.packed(bl);
                     takenInsns = n;
                     lastTakenAhead = !jccSeen;
                     takenAhead |= !jccSeen;
@@ -533,6 +558,13 @@ public final class TntPaths {
             t.pushes[h] = old.pushes[i];
             t.bounds[h] = old.bounds[i];
             t.edges[h] = old.edges[i];
+            if (old.more != null) {
+                if (t.more == null) {
+                    t.more = new long[2 * n];
+                }
+                t.more[2 * h] = old.more[2 * i];
+                t.more[2 * h + 1] = old.more[2 * i + 1];
+            }
         }
         return t;
     }
