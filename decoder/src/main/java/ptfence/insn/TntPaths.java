@@ -450,7 +450,8 @@ public final class TntPaths {
                 case InsnClass.JUMP -> {
                     at = (long) bl + ln + disp;
                     if (toTip && (at < 0 || at >= codeLength)) {
-                        return plainEnd(at, n, bl, lo, hi); // out of this content: the flow goes on from there
+                        // out of this content: the flow goes on from there
+                        return ended(at, n, bl, lo, hi, 0, false, 0);
                     }
                     taken = bl;
                     takenInsn = cc.packed(bl);
@@ -481,15 +482,7 @@ public final class TntPaths {
                         return false;
                     }
                     if (depth == 0) {
-                        end = 0;
-                        insns = n;
-                        last = lastOff;
-                        min = lo;
-                        max = hi;
-                        used = size - left;
-                        pops = true;
-                        pushCount = 0;
-                        return true;
+                        return ended(0, n, lastOff, lo, hi, size - left, true, 0);
                     }
                     at = calls[--depth];
                 }
@@ -498,7 +491,7 @@ public final class TntPaths {
                         return false;
                     }
                     tail = true;
-                    return plainEnd(0, n, bl, lo, hi);
+                    return ended(0, n, bl, lo, hi, 0, false, 0);
                 }
                 default -> {
                     return false;
@@ -508,14 +501,7 @@ public final class TntPaths {
                 return false; // a loop of direct jumps: not a path we can summarize
             }
         }
-        end = at;
-        insns = n;
-        last = lastOff;
-        min = lo;
-        max = hi;
-        used = size;
-        pops = false;
-        pushCount = depth;
+        ended(at, n, lastOff, lo, hi, size, false, depth);
         for (int i = 0; i < depth; i++) {
             if (calls[i] > Integer.MAX_VALUE) {
                 return false;
@@ -525,16 +511,16 @@ public final class TntPaths {
         return true;
     }
 
-    /** A {@link #lookupTail} path's end: its last instruction at {@code lastOff}, the flow next at {@code next}. */
-    private boolean plainEnd(long next, int n, int lastOff, int lo, int hi) {
+    /** A path's result: its last instruction at {@code lastOff}, the flow next at {@code next} (unused if it pops). */
+    private boolean ended(long next, int n, int lastOff, int lo, int hi, int usedBits, boolean popped, int pushed) {
         end = next;
         insns = n;
         last = lastOff;
         min = lo;
         max = hi;
-        used = 0;
-        pops = false;
-        pushCount = 0;
+        used = usedBits;
+        pops = popped;
+        pushCount = pushed;
         return true;
     }
 
