@@ -264,6 +264,58 @@ public final class BranchSink implements FlowSink {
     private final ptfence.insn.X86Decoder x86 = new ptfence.insn.X86Decoder();
 
     @Override
+    public boolean plainPaths() {
+        return callsOnly;
+    }
+
+    /**
+     * A path with no call or return in it (a TNT packet's, or the code up to a TIP; the call views): what {@link #insn}
+     * would do for each of its instructions, at once. Its branches are all left out ({@link #CLOCK_ONLY}): the one
+     * before it is settled by its first instruction as usual; of those in it only the last one taken is kept (as
+     * {@link #branchAt} would leave it), with the instructions up to it carried; the path's last instruction (a
+     * conditional branch, a jump up to a TIP, a direct jump out of the content) waits as usual. Times: a jump ahead of
+     * the path's first conditional branch has the time from before its packet, the rest the packet's ({@link
+     * ptfence.flow.SampleClock}). Not taken where anything waits for an instruction (a PSB+'s IP, a trace begin after
+     * a loss, cbr 0, a trace end's next branch).
+     */
+    @Override
+    public boolean plainPath(long base, CodeCache code, ptfence.insn.TntPaths t, long first) {
+        if (!callsOnly || holding || resuming || afterEnd || marks.noCbrShown()) {
+            return false;
+        }
+        if (pending) {
+            pending = false;
+            if (pCls != InsnClass.COND_JUMP || first != pIp + pSize) {
+                branchAt(pTsc, pIp, first, flagsOf(pCls, pIp), pSize);
+            }
+        }
+        marks.insn();
+        long ahead = sampleClock.insn(InsnClass.OTHER);
+        int lastCls = CodeCache.clsOf(t.lastInsn);
+        long tnt = sampleClock.insn(lastCls); // (a path's conditional branches all take the one packet's time)
+        if (t.taken >= 0) {
+            if (t.takenAhead && !t.lastTakenAhead && timeMarks) {
+                mergeTimes.left(perf(ahead));
+            }
+            int len = CodeCache.lengthOf(t.takenInsn);
+            long at = base + t.taken;
+            insns += t.takenInsns;
+            branchAt(t.lastTakenAhead ? ahead : tnt, at, at + len + CodeCache.displacementOf(t.takenInsn),
+                    flagsOf(CodeCache.clsOf(t.takenInsn), at), len);
+            insns = t.insns - t.takenInsns;
+        } else {
+            insns += t.insns;
+        }
+        lastIp = base + t.last;
+        pending = true;
+        pIp = lastIp;
+        pSize = CodeCache.lengthOf(t.lastInsn);
+        pCls = lastCls;
+        pTsc = tnt;
+        return true;
+    }
+
+    @Override
     public void event(Event ev) {
         if (ev.statusUpdate && decoder != null) {
             long at = decoder.psbOffset();

@@ -48,6 +48,8 @@ public final class FlowDecoder {
     private final boolean edgeMode;
     /** The sink looks at branches only: of a cached run all but the last instruction go as one {@link FlowSink#straight}. */
     private final boolean branchesOnly;
+    /** The sink takes TNT paths without calls or returns whole ({@link FlowSink#plainPath}): the memo's fast path. */
+    private final boolean plainPaths;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] slowBuf = new byte[15];
 
@@ -266,6 +268,7 @@ public final class FlowDecoder {
         this.countOnly = sink.countsOnly();
         this.edgeMode = !blockMode && sink.edgesOnly();
         this.branchesOnly = !blockMode && sink.branchesOnly();
+        this.plainPaths = branchesOnly && !countOnly && !edgeMode && sink.plainPaths();
         this.tntPaths = cfg.pathMemo.handle();
     }
 
@@ -674,7 +677,12 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if ((countOnly || edgeMode) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
+                    if ((countOnly || edgeMode || plainPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
+                            && ev.type == Event.TNT && tntFast()) {
+                        continue;
+                    }
+                    if (plainPaths && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TIP
+                            && tipFast()) {
                         continue;
                     }
                     err = walk(WALK_NONE, 0, 0);
@@ -1359,54 +1367,90 @@ public final class FlowDecoder {
 
     /** Takes a recent piece that answers for {@code at} at {@code now} as the current one; false if none does. */
     private boolean recentPiece(long at, long now) {
+        int hint = pageHint[pageSlot(at)];
+        if (hint < recentCount && recentAnswers(hint, at, now)) {
+            takeRecent(hint);
+            return true;
+        }
         for (int i = 0; i < recentCount; i++) {
-            if (Long.compareUnsigned(at - recentStart[i], recentEnd[i] - recentStart[i]) < 0 && recentMode[i] == mode
-                    && (!timedSpace || now >= recentFrom[i] && now < recentTo[i])) {
-                cc = recentCc[i];
-                pieceMode = mode;
-                secBase = recentBase[i];
-                pieceStart = recentStart[i];
-                pieceEnd = recentEnd[i];
-                pieceFrom = recentFrom[i];
-                pieceTo = recentTo[i];
+            if (recentAnswers(i, at, now)) {
+                pageHint[pageSlot(at)] = i;
+                takeRecent(i);
                 return true;
             }
         }
         return false;
     }
 
+    /** Per hash of a page, the recent piece that last answered there (checked before use; 0 at first). */
+    private final int[] pageHint = new int[1024];
+
+    private static int pageSlot(long at) {
+        return (int) ((at >>> 12) * 0x9E3779B97F4A7C15L >>> 54);
+    }
+
+    private boolean recentAnswers(int i, long at, long now) {
+        return Long.compareUnsigned(at - recentStart[i], recentEnd[i] - recentStart[i]) < 0 && recentMode[i] == mode
+                && (!timedSpace || now >= recentFrom[i] && now < recentTo[i]);
+    }
+
+    private void takeRecent(int i) {
+        cc = recentCc[i];
+        pieceMode = mode;
+        secBase = recentBase[i];
+        pieceStart = recentStart[i];
+        pieceEnd = recentEnd[i];
+        pieceFrom = recentFrom[i];
+        pieceTo = recentTo[i];
+    }
+
+    /** Makes the piece the space has at {@code at} now the current one, remembered among the recent ones. */
+    private int findPiece(long at, long now) {
+        Image.Piece p = image.find(at, now);
+        if (p == null) {
+            return PtError.NOMAP;
+        }
+        if (mode == 0) {
+            return PtError.BAD_INSN;
+        }
+        cc = CodeCache.of(p.section.contentId(), p.section.bytes(), mode);
+        pieceMode = mode;
+        secBase = p.section.address();
+        pieceStart = p.start;
+        pieceEnd = p.end;
+        pieceFrom = p.validFrom();
+        pieceTo = p.validTo();
+        if (timedSpace && now == CodeSpace.ANY_TIME) {
+            // chosen without knowing the time: ask again as soon as the trace tells it
+            pieceFrom = CodeSpace.ANY_TIME;
+            pieceTo = CodeSpace.ANY_TIME + 1;
+        }
+        int r = recentNext;
+        recentNext = (recentNext + 1) % RECENT;
+        recentCount = Math.max(recentCount, r + 1);
+        recentStart[r] = pieceStart;
+        recentEnd[r] = pieceEnd;
+        recentFrom[r] = pieceFrom;
+        recentTo[r] = pieceTo;
+        recentBase[r] = secBase;
+        recentMode[r] = mode;
+        recentCc[r] = cc;
+        return 0;
+    }
+
+    /** Makes a piece that holds {@code at} current (for the fast paths, whose lookups read the code); false if none. */
+    private boolean selectPiece(long at) {
+        long now = now();
+        return recentPiece(at, now) || findPiece(at, now) == 0;
+    }
+
     private int decodeAt(long at) {
         long now = now();
         if (pieceStale(at) && !recentPiece(at, now)) {
-            Image.Piece p = image.find(at, now);
-            if (p == null) {
-                return PtError.NOMAP;
+            int err = findPiece(at, now);
+            if (err < 0) {
+                return err;
             }
-            if (mode == 0) {
-                return PtError.BAD_INSN;
-            }
-            cc = CodeCache.of(p.section.contentId(), p.section.bytes(), mode);
-            pieceMode = mode;
-            secBase = p.section.address();
-            pieceStart = p.start;
-            pieceEnd = p.end;
-            pieceFrom = p.validFrom();
-            pieceTo = p.validTo();
-            if (timedSpace && now == CodeSpace.ANY_TIME) {
-                // chosen without knowing the time: ask again as soon as the trace tells it
-                pieceFrom = CodeSpace.ANY_TIME;
-                pieceTo = CodeSpace.ANY_TIME + 1;
-            }
-            int r = recentNext;
-            recentNext = (recentNext + 1) % RECENT;
-            recentCount = Math.max(recentCount, r + 1);
-            recentStart[r] = pieceStart;
-            recentEnd[r] = pieceEnd;
-            recentFrom[r] = pieceFrom;
-            recentTo[r] = pieceTo;
-            recentBase[r] = secBase;
-            recentMode[r] = mode;
-            recentCc[r] = cc;
         }
         int off = (int) (at - secBase);
         int len = cc.length(off, x86);
@@ -1570,10 +1614,8 @@ public final class FlowDecoder {
     private boolean tntFast() {
         boolean progress = false;
         while (status == 0 && ev.type == Event.TNT && ev.tntSize > 0) {
-            if (pieceStale(ip)) {
-                if (decodeAt(ip) < 0 || lSlow) {
-                    return progress;
-                }
+            if (pieceStale(ip) && !selectPiece(ip)) {
+                return progress;
             }
             int off = (int) (ip - secBase);
             CodeCache c = cc;
@@ -1582,7 +1624,8 @@ public final class FlowDecoder {
             // A TNT-64 goes through the memo 8 bits at a time, oldest first, as TNT-8s with nothing between them.
             int chunk = Math.min(size, 8);
             long bits = (ev.tntBits >>> (size - chunk)) & ((1L << chunk) - 1);
-            if (!t.lookup(c, off, bits, chunk, cfg.noRetComp, edgeMode, x86)) {
+            if (plainPaths ? !t.lookupPlain(c, off, bits, chunk, x86)
+                    : !t.lookup(c, off, bits, chunk, cfg.noRetComp, edgeMode, x86)) {
                 return progress;
             }
             long lo = pieceStart - secBase;
@@ -1592,6 +1635,8 @@ public final class FlowDecoder {
             }
             if (edgeMode) {
                 sink.path(secBase, t, ip, secBase + t.last);
+            } else if (plainPaths && !sink.plainPath(secBase, c, t, ip)) {
+                return progress; // the sink wants this one walked
             }
             instructions += t.insns;
             icnt += t.insns;
@@ -1620,6 +1665,56 @@ public final class FlowDecoder {
             }
         }
         return progress;
+    }
+
+    /**
+     * The code a {@link FlowSink#plainPaths} sink runs up to a TIP, through the memo ({@link TntPaths#lookupTail}):
+     * straight-line code and direct jumps, a path per piece of content, the last ending at the indirect jump the TIP
+     * is for; as {@link #walk} and {@link #proceedIndirect} would do it. True if it took the TIP; false sends the
+     * caller down the general path from where it stopped.
+     */
+    private boolean tipFast() {
+        boolean progress = false;
+        while (status == 0 && ev.type == Event.TIP && !ev.ipSuppressed) {
+            if (pieceStale(ip) && !selectPiece(ip)) {
+                return false;
+            }
+            int off = (int) (ip - secBase);
+            CodeCache c = cc;
+            TntPaths t = tntPaths;
+            if (!t.lookupTail(c, off, x86) || !t.within(pieceStart - secBase, pieceEnd - secBase - 1, c.code().length)
+                    || !sink.plainPath(secBase, c, t, ip)) {
+                return false;
+            }
+            if (!progress) {
+                blocks++; // one walk's block, as walk() counts it
+                progress = true;
+            }
+            instructions += t.insns;
+            icnt += t.insns;
+            int o = t.last;
+            long li = t.lastInsn;
+            lIp = secBase + o;
+            lSize = CodeCache.lengthOf(li);
+            lCls = CodeCache.clsOf(li);
+            lOp = CodeCache.opOf(li);
+            lDisp = CodeCache.displacementOf(li);
+            lSlow = false;
+            lastEmittedIp = lIp;
+            pathLastCache = c;
+            pathLastOff = o;
+            emitted = true;
+            if (!t.tail) {
+                blockEndedWithBranch = false;
+                ip = secBase + t.end; // a direct jump out of this content
+                continue;
+            }
+            blockEndedWithBranch = true;
+            ip = ev.ip;
+            fetchEvent();
+            return true;
+        }
+        return false;
     }
 
     /** {@link #fetchEvent} after a used-up TNT, through the event layer's TNT lane where the next event is a TNT too. */

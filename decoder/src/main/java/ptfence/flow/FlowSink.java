@@ -68,6 +68,26 @@ public interface FlowSink {
         throw new UnsupportedOperationException("straight runs are for sinks that look at branches only");
     }
 
+    /**
+     * True if the sink looks at calls and returns only, beside branches as a clock (perf's call views): a {@link
+     * #branchesOnly} sink that may be given whole TNT paths without calls or returns through {@link #plainPath}.
+     */
+    default boolean plainPaths() {
+        return false;
+    }
+
+    /**
+     * A path of a {@link #plainPaths} sink, made of straight-line code, conditional branches and direct jumps only
+     * ({@link TntPaths#lookupPlain}, {@link TntPaths#lookupTail}): it starts at {@code first} and runs {@code
+     * paths.insns} instructions, its last (a conditional branch that took the TNT packet's last bit, an indirect jump
+     * a TIP is for, or a direct jump out of the content) at {@code base + paths.last}; the last branch before it that
+     * moved the flow elsewhere is {@code paths.taken} (offsets from {@code base} in {@code code}). The sink takes it as
+     * the instructions one by one and returns true, or returns false and is given them one by one (nothing changed).
+     */
+    default boolean plainPath(long base, CodeCache code, TntPaths paths, long first) {
+        return false;
+    }
+
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     default void disabledAfterResync() {
     }

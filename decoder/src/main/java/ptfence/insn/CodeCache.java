@@ -35,6 +35,11 @@ public final class CodeCache {
      */
     private volatile long[] blocks;
 
+    private static final java.util.concurrent.atomic.AtomicInteger SERIALS =
+            new java.util.concurrent.atomic.AtomicInteger();
+    /** Names this cache in small per-thread tables (identity, without a hash of the object). */
+    public final int serial = SERIALS.incrementAndGet();
+
     private CodeCache(byte[] code, int mode) {
         this.code = code;
         this.mode = mode;
@@ -97,6 +102,11 @@ public final class CodeCache {
             return insn[off];
         }
         insn[off] = pack(n, dec.cls, dec.op, dec.displacement);
+        return insn[off];
+    }
+
+    /** All about the instruction at {@code off} in one long ({@link #lengthOf} and the like); after {@link #length}. */
+    public long packed(int off) {
         return insn[off];
     }
 

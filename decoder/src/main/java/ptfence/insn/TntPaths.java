@@ -61,6 +61,26 @@ public final class TntPaths {
     public int used;
     /** True if the path ends at a compressed return to a call made before it ({@link #end} is then unused). */
     public boolean pops;
+    /**
+     * A path of {@link #lookupPlain} (conditional branches and direct jumps only): the last branch before its last
+     * instruction that moved the flow elsewhere than the next instruction (-1: none), the instructions up to and with
+     * it, whether a direct jump moved the flow before the path's first conditional branch, and whether that last one
+     * did.
+     */
+    public int taken;
+    public int takenInsns;
+    public boolean takenAhead;
+    public boolean lastTakenAhead;
+    /** A path of {@link #lookupTail} ends at an indirect jump (else at a direct jump out of its content). */
+    public boolean tail;
+    /**
+     * A plain path's last instruction and its last branch taken ({@link #taken}; 0 if none), as {@link
+     * CodeCache#packed} gives them (kept with the path: the code cache's arrays are large, and cold by then).
+     */
+    public long lastInsn;
+    public long takenInsn;
+    /** The lookup being made is {@link #lookupPlain}'s (its paths are kept apart: slot word 2 holds the above). */
+    private boolean plain;
     /** Lowest and highest offsets the path being simulated touched. */
     private int min;
     private int max;
@@ -114,8 +134,10 @@ public final class TntPaths {
     public long lookups;
     public long misses;
 
-    private CodeCache lastCache;
-    private Table lastTable;
+    /** The tables of the contents looked up last, by {@link CodeCache#serial} (code calling between files). */
+    private static final int RECENT_TABLES = 32;
+    private final CodeCache[] recentCaches = new CodeCache[RECENT_TABLES];
+    private final Table[] recentTables = new Table[RECENT_TABLES];
     private final long[] calls = new long[8];
 
     /**
@@ -158,6 +180,8 @@ public final class TntPaths {
         final int[][] pushes;
         final long[] bounds;
         final int[][] edges;
+        /** Per slot, a plain path's {@link #lastInsn} and {@link #takenInsn}; made with the first plain path. */
+        long[] more;
         /** Under the table's lock. */
         int used;
         int pathIds;
@@ -190,13 +214,41 @@ public final class TntPaths {
         return lookup(cc, off, bits, size, noRetComp, false, dec);
     }
 
+    /**
+     * As {@link #lookup(CodeCache, int, long, int, boolean, X86Decoder)}, for a sink that looks at calls and returns
+     * only (perf's call views): true only for a path of straight-line code, conditional branches and direct jumps, with
+     * {@link #taken} and the fields beside it filled; a path with a call or a return in it is no plain path (false).
+     */
+    public boolean lookupPlain(CodeCache cc, int off, long bits, int size, X86Decoder dec) {
+        return lookupPlainPath(cc, off, bits, size, dec);
+    }
+
+    /**
+     * As {@link #lookupPlain}, for the code that runs up to a TIP (no TNT bit): straight-line code and direct jumps,
+     * ending at an indirect jump ({@link #tail}: its target is the TIP's) or at a direct jump out of the content (its
+     * target is {@link #end}; the flow goes on from there).
+     */
+    public boolean lookupTail(CodeCache cc, int off, X86Decoder dec) {
+        return lookupPlainPath(cc, off, 0, 0, dec);
+    }
+
+    private boolean lookupPlainPath(CodeCache cc, int off, long bits, int size, X86Decoder dec) {
+        plain = true;
+        try {
+            return lookup(cc, off, bits, size, false, false, dec);
+        } finally {
+            plain = false;
+        }
+    }
+
     /** As {@link #lookup(CodeCache, int, long, int, boolean, X86Decoder)}, with the path's edges if {@code withEdges}. */
     public boolean lookup(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean withEdges,
             X86Decoder dec) {
         lookups++;
-        Table t = cc == lastCache ? lastTable : table(cc);
+        int r = cc.serial & (RECENT_TABLES - 1);
+        Table t = recentCaches[r] == cc ? recentTables[r] : table(cc);
         long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63
-                | (withEdges ? 1L << 62 : 0);
+                | (withEdges ? 1L << 62 : 0) | (plain ? 1L << 61 : 0);
         Store st = t.store;
         int h = find(st, key);
         if (h >= 0) {
@@ -232,12 +284,19 @@ public final class TntPaths {
                 return false;
             }
             slots[s + 1] = (end & 0xffffffffL) | (long) last << 32;
-            slots[s + 2] = (pushes[0] & 0xffffffffL) | (long) pushes[1] << 32;
+            slots[s + 2] = plain ? plainWord() : (pushes[0] & 0xffffffffL) | (long) pushes[1] << 32;
             hitId = withEdges ? st.pathIds++ : 0;
             slots[s + 3] = (insns & 0xffffffffL) | (long) (used | (pops ? 0x100 : 0) | pushCount << 9 | hitId << 13) << 32;
             st.pushes[h] = ownPushes;
             st.bounds[h] = (min & 0xffffffffL) | (long) max << 32;
             st.edges[h] = ownEdges;
+            if (plain) {
+                if (st.more == null) {
+                    st.more = new long[2 * st.capacity()];
+                }
+                st.more[2 * h] = lastInsn;
+                st.more[2 * h + 1] = takenInsn;
+            }
             SLOT.setRelease(slots, s, key);
         }
         hitStore = st;
@@ -282,7 +341,18 @@ public final class TntPaths {
         used = sh & 0xff;
         pops = (sh & 0x100) != 0;
         pushCount = (sh >>> 9) & 0xf;
-        if (pushCount > 2) {
+        if (plain) {
+            long w2 = slots[s + 2];
+            taken = (int) w2;
+            int hi = (int) (w2 >>> 32);
+            takenInsns = hi & 0x1fffffff;
+            tail = (hi & 1 << 29) != 0;
+            takenAhead = (hi & 1 << 30) != 0;
+            lastTakenAhead = hi < 0;
+            long[] more = st.more;
+            lastInsn = more[2 * h];
+            takenInsn = more[2 * h + 1];
+        } else if (pushCount > 2) {
             System.arraycopy(st.pushes[h], 0, pushes, 0, pushCount);
         } else if (pushCount > 0) {
             long w2 = slots[s + 2];
@@ -295,10 +365,18 @@ public final class TntPaths {
         return true;
     }
 
+    /** A plain path's {@link #taken} and the fields beside it as slot word 2 ({@link #hit} reads them back). */
+    private long plainWord() {
+        long hi = (takenInsns | (tail ? 1 << 29 : 0) | (takenAhead ? 1 << 30 : 0) | (lastTakenAhead ? 1 << 31 : 0))
+                & 0xffffffffL;
+        return (taken & 0xffffffffL) | hi << 32;
+    }
+
     private Table table(CodeCache cc) {
         Table t = tables.byContent.computeIfAbsent(cc, k -> new Table());
-        lastCache = cc;
-        lastTable = t;
+        int r = cc.serial & (RECENT_TABLES - 1);
+        recentCaches[r] = cc;
+        recentTables[r] = t;
         return t;
     }
 
@@ -315,7 +393,15 @@ public final class TntPaths {
         int left = size;
         int depth = 0;
         int codeLength = cc.code().length;
-        while (left > 0) {
+        taken = -1;
+        takenInsn = 0;
+        takenInsns = 0;
+        takenAhead = false;
+        lastTakenAhead = false;
+        boolean jccSeen = false;
+        tail = false;
+        boolean toTip = size == 0; // lookupTail: no bits, up to the instruction the TIP is for
+        while (left > 0 || toTip) {
             if (at < 0 || at >= codeLength) {
                 return false;
             }
@@ -338,18 +424,45 @@ public final class TntPaths {
             lo = Math.min(lo, o);
             hi = Math.max(hi, bl + ln - 1);
             lastOff = bl;
+            lastInsn = cc.packed(bl);
             if (cc.op(bl) != InsnOp.NONE) {
                 return false;
             }
             int disp = cc.displacement(bl);
             switch (cc.cls(bl)) {
                 case InsnClass.COND_JUMP -> {
+                    if (toTip) {
+                        return false;
+                    }
                     left--;
-                    boolean taken = ((bits >>> left) & 1) != 0;
-                    at = (long) bl + ln + (taken ? disp : 0);
+                    boolean tk = ((bits >>> left) & 1) != 0;
+                    at = (long) bl + ln + (tk ? disp : 0);
+                    jccSeen = true;
+                    // (taken to the next instruction: no branch to the flow's eye; the path's last waits for the
+                    // instruction after it, as the decoder's sink holds it: not counted here)
+                    if (tk && disp != 0 && left > 0) {
+                        taken = bl;
+                        takenInsn = cc.packed(bl);
+                        takenInsns = n;
+                        lastTakenAhead = false;
+                    }
                 }
-                case InsnClass.JUMP -> at = (long) bl + ln + disp;
+                case InsnClass.JUMP -> {
+                    at = (long) bl + ln + disp;
+                    if (toTip && (at < 0 || at >= codeLength)) {
+                        // out of this content: the flow goes on from there
+                        return ended(at, n, bl, lo, hi, 0, false, 0);
+                    }
+                    taken = bl;
+                    takenInsn = cc.packed(bl);
+                    takenInsns = n;
+                    lastTakenAhead = !jccSeen;
+                    takenAhead |= !jccSeen;
+                }
                 case InsnClass.CALL -> {
+                    if (plain) {
+                        return false;
+                    }
                     if (disp != 0) {
                         if (depth == calls.length) {
                             return false;
@@ -361,7 +474,7 @@ public final class TntPaths {
                 case InsnClass.RETURN -> {
                     // A compressed return: one taken bit, back to a call this path made, or (ending the path) to
                     // one made before it, whose address the decoder's return stack holds.
-                    if (noRetComp) {
+                    if (noRetComp || plain) {
                         return false;
                     }
                     left--;
@@ -369,17 +482,16 @@ public final class TntPaths {
                         return false;
                     }
                     if (depth == 0) {
-                        end = 0;
-                        insns = n;
-                        last = lastOff;
-                        min = lo;
-                        max = hi;
-                        used = size - left;
-                        pops = true;
-                        pushCount = 0;
-                        return true;
+                        return ended(0, n, lastOff, lo, hi, size - left, true, 0);
                     }
                     at = calls[--depth];
+                }
+                case InsnClass.JUMP_INDIRECT -> {
+                    if (!toTip) {
+                        return false;
+                    }
+                    tail = true;
+                    return ended(0, n, bl, lo, hi, 0, false, 0);
                 }
                 default -> {
                     return false;
@@ -389,20 +501,26 @@ public final class TntPaths {
                 return false; // a loop of direct jumps: not a path we can summarize
             }
         }
-        end = at;
-        insns = n;
-        last = lastOff;
-        min = lo;
-        max = hi;
-        used = size;
-        pops = false;
-        pushCount = depth;
+        ended(at, n, lastOff, lo, hi, size, false, depth);
         for (int i = 0; i < depth; i++) {
             if (calls[i] > Integer.MAX_VALUE) {
                 return false;
             }
             pushes[i] = (int) calls[i];
         }
+        return true;
+    }
+
+    /** A path's result: its last instruction at {@code lastOff}, the flow next at {@code next} (unused if it pops). */
+    private boolean ended(long next, int n, int lastOff, int lo, int hi, int usedBits, boolean popped, int pushed) {
+        end = next;
+        insns = n;
+        last = lastOff;
+        min = lo;
+        max = hi;
+        used = usedBits;
+        pops = popped;
+        pushCount = pushed;
         return true;
     }
 
@@ -426,6 +544,13 @@ public final class TntPaths {
             t.pushes[h] = old.pushes[i];
             t.bounds[h] = old.bounds[i];
             t.edges[h] = old.edges[i];
+            if (old.more != null) {
+                if (t.more == null) {
+                    t.more = new long[2 * n];
+                }
+                t.more[2 * h] = old.more[2 * i];
+                t.more[2 * h + 1] = old.more[2 * i + 1];
+            }
         }
         return t;
     }

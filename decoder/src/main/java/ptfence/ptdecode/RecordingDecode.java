@@ -886,6 +886,14 @@ final class RecordingDecode {
                 inner.straight(ip, count, c, off, mode, spec);
             }
 
+            public boolean plainPaths() {
+                return inner.plainPaths();
+            }
+
+            public boolean plainPath(long base, ptfence.insn.CodeCache c, ptfence.insn.TntPaths t, long first) {
+                return inner.plainPath(base, c, t, first);
+            }
+
             public void event(ptfence.flow.Event ev) {
                 inner.event(ev);
             }
