@@ -41,6 +41,8 @@ public final class PerfEvents {
 
     private final List<Event> events = new ArrayList<>();
     private final int nameWidth;
+    /** perf's symbol_conf.use_callchain: --itrace=g turns it on (intel_pt_process_auxtrace_info). */
+    private final boolean useCallchain;
     /** Samples without time: no TSC in the trace, or an event without the TIME sample field (perf's rule). */
     public final boolean timeless;
 
@@ -64,6 +66,7 @@ public final class PerfEvents {
             }
         }
         timeless = tl;
+        useCallchain = itrace.callchain;
         if (ptAttr != null) {
             long mask = SampleType.IP | SampleType.TID | SampleType.TIME | SampleType.ADDR | SampleType.CPU
                     | SampleType.PERIOD | SampleType.ID | SampleType.STREAM_ID | SampleType.IDENTIFIER;
@@ -76,6 +79,8 @@ public final class PerfEvents {
             if (itrace.branches) {
                 events.add(new Event(0, "branches" + mod, st | SampleType.ADDR, Kind.BRANCHES, 5, false));
             }
+            // the events after branches carry perf's call chain (g) and last branches (l); perf keeps the bits on
+            st |= (itrace.callchain ? SampleType.CALLCHAIN : 0) | (itrace.lastBranch ? SampleType.BRANCH_STACK : 0);
             if (itrace.instructions) {
                 events.add(new Event(0, "instructions" + mod, st, Kind.INSTRUCTIONS, 1, false));
             }
@@ -132,6 +137,21 @@ public final class PerfEvents {
                     fields.check(t, e.sampleType(), e.name(), auxtrace);
                     break;
                 }
+            }
+        }
+        if (!useCallchain) {
+            return;
+        }
+        // perf script's process_attr, for each synthesized event the first of its attr type: where the events so far
+        // carry call chains or branch stacks, that type's lines get IP and SYM (unless -F took them away), so with
+        // --itrace=g even -F ip prints symbols on the call-chain lines
+        long combined = 0;
+        java.util.Set<Integer> types = new java.util.HashSet<>();
+        for (Event e : events) {
+            combined |= e.sampleType();
+            if (types.add(e.type()) && e.kind() != Kind.RECORDED
+                    && (combined & (SampleType.CALLCHAIN | SampleType.BRANCH_STACK)) != 0) {
+                fields.callchainFields(e.outputType());
             }
         }
     }
