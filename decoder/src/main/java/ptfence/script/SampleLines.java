@@ -784,19 +784,17 @@ final class SampleLines {
      */
     private void scriptCall(SampleSink s, ptfence.dlfilter.DlFilter.Sample d, PerfEvents.Kind kind) {
         ptfence.cli.Json sample = PythonScript.sample(d.pid, d.tid, d.cpu, d.ip, d.time, d.period, d.addr, d.flags);
-        if (d.cycCnt != 0 && d.insnCnt != 0) {
-            // the counts only where the sample took both (perf's scripts print an IPC column then, as -F +ipc does)
-            sample.raw("insn_cnt", Long.toUnsignedString(d.insnCnt)).raw("cyc_cnt", Long.toUnsignedString(d.cycCnt));
-        }
         if (d.addrCorrelatesSym) {
             sample.field("addr_correlates_sym", true);
             ptfence.dlfilter.DlFilter.Location a = d.resolver.at(d.addr);
-            if (d.addr != 0 && a.dso() != null) {
-                sample.field("addr_dso", a.dso());
-            }
-            if (a.sym() != null) {
-                sample.field("addr_symbol", a.sym()).raw("addr_symoff", Long.toUnsignedString(d.addr - a.symStart()));
-            }
+            String bid = d.addr == 0 ? null : symbols.mapOf(d.addr, d.time, d.pid, span);
+            PythonScript.symbol(sample, "addr_", d.addr != 0 ? a.dso() : null, bid, span, a.sym(),
+                    d.addr - a.symStart());
+        }
+        PythonScript.flags(sample, d.flags);
+        if (d.cycCnt != 0 && d.insnCnt != 0) {
+            // the counts only where the sample took both (perf's scripts print an IPC column then, as -F +ipc does)
+            sample.raw("insn_cnt", Long.toUnsignedString(d.insnCnt)).raw("cyc_cnt", Long.toUnsignedString(d.cycCnt));
         }
         byte[] raw = scriptRaw == null ? new byte[0] : scriptRaw;
         if (kind == PerfEvents.Kind.EXSTOP) {
@@ -804,12 +802,18 @@ final class SampleLines {
         }
         scriptRaw = null;
         ptfence.dlfilter.DlFilter.Location at = d.resolver.at(d.ip);
+        ptfence.cli.Json where = new ptfence.cli.Json();
+        String bid = d.ip == 0 ? null : symbols.mapOf(d.ip, d.time, d.pid, span);
+        PythonScript.symbol(where, "", d.ip != 0 ? at.dso() : null, bid, span, at.sym(), d.ip - at.symStart());
+        PerfEvents.Event ev = cfg.events.of(kind);
+        byte[] attr = ev == null ? new byte[0] : cfg.events.attrBytes(ev, kind == PerfEvents.Kind.INSTRUCTIONS
+                ? (cfg.itrace.periodType == ItraceOptions.PeriodType.NANOSECS ? cfg.periodTicks : cfg.itrace.period)
+                : 1);
         // perf's intel_pt_prep_sample gives all but branches (and the recorded events) chains and stacks
         boolean insn = kind != PerfEvents.Kind.BRANCHES && kind != PerfEvents.Kind.RECORDED;
         ScriptMerge.Producer out = s.out();
-        out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(d.event, d.comm, sample, raw,
-                d.ip != 0 ? at.dso() : null, at.sym(), d.ip - at.symStart(), d.insn, d.insnLen,
-                insn ? scriptChain(s) : "[]", insn ? scriptBrstack(s, false) : "[]",
+        out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(d.event, attr, d.comm, sample, raw,
+                where, d.insn, d.insnLen, insn ? scriptChain(s) : "[]", insn ? scriptBrstack(s, false) : "[]",
                 insn ? scriptBrstack(s, true) : "[]")).nl();
         out.commit(d.time, true);
     }
@@ -840,7 +844,9 @@ final class SampleLines {
                     base = sym.start() - symbols.mapAddress(sym.start(), time, pid);
                 }
                 e.raw("sym", new ptfence.cli.Json().raw("start", Long.toUnsignedString(sym.start() - base))
-                        .raw("end", Long.toUnsignedString(sym.end() - base)).field("name", sym.name()).toString());
+                        .raw("end", Long.toUnsignedString(sym.end() - base)).field("binding", sym.binding())
+                        .field("name", sym.name()).toString());
+                e.raw("sym_off", Long.toUnsignedString(a - sym.start()));
             }
             String dso = sym != null && sym.dso() != null ? sym.dso() : dsoOf(a, time, pid);
             if (dso != null) {
