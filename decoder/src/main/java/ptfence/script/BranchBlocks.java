@@ -196,16 +196,34 @@ final class BranchBlocks {
         b.ch('\n');
     }
 
+    /**
+     * The length perf's instruction decoder gives a one-byte opcode that x86-64 does not have (push/pop of segment
+     * registers, daa/das/aaa/aas, pusha/popa, into, salc; aam/aad with their immediate): capstone rejects them, perf
+     * measures them (a block read from code other than what ran shows them: a program reloaded at the same address).
+     */
+    private static int invalid64Length(int op, int avail) {
+        return switch (op) {
+            case 0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60, 0x61, 0xce, 0xd6 -> 1;
+            case 0xd4, 0xd5 -> avail >= 2 ? 2 : 0;
+            default -> 0;
+        };
+    }
+
     /** perf's dump_insn (Intel PT's decoder, no XED): "insn: " and each byte with a blank after, or "<bad>". */
     private void insn(LineBytes b, int off, int len) {
         ilen = 0;
         int avail = len - off;
-        if (avail <= 0 || x86.decode(buf, off, avail, mode) == 0) {
+        int n = avail <= 0 ? 0 : x86.decode(buf, off, avail, mode);
+        if (n == 0 && avail > 0 && mode == ptfence.insn.ExecMode.BITS64) {
+            n = invalid64Length(buf[off] & 0xff, avail);
+            x86.cls = InsnClass.OTHER;
+        }
+        if (n == 0) {
             x86.cls = InsnClass.OTHER;
             b.str("<bad>");
             return;
         }
-        ilen = x86.length;
+        ilen = n;
         b.str("insn: ");
         for (int i = 0; i < ilen; i++) {
             b.hexZero(buf[off + i] & 0xff, 2).ch(' ');

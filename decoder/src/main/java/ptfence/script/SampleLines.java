@@ -908,7 +908,7 @@ final class SampleLines {
             b.ch((char) PythonScript.MARK).str(PythonScript.request("auxtrace_error", "1", Integer.toString(code),
                     Integer.toString(s.cpu()), Integer.toString(s.pid()), Integer.toString(s.tid()),
                     Long.toUnsignedString(ip), Long.toUnsignedString(t == -1 ? 0 : t), ptfence.cli.Json.quote(code < ERRORS.length ? ERRORS[code] : ERRORS[9]),
-                    "0", "0", "-1")).nl();
+                    "0", "0", "0")).nl(); // perf: the error event's machine_pid and vcpu (0 on the host)
             out.commit(t, false);
             return;
         }

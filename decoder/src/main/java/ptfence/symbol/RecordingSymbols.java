@@ -295,14 +295,16 @@ public final class RecordingSymbols implements Symbolizer {
         if (p != null) {
             for (CodeMap.Function f : p.functions()) {
                 if (f.covers(address, t == ptfence.image.CodeSpace.ANY_TIME ? f.from() : t)) {
-                    return new Symbol(f.name(), f.address(), f.address() + f.length(), p.fullName(), f.from(), f.to());
+                    // perf makes a KSYMBOL's symbol with binding 0 (machine__process_ksymbol_register)
+                    return new Symbol(f.name(), f.address(), f.address() + f.length(), p.fullName(), f.from(), f.to(),
+                            0);
                 }
             }
         }
         Sideband.KernelSymbol k = code.symbolAt(address, time < 0 ? Long.MAX_VALUE - 1 : time);
         if (k != null) {
             return new Symbol(k.name(), k.address(), k.address() + k.length(), k.bpf() ? k.name() : KERNEL_DSO,
-                    k.from(), k.to());
+                    k.from(), k.to(), 0);
         }
         Symbols.Entry e = code.symbols().at(address);
         return e == null ? null : new Symbol(e.name(), e.start(), e.end(), KERNEL_DSO, Long.MIN_VALUE, Long.MAX_VALUE);

@@ -6,7 +6,7 @@ package ptfence.symbol;
  * binding as perf gives scripts (ELF STB_*).
  */
 public record Symbol(String name, long start, long end, String dso, long from, long to, int binding) {
-    /** A symbol perf binds as STB_GLOBAL (kallsyms' upper case, KSYMBOL, JIT maps). */
+    /** A symbol perf binds as STB_GLOBAL (kallsyms' upper case, JIT maps); KSYMBOL's are 0, ELF's their own. */
     public Symbol(String name, long start, long end, String dso, long from, long to) {
         this(name, start, end, dso, from, to, 1);
     }
