@@ -341,13 +341,7 @@ final class SampleLines {
             b.ch(' ');
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
-        if (on(fields, FieldSet.BRSTACK)) {
-            brstack(b, fields, s, BranchEnd.ADDRESS);
-        } else if (on(fields, FieldSet.BRSTACKSYM)) {
-            brstack(b, fields, s, BranchEnd.SYMBOL);
-        } else if (on(fields, FieldSet.BRSTACKOFF)) {
-            brstack(b, fields, s, BranchEnd.OFFSET);
-        }
+        lastBranches(b, fields, s);
         insnFields(b, fields, size, bytes, len);
         if (on(fields, FieldSet.BRSTACKINSN | FieldSet.BRSTACKINSNLEN)) {
             blocks.write(b, fields, s, ip, cfg.maxBlocks);
@@ -355,6 +349,17 @@ final class SampleLines {
         ipc(b, fields, s);
         b.nl();
         s.out().commit(s.time(), true);
+    }
+
+    /** The last branches in the form -F asks for: brstack, else brstacksym, else brstackoff (perf's order). */
+    private void lastBranches(LineBytes b, long fields, SampleSink s) {
+        if (on(fields, FieldSet.BRSTACK)) {
+            brstack(b, fields, s, BranchEnd.ADDRESS);
+        } else if (on(fields, FieldSet.BRSTACKSYM)) {
+            brstack(b, fields, s, BranchEnd.SYMBOL);
+        } else if (on(fields, FieldSet.BRSTACKOFF)) {
+            brstack(b, fields, s, BranchEnd.OFFSET);
+        }
     }
 
     /** How an end of a last branch is written: brstack (the address), brstackoff (its map's), brstacksym. */
@@ -555,13 +560,7 @@ final class SampleLines {
             b.ch(' ');
             ipSym(b, synth, ip, s.time(), s.pid(), true);
         }
-        if (on(synth, FieldSet.BRSTACK)) {
-            brstack(b, synth, s, BranchEnd.ADDRESS);
-        } else if (on(synth, FieldSet.BRSTACKSYM)) {
-            brstack(b, synth, s, BranchEnd.SYMBOL);
-        } else if (on(synth, FieldSet.BRSTACKOFF)) {
-            brstack(b, synth, s, BranchEnd.OFFSET);
-        }
+        lastBranches(b, synth, s);
         if (on(synth, FieldSet.INSN | FieldSet.INSNLEN)) {
             int n = s.fetch(ip);
             insnFields(b, synth, n, s.fetchedBytes(), n);
