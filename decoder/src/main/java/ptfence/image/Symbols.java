@@ -36,8 +36,15 @@ public final class Symbols {
         return n;
     }
 
-    /** The function holding an address: its name, start and end (the next symbol's start when its size is 0). */
-    public record Entry(String name, long start, long end) {
+    /**
+     * The function holding an address: its name, start and end (the next symbol's start when its size is 0), and its
+     * ELF binding (STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2; -1 where the source has none).
+     */
+    public record Entry(String name, long start, long end, int bind) {
+        public Entry(String name, long start, long end) {
+            this(name, start, end, -1);
+        }
+
         public boolean covers(long addr) {
             return Long.compareUnsigned(addr - start, end - start) < 0;
         }
@@ -223,6 +230,6 @@ public final class Symbols {
             // the last one: to the page after the one it starts in, as perf's symbols__fixup_end
             end = n < sorted.length ? sorted[n].start() : (s.start() + 4095 & ~4095L) + 4096;
         }
-        return addr - s.start() < end - s.start() ? new Entry(s.name(), s.start(), end) : null;
+        return addr - s.start() < end - s.start() ? new Entry(s.name(), s.start(), end, s.bind()) : null;
     }
 }

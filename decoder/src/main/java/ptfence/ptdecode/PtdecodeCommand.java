@@ -385,6 +385,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
                 perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+        cfg.maxBlocks = perf.maxBlocks == null ? 0 : perf.maxBlocks;
         if (perf.dumpRaw || perf.dumpUnsorted) {
             PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
             return done(rd, out);

@@ -41,6 +41,11 @@ public final class PerfEvents {
 
     private final List<Event> events = new ArrayList<>();
     private final int nameWidth;
+    /** perf's symbol_conf.use_callchain: --itrace=g turns it on (intel_pt_process_auxtrace_info). */
+    private final boolean useCallchain;
+    private final boolean lastBranch;
+    private final long ptFlags;
+    private final long ptReadFormat;
     /** Samples without time: no TSC in the trace, or an event without the TIME sample field (perf's rule). */
     public final boolean timeless;
 
@@ -64,6 +69,11 @@ public final class PerfEvents {
             }
         }
         timeless = tl;
+        useCallchain = itrace.callchain;
+        lastBranch = itrace.lastBranch;
+        // intel_pt_synth_events copies these of the intel_pt event's attr into the events it makes
+        ptFlags = ptAttr == null ? 0 : ptAttr.flags() & 0x1C0070L; // exclude_user/kernel/hv/host/guest, sample_id_all
+        ptReadFormat = ptAttr == null ? 0 : ptAttr.readFormat();
         if (ptAttr != null) {
             long mask = SampleType.IP | SampleType.TID | SampleType.TIME | SampleType.ADDR | SampleType.CPU
                     | SampleType.PERIOD | SampleType.ID | SampleType.STREAM_ID | SampleType.IDENTIFIER;
@@ -76,6 +86,8 @@ public final class PerfEvents {
             if (itrace.branches) {
                 events.add(new Event(0, "branches" + mod, st | SampleType.ADDR, Kind.BRANCHES, 5, false));
             }
+            // the events after branches carry perf's call chain (g) and last branches (l); perf keeps the bits on
+            st |= (itrace.callchain ? SampleType.CALLCHAIN : 0) | (itrace.lastBranch ? SampleType.BRANCH_STACK : 0);
             if (itrace.instructions) {
                 events.add(new Event(0, "instructions" + mod, st, Kind.INSTRUCTIONS, 1, false));
             }
@@ -114,6 +126,33 @@ public final class PerfEvents {
         return nameWidth;
     }
 
+    /**
+     * The perf_event_attr perf 6.1 hands a script as "attr" for a synthesized event (intel_pt_synth_events; the
+     * struct's 128 bytes): its type, config, period, sample type, and what it copies of the intel_pt event's attr;
+     * with --itrace=l the events after branches carry PERF_SAMPLE_BRANCH_HW_INDEX.
+     */
+    public byte[] attrBytes(Event e, long samplePeriod) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(128).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        long config = switch (e.kind()) {
+            case BRANCHES -> 4; // PERF_COUNT_HW_BRANCH_INSTRUCTIONS
+            case INSTRUCTIONS, TRANSACTIONS -> 1; // PERF_COUNT_HW_INSTRUCTIONS
+            case PTWRITE -> 0; // PERF_SYNTH_INTEL_PTWRITE, then MWAIT, PWRE, EXSTOP, PWRX, CBR, PSB
+            case MWAIT -> 1;
+            case PWRE -> 2;
+            case EXSTOP -> 3;
+            case PWRX -> 4;
+            case CBR -> 5;
+            case PSB -> 6;
+            default -> e.config();
+        };
+        b.putInt(0, e.type()).putInt(4, 128).putLong(8, config).putLong(16, samplePeriod)
+                .putLong(24, e.sampleType()).putLong(32, ptReadFormat).putLong(40, ptFlags);
+        if (lastBranch && e.kind() != Kind.BRANCHES) {
+            b.putLong(72, 1L << 17); // PERF_SAMPLE_BRANCH_HW_INDEX
+        }
+        return b.array();
+    }
+
     /** The synthesized event of {@code kind}, or null when the --itrace letters did not ask for it. */
     public Event of(Kind kind) {
         for (Event e : events) {
@@ -132,6 +171,21 @@ public final class PerfEvents {
                     fields.check(t, e.sampleType(), e.name(), auxtrace);
                     break;
                 }
+            }
+        }
+        if (!useCallchain) {
+            return;
+        }
+        // perf script's process_attr, for each synthesized event the first of its attr type: where the events so far
+        // carry call chains or branch stacks, that type's lines get IP and SYM (unless -F took them away), so with
+        // --itrace=g even -F ip prints symbols on the call-chain lines
+        long combined = 0;
+        java.util.Set<Integer> types = new java.util.HashSet<>();
+        for (Event e : events) {
+            combined |= e.sampleType();
+            if (types.add(e.type()) && e.kind() != Kind.RECORDED
+                    && (combined & (SampleType.CALLCHAIN | SampleType.BRANCH_STACK)) != 0) {
+                fields.callchainFields(e.outputType());
             }
         }
     }

@@ -210,12 +210,28 @@ public final class PythonScript implements AutoCloseable {
     /** perf's PERF_IP_FLAG_CHARS: the letters of the branch flags, bit 0 first. */
     private static final String FLAG_CHARS = "bcrosyiABExghDt";
 
-    /** The sample dictionary perf's Python engine makes (time 0 where the recording has none, as perf). */
+    /**
+     * The sample dictionary perf 6.1's Python engine makes, in its order, up to cpumode (time 0 where the recording
+     * has none, as perf): "values" is perf's read value list, [(id, value, NULL)] (6.1 leaves the lost count's slot
+     * empty; the host gives an object printed as perf's <NULL>), data_src 0 and its text.
+     */
     public static Json sample(int pid, int tid, int cpu, long ip, long time, long period, long addr, int flags) {
         Json j = new Json().field("pid", pid).field("tid", tid).field("cpu", Integer.toUnsignedLong(cpu))
                 .raw("ip", Long.toUnsignedString(ip)).raw("time", Long.toUnsignedString(time == -1 ? 0 : time))
                 .raw("period", Long.toUnsignedString(period)).field("phys_addr", 0)
-                .raw("addr", Long.toUnsignedString(addr));
+                .raw("addr", Long.toUnsignedString(addr)).raw("values", "[{\"t\":[0,0,{\"null\":0}]}]")
+                .field("weight", 0).field("transaction", 0).field("datasrc", 0)
+                .field("datasrc_decode", "|OP No|LVL N/A|SNP N/A|TLB N/A|LCK No|BLK  N/A")
+                // intel_pt_cpumode: the kernel's half of the address space, by ip (by addr where ip is 0)
+                .field("cpumode", (ip != 0 ? ip : addr) < 0 ? 1 : 2);
+        return j;
+    }
+
+    /** The sample's flags as perf adds them (python_process_sample_flags), only where it has some. */
+    public static Json flags(Json j, int flags) {
+        if (flags == 0) {
+            return j;
+        }
         StringBuilder fl = new StringBuilder();
         for (int i = 0; i < FLAG_CHARS.length(); i++) {
             if ((flags >>> i & 1) != 0) {
@@ -223,8 +239,26 @@ public final class PythonScript implements AutoCloseable {
             }
         }
         // perf_sample__sprintf_flags' text, padded as perf pads it
-        return j.field("flags", fl.toString()).field("flags_disp", flags == 0 ? ""
-                : String.format("%-21s", ptfence.calls.BranchFlags.perfName(flags).stripTrailing()));
+        return j.field("flags", fl.toString()).field("flags_disp",
+                String.format("%-21s", ptfence.calls.BranchFlags.perfName(flags).stripTrailing()));
+    }
+
+    /**
+     * perf's set_sym_in_dict for one end: "dso", "dso_bid", "dso_map_start", "dso_map_end" where a map covers it
+     * ({@code bid} non-null, {@code map} its [start, end)), "symbol" and "symoff" where a symbol does; with
+     * {@code prefix} "addr_" for the branch target.
+     */
+    public static void symbol(Json j, String prefix, String dso, String bid, long[] map, String sym, long symoff) {
+        if (dso != null && bid != null) {
+            j.field(prefix + "dso", dso).field(prefix + "dso_bid", bid)
+                    .raw(prefix + "dso_map_start", Long.toUnsignedString(map[0]))
+                    .raw(prefix + "dso_map_end", Long.toUnsignedString(map[1]));
+        } else if (dso != null) {
+            j.field(prefix + "dso", dso);
+        }
+        if (sym != null) {
+            j.field(prefix + "symbol", sym).raw(prefix + "symoff", Long.toUnsignedString(symoff));
+        }
     }
 
     /**
@@ -239,16 +273,29 @@ public final class PythonScript implements AutoCloseable {
     /** The same with the sample's callchain, brstack and brstacksym lists (JSON arrays; perf gives [] for none). */
     public static String processEvent(String evName, String comm, Json sample, byte[] raw, String dso, String sym,
             long symoff, byte[] insn, int insnLen, String callchain, String brstack, String brstacksym) {
-        Json param = new Json().field("ev_name", evName).raw("attr", bytes(new byte[0], 0))
-                .raw("sample", sample.toString()).raw("raw_buf", bytes(raw, raw.length)).field("comm", comm)
-                .raw("callchain", callchain).raw("brstack", brstack).raw("brstacksym", brstacksym);
-        if (dso != null) {
-            param.field("dso", dso);
-        }
-        if (sym != null) {
-            param.field("symbol", sym).raw("symoff", Long.toUnsignedString(symoff));
-        }
-        String call = request("process_event", param.toString());
+        Json where = new Json();
+        symbol(where, "", dso, null, null, sym, symoff);
+        return processEvent(evName, new byte[0], comm, sample, raw, where, insn, insnLen, callchain, brstack,
+                brstacksym);
+    }
+
+    /**
+     * A process_event call with perf 6.1's param_dict in its order: ev_name, attr, sample, raw_buf, comm, the
+     * sample's dso and symbol ({@code where}, {@link #symbol}), callchain, brstack, brstacksym, and iregs and uregs
+     * (perf's "" for samples without registers, as Intel PT's are).
+     */
+    public static String processEvent(String evName, byte[] attr, String comm, Json sample, byte[] raw, Json where,
+            byte[] insn, int insnLen, String callchain, String brstack, String brstacksym) {
+        Json param = new Json().field("ev_name", evName).raw("attr", bytes(attr, attr.length))
+                .raw("sample", sample.toString()).raw("raw_buf", bytes(raw, raw.length)).field("comm", comm);
+        String w = where.toString();
+        String mid = w.length() > 2 ? w.substring(1, w.length() - 1) : "";
+        String head = param.toString();
+        String tail = new Json().raw("callchain", callchain).raw("brstack", brstack).raw("brstacksym", brstacksym)
+                .field("iregs", "").field("uregs", "").toString();
+        String all = head.substring(0, head.length() - 1) + (mid.isEmpty() ? "" : "," + mid) + ","
+                + tail.substring(1);
+        String call = request("process_event", all);
         if (insn != null && insnLen > 0) {
             call = call.substring(0, call.length() - 1) + ",\"insn\":\"" + hex(insn, insnLen) + "\"}";
         }

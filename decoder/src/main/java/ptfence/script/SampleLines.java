@@ -20,6 +20,7 @@ final class SampleLines {
     private final ScriptConfig cfg;
     private final Symbolizer symbols;
     private final SymbolCursor cursor;
+    private final BranchBlocks blocks;
     private final long hw;
     private final long synth;
     private final boolean flags;
@@ -31,7 +32,7 @@ final class SampleLines {
     private String prefixComm;
     private int prefixPid = Integer.MIN_VALUE;
     private int prefixTid = Integer.MIN_VALUE;
-    private final byte[][] prefix = new byte[3][];
+    private final byte[][] prefix = new byte[4][]; // hw, synth, each with a call chain
 
     // the symbol last printed and its text
     private Symbol lastSym;
@@ -64,6 +65,7 @@ final class SampleLines {
         this.cfg = cfg;
         this.symbols = symbols;
         this.cursor = new SymbolCursor(symbols);
+        this.blocks = new BranchBlocks(cursor, symbols);
         this.hw = cfg.fields.fields(FieldSet.Type.HW);
         this.synth = cfg.fields.fields(FieldSet.Type.SYNTH);
         this.flags = cfg.fields.flags();
@@ -94,7 +96,8 @@ final class SampleLines {
             b.bytes(dlPrinted.toByteArray());
             dlPrinted.reset();
         }
-        int kind = fields == hw ? (s.chain() != null && on(fields, FieldSet.IP) && chainLine ? 2 : 0) : 1;
+        boolean chained = s.chain() != null && on(fields, FieldSet.IP) && chainLine;
+        int kind = fields == hw ? (chained ? 2 : 0) : chained ? 3 : 1;
         String comm = s.comm();
         if (!comm.equals(prefixComm) || s.pid() != prefixPid || s.tid() != prefixTid) {
             prefixComm = comm; // another task: both kinds' columns are made again
@@ -103,10 +106,11 @@ final class SampleLines {
             prefix[0] = null;
             prefix[1] = null;
             prefix[2] = null;
+            prefix[3] = null;
         }
         if (prefix[kind] == null) {
             scratch.clear();
-            if (on(fields, FieldSet.COMM) && kind == 2) {
+            if (on(fields, FieldSet.COMM) && kind >= 2) {
                 scratch.str(comm).ch(' '); // perf: a sample with a call chain has its comm unpadded
             } else if (on(fields, FieldSet.COMM)) {
                 scratch.right(comm, 16).ch(' ');
@@ -337,6 +341,18 @@ final class SampleLines {
             b.ch(' ');
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
+        lastBranches(b, fields, s);
+        insnFields(b, fields, size, bytes, len);
+        if (on(fields, FieldSet.BRSTACKINSN | FieldSet.BRSTACKINSNLEN)) {
+            blocks.write(b, fields, s, ip, cfg.maxBlocks);
+        }
+        ipc(b, fields, s);
+        b.nl();
+        s.out().commit(s.time(), true);
+    }
+
+    /** The last branches in the form -F asks for: brstack, else brstacksym, else brstackoff (perf's order). */
+    private void lastBranches(LineBytes b, long fields, SampleSink s) {
         if (on(fields, FieldSet.BRSTACK)) {
             brstack(b, fields, s, BranchEnd.ADDRESS);
         } else if (on(fields, FieldSet.BRSTACKSYM)) {
@@ -344,10 +360,6 @@ final class SampleLines {
         } else if (on(fields, FieldSet.BRSTACKOFF)) {
             brstack(b, fields, s, BranchEnd.OFFSET);
         }
-        insnFields(b, fields, size, bytes, len);
-        ipc(b, fields, s);
-        b.nl();
-        s.out().commit(s.time(), true);
     }
 
     /** How an end of a last branch is written: brstack (the address), brstackoff (its map's), brstacksym. */
@@ -516,10 +528,18 @@ final class SampleLines {
         s.out().commit(s.time(), true);
     }
 
+    /** perf gives a synthesized event's sample (psb, cbr, ptwrite, power) the thread's call chain and last branches. */
+    private static void synthStacks(SampleSink s, long ip) {
+        s.moveTask();
+        s.stacks(ip);
+    }
+
     /** A synthesized event's line: its own text, then the IP. */
     private LineBytes synthStart(SampleSink s, String name, int f) {
         s.moveTask();
+        chainLine = true;
         LineBytes b = start(s, synth);
+        chainLine = false;
         if (on(synth, FieldSet.PERIOD)) {
             b.dec(1, 10).ch(' '); // perf's synthesized events carry period 1
         }
@@ -534,13 +554,19 @@ final class SampleLines {
         if (on(synth, FieldSet.ADDR)) {
             b.hex(to, 16);
         }
-        if (on(synth, FieldSet.IP)) {
+        if (on(synth, FieldSet.IP) && s.chain() != null) {
+            callchain(b, synth, s);
+        } else if (on(synth, FieldSet.IP)) {
             b.ch(' ');
             ipSym(b, synth, ip, s.time(), s.pid(), true);
         }
+        lastBranches(b, synth, s);
         if (on(synth, FieldSet.INSN | FieldSet.INSNLEN)) {
             int n = s.fetch(ip);
             insnFields(b, synth, n, s.fetchedBytes(), n);
+        }
+        if (on(synth, FieldSet.BRSTACKINSN | FieldSet.BRSTACKINSNLEN)) {
+            blocks.write(b, synth, s, ip, cfg.maxBlocks);
         }
         b.nl();
         s.out().commit(s.time(), skippable);
@@ -559,6 +585,7 @@ final class SampleLines {
     }
 
     void psb(SampleSink s, long ip, long offset) {
+        synthStacks(s, ip);
         scriptRaw = cfg.script == null ? null : raw(0, offset);
         if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, 0, 1, PerfEvents.Kind.PSB, null, 0)) {
             return;
@@ -576,6 +603,7 @@ final class SampleLines {
     }
 
     void cbr(SampleSink s, long ip, int cbr) {
+        synthStacks(s, ip);
         if (cfg.script != null) {
             // perf_synth_intel_cbr: cbr, max non-turbo ratio, the frequency in kHz
             scriptRaw = raw((cbr & 0xff) | (cfg.pt.maxNonTurboRatio() & 0xff) << 16,
@@ -603,6 +631,7 @@ final class SampleLines {
     }
 
     void ptwrite(SampleSink s, long ip, long payload, boolean fupIp) {
+        synthStacks(s, ip);
         scriptRaw = cfg.script == null ? null : raw(fupIp ? 1 : 0, payload);
         if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.PTWRITE, null, 0)) {
             return;
@@ -634,6 +663,7 @@ final class SampleLines {
             case MWAIT, EXSTOP -> ev.ipSuppressed ? 0 : ev.ip;
             default -> 0;
         };
+        synthStacks(s, ip);
         if (cfg.script != null) {
             scriptRaw = switch (k) {
                 case MWAIT -> raw(0, (ev.hints & 0xffL) | (ev.ext & 3L) << 32);
@@ -753,19 +783,17 @@ final class SampleLines {
      */
     private void scriptCall(SampleSink s, ptfence.dlfilter.DlFilter.Sample d, PerfEvents.Kind kind) {
         ptfence.cli.Json sample = PythonScript.sample(d.pid, d.tid, d.cpu, d.ip, d.time, d.period, d.addr, d.flags);
-        if (d.cycCnt != 0 && d.insnCnt != 0) {
-            // the counts only where the sample took both (perf's scripts print an IPC column then, as -F +ipc does)
-            sample.raw("insn_cnt", Long.toUnsignedString(d.insnCnt)).raw("cyc_cnt", Long.toUnsignedString(d.cycCnt));
-        }
         if (d.addrCorrelatesSym) {
             sample.field("addr_correlates_sym", true);
             ptfence.dlfilter.DlFilter.Location a = d.resolver.at(d.addr);
-            if (d.addr != 0 && a.dso() != null) {
-                sample.field("addr_dso", a.dso());
-            }
-            if (a.sym() != null) {
-                sample.field("addr_symbol", a.sym()).raw("addr_symoff", Long.toUnsignedString(d.addr - a.symStart()));
-            }
+            String bid = d.addr == 0 ? null : symbols.mapOf(d.addr, d.time, d.pid, span);
+            PythonScript.symbol(sample, "addr_", d.addr != 0 ? a.dso() : null, bid, span, a.sym(),
+                    d.addr - a.symStart());
+        }
+        PythonScript.flags(sample, d.flags);
+        if (d.cycCnt != 0 && d.insnCnt != 0) {
+            // the counts only where the sample took both (perf's scripts print an IPC column then, as -F +ipc does)
+            sample.raw("insn_cnt", Long.toUnsignedString(d.insnCnt)).raw("cyc_cnt", Long.toUnsignedString(d.cycCnt));
         }
         byte[] raw = scriptRaw == null ? new byte[0] : scriptRaw;
         if (kind == PerfEvents.Kind.EXSTOP) {
@@ -773,11 +801,18 @@ final class SampleLines {
         }
         scriptRaw = null;
         ptfence.dlfilter.DlFilter.Location at = d.resolver.at(d.ip);
-        boolean insn = kind == PerfEvents.Kind.INSTRUCTIONS; // the one event perf synthesizes chains and stacks for
+        ptfence.cli.Json where = new ptfence.cli.Json();
+        String bid = d.ip == 0 ? null : symbols.mapOf(d.ip, d.time, d.pid, span);
+        PythonScript.symbol(where, "", d.ip != 0 ? at.dso() : null, bid, span, at.sym(), d.ip - at.symStart());
+        PerfEvents.Event ev = cfg.events.of(kind);
+        byte[] attr = ev == null ? new byte[0] : cfg.events.attrBytes(ev, kind == PerfEvents.Kind.INSTRUCTIONS
+                ? (cfg.itrace.periodType == ItraceOptions.PeriodType.NANOSECS ? cfg.periodTicks : cfg.itrace.period)
+                : 1);
+        // perf's intel_pt_prep_sample gives all but branches (and the recorded events) chains and stacks
+        boolean insn = kind != PerfEvents.Kind.BRANCHES && kind != PerfEvents.Kind.RECORDED;
         ScriptMerge.Producer out = s.out();
-        out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(d.event, d.comm, sample, raw,
-                d.ip != 0 ? at.dso() : null, at.sym(), d.ip - at.symStart(), d.insn, d.insnLen,
-                insn ? scriptChain(s) : "[]", insn ? scriptBrstack(s, false) : "[]",
+        out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(d.event, attr, d.comm, sample, raw,
+                where, d.insn, d.insnLen, insn ? scriptChain(s) : "[]", insn ? scriptBrstack(s, false) : "[]",
                 insn ? scriptBrstack(s, true) : "[]")).nl();
         out.commit(d.time, true);
     }
@@ -808,7 +843,9 @@ final class SampleLines {
                     base = sym.start() - symbols.mapAddress(sym.start(), time, pid);
                 }
                 e.raw("sym", new ptfence.cli.Json().raw("start", Long.toUnsignedString(sym.start() - base))
-                        .raw("end", Long.toUnsignedString(sym.end() - base)).field("name", sym.name()).toString());
+                        .raw("end", Long.toUnsignedString(sym.end() - base)).field("binding", sym.binding())
+                        .field("name", sym.name()).toString());
+                e.raw("sym_off", Long.toUnsignedString(a - sym.start()));
             }
             String dso = sym != null && sym.dso() != null ? sym.dso() : dsoOf(a, time, pid);
             if (dso != null) {
@@ -870,7 +907,7 @@ final class SampleLines {
             b.ch((char) PythonScript.MARK).str(PythonScript.request("auxtrace_error", "1", Integer.toString(code),
                     Integer.toString(s.cpu()), Integer.toString(s.pid()), Integer.toString(s.tid()),
                     Long.toUnsignedString(ip), Long.toUnsignedString(t == -1 ? 0 : t), ptfence.cli.Json.quote(code < ERRORS.length ? ERRORS[code] : ERRORS[9]),
-                    "0", "0", "-1")).nl();
+                    "0", "0", "0")).nl(); // perf: the error event's machine_pid and vcpu (0 on the host)
             out.commit(t, false);
             return;
         }

@@ -782,12 +782,7 @@ public final class SampleSink implements FlowSink {
         if (!keep(ip)) {
             return;
         }
-        if (chain != null) {
-            chainLen = calls.chain(task.tid(), ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
-        }
-        if (brFrom != null) {
-            brLen = calls.lastBranches(task.tid(), brFrom, brTo, brFlags);
-        }
+        stacks(ip);
         lines.instruction(this, ip, to, flags | (inTx ? BranchFlags.IN_TX : 0), size, bytes, len, period);
     }
 
@@ -886,6 +881,32 @@ public final class SampleSink implements FlowSink {
             return 0;
         }
         return x86.length;
+    }
+
+    /**
+     * -F brstackinsn: up to {@code len} bytes of code from {@code addr} on, as perf reads a block (the code mapped at
+     * the sample's time); how many there are.
+     */
+    int code(long addr, byte[] into, int len) {
+        return space.read(addr, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, into, 0, len);
+    }
+
+    /** The execution mode of the code walked last (perf: the dso's, 64-bit for x86-64 files and BPF programs). */
+    int codeMode() {
+        return lastMode == ptfence.insn.ExecMode.UNKNOWN ? ptfence.insn.ExecMode.BITS64 : lastMode;
+    }
+
+    /**
+     * perf's intel_pt_prep_sample: the call chain (--itrace=g) and last branches (l) of a sample at {@code ip}, for the
+     * instruction samples and the synthesized ones (ptwrite, power, psb, cbr; not branches).
+     */
+    void stacks(long ip) {
+        if (chain != null) {
+            chainLen = calls.chain(task.tid(), ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
+        }
+        if (brFrom != null) {
+            brLen = calls.lastBranches(task.tid(), brFrom, brTo, brFlags);
+        }
     }
 
     /** The call depth callindent shows for a branch with {@code flags} (perf's: after a call, before a return). */

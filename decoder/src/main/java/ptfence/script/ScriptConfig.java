@@ -41,6 +41,9 @@ public final class ScriptConfig {
     /** -s: the Python script each sample, error and switch goes to instead of a line (null: none). */
     public PythonScript script;
 
+    /** --max-blocks: how many blocks -F brstackinsn prints at most (0: all, perf's default). */
+    public int maxBlocks;
+
     /** TSC ticks per second / max non-turbo ratio / 1000: the kHz one core:bus ratio step is (perf's cbr2khz). */
     public final long cbr2khz;
 

@@ -129,7 +129,7 @@ public final class SidebandLines {
         }
         if (cfg.script != null && (r instanceof PerfRecord.Switch || r instanceof PerfRecord.SwitchCpuWide)) {
             // perf's Python engine: context_switch(ts, cpu, pid, tid, np_pid, np_tid, machine_pid, out, out_preempt,
-            // sample's machine_pid, vcpu); the host machine's pid is -1
+            // sample's machine_pid, vcpu); the host machine's pid and the vcpu are -1
             PerfRecord.SwitchCpuWide w = r instanceof PerfRecord.SwitchCpuWide x ? x : null;
             SampleId id = r.sampleId();
             boolean outward = (r.misc() & PerfRecord.MISC_SWITCH_OUT) != 0;
@@ -137,7 +137,7 @@ public final class SidebandLines {
                     Long.toUnsignedString(time == -1 ? 0 : time), Integer.toString(id.cpu()), Integer.toString(id.pid()),
                     Integer.toString(id.tid()), Integer.toString(w == null ? -1 : w.nextPrevPid()),
                     Integer.toString(w == null ? -1 : w.nextPrevTid()), "-1", outward ? "true" : "false",
-                    outward && (r.misc() & PerfRecord.MISC_SWITCH_OUT_PREEMPT) != 0 ? "true" : "false", "0", "0"))
+                    outward && (r.misc() & PerfRecord.MISC_SWITCH_OUT_PREEMPT) != 0 ? "true" : "false", "0", "-1"))
                     .nl();
             out.commit(time, false);
             return;

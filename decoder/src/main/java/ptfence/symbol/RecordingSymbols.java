@@ -115,7 +115,8 @@ public final class RecordingSymbols implements Symbolizer {
             return null;
         }
         long shift = address - vaddr;
-        return new Symbol(e.name(), e.start() + shift, e.end() + shift, m.file(), m.time(), Long.MAX_VALUE);
+        return new Symbol(e.name(), e.start() + shift, e.end() + shift, m.file(), m.time(), Long.MAX_VALUE,
+                e.bind() < 0 ? 1 : e.bind());
     }
 
     @Override
@@ -167,6 +168,28 @@ public final class RecordingSymbols implements Symbolizer {
             return address; // perf: dso->adjust_symbols (ET_EXEC), or no map
         }
         return address - mm.m.address() + mm.m.pgoff();
+    }
+
+    @Override
+    public String mapOf(long address, long time, int pid, long[] span) {
+        if (address < 0) {
+            // a BPF program is a map of its own in perf, from its ksymbol
+            Symbol s = symbol(address, time, pid);
+            if (s == null || s.dso() == null || !s.dso().startsWith("bpf_prog_")) {
+                return null;
+            }
+            span[0] = s.start();
+            span[1] = s.end();
+            return "";
+        }
+        Mapped mm = mapping(address, time, pid);
+        if (mm == null) {
+            return null;
+        }
+        span[0] = mm.m.address();
+        span[1] = mm.m.address() + mm.m.length();
+        byte[] id = buildIds.get(mm.m.file());
+        return id == null ? "" : java.util.HexFormat.of().formatHex(id);
     }
 
     @Override
@@ -272,14 +295,16 @@ public final class RecordingSymbols implements Symbolizer {
         if (p != null) {
             for (CodeMap.Function f : p.functions()) {
                 if (f.covers(address, t == ptfence.image.CodeSpace.ANY_TIME ? f.from() : t)) {
-                    return new Symbol(f.name(), f.address(), f.address() + f.length(), p.fullName(), f.from(), f.to());
+                    // perf makes a KSYMBOL's symbol with binding 0 (machine__process_ksymbol_register)
+                    return new Symbol(f.name(), f.address(), f.address() + f.length(), p.fullName(), f.from(), f.to(),
+                            0);
                 }
             }
         }
         Sideband.KernelSymbol k = code.symbolAt(address, time < 0 ? Long.MAX_VALUE - 1 : time);
         if (k != null) {
             return new Symbol(k.name(), k.address(), k.address() + k.length(), k.bpf() ? k.name() : KERNEL_DSO,
-                    k.from(), k.to());
+                    k.from(), k.to(), 0);
         }
         Symbols.Entry e = code.symbols().at(address);
         return e == null ? null : new Symbol(e.name(), e.start(), e.end(), KERNEL_DSO, Long.MIN_VALUE, Long.MAX_VALUE);

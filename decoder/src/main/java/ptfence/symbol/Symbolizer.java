@@ -64,6 +64,15 @@ public interface Symbolizer {
         return null;
     }
 
+    /**
+     * perf's map around {@code address} for a script's dictionary (dso_map_start, dso_map_end, dso_bid): {@code span}
+     * set to the map's [start, end) and its file's build id as hex ("" without one) returned; null where there is no
+     * map known.
+     */
+    default String mapOf(long address, long time, int pid, long[] span) {
+        return null;
+    }
+
     /** Every function of this name the recording could run: user symbols of mapped files, kernel symbols. */
     java.util.List<Symbol> named(String name);
 

@@ -40,10 +40,24 @@ def _context_module():
     return m
 
 
+class _Null:
+    """A tuple slot perf 6.1 leaves NULL (the lost count of a sample's "values"): printed as Python prints one."""
+
+    def __repr__(self):
+        return "<NULL>"
+
+
+_NULL = _Null()
+
+
 def _decode(v):
     if isinstance(v, dict):
         if len(v) == 1 and "b" in v:
             return bytes.fromhex(v["b"])
+        if len(v) == 1 and "t" in v:
+            return tuple(_decode(x) for x in v["t"])
+        if len(v) == 1 and "null" in v:
+            return _NULL
         return {k: _decode(x) for k, x in v.items()}
     if isinstance(v, list):
         return [_decode(x) for x in v]
