@@ -594,11 +594,25 @@ public final class TextFence implements AutoCloseable {
      */
     public CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
             throws IOException {
-        byte[] bytes = kernelMemory().read(address, length);
+        if (name.startsWith(DISPATCHER_PREFIX) && length >= 2 && length % 2 == 0) {
+            dispatchers.put(name, new long[] {address, length});
+            byte[] page = kernelMemory().read(address, length);
+            CapturedText first = null;
+            for (int h = 0; h < 2; h++) { // a version is a half (DispatcherHalves)
+                CapturedText t = kernelRead(name, address + (long) h * length / 2,
+                        java.util.Arrays.copyOfRange(page, h * length / 2, (h + 1) * length / 2), monotonicNs);
+                if (first == null) first = t;
+            }
+            return first;
+        }
+        CapturedText t = kernelRead(name, address, kernelMemory().read(address, length), monotonicNs);
+        if (name.startsWith(TRAMPOLINE_PREFIX)) trampolines.put(name, new long[] {address, length});
+        return t;
+    }
+
+    private CapturedText kernelRead(String name, long address, byte[] bytes, long monotonicNs) {
         CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);
-        if (name.startsWith(DISPATCHER_PREFIX)) dispatchers.put(name, new long[] {address, length});
-        if (name.startsWith(TRAMPOLINE_PREFIX)) trampolines.put(name, new long[] {address, length});
         deliver(t);
         return t;
     }
@@ -615,19 +629,23 @@ public final class TextFence implements AutoCloseable {
     public void kernelRangeGone(String name) {
         trampolines.remove(name);
         dispatchers.remove(name);
+        switchedByPoke.remove(name);
     }
     private static final long FREE_RECOPY_NANOS = 10_000_000L;
     private long lastFreeRecopy;
-    /** BPF dispatchers copied so far (name -> {address, length}): rewritten in place when attachments change. */
+    /** BPF dispatcher pages copied so far (name -> {address, length}): rewritten in place when attachments change. */
     private final Map<String, long[]> dispatchers = new ConcurrentHashMap<>();
+    /** Dispatchers whose switches this recording has seen as TEXT_POKEs: those give their versions exactly. */
+    private final java.util.Set<String> switchedByPoke = ConcurrentHashMap.newKeySet();
 
     /**
      * Copies every known dispatcher again, as of {@code monotonicNs} (an attach or detach just ended, or a program
-     * was freed): a dispatcher is rewritten in place on every XDP attachment change, and a copy that differs from
-     * the last is its next version (the sink keeps versions by time).
+     * was freed), where no TEXT_POKE has shown its switches (kernels before 5.9, a recording without TEXT_POKE
+     * records): both halves, each a new version where it changed.
      */
     private void recopyDispatchers(long monotonicNs) {
         for (var e : dispatchers.entrySet()) {
+            if (switchedByPoke.contains(e.getKey())) continue; // the pokes copy the half switched to, at the switch
             try {
                 copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
             } catch (IOException ex) {
@@ -637,14 +655,34 @@ public final class TextFence implements AutoCloseable {
     }
 
     /**
-     * A TEXT_POKE at {@code monotonicNs}: live trampolines are copied again (the poke may be the one that makes a
-     * freshly written image reachable), and so are the dispatchers: every dispatcher update ends with one (bpf() links, netlink's IFLA_XDP,
-     * a detach by close alike: the switch to the freshly written half of the image, a jump or static call patched in
-     * core text), so the dispatchers are copied again, stamped with the poke's time. Needs no BPF hook: it works
-     * where the in-kernel fence cannot load. A copy equal to the last is no new version.
+     * A TEXT_POKE at {@code monotonicNs} that wrote {@code newBytes} at {@code address}. A call or jump whose target
+     * lies in a dispatcher's page is that dispatcher's switch to the half it targets (bpf_dispatcher_update: the
+     * static call, its trampoline and inline call sites, or on older kernels the jump at the dispatcher function's
+     * entry): that half, written in full before the switch, is copied as its version from the poke's time. Only the
+     * half: the other one is the idle half the next update writes first, so a copy of the whole page taken as the
+     * recorder gets to the poke pairs this version with whatever the next update has already written (the guest
+     * churn found 4 of 20 whole-page copies equal to kcore's). The half switched to is written again only after a
+     * switch away from it and an RCU grace period, so the copy has a whole update's time to be taken.
+     * <p>
+     * Live trampolines are copied again too (the poke may be the one that makes a freshly written image reachable).
+     * Needs no BPF hook: it works where the in-kernel fence cannot load. A copy equal to the last is no new version.
      */
-    public void textPoked(long address, long monotonicNs) {
-        if (!dispatchers.isEmpty()) recopyDispatchers(monotonicNs);
+    public void textPoked(long address, byte[] newBytes, long monotonicNs) {
+        long target = DispatcherHalves.branchTarget(address, newBytes);
+        if (target != 0) {
+            for (var e : dispatchers.entrySet()) {
+                long page = e.getValue()[0];
+                int length = (int) e.getValue()[1];
+                long half = DispatcherHalves.halfOf(page, length, target);
+                if (half == 0) continue;
+                switchedByPoke.add(e.getKey());
+                try {
+                    kernelRead(e.getKey(), half, kernelMemory().read(half, length / 2), monotonicNs);
+                } catch (IOException ex) {
+                    incomplete.incrementAndGet();
+                }
+            }
+        }
         for (var e : trampolines.entrySet()) {
             try {
                 copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);

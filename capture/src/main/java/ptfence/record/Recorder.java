@@ -825,7 +825,7 @@ public final class Recorder implements AutoCloseable {
         byte[] bytes = new byte[newLen];
         rec.get(20 + oldLen, bytes);
         tracker.textPoke(addr, bytes, time);
-        if (fence != null) fence.textPoked(addr, monotonicClock ? time : System.nanoTime());
+        if (fence != null) fence.textPoked(addr, bytes, monotonicClock ? time : System.nanoTime());
     }
 
     private static String cString(ByteBuffer b, int from, int limit) {
