@@ -92,7 +92,7 @@ public final class TextFence implements AutoCloseable {
     private BpfRingBuffer consumer;
     private Thread worker;
     private volatile int lastPolledId;
-    private KernelMemory kernelMemory;
+    private volatile KernelMemory kernelMemory; // volatile: the recorder's peeker reads it too
     private final Map<Hook, BpfFd> hookPrograms = new EnumMap<>(Hook.class);
 
     private final RunningKernel kernel;
@@ -667,7 +667,8 @@ public final class TextFence implements AutoCloseable {
      * Live trampolines are copied again too (the poke may be the one that makes a freshly written image reachable).
      * Needs no BPF hook: it works where the in-kernel fence cannot load. A copy equal to the last is no new version.
      */
-    public void textPoked(long address, byte[] newBytes, long monotonicNs) {
+    public void textPoked(long address, byte[] newBytes, long recordTime, long monotonicNs) {
+        Peeked early = peeked.remove(new PokeKey(address, recordTime));
         long target = DispatcherHalves.branchTarget(address, newBytes);
         if (target != 0) {
             for (var e : dispatchers.entrySet()) {
@@ -677,7 +678,8 @@ public final class TextFence implements AutoCloseable {
                 if (half == 0) continue;
                 switchedByPoke.add(e.getKey());
                 try {
-                    kernelRead(e.getKey(), half, kernelMemory().read(half, length / 2), monotonicNs);
+                    kernelRead(e.getKey(), half, early != null && early.address() == half ? early.bytes()
+                            : kernelMemory().read(half, length / 2), monotonicNs);
                 } catch (IOException ex) {
                     incomplete.incrementAndGet();
                 }
@@ -685,10 +687,57 @@ public final class TextFence implements AutoCloseable {
         }
         for (var e : trampolines.entrySet()) {
             try {
-                copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
+                long a = e.getValue()[0];
+                if (early != null && early.address() == a) {
+                    kernelRead(e.getKey(), a, early.bytes(), monotonicNs);
+                } else {
+                    copyKernelRange(e.getKey(), a, (int) e.getValue()[1], monotonicNs);
+                }
             } catch (IOException ex) {
                 incomplete.incrementAndGet();
             }
+        }
+    }
+
+    private record PokeKey(long address, long time) {}
+
+    /** Text copied by the recorder's peeker at a poke, for the loop to take when it gets to the same poke. */
+    private record Peeked(long address, byte[] bytes) {}
+
+    private final Map<PokeKey, Peeked> peeked = new ConcurrentHashMap<>();
+    /** Dispatcher pages and trampoline images the peeker has seen registered: address -> length. */
+    private final Map<Long, Integer> peekedRanges = new ConcurrentHashMap<>();
+
+    /** The recorder's peeker saw a KSYMBOL (un)register of {@code name} before its loop got there. */
+    public void ksymbolPeeked(long address, int length, String name, boolean unregister) {
+        if (!name.startsWith(DISPATCHER_PREFIX) && !name.startsWith(TRAMPOLINE_PREFIX) || length <= 0) return;
+        if (unregister) peekedRanges.remove(address);
+        else peekedRanges.put(address, name.startsWith(DISPATCHER_PREFIX) ? -length : length);
+    }
+
+    /**
+     * The recorder's peeker saw a TEXT_POKE (record time {@code recordTime}) before its loop got there. A jump or
+     * call to a dispatcher half's first byte (a switch to it) or to a trampoline image (the attach that makes it
+     * reachable) has that text copied now, while it is the version the poke put in force; the loop delivers it when
+     * it gets to the same poke ({@link #textPoked}). In the guest churn the loop ran up to 1.5 s behind the kernel,
+     * several dispatcher updates, so its own copy would hold a later version. Only where kcore is the reader (a
+     * positional read, safe beside the loop's).
+     */
+    public void peeked(long address, byte[] newBytes, long recordTime) {
+        long target = DispatcherHalves.branchTarget(address, newBytes);
+        if (target == 0 || peekedRanges.isEmpty() || !(kernelMemory instanceof KcoreReader kcore)) return;
+        for (var r : peekedRanges.entrySet()) {
+            long start = r.getKey();
+            int len = r.getValue();
+            long at = len < 0 ? DispatcherHalves.halfOf(start, -len, target) : target == start ? start : 0;
+            if (at == 0) continue;
+            try {
+                if (peeked.size() > 4096) peeked.clear(); // bounded: the loop takes each as it passes the poke
+                peeked.put(new PokeKey(address, recordTime), new Peeked(at, kcore.read(at, len < 0 ? -len / 2 : len)));
+            } catch (IOException e) {
+                // the loop reads it itself
+            }
+            return;
         }
     }
 
