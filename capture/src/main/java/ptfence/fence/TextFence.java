@@ -834,9 +834,12 @@ public final class TextFence implements AutoCloseable {
 
     private volatile FenceCounters lastCounters;
 
+    /** Whether the ring's worker ended (else the ring must stay mapped: it still reads it). */
+    private boolean workerEnded = true;
+
     private void stopWorker() {
         stopping = true;
-        ParkedWorker.stop(worker);
+        workerEnded = ParkedWorker.stop(worker);
         worker = null;
         if (copier != null) {
             try {
@@ -861,7 +864,7 @@ public final class TextFence implements AutoCloseable {
             if (fds.get(i) != ring && fds.get(i) != stats) fds.get(i).close();
         }
         hookPrograms.clear();
-        if (mapping != null) mapping.close();
+        if (mapping != null && workerEnded) mapping.close();
         if (stats != null) stats.close();
         if (ring != null) ring.close();
         fds.clear();
