@@ -690,7 +690,8 @@ public final class TextFence implements AutoCloseable {
                 long a = e.getValue()[0];
                 if (early != null && early.address() == a) {
                     kernelRead(e.getKey(), a, early.bytes(), monotonicNs);
-                } else {
+                    exactImages.add(a);
+                } else if (!exactImages.contains(a)) {
                     copyKernelRange(e.getKey(), a, (int) e.getValue()[1], monotonicNs);
                 }
             } catch (IOException ex) {
@@ -705,12 +706,20 @@ public final class TextFence implements AutoCloseable {
     private record Peeked(long address, byte[] bytes) {}
 
     private final Map<PokeKey, Peeked> peeked = new ConcurrentHashMap<>();
+    /**
+     * Trampoline images copied at the poke that made them reachable ({@link #peeked}): complete then, and changed
+     * after only by pokes inside them, which the tracker applies exactly, so the copy on every later poke is left
+     * out for them. That copy is read when the loop gets there, a second late in the guest: it gave an image's
+     * version from an earlier time the retirement poke (jmp to the epilogue at ip_after_call) made later.
+     */
+    private final java.util.Set<Long> exactImages = ConcurrentHashMap.newKeySet();
     /** Dispatcher pages and trampoline images the peeker has seen registered: address -> length. */
     private final Map<Long, Integer> peekedRanges = new ConcurrentHashMap<>();
 
     /** The recorder's peeker saw a KSYMBOL (un)register of {@code name} before its loop got there. */
     public void ksymbolPeeked(long address, int length, String name, boolean unregister) {
         if (!name.startsWith(DISPATCHER_PREFIX) && !name.startsWith(TRAMPOLINE_PREFIX) || length <= 0) return;
+        exactImages.remove(address); // a new image at a reused address, or one freed: copied again
         if (unregister) peekedRanges.remove(address);
         else peekedRanges.put(address, name.startsWith(DISPATCHER_PREFIX) ? -length : length);
     }
