@@ -66,8 +66,9 @@ def main():
     progs = [load(2, 'ptf_xdp_a'), load(1, 'ptf_xdp_b')]
     changes, addr, link = 0, None, None
     steps = ['nl_attach', 'nl_replace', 'nl_detach', 'link_create', 'link_update', 'link_close']
-    counts = {}
+    counts, spent = {}, {}
     while changes < n:
+        t = time.monotonic()
         step = steps[changes % len(steps)]
         a, b = progs[-2], progs[-1]
         if step == 'nl_attach': netlink_xdp(ifindex, a)
@@ -82,6 +83,7 @@ def main():
             progs = [load(2, 'ptf_xdp_a'), load(1, 'ptf_xdp_b')]
         changes += 1
         counts[step] = counts.get(step, 0) + 1
+        spent[step] = spent.get(step, 0) + time.monotonic() - t
         addr = addr or dispatcher()
         if addr is None or step in ('nl_detach', 'link_close'):
             continue   # nothing dispatches through it then: no version to compare
@@ -93,6 +95,7 @@ def main():
         ix.write('%x %d %d %d %s\n' % (addr, len(data), t0, t1, name))
         ix.flush()
     subprocess.run(['ip', 'link', 'del', 'ptfx0'])
-    print('churn: %d dispatcher changes %s' % (changes, counts))
+    print('churn: %d dispatcher changes %s; ms spent: %s' % (changes, counts,
+          ' '.join('%s=%d' % (k, v * 1000) for k, v in spent.items())))
 
 main()
