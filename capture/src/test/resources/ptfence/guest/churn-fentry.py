@@ -79,12 +79,7 @@ def main():
         progs.append(load(TRACE_FEXIT, ids[fn], 'ptf_fexit'))
     progs.append(load(MODIFY_RETURN, ids[names[0]], 'ptf_fmodret')) if 'FMODRET' in os.environ else None
     cycles = 0
-    spent, last = {}, time.monotonic()
-    def phase(k):
-        nonlocal last
-        now = time.monotonic()
-        spent[k] = spent.get(k, 0) + now - last
-        last = now
+    phase = kr.Phases()
     i = -1
     while cycles < n:
         i += 1
@@ -97,18 +92,12 @@ def main():
         live = trampolines()
         phase('kallsyms')
         for addr, name in live:
-            t0 = time.monotonic_ns()
-            data = kr.read(f, segs, addr, 4096)
-            t1 = time.monotonic_ns()
-            fname = '%s.%d.%x' % (name, i, addr)
-            open(os.path.join(kdir, fname), 'wb').write(data)
-            ix.write('%x %d %d %d %s\n' % (addr, len(data), t0, t1, fname))
+            kr.dump(f, segs, addr, 4096, kdir, '%s.%d.%x' % (name, i, addr), ix)
         ix.flush()
         phase('copies')
         for l in links:                  # detach: rewrites, the last one of a function frees its trampoline
             os.close(l)
         phase('detach')
-    print('churn: %d fentry/fexit attach/detach cycles on %s; ms spent: %s' % (cycles, ' '.join(names),
-          ' '.join('%s=%d' % (k, v * 1000) for k, v in spent.items())))
+    print('churn: %d fentry/fexit attach/detach cycles on %s; %s' % (cycles, ' '.join(names), phase))
 
 main()

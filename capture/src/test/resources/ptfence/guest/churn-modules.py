@@ -4,7 +4,7 @@ this one process (a modprobe per load cost ~1.8 s under TCG: a process start and
 after each load, while the module is live, [address, address+size) as /proc/modules gives them is copied from
 /proc/kcore by kcore-read.py's reader (no project code) into OUT/kcore/<module>.<round>.<address> (index: ADDR LEN T0
 T1 FILE). Each module's file and dependencies come from `modprobe --show-depends`, once; dependencies stay loaded."""
-import ctypes, lzma, os, subprocess, sys, time
+import ctypes, lzma, os, subprocess, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 kr = __import__('kcore-read')
 
@@ -52,30 +52,19 @@ def main():
     f = open('/proc/kcore', 'rb', buffering=0)
     segs = kr.segments(f)
     ix = open(os.path.join(kdir, 'index'), 'a')
-    spent, last = {}, time.monotonic()
-    def phase(k):
-        nonlocal last
-        now = time.monotonic()
-        spent[k] = spent.get(k, 0) + now - last
-        last = now
+    phase = kr.Phases()
     for i in range(1, n + 1):
         for m in mods:
             init_module(m, images[m])
         phase('load')
         for m in mods:
             addr, size = live(m)
-            t0 = time.monotonic_ns()
-            data = kr.read(f, segs, addr, size)
-            t1 = time.monotonic_ns()
-            name = '%s.%d.%x' % (m, i, addr)
-            open(os.path.join(kdir, name), 'wb').write(data)
-            ix.write('%x %d %d %d %s\n' % (addr, len(data), t0, t1, name))
+            kr.dump(f, segs, addr, size, kdir, '%s.%d.%x' % (m, i, addr), ix)
         ix.flush()
         phase('copies')
         for m in mods:
             delete_module(m)
         phase('unload')
-    print('churn: %d rounds of %s; ms spent: %s' % (n, ' '.join(mods),
-          ' '.join('%s=%d' % (k, v * 1000) for k, v in spent.items())))
+    print('churn: %d rounds of %s; %s' % (n, ' '.join(mods), phase))
 
 main()
