@@ -303,11 +303,11 @@ public final class ModuleFence implements AutoCloseable {
         links.forEach(BpfFd::close);
         links.clear();
         stopping = true;
-        ParkedWorker.stop(worker);
+        boolean ended = ParkedWorker.stop(worker);
         worker = null;
         finalLosses = losses();
         finalSummary = summary();
-        if (mapping != null) mapping.close();
+        if (mapping != null && ended) mapping.close(); // else left mapped: the worker still reads it
         mapping = null;
         consumer = null;
         for (int i = fds.size() - 1; i >= 0; i--) fds.get(i).close();

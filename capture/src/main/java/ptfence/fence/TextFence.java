@@ -92,7 +92,7 @@ public final class TextFence implements AutoCloseable {
     private BpfRingBuffer consumer;
     private Thread worker;
     private volatile int lastPolledId;
-    private KernelMemory kernelMemory;
+    private volatile KernelMemory kernelMemory; // volatile: the recorder's peeker reads it too
     private final Map<Hook, BpfFd> hookPrograms = new EnumMap<>(Hook.class);
 
     private final RunningKernel kernel;
@@ -594,11 +594,25 @@ public final class TextFence implements AutoCloseable {
      */
     public CapturedText copyKernelRange(String name, long address, int length, long monotonicNs)
             throws IOException {
-        byte[] bytes = kernelMemory().read(address, length);
+        if (name.startsWith(DISPATCHER_PREFIX) && length >= 2 && length % 2 == 0) {
+            dispatchers.put(name, new long[] {address, length});
+            byte[] page = kernelMemory().read(address, length);
+            CapturedText first = null;
+            for (int h = 0; h < 2; h++) { // a version is a half (DispatcherHalves)
+                CapturedText t = kernelRead(name, address + (long) h * length / 2,
+                        java.util.Arrays.copyOfRange(page, h * length / 2, (h + 1) * length / 2), monotonicNs);
+                if (first == null) first = t;
+            }
+            return first;
+        }
+        CapturedText t = kernelRead(name, address, kernelMemory().read(address, length), monotonicNs);
+        if (name.startsWith(TRAMPOLINE_PREFIX)) trampolines.put(name, new long[] {address, length});
+        return t;
+    }
+
+    private CapturedText kernelRead(String name, long address, byte[] bytes, long monotonicNs) {
         CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);
-        if (name.startsWith(DISPATCHER_PREFIX)) dispatchers.put(name, new long[] {address, length});
-        if (name.startsWith(TRAMPOLINE_PREFIX)) trampolines.put(name, new long[] {address, length});
         deliver(t);
         return t;
     }
@@ -615,19 +629,23 @@ public final class TextFence implements AutoCloseable {
     public void kernelRangeGone(String name) {
         trampolines.remove(name);
         dispatchers.remove(name);
+        switchedByPoke.remove(name);
     }
     private static final long FREE_RECOPY_NANOS = 10_000_000L;
     private long lastFreeRecopy;
-    /** BPF dispatchers copied so far (name -> {address, length}): rewritten in place when attachments change. */
+    /** BPF dispatcher pages copied so far (name -> {address, length}): rewritten in place when attachments change. */
     private final Map<String, long[]> dispatchers = new ConcurrentHashMap<>();
+    /** Dispatchers whose switches this recording has seen as TEXT_POKEs: those give their versions exactly. */
+    private final java.util.Set<String> switchedByPoke = ConcurrentHashMap.newKeySet();
 
     /**
      * Copies every known dispatcher again, as of {@code monotonicNs} (an attach or detach just ended, or a program
-     * was freed): a dispatcher is rewritten in place on every XDP attachment change, and a copy that differs from
-     * the last is its next version (the sink keeps versions by time).
+     * was freed), where no TEXT_POKE has shown its switches (kernels before 5.9, a recording without TEXT_POKE
+     * records): both halves, each a new version where it changed.
      */
     private void recopyDispatchers(long monotonicNs) {
         for (var e : dispatchers.entrySet()) {
+            if (switchedByPoke.contains(e.getKey())) continue; // the pokes copy the half switched to, at the switch
             try {
                 copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
             } catch (IOException ex) {
@@ -637,20 +655,98 @@ public final class TextFence implements AutoCloseable {
     }
 
     /**
-     * A TEXT_POKE at {@code monotonicNs}: live trampolines are copied again (the poke may be the one that makes a
-     * freshly written image reachable), and so are the dispatchers: every dispatcher update ends with one (bpf() links, netlink's IFLA_XDP,
-     * a detach by close alike: the switch to the freshly written half of the image, a jump or static call patched in
-     * core text), so the dispatchers are copied again, stamped with the poke's time. Needs no BPF hook: it works
-     * where the in-kernel fence cannot load. A copy equal to the last is no new version.
+     * A TEXT_POKE at {@code monotonicNs} that wrote {@code newBytes} at {@code address}. A call or jump whose target
+     * lies in a dispatcher's page is that dispatcher's switch to the half it targets (bpf_dispatcher_update: the
+     * static call, its trampoline and inline call sites, or on older kernels the jump at the dispatcher function's
+     * entry): that half, written in full before the switch, is copied as its version from the poke's time. Only the
+     * half: the other one is the idle half the next update writes first, so a copy of the whole page taken as the
+     * recorder gets to the poke pairs this version with whatever the next update has already written (the guest
+     * churn found 4 of 20 whole-page copies equal to kcore's). The half switched to is written again only after a
+     * switch away from it and an RCU grace period, so the copy has a whole update's time to be taken.
+     * <p>
+     * Live trampolines are copied again too (the poke may be the one that makes a freshly written image reachable).
+     * Needs no BPF hook: it works where the in-kernel fence cannot load. A copy equal to the last is no new version.
      */
-    public void textPoked(long address, long monotonicNs) {
-        if (!dispatchers.isEmpty()) recopyDispatchers(monotonicNs);
+    public void textPoked(long address, byte[] newBytes, long recordTime, long monotonicNs) {
+        Peeked early = peeked.remove(new PokeKey(address, recordTime));
+        long target = DispatcherHalves.branchTarget(address, newBytes);
+        if (target != 0) {
+            for (var e : dispatchers.entrySet()) {
+                long page = e.getValue()[0];
+                int length = (int) e.getValue()[1];
+                long half = DispatcherHalves.halfOf(page, length, target);
+                if (half == 0) continue;
+                switchedByPoke.add(e.getKey());
+                try {
+                    kernelRead(e.getKey(), half, early != null && early.address() == half ? early.bytes()
+                            : kernelMemory().read(half, length / 2), monotonicNs);
+                } catch (IOException ex) {
+                    incomplete.incrementAndGet();
+                }
+            }
+        }
         for (var e : trampolines.entrySet()) {
             try {
-                copyKernelRange(e.getKey(), e.getValue()[0], (int) e.getValue()[1], monotonicNs);
+                long a = e.getValue()[0];
+                if (early != null && early.address() == a) {
+                    kernelRead(e.getKey(), a, early.bytes(), monotonicNs);
+                    exactImages.add(a);
+                } else if (!exactImages.contains(a)) {
+                    copyKernelRange(e.getKey(), a, (int) e.getValue()[1], monotonicNs);
+                }
             } catch (IOException ex) {
                 incomplete.incrementAndGet();
             }
+        }
+    }
+
+    private record PokeKey(long address, long time) {}
+
+    /** Text copied by the recorder's peeker at a poke, for the loop to take when it gets to the same poke. */
+    private record Peeked(long address, byte[] bytes) {}
+
+    private final Map<PokeKey, Peeked> peeked = new ConcurrentHashMap<>();
+    /**
+     * Trampoline images copied at the poke that made them reachable ({@link #peeked}): complete then, and changed
+     * after only by pokes inside them, which the tracker applies exactly, so the copy on every later poke is left
+     * out for them. That copy is read when the loop gets there, a second late in the guest: it gave an image's
+     * version from an earlier time the retirement poke (jmp to the epilogue at ip_after_call) made later.
+     */
+    private final java.util.Set<Long> exactImages = ConcurrentHashMap.newKeySet();
+    /** Dispatcher pages and trampoline images the peeker has seen registered: address -> length. */
+    private final Map<Long, Integer> peekedRanges = new ConcurrentHashMap<>();
+
+    /** The recorder's peeker saw a KSYMBOL (un)register of {@code name} before its loop got there. */
+    public void ksymbolPeeked(long address, int length, String name, boolean unregister) {
+        if (!name.startsWith(DISPATCHER_PREFIX) && !name.startsWith(TRAMPOLINE_PREFIX) || length <= 0) return;
+        exactImages.remove(address); // a new image at a reused address, or one freed: copied again
+        if (unregister) peekedRanges.remove(address);
+        else peekedRanges.put(address, name.startsWith(DISPATCHER_PREFIX) ? -length : length);
+    }
+
+    /**
+     * The recorder's peeker saw a TEXT_POKE (record time {@code recordTime}) before its loop got there. A jump or
+     * call to a dispatcher half's first byte (a switch to it) or to a trampoline image (the attach that makes it
+     * reachable) has that text copied now, while it is the version the poke put in force; the loop delivers it when
+     * it gets to the same poke ({@link #textPoked}). In the guest churn the loop ran up to 1.5 s behind the kernel,
+     * several dispatcher updates, so its own copy would hold a later version. Only where kcore is the reader (a
+     * positional read, safe beside the loop's).
+     */
+    public void peeked(long address, byte[] newBytes, long recordTime) {
+        long target = DispatcherHalves.branchTarget(address, newBytes);
+        if (target == 0 || peekedRanges.isEmpty() || !(kernelMemory instanceof KcoreReader kcore)) return;
+        for (var r : peekedRanges.entrySet()) {
+            long start = r.getKey();
+            int len = r.getValue();
+            long at = len < 0 ? DispatcherHalves.halfOf(start, -len, target) : target == start ? start : 0;
+            if (at == 0) continue;
+            try {
+                if (peeked.size() > 4096) peeked.clear(); // bounded: the loop takes each as it passes the poke
+                peeked.put(new PokeKey(address, recordTime), new Peeked(at, kcore.read(at, len < 0 ? -len / 2 : len)));
+            } catch (IOException e) {
+                // the loop reads it itself
+            }
+            return;
         }
     }
 
@@ -747,9 +843,12 @@ public final class TextFence implements AutoCloseable {
 
     private volatile FenceCounters lastCounters;
 
+    /** Whether the ring's worker ended (else the ring must stay mapped: it still reads it). */
+    private boolean workerEnded = true;
+
     private void stopWorker() {
         stopping = true;
-        ParkedWorker.stop(worker);
+        workerEnded = ParkedWorker.stop(worker);
         worker = null;
         if (copier != null) {
             try {
@@ -774,7 +873,7 @@ public final class TextFence implements AutoCloseable {
             if (fds.get(i) != ring && fds.get(i) != stats) fds.get(i).close();
         }
         hookPrograms.clear();
-        if (mapping != null) mapping.close();
+        if (mapping != null && workerEnded) mapping.close();
         if (stats != null) stats.close();
         if (ring != null) ring.close();
         fds.clear();

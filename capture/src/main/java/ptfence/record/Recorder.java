@@ -164,7 +164,7 @@ public final class Recorder implements AutoCloseable {
             e.enable();
         }
         startPerfAttachments();
-        if (fence != null && !metadataFenced) startPinner();
+        if (fence != null) startPinner();
         if (fence != null && plan.kernelText()) startKernelText();
         // after the enable: a task that maps or execs meanwhile is recorded twice rather than not at all
         synthesizeExistingTasks();
@@ -683,6 +683,11 @@ public final class Recorder implements AutoCloseable {
         pinner = new Thread(() -> {
             int[] ready = new int[text.size()];
             PerfRing.RecordConsumer pin = (rec, ring) -> {
+                if (rec.getInt(0) == RecordTypes.TEXT_POKE || rec.getInt(0) == RecordTypes.KSYMBOL) {
+                    peekText(rec);
+                    return;
+                }
+                if (metadataFenced) return; // the in-kernel fence keeps the metadata: nothing to pin
                 if (rec.getInt(0) != RecordTypes.BPF_EVENT || rec.getShort(8) != 1) return;
                 int id = rec.getInt(12);
                 if (early.containsKey(id) || pinnedByLoop.remove(id)) return;
@@ -709,6 +714,30 @@ public final class Recorder implements AutoCloseable {
         }, "ptrec-pinner");
         pinner.setDaemon(true);
         pinner.start();
+    }
+
+    /**
+     * The pinner's look at a KSYMBOL or TEXT_POKE before the loop gets there (the loop lagged 1.5 s behind the
+     * kernel in the guest churn): a poke that switches a BPF dispatcher to a half, or calls a trampoline image, has
+     * the fence copy that text now, while it is still the version the poke put in force ({@link TextFence#peeked}).
+     */
+    private void peekText(ByteBuffer rec) {
+        try {
+            int size = KernelRecordSizes.trueSize(rec, Short.toUnsignedInt(rec.getShort(6)), TRAILER);
+            long time = size >= 8 + TRAILER ? rec.getLong(size - 24) : 0;
+            if (rec.getInt(0) == RecordTypes.KSYMBOL) {
+                int flags = Short.toUnsignedInt(rec.getShort(22));
+                fence.ksymbolPeeked(rec.getLong(8), rec.getInt(16), cString(rec, 24, size - TRAILER),
+                        (flags & 1) != 0);
+                return;
+            }
+            int oldLen = Short.toUnsignedInt(rec.getShort(16)), newLen = Short.toUnsignedInt(rec.getShort(18));
+            byte[] bytes = new byte[newLen];
+            rec.get(20 + oldLen, bytes);
+            fence.peeked(rec.getLong(8), bytes, time);
+        } catch (RuntimeException e) {
+            // the loop copies it when it gets there
+        }
     }
 
     /** Programs pinned on their BPF_EVENT(PROG_LOAD), described once the kernel-text rings are drained. */
@@ -825,7 +854,7 @@ public final class Recorder implements AutoCloseable {
         byte[] bytes = new byte[newLen];
         rec.get(20 + oldLen, bytes);
         tracker.textPoke(addr, bytes, time);
-        if (fence != null) fence.textPoked(addr, monotonicClock ? time : System.nanoTime());
+        if (fence != null) fence.textPoked(addr, bytes, time, monotonicClock ? time : System.nanoTime());
     }
 
     private static String cString(ByteBuffer b, int from, int limit) {

@@ -41,8 +41,16 @@ public final class GuestFenceCheck {
     private GuestFenceCheck() {}
 
     public static Result check(Path archiveDir, Path kcoreDir) throws IOException {
-        List<String> index = Files.exists(kcoreDir.resolve("index")) ? Files.readAllLines(kcoreDir.resolve("index"))
-                : List.of();
+        return check(archiveDir, List.of(kcoreDir));
+    }
+
+    /** The same over several churns' kcore folders (each with its own index). */
+    public static Result check(Path archiveDir, List<Path> kcoreDirs) throws IOException {
+        List<String[]> index = new ArrayList<>(); // {line, folder}
+        for (Path d : kcoreDirs) {
+            if (!Files.exists(d.resolve("index"))) continue;
+            for (String line : Files.readAllLines(d.resolve("index"))) index.add(new String[] {line, d.toString()});
+        }
         try (Archive archive = Archive.openReadOnly(archiveDir)) {
             return archive.read(s -> {
                 List<Region> all = RegionIndex.all(s, r -> true);
@@ -57,8 +65,9 @@ public final class GuestFenceCheck {
                 int equal = 0;
                 Map<String, Integer> byWhat = new java.util.TreeMap<>();
                 List<String> differ = new ArrayList<>(), missing = new ArrayList<>();
-                for (String line : index) {
-                    String[] f = line.trim().split("\\s+");
+                for (String[] entry : index) {
+                    Path kcoreDir = Path.of(entry[1]);
+                    String[] f = entry[0].trim().split("\\s+");
                     if (f.length < 5) continue;
                     long addr = Long.parseUnsignedLong(f[0], 16), t0 = Long.parseLong(f[2]), t1 = Long.parseLong(f[3]);
                     byte[] dump;
@@ -68,15 +77,17 @@ public final class GuestFenceCheck {
                         throw new java.io.UncheckedIOException(e);
                     }
                     String what = f[4] + " @0x" + f[0];
-                    Optional<ImageAt> at0 = RegionIndex.bytesAt(s, boot, addr, t0),
-                            at1 = RegionIndex.bytesAt(s, boot, addr, t1);
+                    List<ImageAt> at0 = pieces(s, boot, addr, t0, dump.length),
+                            at1 = pieces(s, boot, addr, t1, dump.length);
                     if (at0.isEmpty() && at1.isEmpty()) {
                         missing.add(what);
                     } else if (matches(at0, addr, dump) || matches(at1, addr, dump)) {
                         equal++;
                         byWhat.merge(f[4].substring(0, Math.max(0, f[4].indexOf('.'))), 1, Integer::sum);
                     } else {
-                        differ.add(what + " vs " + at0.or(() -> at1).get().region());
+                        List<ImageAt> at = at0.isEmpty() ? at1 : at0;
+                        differ.add(what + " vs " + at.stream().map(i -> i.region() + " " + differences(i, addr, dump))
+                                .toList());
                     }
                 }
                 return new Result(equal, differ, missing, kinds, closed, byWhat);
@@ -84,13 +95,53 @@ public final class GuestFenceCheck {
         }
     }
 
-    /** The region's bytes from the dump's address on equal the dump's (as far as both reach). */
-    private static boolean matches(Optional<ImageAt> at, long addr, byte[] dump) {
-        if (at.isEmpty()) return false;
-        byte[] img = at.get().bytes();
-        int from = at.get().offsetOf(addr);
-        int n = Math.min(img.length - from, dump.length);
-        return n > 0 && Arrays.equals(img, from, from + n, dump, 0, n);
+    /**
+     * The archived versions that held {@code [addr, addr + length)} at {@code time}: the region holding addr, then
+     * regions of the same name after it as far as the dump reaches (a BPF dispatcher's page is two halves, each its
+     * own version), never a neighbour of another name (the dump may run past the region's end into other text).
+     */
+    private static List<ImageAt> pieces(ptfence.store.Snapshot s, String boot, long addr, long time, int length) {
+        List<ImageAt> out = new ArrayList<>();
+        Optional<ImageAt> first = RegionIndex.bytesAt(s, boot, addr, time);
+        if (first.isEmpty()) return out;
+        out.add(first.get());
+        long end = first.get().region().address() + first.get().region().length();
+        while (end < addr + length) {
+            Optional<ImageAt> next = RegionIndex.bytesAt(s, boot, end, time)
+                    .filter(i -> i.region().name().equals(first.get().region().name()));
+            if (next.isEmpty()) break;
+            out.add(next.get());
+            end = next.get().region().address() + next.get().region().length();
+        }
+        return out;
+    }
+
+    /** Every piece's bytes equal the dump's where they overlap it. */
+    private static boolean matches(List<ImageAt> pieces, long addr, byte[] dump) {
+        if (pieces.isEmpty()) return false;
+        for (ImageAt at : pieces) {
+            byte[] img = at.bytes();
+            long start = Math.max(addr, at.region().address());
+            int from = at.offsetOf(start), d = (int) (start - addr);
+            int n = Math.min(img.length - from, dump.length - d);
+            if (n <= 0 || !Arrays.equals(img, from, from + n, dump, d, d + n)) return false;
+        }
+        return true;
+    }
+
+    /** Where a piece's bytes and the dump's differ: dump offsets of the first and last differing byte, count. */
+    static String differences(ImageAt at, long addr, byte[] dump) {
+        byte[] img = at.bytes();
+        long start = Math.max(addr, at.region().address());
+        int from = at.offsetOf(start), d = (int) (start - addr);
+        int n = Math.min(img.length - from, dump.length - d), first = -1, last = -1, count = 0;
+        for (int i = 0; i < n; i++) {
+            if (img[from + i] == dump[d + i]) continue;
+            if (first < 0) first = d + i;
+            last = d + i;
+            count++;
+        }
+        return String.format("(%d of %d bytes differ, dump offsets 0x%x..0x%x)", count, n, first, last);
     }
 
     public static void main(String[] args) throws IOException {

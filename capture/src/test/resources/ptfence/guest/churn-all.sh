@@ -1,19 +1,41 @@
 #!/bin/bash
-# churn-all.sh OUT KIND=N...: runs the named churns one after another under one ptrec (its start costs minutes under
-# TCG on a loaded machine): modules=N (churn-modules.sh), kprobes=N (churn-kprobes.sh), fentry=N (churn-fentry.py),
-# xdp=N (churn-xdp.py). Each leaves its kcore copies in OUT/kcore (one index) and its exit status in OUT/<kind>.rc.
+# churn-all.sh OUT KIND=N...: runs the named churns under one ptrec (its start costs minutes under TCG on a loaded
+# machine): modules=N rounds (churn-modules.py), kprobes=N rounds (churn-kprobes.sh), fentry=N attach/detach cycles
+# (churn-fentry.py), xdp=N dispatcher changes (churn-xdp.py). Three lanes run at once: modules then xdp, kprobes,
+# fentry. Much of a churn's time is the kernel waiting (RCU grace periods, ftrace's tasks-RCU, the kprobe optimizer),
+# which the other lanes fill. The lanes keep apart what would interfere: modules and xdp both use veth (a veth pair
+# pins the module), and the fentry churn stays off the kprobes churn's functions (vfs_write's ftrace site carries
+# the kretprobe). CHURN_SERIAL=1 runs them one after another. Each kind leaves its kcore copies in OUT/<kind>/kcore
+# (its own index) and its exit status in OUT/<kind>.rc; OUT/times says when each ran (guest uptime).
 out=$1; shift
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out/kcore"
-for spec in "$@"; do
-  kind=${spec%%=*} n=${spec#*=}
+declare -A n
+for spec in "$@"; do n[${spec%%=*}]=${spec#*=}; done
+up() { cut -d' ' -f1 /proc/uptime; }
+run() {
+  local kind=$1 count=${n[$1]}
+  [ -n "$count" ] || return 0
+  mkdir -p "$out/$kind/kcore"
+  local t0; t0=$(up)
   case $kind in
-    modules) bash "$here/churn-modules.sh" "$n" "$out" ;;
-    kprobes) bash "$here/churn-kprobes.sh" "$n" "$out" ;;
-    fentry) python3 "$here/churn-fentry.py" "$n" "$out" ;;
-    xdp) python3 "$here/churn-xdp.py" "$n" "$out" ;;
-    *) echo "churn-all: unknown churn $kind" >&2; false ;;
+    modules) python3 "$here/churn-modules.py" "$count" "$out/$kind" ;;
+    kprobes) bash "$here/churn-kprobes.sh" "$count" "$out/$kind" ;;
+    fentry) python3 "$here/churn-fentry.py" "$count" "$out/$kind" ;;
+    xdp) python3 "$here/churn-xdp.py" "$count" "$out/$kind" ;;
   esac
   echo $? > "$out/$kind.rc"
-  echo "churn-all: $kind=$n rc $(cat "$out/$kind.rc") at $(cut -d' ' -f1 /proc/uptime) s"
+  echo "$kind=$count rc $(cat "$out/$kind.rc") from $t0 to $(up) s" >> "$out/times"
+  echo "churn-all: $kind=$count rc $(cat "$out/$kind.rc") from $t0 to $(up) s"
+}
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd   # a bare devtmpfs has none: <(...) and coproc need it (once, not per lane)
+for kind in "${!n[@]}"; do
+  case $kind in modules|kprobes|fentry|xdp) ;; *) echo "churn-all: unknown churn $kind" >&2; exit 2 ;; esac
 done
+if [ -n "$CHURN_SERIAL" ]; then
+  for kind in modules kprobes fentry xdp; do run $kind; done
+else
+  { run modules; run xdp; } &
+  run kprobes &
+  run fentry &
+  wait
+fi

@@ -18,11 +18,16 @@ for off in 9 8 5 10 11 12 13 14 15 16; do
 done
 [ -n "$site" ] || { echo "churn: no kprobe site in $fn" >&2; exit 1; }
 echo "churn: kprobe at $site"
+# where the time goes (microseconds per phase, summed over the rounds): printed at the end
+declare -A spent; last=${EPOCHREALTIME/./}
+phase() { local now=${EPOCHREALTIME/./}; spent[$1]=$(( ${spent[$1]:-0} + now - last )); last=$now; }
 for i in $(seq "$n"); do
   echo "p:ptf_kp $site" >> $T/kprobe_events || echo "churn: register $site failed" >&2
   echo "r:ptf_kr ${KRETPROBE_FUNC:-vfs_write}" >> $T/kprobe_events || echo "churn: register kretprobe failed" >&2
+  phase register
   echo 1 > $T/events/kprobes/ptf_kp/enable; echo 1 > $T/events/kprobes/ptf_kr/enable
-  cat /etc/hostname > /dev/null                            # run through the probes
+  phase enable
+  read -r _ < /etc/hostname; echo > /dev/null               # run through the probes (builtins: no fork)
   if [ $((i % 4)) = 0 ]; then
     sleep 0.3                                               # the optimizer's delay
     grep -c OPTIMIZED /sys/kernel/debug/kprobes/list >> "$out/optimized"
@@ -32,8 +37,11 @@ for i in $(seq "$n"); do
       [ "$ans" = ok ] || fail=1; [ "$ans" = ok ] || echo "churn: kcore read of $name: $ans" >&2
     done < <(grep -E '\[__builtin__(kprobes|ftrace)\]' /proc/kallsyms)
   fi
+  phase copies
   echo 0 > $T/events/kprobes/ptf_kp/enable; echo 0 > $T/events/kprobes/ptf_kr/enable
+  phase disable
   echo "-:ptf_kp" >> $T/kprobe_events; echo "-:ptf_kr" >> $T/kprobe_events
+  phase unregister
 done
-echo "churn: $n rounds of kprobes at $site"
+echo "churn: $n rounds of kprobes at $site; ms spent: $(for k in "${!spent[@]}"; do printf '%s=%d ' $k $((spent[$k] / 1000)); done)"
 exit $fail

@@ -66,7 +66,7 @@ def main():
     progs = [load(2, 'ptf_xdp_a'), load(1, 'ptf_xdp_b')]
     changes, addr, link = 0, None, None
     steps = ['nl_attach', 'nl_replace', 'nl_detach', 'link_create', 'link_update', 'link_close']
-    counts = {}
+    counts, phase = {}, kr.Phases()
     while changes < n:
         step = steps[changes % len(steps)]
         a, b = progs[-2], progs[-1]
@@ -82,17 +82,14 @@ def main():
             progs = [load(2, 'ptf_xdp_a'), load(1, 'ptf_xdp_b')]
         changes += 1
         counts[step] = counts.get(step, 0) + 1
+        phase(step)
         addr = addr or dispatcher()
         if addr is None or step in ('nl_detach', 'link_close'):
             continue   # nothing dispatches through it then: no version to compare
-        t0 = time.monotonic_ns()
-        data = kr.read(f, segs, addr, 4096)
-        t1 = time.monotonic_ns()
-        name = 'dispatcher.%d.%x' % (changes, addr)
-        open(os.path.join(kdir, name), 'wb').write(data)
-        ix.write('%x %d %d %d %s\n' % (addr, len(data), t0, t1, name))
+        kr.dump(f, segs, addr, 4096, kdir, 'dispatcher.%d.%x' % (changes, addr), ix)
         ix.flush()
+        phase('copies')
     subprocess.run(['ip', 'link', 'del', 'ptfx0'])
-    print('churn: %d dispatcher changes %s' % (changes, counts))
+    print('churn: %d dispatcher changes %s; %s' % (changes, counts, phase))
 
 main()

@@ -39,6 +39,28 @@ def read(f, segs, addr, n):
             raise IOError('0x%x in no PT_LOAD segment' % addr)
     return bytes(buf)
 
+def dump(f, segs, addr, n, kdir, name, ix):
+    """Copies [addr, addr+n) into kdir/name and adds 'ADDR LEN T0 T1 FILE' to the open index ix (the churns'
+    in-process use of the reader)."""
+    t0 = time.monotonic_ns()
+    data = read(f, segs, addr, n)
+    t1 = time.monotonic_ns()
+    open(os.path.join(kdir, name), 'wb').write(data)
+    ix.write('%x %d %d %d %s\n' % (addr, len(data), t0, t1, name))
+
+class Phases:
+    """Where a churn's time goes: phase(name) adds the time since the last call to name's total."""
+    def __init__(self):
+        self.spent, self.last = {}, time.monotonic()
+
+    def __call__(self, name):
+        now = time.monotonic()
+        self.spent[name] = self.spent.get(name, 0) + now - self.last
+        self.last = now
+
+    def __str__(self):
+        return 'ms spent: ' + ' '.join('%s=%d' % (k, v * 1000) for k, v in self.spent.items())
+
 def main():
     f = open('/proc/kcore', 'rb', buffering=0)
     segs = segments(f)
