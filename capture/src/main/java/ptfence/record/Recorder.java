@@ -62,6 +62,11 @@ import ptfence.sys.PerfEvent;
  * CLOCK_MONOTONIC, the fence's own clock. With PT (or {@code --clock perf}) the records carry perf's clock, which
  * the TSC converts to; a {@link PerfClockProbe} then pairs the two clocks at the start and every
  * {@value #CLOCK_SAMPLE_MS} ms, and a {@link ClockMap} converts the fence's CLOCK_MONOTONIC stamps.
+ * <p>
+ * One file past 1k lines: it holds one ordering rule over one set of open events and rings (events open before the
+ * child runs; records handled in ring order, the fence's triggers first; at the stop the rings drained, then the fence
+ * closed, then the perf.data finished), and every step reads that same state. The fence, the clocks, the perf.data
+ * writer and the perf attachments are classes of their own.
  */
 public final class Recorder implements AutoCloseable {
     private static final long SAMPLE_TYPE = 0x2 | 0x4 | 0x80 | 0x10000; // TID|TIME|CPU|IDENTIFIER

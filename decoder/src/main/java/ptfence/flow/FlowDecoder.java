@@ -17,6 +17,12 @@ import ptfence.insn.X86Decoder;
  * reports {@code [offset, ip: error: message]} and resynchronizes at the next PSB.
  *
  * <p>The hot path (TNT-driven walking through cached blocks) touches only primitive fields.
+ *
+ * <p>One file past 1k lines: sync and segments, event binding (section "events") and walking (section "walking")
+ * all read and write the same flow state (the IP, the instruction whose effect waits on its events, the current code
+ * piece, the block run) as primitive fields of this object; split classes would pass that state or call through an
+ * interface on every step of the walk. The rules that stand alone are their own classes: the path memo
+ * ({@link TntPaths}), the code cache ({@link CodeCache}), the event layer below ({@link EventDecoder}).
  */
 public final class FlowDecoder {
     private static final int WALK_NONE = 0;

@@ -24,6 +24,10 @@ import ptfence.symbol.Symbolizer;
  * the time from before the timing packets that came ahead of that packet; the branch that takes the packet, and what
  * follows, the time after them. (ptfence.flow follows libipt, which gives those instructions the later time: one MTC
  * step apart, on a few instructions per thousand.) A CPU's times never go back, as perf keeps them per queue.
+ *
+ * <p>One file past 1k lines: which samples perf synthesizes, at which time, with which call chain and last branches, is
+ * one state machine over the flow's callbacks, and each callback reads all of it. How a sample is written is
+ * {@link SampleLines}; the clock rule is {@link SampleClock}.
  */
 public final class SampleSink implements FlowSink {
     private static final int FLAG_BRANCH = BranchFlags.BRANCH;
