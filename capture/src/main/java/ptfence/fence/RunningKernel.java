@@ -1,6 +1,7 @@
 package ptfence.fence;
 
 import java.io.IOException;
+import java.nio.file.Path;
 
 import ptfence.bpf.Btf;
 import ptfence.bpf.Kallsyms;
@@ -16,16 +17,12 @@ import ptfence.bpf.Kallsyms;
  * targets, modules present at start); code that must see programs loaded since reads kallsyms afresh.
  */
 public final class RunningKernel {
-    private final java.nio.file.Path kallsymsPath;
-    private final java.nio.file.Path btfPath;
-    private Kallsyms kallsyms;
-    private Btf btf;
-    private Exception kallsymsFailure;
-    private Exception btfFailure;
+    private final ReadOnce<Kallsyms> kallsyms;
+    private final ReadOnce<Btf> btf;
 
-    private RunningKernel(java.nio.file.Path kallsymsPath, java.nio.file.Path btfPath) {
-        this.kallsymsPath = kallsymsPath;
-        this.btfPath = btfPath;
+    private RunningKernel(Path kallsymsPath, Path btfPath) {
+        this.kallsyms = new ReadOnce<>(() -> Kallsyms.read(kallsymsPath));
+        this.btf = new ReadOnce<>(() -> Btf.read(btfPath));
     }
 
     /** This machine's kernel: /proc/kallsyms and /sys/kernel/btf/vmlinux, each read when first asked for. */
@@ -34,31 +31,40 @@ public final class RunningKernel {
     }
 
     /** The kernel's symbols, read once; a failed read fails every caller the same way. */
-    public synchronized Kallsyms kallsyms() throws IOException {
-        if (kallsyms == null && kallsymsFailure == null) {
-            try {
-                kallsyms = Kallsyms.read(kallsymsPath);
-            } catch (IOException | RuntimeException e) {
-                kallsymsFailure = e;
-            }
-        }
-        return kallsyms != null ? kallsyms : rethrow(kallsymsFailure);
+    public Kallsyms kallsyms() throws IOException {
+        return kallsyms.get();
     }
 
     /** The vmlinux BTF, parsed once; a failed read fails every caller the same way. */
-    public synchronized Btf vmlinux() throws IOException {
-        if (btf == null && btfFailure == null) {
-            try {
-                btf = Btf.read(btfPath);
-            } catch (IOException | RuntimeException e) {
-                btfFailure = e;
-            }
-        }
-        return btf != null ? btf : rethrow(btfFailure);
+    public Btf vmlinux() throws IOException {
+        return btf.get();
     }
 
-    private static <T> T rethrow(Exception e) throws IOException {
-        if (e instanceof IOException io) throw io;
-        throw (RuntimeException) e;
+    private interface Reader<T> {
+        T read() throws IOException;
+    }
+
+    /** A value read on first use; the value, or the read's failure, is what every later caller gets. */
+    private static final class ReadOnce<T> {
+        private final Reader<T> reader;
+        private T value;
+        private Exception failure;
+
+        ReadOnce(Reader<T> reader) {
+            this.reader = reader;
+        }
+
+        synchronized T get() throws IOException {
+            if (value == null && failure == null) {
+                try {
+                    value = reader.read();
+                } catch (IOException | RuntimeException e) {
+                    failure = e;
+                }
+            }
+            if (value != null) return value;
+            if (failure instanceof IOException io) throw io;
+            throw (RuntimeException) failure;
+        }
     }
 }

@@ -10,6 +10,7 @@ import ptfence.flow.PtError;
 import ptfence.image.CodeSpace;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
+import ptfence.insn.X86Decoder;
 
 /**
  * One CPU's flow as {@link FlowItem}s: a branch is known once the next instruction (or an event) says where it went,
@@ -251,17 +252,10 @@ public final class BranchSink implements FlowSink {
             insns += count - 1;
             return;
         }
-        long a = ip;
-        int o = off;
-        for (int i = 0; i < count; i++) {
-            int len = code.length(o, x86);
-            insn(a, len, code.cls(o), mode, speculative);
-            a += len;
-            o += len;
-        }
+        insnEach(ip, count, code, off, mode, speculative, x86);
     }
 
-    private final ptfence.insn.X86Decoder x86 = new ptfence.insn.X86Decoder();
+    private final X86Decoder x86 = new X86Decoder();
 
     @Override
     public boolean plainPaths() {

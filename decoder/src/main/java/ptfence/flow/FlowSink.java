@@ -2,6 +2,7 @@ package ptfence.flow;
 
 import ptfence.insn.CodeCache;
 import ptfence.insn.TntPaths;
+import ptfence.insn.X86Decoder;
 
 /** Receives the reconstructed flow: instructions (one at a time or as straight-line runs), events, errors. */
 public interface FlowSink {
@@ -66,6 +67,21 @@ public interface FlowSink {
      */
     default void straight(long ip, int count, CodeCache code, int off, int mode, boolean speculative) {
         throw new UnsupportedOperationException("straight runs are for sinks that look at branches only");
+    }
+
+    /**
+     * A straight run given to {@link #insn} one instruction at a time, for a {@link #straight} that needs each one
+     * (its lengths and classes from the code cache, decoded with {@code x86} where not cached yet).
+     */
+    default void insnEach(long ip, int count, CodeCache code, int off, int mode, boolean speculative, X86Decoder x86) {
+        long a = ip;
+        int o = off;
+        for (int i = 0; i < count; i++) {
+            int len = code.length(o, x86);
+            insn(a, len, code.cls(o), mode, speculative);
+            a += len;
+            o += len;
+        }
     }
 
     /**

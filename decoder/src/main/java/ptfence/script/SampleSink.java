@@ -10,6 +10,7 @@ import ptfence.image.CodeSpace;
 import ptfence.image.Image;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
+import ptfence.insn.X86Decoder;
 import ptfence.sideband.Sideband;
 import ptfence.sideband.TaskCursor;
 import ptfence.symbol.Symbolizer;
@@ -83,7 +84,7 @@ public final class SampleSink implements FlowSink {
     private int lastCls;
     private int lastSize;
     private int lastMode = ptfence.insn.ExecMode.BITS64;
-    private final ptfence.insn.X86Decoder x86 = new ptfence.insn.X86Decoder();
+    private final X86Decoder x86 = new X86Decoder();
     private final byte[] fetched = new byte[16];
     /** Where perf's decoder stands while tracing is off: the branch that left (-1: tracing is on). */
     private long offIp = -1;
@@ -550,17 +551,8 @@ public final class SampleSink implements FlowSink {
             insnTotal += count - 1;
             return;
         }
-        long a = ip;
-        int o = off;
-        for (int i = 0; i < count; i++) { // a PSB+ waits for its IP: it may be among these
-            int len = cc.length(o, runX86);
-            insn(a, len, cc.cls(o), mode, speculative);
-            a += len;
-            o += len;
-        }
+        insnEach(ip, count, cc, off, mode, speculative, x86); // a PSB+ waits for its IP: it may be among these
     }
-
-    private final ptfence.insn.X86Decoder runX86 = new ptfence.insn.X86Decoder();
 
     @Override
     public void event(Event ev) {
