@@ -268,7 +268,15 @@ public final class PerfLines {
                     buf.ch('(').dec((5 + 1000 * ratio / max) / 10, 3).str("%) ");
                 }
             }
-            default -> rareMark(name, m, v);
+            case "ptwrite" -> buf.str(" IP: ").dec(m.ip() != 0 ? 1 : 0, 0).str(" payload: ").str(hash(v[0]))
+                    .ch(' ').str(printable(v[0])).ch(' ');
+            case "mwait" -> buf.str(" hints: ").str(hash(v[0])).str(" extensions: ").str(hash(v[1])).ch(' ');
+            case "pwre" -> buf.str(" hw: ").dec(v[0], 0).str(" cstate: ").dec(v[1], 0).str(" sub-cstate: ")
+                    .dec(v[2], 0).ch(' ');
+            case "exstop" -> buf.str(" IP: ").dec(m.ip() != 0 ? 1 : 0, 0).ch(' ');
+            case "pwrx" -> buf.str(" deepest cstate: ").dec(v[0], 0).str(" last cstate: ").dec(v[1], 0)
+                    .str(" wake reason: ").str(hash(v[2])).ch(' ');
+            default -> throw new IllegalStateException(name);
         }
         int len = buf.column() - at;
         if (len < 34) {
@@ -280,24 +288,6 @@ public final class PerfLines {
         }
         buf.endLine();
         return true;
-    }
-
-    /**
-     * The values of the marks a trace seldom has (ptwrite, power events): a method of their own, so that the JIT's
-     * compile of {@link #mark} (thousands of psb and cbr lines in a big call view) leaves their code out.
-     */
-    private void rareMark(String name, FlowItem.Mark m, long[] v) {
-        switch (name) {
-            case "ptwrite" -> buf.str(" IP: ").dec(m.ip() != 0 ? 1 : 0, 0).str(" payload: ").str(hash(v[0]))
-                    .ch(' ').str(printable(v[0])).ch(' ');
-            case "mwait" -> buf.str(" hints: ").str(hash(v[0])).str(" extensions: ").str(hash(v[1])).ch(' ');
-            case "pwre" -> buf.str(" hw: ").dec(v[0], 0).str(" cstate: ").dec(v[1], 0).str(" sub-cstate: ")
-                    .dec(v[2], 0).ch(' ');
-            case "exstop" -> buf.str(" IP: ").dec(m.ip() != 0 ? 1 : 0, 0).ch(' ');
-            case "pwrx" -> buf.str(" deepest cstate: ").dec(v[0], 0).str(" last cstate: ").dec(v[1], 0)
-                    .str(" wake reason: ").str(hash(v[2])).ch(' ');
-            default -> throw new IllegalStateException(name);
-        }
     }
 
     /** The events perf synthesizes for --itrace=p and w (power events, ptwrite, psb). */
