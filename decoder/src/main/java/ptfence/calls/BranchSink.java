@@ -366,6 +366,11 @@ public final class BranchSink implements FlowSink {
             case Event.ENABLED -> {
                 pending = false;
                 resuming = false;
+                // perf shows a trace's cbr 0 at the first state it returns, before that state's branch: the trace
+                // begin comes after it, and the cbr line's flags are the ones before it (none at the start)
+                if (marks.noCbrShown()) {
+                    markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
+                }
                 branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
             }
             case Event.DISABLED -> {
