@@ -17,9 +17,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * ptrec as a child JVM of the test's JDK, from the module's class path: for its command-line checks
  * (PtrecCommandTest: errors before anything starts) and PtrecBench. The live tests run ptrec as users do, through the
- * release launcher (fixtures' ptfence.scenario.LivePtrec, issue 30).
+ * release launcher (fixtures' ptfence.scenario.LivePtrec, issue 30), and use {@link #run} for the reference tools.
  */
-final class PtrecJvm {
+public final class PtrecJvm {
     private PtrecJvm() {
     }
 
@@ -70,12 +70,15 @@ final class PtrecJvm {
         assertEquals(0, new ProcessBuilder("kill", "-" + sig, Long.toString(p.pid())).start().waitFor());
     }
 
-    record Result(int exit, String out, String err) {}
+    /** What a process did: its exit status (-1: it could not run, or ran past 120 s), stdout and stderr. */
+    public record Result(int exit, String out, String err) {}
 
-    static Result run(List<String> cmd) {
+    /** Runs {@code cmd} (stdin /dev/null) to its end, at most 120 s. */
+    public static Result run(List<String> cmd) {
         try {
             Path out = Files.createTempFile("ptrec-test", ".out"), err = Files.createTempFile("ptrec-test", ".err");
-            Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+            Process p = new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new java.io.File(
+                    "/dev/null"))).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
             if (!p.waitFor(120, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 return new Result(-1, "", "timeout");
