@@ -34,13 +34,13 @@ public final class PtrecBench {
             Process perf = new ProcessBuilder("perf", "record", "-q", "-e", "dummy", "-a", "-o",
                     tmp.resolve("perf.data").toString()).redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            PtrecLiveTest.Running ptrec = new PtrecLiveTest().startPtrec("--sideband-only", "-a", "-v", "-o",
+            PtrecJvm.Running ptrec = PtrecJvm.start("--sideband-only", "-a", "-v", "-o",
                     tmp.resolve("ptrec.data").toString(), "--archive", tmp.resolve("archive").toString());
             Thread.sleep(500);
             long recorded = churn(n, prefix);
             Thread.sleep(3000); // FREE images trail close() by an RCU grace period and a workqueue hop
-            PtrecLiveTest.signal(perf, "INT");
-            PtrecLiveTest.signal(ptrec.process(), "INT");
+            PtrecJvm.signal(perf, "INT");
+            PtrecJvm.signal(ptrec.process(), "INT");
             perf.waitFor(120, TimeUnit.SECONDS);
             ptrec.waitForLog();
             Set<String> archived = new HashSet<>();
@@ -59,7 +59,7 @@ public final class PtrecBench {
     }
 
     private static long countHeader(Path data, String prefix) {
-        PtrecLiveTest.Result r = PtrecLiveTest.run(List.of("perf", "report", "--header-only", "-I", "-i", data.toString()));
+        PtrecJvm.Result r = PtrecJvm.run(List.of("perf", "report", "--header-only", "-I", "-i", data.toString()));
         return r.out().lines().filter(l -> l.startsWith("# bpf_prog_info") && l.contains("_" + prefix)).count();
     }
 

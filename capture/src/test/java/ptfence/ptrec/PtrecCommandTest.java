@@ -10,16 +10,16 @@ import ptfence.cli.BadInputException;
 
 /** ptrec's command line: bad input is one line and exit 2; -m in perf's forms. */
 class PtrecCommandTest {
-    static PtrecLiveTest.Result ptrec(String... args) {
-        List<String> cmd = PtrecLiveTest.ptrecJava();
+    static PtrecJvm.Result ptrec(String... args) {
+        List<String> cmd = PtrecJvm.ptrecJava();
         cmd.addAll(List.of(args));
-        return PtrecLiveTest.run(cmd);
+        return PtrecJvm.run(cmd);
     }
 
     @Test
     void noIntelPtIsOneLineAndExit2() {
         if (Files.isDirectory(Path.of("/sys/bus/event_source/devices/intel_pt"))) return; // an Intel host: records
-        PtrecLiveTest.Result r = ptrec("-a", "-o", "/dev/null", "--no-fence");
+        PtrecJvm.Result r = ptrec("-a", "-o", "/dev/null", "--no-fence");
         assertEquals(2, r.exit());
         // issue 20: and what still works without it
         assertEquals("ptrec: no intel_pt PMU in /sys/bus/event_source/devices: this CPU or VM does not expose Intel PT; "
@@ -29,7 +29,7 @@ class PtrecCommandTest {
 
     @Test
     void targetsAreRequiredAndExclusive() {
-        PtrecLiveTest.Result r = ptrec("--sideband-only");
+        PtrecJvm.Result r = ptrec("--sideband-only");
         assertEquals(2, r.exit());
         assertEquals("ptrec: nothing to trace: give -a, -C CPUS, -p PID or -- CMD ARGS\n", r.err());
         r = ptrec("--sideband-only", "-a", "-C", "0");
@@ -50,8 +50,8 @@ class PtrecCommandTest {
 
     @Test
     void aMissingCommandIsNamedBeforeAnythingStarts() {
-        // checked before the archive, the events or the output are touched (PtrecLiveTest checks what is left)
-        PtrecLiveTest.Result r = ptrec("--sideband-only", "--no-fence", "-o", "/nonexistent-dir/x", "--",
+        // checked before the archive, the events or the output are touched (fixtures' PtrecLiveTest checks what is left)
+        PtrecJvm.Result r = ptrec("--sideband-only", "--no-fence", "-o", "/nonexistent-dir/x", "--",
                 "/nonexistent/cmd");
         assertEquals(2, r.exit());
         assertEquals("ptrec: /nonexistent/cmd: command not found\n", r.err());
@@ -63,7 +63,7 @@ class PtrecCommandTest {
     @Test
     void noFenceWithAnArchiveIsRefused() throws Exception {
         Path archive = Files.createTempDirectory("ptrec-cmd-test").resolve("archive");
-        PtrecLiveTest.Result r = ptrec("--sideband-only", "-a", "--no-fence", "--archive", archive.toString(),
+        PtrecJvm.Result r = ptrec("--sideband-only", "-a", "--no-fence", "--archive", archive.toString(),
                 "-o", "/nonexistent-dir/x");
         assertEquals(2, r.exit());
         assertEquals("ptrec: --archive " + archive + ": --no-fence archives nothing; drop one of the two\n", r.err());
@@ -73,7 +73,7 @@ class PtrecCommandTest {
 
     @Test
     void clockIsPerfOrMonotonicAndPtNeedsPerfs() {
-        PtrecLiveTest.Result r = ptrec("--sideband-only", "-a", "--clock", "tai");
+        PtrecJvm.Result r = ptrec("--sideband-only", "-a", "--clock", "tai");
         assertEquals(2, r.exit());
         assertEquals("ptrec: --clock tai: give perf or monotonic\n", r.err());
         r = ptrec("-a", "--clock", "monotonic");
