@@ -10,8 +10,12 @@ import ptfence.store.ContentKey;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.LongUnaryOperator;
 
@@ -152,6 +156,7 @@ public final class RegionTracker implements TextSink {
                 boolean awaitsFree = freeHooked && (t.hook() == Hook.LOAD || t.hook() == Hook.SCAN);
                 live.put(key, new Live(r, t.bytes(), awaitsFree));
                 writer.opened(r, t.bytes());
+                replayOrphans(key, at);
             }
         }
     }
@@ -218,12 +223,21 @@ public final class RegionTracker implements TextSink {
      * {@code [address, address + newBytes.length)} ends then and a new version with the poked bytes begins. Where no
      * live region holds it (kernel or module text, an out-of-line page the kernel populates with a poke of nothing),
      * the new bytes alone become a TEXT_POKE region from then on, over whatever code was there (a decoder takes the
-     * newest version at each address); a later poke of the same bytes ends it. Returns whether a live region held
-     * the range.
+     * newest version at each address); a later poke at that address makes its next version. Returns whether a live
+     * region (other than such a TEXT_POKE region) held the range.
+     * <p>
+     * Such a poke is also kept ({@link #orphans}): a region whose copy was taken before it but reaches the tracker
+     * after it (a module's text comes through the module fence's ring and thread, which in the guest ran up to 40 s
+     * behind the recorder's TEXT_POKE records) gets it as a version when it opens ({@link #replayOrphans}); every live
+     * region holding a poke gets it, so a TEXT_POKE region made before its module arrived and the module agree.
      */
     public synchronized boolean textPoke(long address, byte[] newBytes, long time) throws IOException {
         if (newBytes.length == 0) return false;
-        if (patchLive(address, newBytes, time)) return true;
+        int held = patchLive(address, newBytes, time);
+        if ((held & HELD_BY_REGION) != 0) return true;
+        orphans.addLast(new Poke(address, newBytes.clone(), time));
+        if (orphans.size() > MAX_ORPHANS) orphans.removeFirst();
+        if ((held & HELD_BY_POKE) != 0) return false;
         Region r = new Region(bootId, address, newBytes.length, time, Region.OPEN, RegionKind.TEXT_POKE,
                 "text_poke@0x" + Long.toHexString(address), ContentKey.of(newBytes), null);
         live.put(new Key(address, r.name()), new Live(r, newBytes.clone(), false));
@@ -231,26 +245,64 @@ public final class RegionTracker implements TextSink {
         return false;
     }
 
-    private boolean patchLive(long address, byte[] newBytes, long time) throws IOException {
+    private static final int HELD_BY_REGION = 1, HELD_BY_POKE = 2;
+
+    /**
+     * Patches the live region holding the range (the first found, as one poke has one owner) and every TEXT_POKE
+     * region there; which kinds held it (HELD_BY_*).
+     */
+    private int patchLive(long address, byte[] newBytes, long time) throws IOException {
+        int held = 0;
         for (var e : live.entrySet()) {
-            Region r = e.getValue().region();
-            long off = address - r.address();
-            if (off < 0 || off + newBytes.length > r.length()) continue;
-            byte[] patched = e.getValue().bytes().clone();
-            System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
-            // a poke the copy already holds (a module's jump labels and ftrace sites are poked before the load hook
-            // copies it, their records can come after): no new version. Else a version of zero length with the
-            // same id as the next (same address, bytes and start) would reopen it in the archive
-            if (Arrays.equals(patched, e.getValue().bytes())) return true;
-            long at = Math.max(time, r.validFrom());
-            writer.closed(r.closedAt(at));
-            Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),
-                    ContentKey.of(patched), r.metadata());
-            e.setValue(new Live(next, patched, e.getValue().awaitsFree()));
-            writer.opened(next, patched);
-            return true;
+            boolean poke = e.getValue().region().kind() == RegionKind.TEXT_POKE;
+            if (!poke && (held & HELD_BY_REGION) != 0) continue;
+            if (patch(e, address, newBytes, time)) held |= poke ? HELD_BY_POKE : HELD_BY_REGION;
         }
-        return false;
+        return held;
+    }
+
+    /** Applies the poke to this live region if it holds the range (a new version where its bytes change). */
+    private boolean patch(Map.Entry<Key, Live> e, long address, byte[] newBytes, long time) throws IOException {
+        Region r = e.getValue().region();
+        long off = address - r.address();
+        if (off < 0 || off + newBytes.length > r.length()) return false;
+        byte[] patched = e.getValue().bytes().clone();
+        System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
+        // a poke the copy already holds (a module's jump labels and ftrace sites are poked before the load hook
+        // copies it, their records can come after): no new version. Else a version of zero length with the
+        // same id as the next (same address, bytes and start) would reopen it in the archive
+        if (Arrays.equals(patched, e.getValue().bytes())) return true;
+        long at = Math.max(time, r.validFrom());
+        writer.closed(r.closedAt(at));
+        Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),
+                ContentKey.of(patched), r.metadata());
+        e.setValue(new Live(next, patched, e.getValue().awaitsFree()));
+        writer.opened(next, patched);
+        return true;
+    }
+
+    /** A TEXT_POKE no live region but a TEXT_POKE region held when it came. */
+    private record Poke(long address, byte[] bytes, long time) {}
+
+    /** How many such pokes are kept for regions that arrive late (a few MB at most). */
+    static final int MAX_ORPHANS = 1 << 16;
+    private final ArrayDeque<Poke> orphans = new ArrayDeque<>();
+
+    /**
+     * A region just opened from a copy taken at {@code copiedAt}: the pokes inside it made after the copy but seen
+     * before the region (its copy came late) become its versions, in time order, as if they had come after it.
+     */
+    private void replayOrphans(Key key, long copiedAt) throws IOException {
+        Region r = live.get(key).region();
+        List<Poke> missed = new ArrayList<>();
+        for (Poke p : orphans) {
+            long off = p.address() - r.address();
+            if (p.time() > copiedAt && off >= 0 && off + p.bytes().length <= r.length()) missed.add(p);
+        }
+        if (missed.isEmpty()) return;
+        missed.sort(Comparator.comparingLong(Poke::time));
+        var entry = live.entrySet().stream().filter(e -> e.getKey().equals(key)).findFirst().orElseThrow();
+        for (Poke p : missed) patch(entry, p.address(), p.bytes(), p.time());
     }
 
     /** Regions still open (live programs at the end of a recording stay open in the archive). */

@@ -152,6 +152,52 @@ class RegionTrackerTest {
         assertEquals(1, t.liveRegions(), "the kernel text poke stays");
     }
 
+    /** The bytes the archive would give at this address and time: the newest region valid then, as a decoder. */
+    static byte at(Recorder w, long address, long time) {
+        Region best = null;
+        for (Region r : w.closed.stream().filter(c -> c.validTo() != Region.OPEN).toList()) {
+            if (r.contains(address) && r.validAt(time) && (best == null || r.validFrom() >= best.validFrom())) best = r;
+        }
+        for (Region r : w.opened) {
+            boolean closedSince = w.closed.stream().anyMatch(c -> c.id() == r.id());
+            if (!closedSince && r.contains(address) && r.validAt(time)
+                    && (best == null || r.validFrom() >= best.validFrom())) best = r;
+        }
+        assertNotNull(best, "nothing at 0x" + Long.toHexString(address) + " at " + time);
+        return w.bytes(best)[(int) (address - best.address())];
+    }
+
+    @Test
+    void pokesSeenBeforeTheirModulesLateCopyBecomeItsVersions() throws Exception {
+        // a module copied at load (100) whose copy reaches the tracker after pokes made at 150 (a jump label at
+        // 0x9002 flipped to a jmp), 160 (another site) and 170 (the first back); then a poke at 180 elsewhere: the
+        // module's versions must hold each poke from its time on, and the newest version at any time is right
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w);
+        assertFalse(t.textPoke(0x9002, new byte[] {(byte) 0xeb}, 150));
+        assertFalse(t.textPoke(0x9005, new byte[] {(byte) 0xeb}, 160));
+        t.textPoke(0x9002, new byte[] {0x66}, 170);
+        t.accept(img(Hook.MODULE_LOAD, 0x9000, "[m]", 100, new byte[] {1, 2, 0x66, 4, 5, 0x66, 7, 8}),
+                null);
+        assertTrue(t.textPoke(0x9007, new byte[] {9}, 180));
+        assertEquals(0x66, at(w, 0x9002, 120));
+        assertEquals((byte) 0xeb, at(w, 0x9002, 155));
+        assertEquals((byte) 0xeb, at(w, 0x9005, 165));
+        assertEquals((byte) 0xeb, at(w, 0x9002, 165), "the module's version from 160 holds the jmp of 150");
+        assertEquals(0x66, at(w, 0x9002, 175));
+        assertEquals((byte) 0xeb, at(w, 0x9005, 185), "the module's version from 180 holds the jmp of 160");
+        assertEquals(0x66, at(w, 0x9002, 185));
+        assertEquals(9, at(w, 0x9007, 185));
+        // a poke made before the copy (at 90, seen before the copy came) is in the copy already: no version
+        t.textPoke(0xa001, new byte[] {2}, 90);
+        int versions = w.opened.size();
+        t.accept(img(Hook.MODULE_LOAD, 0xa000, "[n]", 100, new byte[] {1, 2}), null);
+        assertEquals(versions + 1, w.opened.size());
+        // after the module arrived, a poke at a site that has a TEXT_POKE region changes both alike
+        t.textPoke(0x9005, new byte[] {0x66}, 190);
+        assertEquals(0x66, at(w, 0x9005, 195));
+    }
+
     @Test
     void liveChurnBecomesClosedRegions() throws Exception {
         assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());

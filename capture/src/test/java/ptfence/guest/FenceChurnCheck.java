@@ -29,7 +29,10 @@ final class FenceChurnCheck implements GuestCheck {
     private final Map<String, Integer> churns;
     private final int seconds;
 
-    /** @param churns kind -> count (modules: rounds, kprobes: rounds, fentry: cycles, xdp: changes); see churn-all.sh */
+    /**
+     * @param churns kind -> count (modules: rounds, kprobes: rounds, fentry: cycles, xdp: changes, statickeys:
+     *     flips); see churn-all.sh
+     */
     FenceChurnCheck(Map<String, Integer> churns, int seconds) {
         this.churns = new LinkedHashMap<>(churns);
         this.seconds = seconds;
@@ -38,7 +41,7 @@ final class FenceChurnCheck implements GuestCheck {
     /**
      * The counts of issue 29's "done when" scaled by {@code percent} (100: the full counts): 50 module loads (25
      * rounds of dummy and veth), 200 kprobe registrations (100 rounds of a kprobe at an offset and a kretprobe), 200
-     * fentry/fexit attach/detach cycles, 100 dispatcher changes (netlink and bpf links in turn).
+     * fentry/fexit attach/detach cycles, 100 dispatcher changes (netlink and bpf links in turn), 200 static-key flips.
      */
     static FenceChurnCheck scaled(int percent, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
@@ -46,10 +49,11 @@ final class FenceChurnCheck implements GuestCheck {
         c.put("kprobes", Math.max(4, 100 * percent / 100));
         c.put("fentry", Math.max(12, 200 * percent / 100));
         c.put("xdp", Math.max(6, 100 * percent / 100));
+        c.put("statickeys", Math.max(4, 200 * percent / 100));
         return new FenceChurnCheck(c, seconds);
     }
 
-    /** {@code kind=N,kind=N...} (modules, kprobes, fentry, xdp). */
+    /** {@code kind=N,kind=N...} (modules, kprobes, fentry, xdp, statickeys). */
     static FenceChurnCheck of(String spec, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
         for (String kv : spec.split(",")) {
@@ -101,6 +105,9 @@ final class FenceChurnCheck implements GuestCheck {
         why = r.summary() + "\n" + ptrec + "\n" + why;
         for (String kind : churns.keySet()) {
             assertEquals("0", Files.readString(dir.resolve(kind + ".rc")).strip(), kind + " churn: " + why);
+        }
+        if (churns.containsKey("statickeys")) {
+            StaticKeyFlips.verify(dir.resolve("kcore-statickeys"), r, churns.get("statickeys"), boot, why);
         }
         assertTrue(ptrec.contains("losses=0"), "no losses: " + why);
         assertTrue(r.differ().isEmpty(), "archived bytes differ from kcore's: " + r.differ() + "; " + why);

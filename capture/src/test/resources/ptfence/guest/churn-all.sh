@@ -1,7 +1,8 @@
 #!/bin/bash
 # churn-all.sh OUT KIND=N...: runs the named churns under one ptrec (its start costs minutes under TCG on a loaded
 # machine): modules=N rounds (churn-modules.py), kprobes=N rounds (churn-kprobes.sh), fentry=N attach/detach cycles
-# (churn-fentry.py), xdp=N dispatcher changes (churn-xdp.py). Three lanes run at once: modules then xdp, kprobes,
+# (churn-fentry.py), xdp=N dispatcher changes (churn-xdp.py), statickeys=N static-key flips (churn-statickeys.py, a
+# lane of its own: its own tracepoints and module, nbd). Three lanes run at once: modules then xdp, kprobes,
 # fentry. Much of a churn's time is the kernel waiting (RCU grace periods, ftrace's tasks-RCU, the kprobe optimizer),
 # which the other lanes fill. The lanes keep apart what would interfere: modules and xdp both use veth (a veth pair
 # pins the module), and the fentry churn stays off the kprobes churn's functions (vfs_write's ftrace site carries
@@ -22,6 +23,7 @@ run() {
     kprobes) bash "$here/churn-kprobes.sh" "$count" "$out/$kind" ;;
     fentry) python3 "$here/churn-fentry.py" "$count" "$out/$kind" ;;
     xdp) python3 "$here/churn-xdp.py" "$count" "$out/$kind" ;;
+    statickeys) python3 "$here/churn-statickeys.py" "$count" "$out/$kind" ;;
   esac
   echo $? > "$out/$kind.rc"
   echo "$kind=$count rc $(cat "$out/$kind.rc") from $t0 to $(up) s" >> "$out/times"
@@ -29,13 +31,14 @@ run() {
 }
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd   # a bare devtmpfs has none: <(...) and coproc need it (once, not per lane)
 for kind in "${!n[@]}"; do
-  case $kind in modules|kprobes|fentry|xdp) ;; *) echo "churn-all: unknown churn $kind" >&2; exit 2 ;; esac
+  case $kind in modules|kprobes|fentry|xdp|statickeys) ;; *) echo "churn-all: unknown churn $kind" >&2; exit 2 ;; esac
 done
 if [ -n "$CHURN_SERIAL" ]; then
-  for kind in modules kprobes fentry xdp; do run $kind; done
+  for kind in modules kprobes fentry xdp statickeys; do run $kind; done
 else
   { run modules; run xdp; } &
   run kprobes &
   run fentry &
+  run statickeys &
   wait
 fi
