@@ -569,10 +569,12 @@ public final class Recorder implements AutoCloseable {
         drain(true);
     }
 
+    private final TextRecordOrder textOrder = new TextRecordOrder(TRAILER);
+    private List<PerfRing> textRings;
+
     private void drain(boolean bulk) throws IOException {
-        for (Ring r : rings) {
-            if (r.kind().equals("text")) r.ring().drain((rec, ring) -> onRecord(rec, r.kind()));
-        }
+        if (textRings == null) textRings = rings.stream().filter(r -> r.kind().equals("text")).map(Ring::ring).toList();
+        textOrder.drain(textRings, rec -> onRecord(rec, "text")); // in time order across the CPUs' rings
         if (!pinnedIds.isEmpty()) describePinned();
         takeFenced();
         for (Ring r : rings) {
@@ -856,9 +858,10 @@ public final class Recorder implements AutoCloseable {
         long addr = rec.getLong(8);
         int oldLen = Short.toUnsignedInt(rec.getShort(16));
         int newLen = Short.toUnsignedInt(rec.getShort(18));
-        byte[] bytes = new byte[newLen];
+        byte[] old = new byte[oldLen], bytes = new byte[newLen];
+        rec.get(20, old);
         rec.get(20 + oldLen, bytes);
-        tracker.textPoke(addr, bytes, time);
+        tracker.textPoke(addr, old, bytes, time);
         if (fence != null) fence.textPoked(addr, bytes, time, monotonicClock ? time : System.nanoTime());
     }
 
