@@ -126,6 +126,14 @@ public final class RegionTracker implements TextSink {
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE, MODULE_FREE -> {
                 Live current = live.get(key);
+                if (t.hook() == Hook.TRAMPOLINE_FREE && current != null
+                        && t.bytes().length > current.region().length()) {
+                    // the image is the live version's length (TrampolineImages), the rest of the page neighbours
+                    t = new CapturedText(t.hook(), t.address(),
+                            Arrays.copyOf(t.bytes(), (int) current.region().length()), t.progId(), t.tag(),
+                            t.name(), t.monotonicNs(), t.functionIndex(), t.functionCount(), t.pid(), t.tid(),
+                            t.complete(), t.metadata());
+                }
                 if (t.hook() == Hook.TRAMPOLINE_FREE && current != null && !current.awaitsFree()
                         && current.region().validFrom() > at) {
                     return; // an earlier image of the same name at this address (its end came at its unregister)
