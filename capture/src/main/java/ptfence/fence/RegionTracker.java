@@ -60,6 +60,10 @@ public final class RegionTracker implements TextSink {
     private final Map<Key, Live> live = new HashMap<>();
     /** Metadata that arrived before its image (the recorder can be faster than the fence's consumer). */
     private final Map<Key, BpfMetadata> early = new HashMap<>();
+    /** FREE images of trampolines still live whose bytes differ from the live version's (a poke yet to come). */
+    private final Map<Key, byte[]> freedEarly = new HashMap<>();
+    /** Regions their KSYMBOL unregister ended, for a FREE of the same image that comes after it. */
+    private final Map<Key, Live> endedAtUnregister = new HashMap<>();
     /** KSYMBOL unregister times of live regions whose FREE is awaited. */
     private final Map<Key, Long> unregistered = new HashMap<>();
     private final LongUnaryOperator fenceTime;
@@ -125,8 +129,40 @@ public final class RegionTracker implements TextSink {
         long at = fenceTime.applyAsLong(t.monotonicNs());
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE, MODULE_FREE -> {
+                Live current = live.get(key);
+                if (t.hook() == Hook.TRAMPOLINE_FREE && current != null
+                        && t.bytes().length > current.region().length()) {
+                    // the image is the live version's length (TrampolineImages), the rest of the page neighbours
+                    t = new CapturedText(t.hook(), t.address(),
+                            Arrays.copyOf(t.bytes(), (int) current.region().length()), t.progId(), t.tag(),
+                            t.name(), t.monotonicNs(), t.functionIndex(), t.functionCount(), t.pid(), t.tid(),
+                            t.complete(), t.metadata());
+                }
+                if (t.hook() == Hook.TRAMPOLINE_FREE && current != null && !current.awaitsFree()
+                        && current.region().validFrom() > at) {
+                    return; // an earlier image of the same name at this address (its end came at its unregister)
+                }
+                if (t.hook() == Hook.TRAMPOLINE_FREE && current != null && !current.awaitsFree()
+                        && !Arrays.equals(current.bytes(), t.bytes())) {
+                    // The fence's worker delivers the FREE at once, the recorder's loop its pokes up to 1.5 s later
+                    // (guest, 6.1): the retirement poke still to come explains the difference at its own time. The
+                    // image stays live until its KSYMBOL unregister, which the loop takes after that poke
+                    if (freedEarly.size() > 4096) freedEarly.clear();
+                    freedEarly.put(key, t.bytes());
+                    return;
+                }
                 Live open = withLateSources(live.remove(key));
                 unregistered.remove(key);
+                Live ended = open == null ? endedAtUnregister.remove(key) : null;
+                if (ended != null) {
+                    // closed at its KSYMBOL unregister already (a trampoline image's FREE comes through the fence's
+                    // ring, after the loop's unregister): the same bytes add nothing; other bytes are a version
+                    // from that end, not one valid from time 0 over every earlier image at the address
+                    if (Arrays.equals(ended.bytes(), t.bytes())) return;
+                    long end = Math.min(ended.region().validTo(), at);
+                    writer.opened(region(t, end, Math.max(end, at)), t.bytes());
+                    return;
+                }
                 if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
                     writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
                 } else {
@@ -198,7 +234,17 @@ public final class RegionTracker implements TextSink {
         }
         live.remove(key);
         open = withLateSources(open);
-        writer.closed(open.region().closedAt(Math.max(time, open.region().validFrom())));
+        Region closed = open.region().closedAt(Math.max(time, open.region().validFrom()));
+        writer.closed(closed);
+        byte[] freed = freedEarly.remove(key);
+        if (freed != null && !Arrays.equals(freed, open.bytes())) {
+            // no poke explained its FREE image: that is a version up to the end too (as a FREE's is)
+            Region r = closed;
+            writer.opened(new Region(bootId, r.address(), freed.length, r.validFrom(), r.validTo(), r.kind(),
+                    r.name(), ContentKey.of(freed), r.metadata()), freed);
+        }
+        if (endedAtUnregister.size() > 4096) endedAtUnregister.clear(); // bounded: most never get a FREE
+        endedAtUnregister.put(key, new Live(closed, open.bytes(), false));
         return true;
     }
 
@@ -232,8 +278,17 @@ public final class RegionTracker implements TextSink {
      * region holding a poke gets it, so a TEXT_POKE region made before its module arrived and the module agree.
      */
     public synchronized boolean textPoke(long address, byte[] newBytes, long time) throws IOException {
+        return textPoke(address, null, newBytes, time);
+    }
+
+    /**
+     * The same with the poke's old bytes (the record carries both), which let a trampoline image copied after this
+     * poke had already happened keep the bytes it really held before it ({@link #patchLive}).
+     */
+    public synchronized boolean textPoke(long address, byte[] oldBytes, byte[] newBytes, long time)
+            throws IOException {
         if (newBytes.length == 0) return false;
-        int held = patchLive(address, newBytes, time);
+        int held = patchLive(address, oldBytes, newBytes, time);
         if ((held & HELD_BY_REGION) != 0) return true;
         orphans.addLast(new Poke(address, newBytes.clone(), time));
         if (orphans.size() > MAX_ORPHANS) orphans.removeFirst();
@@ -248,37 +303,58 @@ public final class RegionTracker implements TextSink {
     private static final int HELD_BY_REGION = 1, HELD_BY_POKE = 2;
 
     /**
-     * Patches the live region holding the range (the first found, as one poke has one owner) and every TEXT_POKE
-     * region there; which kinds held it (HELD_BY_*).
+     * Patches the newest live region holding the range, as a decoder picks it, and every TEXT_POKE region there;
+     * which kinds held it (HELD_BY_*). An older region can still be live at the address (a neighbour whose end has
+     * not come yet, an image awaiting its FREE): a poke given to it instead was lost for the newest (guest, 6.1: a
+     * trampoline's retirement poke taken by a stale region, so its image never got the jump). TEXT_POKE regions made
+     * before their module's late copy arrived follow every poke, so the two agree.
      */
-    private int patchLive(long address, byte[] newBytes, long time) throws IOException {
+    private int patchLive(long address, byte[] oldBytes, byte[] newBytes, long time) throws IOException {
         int held = 0;
+        Map.Entry<Key, Live> newest = null;
         for (var e : live.entrySet()) {
-            boolean poke = e.getValue().region().kind() == RegionKind.TEXT_POKE;
-            if (!poke && (held & HELD_BY_REGION) != 0) continue;
-            if (patch(e, address, newBytes, time)) held |= poke ? HELD_BY_POKE : HELD_BY_REGION;
+            Region r = e.getValue().region();
+            if (!holds(r, address, newBytes.length)) continue;
+            if (r.kind() == RegionKind.TEXT_POKE) {
+                patch(e, address, oldBytes, newBytes, time);
+                held |= HELD_BY_POKE;
+            } else if (newest == null || r.validFrom() > newest.getValue().region().validFrom()) {
+                newest = e;
+            }
+        }
+        if (newest != null) {
+            patch(newest, address, oldBytes, newBytes, time);
+            held |= HELD_BY_REGION;
         }
         return held;
     }
 
-    /** Applies the poke to this live region if it holds the range (a new version where its bytes change). */
-    private boolean patch(Map.Entry<Key, Live> e, long address, byte[] newBytes, long time) throws IOException {
-        Region r = e.getValue().region();
+    private static boolean holds(Region r, long address, int length) {
         long off = address - r.address();
-        if (off < 0 || off + newBytes.length > r.length()) return false;
+        return off >= 0 && off + length <= r.length();
+    }
+
+    /** Applies the poke to this live region, which holds its range (a new version where its bytes change). */
+    private void patch(Map.Entry<Key, Live> e, long address, byte[] oldBytes, byte[] newBytes, long time)
+            throws IOException {
+        Region r = e.getValue().region();
+        int off = (int) (address - r.address());
         byte[] patched = e.getValue().bytes().clone();
-        System.arraycopy(newBytes, 0, patched, (int) off, newBytes.length);
-        // a poke the copy already holds (a module's jump labels and ftrace sites are poked before the load hook
-        // copies it, their records can come after): no new version. Else a version of zero length with the
-        // same id as the next (same address, bytes and start) would reopen it in the archive
-        if (Arrays.equals(patched, e.getValue().bytes())) return true;
+        System.arraycopy(newBytes, 0, patched, off, newBytes.length);
+        if (Arrays.equals(patched, e.getValue().bytes())) {
+            // a poke the copy already holds (a module's jump labels and ftrace sites are poked before the load hook
+            // copies it, their records can come after): no new version. Else a version of zero length with the
+            // same id as the next (same address, bytes and start) would reopen it in the archive. A trampoline
+            // image copied after the poke gets its earlier bytes back, though
+            copiedAfterPoke(e, r, off, oldBytes, time);
+            return;
+        }
         long at = Math.max(time, r.validFrom());
         writer.closed(r.closedAt(at));
         Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),
                 ContentKey.of(patched), r.metadata());
         e.setValue(new Live(next, patched, e.getValue().awaitsFree()));
         writer.opened(next, patched);
-        return true;
     }
 
     /** A TEXT_POKE no live region but a TEXT_POKE region held when it came. */
@@ -302,7 +378,33 @@ public final class RegionTracker implements TextSink {
         if (missed.isEmpty()) return;
         missed.sort(Comparator.comparingLong(Poke::time));
         var entry = live.entrySet().stream().filter(e -> e.getKey().equals(key)).findFirst().orElseThrow();
-        for (Poke p : missed) patch(entry, p.address(), p.bytes(), p.time());
+        for (Poke p : missed) patch(entry, p.address(), null, p.bytes(), p.time());
+    }
+
+    /**
+     * A BPF trampoline image whose live version, from {@code r.validFrom()}, already holds the bytes of a poke made
+     * later, at {@code time}: the copy was read after that poke (the retirement poke, bpf_tramp_image_put's jump to
+     * the epilogue at ip_after_call, comes soon after the next attach or detach, and a user-space read of the image
+     * at the poke that made it reachable can be taken after it; 6.12 in the guest). Nothing else writes a live
+     * image, so from its start up to this poke it held the poke's old bytes: that version is rewritten — the one
+     * stored is cut to no length, one with the old bytes spans [start, time), and the copy's bytes from then on.
+     */
+    private void copiedAfterPoke(Map.Entry<Key, Live> e, Region r, int off, byte[] oldBytes, long time)
+            throws IOException {
+        if (r.kind() != RegionKind.BPF_TRAMPOLINE || oldBytes == null || time <= r.validFrom()) return;
+        byte[] bytes = e.getValue().bytes(), before = bytes.clone();
+        if (off + oldBytes.length > before.length) return;
+        System.arraycopy(oldBytes, 0, before, off, oldBytes.length);
+        if (Arrays.equals(before, bytes)) return;
+        writer.closed(r.closedAt(r.validFrom()));
+        Region held = new Region(bootId, r.address(), r.length(), r.validFrom(), Region.OPEN, r.kind(), r.name(),
+                ContentKey.of(before), r.metadata());
+        writer.opened(held, before);
+        writer.closed(held.closedAt(time));
+        Region next = new Region(bootId, r.address(), r.length(), time, Region.OPEN, r.kind(), r.name(), r.key(),
+                r.metadata());
+        e.setValue(new Live(next, bytes, e.getValue().awaitsFree()));
+        writer.opened(next, bytes);
     }
 
     /** Regions still open (live programs at the end of a recording stay open in the archive). */

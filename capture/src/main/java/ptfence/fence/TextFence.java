@@ -605,9 +605,12 @@ public final class TextFence implements AutoCloseable {
             }
             return first;
         }
-        CapturedText t = kernelRead(name, address, kernelMemory().read(address, length), monotonicNs);
-        if (name.startsWith(TRAMPOLINE_PREFIX)) trampolines.put(name, new long[] {address, length});
-        return t;
+        byte[] bytes = kernelMemory().read(address, length);
+        if (name.startsWith(TRAMPOLINE_PREFIX)) {
+            trampolines.put(name, new long[] {address, length});
+            bytes = TrampolineImages.image(address, bytes); // the KSYMBOL's page holds neighbours (6.12)
+        }
+        return kernelRead(name, address, bytes, monotonicNs);
     }
 
     private CapturedText kernelRead(String name, long address, byte[] bytes, long monotonicNs) {
@@ -742,7 +745,9 @@ public final class TextFence implements AutoCloseable {
             if (at == 0) continue;
             try {
                 if (peeked.size() > 4096) peeked.clear(); // bounded: the loop takes each as it passes the poke
-                peeked.put(new PokeKey(address, recordTime), new Peeked(at, kcore.read(at, len < 0 ? -len / 2 : len)));
+                byte[] text = kcore.read(at, len < 0 ? -len / 2 : len);
+                peeked.put(new PokeKey(address, recordTime),
+                        new Peeked(at, len < 0 ? text : TrampolineImages.image(at, text)));
             } catch (IOException e) {
                 // the loop reads it itself
             }

@@ -569,8 +569,12 @@ public final class Recorder implements AutoCloseable {
         drain(true);
     }
 
+    private final TextRecordOrder textOrder = new TextRecordOrder(TRAILER);
+    private List<PerfRing> textRings;
+
     private void drain(boolean bulk) throws IOException {
-        drainText();
+        if (textRings == null) textRings = rings.stream().filter(r -> r.kind().equals("text")).map(Ring::ring).toList();
+        textOrder.drain(textRings, rec -> onRecord(rec, "text")); // in time order across the CPUs' rings
         if (!pinnedIds.isEmpty()) describePinned();
         takeFenced();
         for (Ring r : rings) {
@@ -585,31 +589,6 @@ public final class Recorder implements AutoCloseable {
             writer.write(new PerfRecord.FinishedRound(0));
             lastRoundRecords = stats.records();
         }
-    }
-
-    /**
-     * The kernel-text rings (one per CPU), read out first and handled in time order: handled ring by ring, a round
-     * that spent seconds on one CPU's records (under TCG in the guest it did) met the next CPU's records of the same
-     * site out of order, and two flips of one static key on two CPUs left the archive with the older bytes (6.1: a
-     * jump label's nop at 186.99 s handled before its jmp at 185.03 s).
-     */
-    private void drainText() throws IOException {
-        List<ByteBuffer> recs = new ArrayList<>();
-        for (Ring r : rings) {
-            if (!r.kind().equals("text")) continue;
-            r.ring().drain((rec, ring) -> {
-                ByteBuffer copy = ByteBuffer.allocate(rec.remaining()).order(ByteOrder.LITTLE_ENDIAN);
-                recs.add(copy.put(rec).flip());
-            });
-        }
-        recs.sort(java.util.Comparator.comparingLong(Recorder::recordTime)); // stable: a CPU's own order stays
-        for (ByteBuffer rec : recs) onRecord(rec, "text");
-    }
-
-    /** A record's sample_id time (0 where it has no trailer). */
-    private static long recordTime(ByteBuffer rec) {
-        int size = KernelRecordSizes.trueSize(rec, Short.toUnsignedInt(rec.getShort(6)), TRAILER);
-        return size >= 8 + TRAILER && size <= rec.limit() ? rec.getLong(size - 24) : 0;
     }
 
     private void snapshot() throws IOException {
@@ -879,9 +858,10 @@ public final class Recorder implements AutoCloseable {
         long addr = rec.getLong(8);
         int oldLen = Short.toUnsignedInt(rec.getShort(16));
         int newLen = Short.toUnsignedInt(rec.getShort(18));
-        byte[] bytes = new byte[newLen];
+        byte[] old = new byte[oldLen], bytes = new byte[newLen];
+        rec.get(20, old);
         rec.get(20 + oldLen, bytes);
-        tracker.textPoke(addr, bytes, time);
+        tracker.textPoke(addr, old, bytes, time);
         if (fence != null) fence.textPoked(addr, bytes, time, monotonicClock ? time : System.nanoTime());
     }
 

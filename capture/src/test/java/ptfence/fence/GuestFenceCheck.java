@@ -97,14 +97,17 @@ public final class GuestFenceCheck {
 
     /**
      * The archived versions that held {@code [addr, addr + length)} at {@code time}: the region holding addr, then
-     * regions of the same name after it as far as the dump reaches (a BPF dispatcher's page is two halves, each its
-     * own version), never a neighbour of another name (the dump may run past the region's end into other text).
+     * for a BPF dispatcher, regions of the same name after it as far as the dump reaches (its page is two halves,
+     * each its own version), never a neighbour (the dump may run past the region's end into other text).
      */
     private static List<ImageAt> pieces(ptfence.store.Snapshot s, String boot, long addr, long time, int length) {
         List<ImageAt> out = new ArrayList<>();
         Optional<ImageAt> first = RegionIndex.bytesAt(s, boot, addr, time);
         if (first.isEmpty()) return out;
         out.add(first.get());
+        // only a dispatcher's page is cut into pieces of one name; a trampoline dump (a page from the churn, 6.12
+        // packs images in 64-byte chunks) runs on into the next image of the same function, another version's
+        if (first.get().region().kind() != RegionKind.BPF_DISPATCHER) return out;
         long end = first.get().region().address() + first.get().region().length();
         while (end < addr + length) {
             Optional<ImageAt> next = RegionIndex.bytesAt(s, boot, end, time)

@@ -198,6 +198,119 @@ class RegionTrackerTest {
         assertEquals(0x66, at(w, 0x9005, 195));
     }
 
+    /**
+     * Debian 6.1 in the guest: a trampoline image read after its retirement poke (bpf_tramp_image_put: the 5-byte
+     * nop at ip_after_call, +0x82, becomes {@code jmp} to the epilogue, e9 40 00 00 00) held the jump from the time
+     * the attach made it reachable, while kcore still read the nop then. The poke's record, later in the stream,
+     * carries the old bytes: the version up to the poke gets them back, the jump starts at the poke.
+     */
+    @Test
+    void aTrampolineCopiedAfterItsRetirementPokeHoldsTheNopUntilThePoke() throws Exception {
+        byte[] nop = {0x0f, 0x1f, 0x44, 0, 0}, jmp = {(byte) 0xe9, 0x40, 0, 0, 0};
+        byte[] image = new byte[0xd0];
+        for (int i = 0; i < image.length; i++) image[i] = (byte) (0x40 + i % 7);
+        System.arraycopy(jmp, 0, image, 0x82, 5); // the late copy
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w);
+        t.accept(new CapturedText(Hook.KERNEL_READ, 0xffffffffc0232000L, image, 0, 0, "bpf_trampoline_6442",
+                100, 0, 1, 0, 0, true));
+        assertTrue(t.textPoke(0xffffffffc0232082L, nop, jmp, 150));
+        Region cut = w.closed.get(0), held = w.closed.get(1), now = w.opened.get(w.opened.size() - 1);
+        assertEquals(100, cut.validFrom());
+        assertEquals(100, cut.validTo(), "the late copy's version holds no instant");
+        assertEquals(RegionKind.BPF_TRAMPOLINE, held.kind());
+        assertEquals(100, held.validFrom());
+        assertEquals(150, held.validTo());
+        byte[] before = image.clone();
+        System.arraycopy(nop, 0, before, 0x82, 5);
+        assertArrayEquals(before, w.bytes(held));
+        assertEquals(150, now.validFrom());
+        assertTrue(now.isOpen());
+        assertArrayEquals(image, w.bytes(now));
+        // a poke the copy already held before it was taken (its time before the copy's): nothing changes
+        int versions = w.opened.size() + w.closed.size();
+        assertTrue(t.textPoke(0xffffffffc0232082L, nop, jmp, 120));
+        assertEquals(versions, w.opened.size() + w.closed.size());
+        // other kinds keep the old rule (a module's jump labels poked before its load hook copied it)
+        t.accept(img(Hook.LOAD, 0x9000, "bpf_prog_j", 10, (byte) 1, (byte) 2));
+        versions = w.opened.size() + w.closed.size();
+        assertTrue(t.textPoke(0x9001, new byte[] {5}, new byte[] {2}, 30));
+        assertEquals(versions, w.opened.size() + w.closed.size());
+    }
+
+    /**
+     * Debian 6.1 in the guest, bpf_trampoline_6442495166 at 0xffffffffc0222000: a retirement poke (e9 40 00 00 00 at
+     * +0x7a) made where no image was live left a text_poke region there, live ever after; the next image at that
+     * address (copied at its attach, the nop at +0x7a) lost its own retirement poke to that stale region, and its
+     * FREE image (with the jump) then became a second version over the same span. The poke goes to the newest live
+     * region holding it; a FREE after the unregister ended the region adds no version from time 0.
+     */
+    @Test
+    void aPokeGoesToTheNewestLiveRegionAndAFreeAfterTheUnregisterAddsNothing() throws Exception {
+        long image = 0xffffffffc0222000L, site = image + 0x7a;
+        byte[] nop = {0x0f, 0x1f, 0x44, 0, 0}, jmp = {(byte) 0xe9, 0x40, 0, 0, 0};
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w);
+        assertFalse(t.textPoke(site, nop, jmp, 148_840));                        // no image live: a text_poke region
+        byte[] code = new byte[0x100];
+        for (int i = 0; i < code.length; i++) code[i] = (byte) (0x50 + i % 5);
+        System.arraycopy(nop, 0, code, 0x7a, 5);
+        t.accept(new CapturedText(Hook.KERNEL_READ, image, code, 0, 0, "bpf_trampoline_6442495166", 158_582, 0, 1,
+                0, 0, true));
+        assertTrue(t.textPoke(site, nop, jmp, 163_000));                          // its retirement
+        Region retired = w.opened.get(w.opened.size() - 1);
+        assertEquals("bpf_trampoline_6442495166", retired.name(), "the image took the poke, not the stale region");
+        assertEquals(163_000, retired.validFrom());
+        byte[] after = code.clone();
+        System.arraycopy(jmp, 0, after, 0x7a, 5);
+        assertArrayEquals(after, w.bytes(retired));
+        assertTrue(t.ksymbolUnregistered(image, "bpf_trampoline_6442495166", 163_311));
+        int versions = w.opened.size() + w.closed.size();
+        t.accept(new CapturedText(Hook.TRAMPOLINE_FREE, image, after, 0, 0, "bpf_trampoline_6442495166", 163_312,
+                0, 1, 0, 0, true));
+        assertEquals(versions, w.opened.size() + w.closed.size(), "the FREE image is the version already closed");
+        for (Region r : w.closed) {
+            if (r.name().startsWith("bpf_trampoline")) assertTrue(r.validFrom() > 0, r::toString);
+        }
+    }
+
+    /**
+     * Debian 6.1 in the guest, bpf_trampoline_6442495166 at 0xffffffffc0304000 from 163.96 s: its FREE image (with
+     * the retirement jump at +0x7a) came through the fence's worker at 169.52 s, before the recorder's loop, 1.5 s
+     * behind, took the retirement poke of 168.98 s; the FREE made the jump a second version over the whole span and
+     * the late poke found no live image. The FREE now waits for the loop: the poke makes the version at its time,
+     * the unregister ends it, and nothing spans the image's time twice.
+     */
+    @Test
+    void aTrampolineFreeAheadOfItsRetirementPokeWaitsForIt() throws Exception {
+        long image = 0xffffffffc0304000L;
+        byte[] nop = {0x0f, 0x1f, 0x44, 0, 0}, jmp = {(byte) 0xe9, 0x40, 0, 0, 0};
+        byte[] code = new byte[0x100];
+        for (int i = 0; i < code.length; i++) code[i] = (byte) (0x60 + i % 3);
+        System.arraycopy(nop, 0, code, 0x7a, 5);
+        byte[] retired = code.clone();
+        System.arraycopy(jmp, 0, retired, 0x7a, 5);
+        Recorder w = new Recorder();
+        RegionTracker t = new RegionTracker("b", w);
+        String name = "bpf_trampoline_6442495166";
+        t.accept(new CapturedText(Hook.KERNEL_READ, image, code, 0, 0, name, 163_960, 0, 1, 0, 0, true));
+        t.accept(new CapturedText(Hook.TRAMPOLINE_FREE, image, retired, 0, 0, name, 169_520, 0, 1, 0, 0, true));
+        assertTrue(t.textPoke(image + 0x7a, nop, jmp, 168_978), "the image is still live for its late poke");
+        assertTrue(t.ksymbolUnregistered(image, name, 169_519));
+        List<Region> versions = w.closed.stream().filter(r -> r.name().equals(name)).toList();
+        assertEquals(2, versions.size(), versions::toString);
+        assertEquals(List.of(163_960L, 168_978L), versions.stream().map(Region::validFrom).toList());
+        assertEquals(List.of(168_978L, 169_519L), versions.stream().map(Region::validTo).toList());
+        assertArrayEquals(code, w.bytes(versions.get(0)));
+        assertArrayEquals(retired, w.bytes(versions.get(1)));
+        // the FREE of an earlier image of that name at that address, after a new one opened: not this one's end
+        t.accept(new CapturedText(Hook.KERNEL_READ, image, code, 0, 0, name, 170_000, 0, 1, 0, 0, true));
+        int n = w.opened.size() + w.closed.size();
+        t.accept(new CapturedText(Hook.TRAMPOLINE_FREE, image, retired, 0, 0, name, 169_600, 0, 1, 0, 0, true));
+        assertEquals(n, w.opened.size() + w.closed.size());
+        assertEquals(1, t.liveRegions());
+    }
+
     @Test
     void liveChurnBecomesClosedRegions() throws Exception {
         assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
