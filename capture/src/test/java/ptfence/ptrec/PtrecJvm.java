@@ -32,12 +32,8 @@ public final class PtrecJvm {
         }
     }
 
-    /** Starts {@code ptrec --no-kernel-text ARGS}; returns once it says "recording" (its events are enabled). */
-    static Running start(String... args) throws Exception {
-        List<String> cmd = ptrecJava();
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        CountDownLatch recording = new CountDownLatch(1);
+    /** Collects a process's stderr as it comes; {@code recording} opens when ptrec says so, or at the end. */
+    public static StringBuffer collectStderr(Process p, CountDownLatch recording) {
         StringBuffer log = new StringBuffer();
         Thread drainer = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
@@ -52,6 +48,16 @@ public final class PtrecJvm {
         });
         drainer.setDaemon(true);
         drainer.start();
+        return log;
+    }
+
+    /** Starts {@code ptrec --no-kernel-text ARGS}; returns once it says "recording" (its events are enabled). */
+    static Running start(String... args) throws Exception {
+        List<String> cmd = ptrecJava();
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        CountDownLatch recording = new CountDownLatch(1);
+        StringBuffer log = collectStderr(p, recording);
         if (!recording.await(60, TimeUnit.SECONDS) || !p.isAlive()) {
             p.destroyForcibly();
             fail("ptrec did not start recording: " + log);
