@@ -187,6 +187,19 @@ public final class GuestKernel {
     }
 
     /**
+     * The guest's /tmp is a tmpfs of its own, which would hide a checkout cloned under the host's /tmp (its classes,
+     * jars and scripts, which the checks run from their host paths): its top folder there is bound back over it.
+     */
+    private static String guestTmp() {
+        Path dir = Path.of(System.getProperty("user.dir")).toAbsolutePath().normalize();
+        if (!dir.startsWith("/tmp") || dir.getNameCount() < 2) return "mount -t tmpfs -o size=2G tmpfs /tmp\n";
+        String top = "/tmp/" + dir.getName(1);
+        return "mkdir -p /mnt/hosttmp && mount --bind /tmp /mnt/hosttmp\n"
+                + "mount -t tmpfs -o size=2G tmpfs /tmp; mkdir -p '" + top + "' && mount --bind '/mnt/hosttmp/"
+                + dir.getName(1) + "' '" + top + "'\n";
+    }
+
+    /**
      * Boots this kernel, runs {@code checks} in order (each bounded by its own seconds; one that fails does not stop the
      * next), powers off. {@code out} (a new folder on this machine) receives every check's files and the console log.
      */
@@ -198,7 +211,8 @@ public final class GuestKernel {
                 .append("export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8\n")
                 .append("exec > /dev/console 2>&1\n")
                 .append("trap 'echo o > /proc/sysrq-trigger' EXIT\n")
-                .append("mount -t tmpfs -o size=2G tmpfs /tmp; mount -t tmpfs tmpfs /run\n")
+                .append(guestTmp())
+                .append("mount -t tmpfs tmpfs /run\n")
                 .append("mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null\n")
                 .append("mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null\n")
                 .append("mount -t bpf bpf /sys/fs/bpf 2>/dev/null\n")
