@@ -583,6 +583,12 @@ public final class ParallelFlow {
                 initial = false;
                 sink.disabledAfterResync();
             }
+
+            @Override
+            public void noCode(long ip, long tsc) {
+                initial = false;
+                sink.noCode(ip, tsc);
+            }
         }
 
         void cancel() {

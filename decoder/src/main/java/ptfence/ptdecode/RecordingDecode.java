@@ -912,6 +912,10 @@ final class RecordingDecode {
             public void disabledAfterResync() {
                 inner.disabledAfterResync();
             }
+
+            public void noCode(long ip, long tsc) {
+                inner.noCode(ip, tsc);
+            }
         };
     }
 
