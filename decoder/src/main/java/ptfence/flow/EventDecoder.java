@@ -412,6 +412,19 @@ public final class EventDecoder {
         return 0;
     }
 
+    private boolean restartFup;
+    private long restartTsc = -1;
+
+    /** perf's time at the packet with the full IP {@link #restartAtFullIp} found (-1: no perf clock). */
+    public long restartTsc() {
+        return restartTsc;
+    }
+
+    /** Whether the last {@link #restartAtFullIp} found its full IP in a FUP. */
+    public boolean restartedAtFup() {
+        return restartFup;
+    }
+
     /** The IP the last IP packet gave (its compression resolved against the one before). */
     public long lastPacketIp() {
         return lastIp;
@@ -450,6 +463,18 @@ public final class EventDecoder {
                 time.apply(p);
             }
         }
+        restartFup = false;
+        long ipAt = at;
+        in.seek(at);
+        while (in.next(p) >= 0) {
+            if (p.type == Pkt.FUP || p.type == Pkt.TIP || p.type == Pkt.TIP_PGE || p.type == Pkt.TIP_PGD
+                    || p.type == Pkt.PSB || p.type == Pkt.OVF) {
+                restartFup = p.type == Pkt.FUP;
+                ipAt = p.offset;
+                break;
+            }
+        }
+        restartTsc = time.perfTimeAt(in, at, ipAt);
         in.seek(at);
         queued = 0;
         event = null;

@@ -341,6 +341,13 @@ public final class FlowDecoder {
                         st = decodeLoop();
                         continue;
                     }
+                    if (w == 2) {
+                        st = resumeAtFullIp(false);
+                        if (st == 0) {
+                            st = decodeLoop();
+                        }
+                        continue;
+                    }
                     if (w < 0) {
                         st = w;
                         break;
@@ -358,7 +365,7 @@ public final class FlowDecoder {
                 lastErrorOffset = errOffset;
                 lastErrorIp = errIp;
                 if (cfg.resyncAtIp) {
-                    st = resumeAtFullIp();
+                    st = resumeAtFullIp(true);
                     if (st < 0) {
                         // the trace ended, or bytes that are no packet: those are news only past the error reported
                         if (st != PtError.EOS && evd.offset() != errOffset) {
@@ -412,6 +419,9 @@ public final class FlowDecoder {
     private int missingCode(long at) {
         sink.noCode(at, at == resumeIp ? resumeTsc : -1);
         resumeIp = -1;
+        if (status == 0 && ev.type == Event.ASYNC_BRANCH && ev.from == at) {
+            return 2; // an interrupt where the flow stands: perf takes it without the code
+        }
         if (status < 0 || ev.type == Event.TNT || ev.type == Event.TIP || ev.type == Event.ASYNC_BRANCH
                 || at != evd.lastPacketIp()) {
             return 1; // the packet that needs the code is in hand (or the flow walked here from code)
@@ -434,7 +444,7 @@ public final class FlowDecoder {
      * continue at the next packet that gives a full IP ({@link EventDecoder#restartAtFullIp}), with an empty return
      * stack, keeping the execution mode and the time.
      */
-    private int resumeAtFullIp() {
+    private int resumeAtFullIp(boolean fupAlone) {
         while (true) {
             rsTop = 0;
             rsCount = 0;
@@ -442,12 +452,15 @@ public final class FlowDecoder {
             if (st < 0) {
                 return st;
             }
-            long at = time(); // the time of the packet with the IP, before the events after it are read
+            long at = cfg.perfClock ? evd.restartTsc() : time(); // the IP packet's time, not the events' after it
             fetchEvent();
             st = resync();
             resumeIp = ip;
             resumeTsc = at;
-            if (st < 0 || ev.type != Event.ASYNC_BRANCH || ev.from != ip || selectPiece(ip)) {
+            if (st == 0 && ev.type == Event.ASYNC_BRANCH && ev.from == ip && !(fupAlone && evd.restartedAtFup())) {
+                sink.noCode(ip, at); // perf's trace begins at the IP it found, then the FUP there is an interrupt
+            }
+            if (st < 0 || !fupAlone || !evd.restartedAtFup() || ev.type != Event.ASYNC_BRANCH || ev.from != ip || selectPiece(ip)) {
                 return st;
             }
             // perf found the FUP's IP and begins the trace there; the TIP after it makes it walk from there, where

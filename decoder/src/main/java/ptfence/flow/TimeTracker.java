@@ -75,6 +75,47 @@ public final class TimeTracker {
         }
     }
 
+    private ptfence.timing.PerfClock aheadClock;
+
+    /**
+     * perf's time once the timing packets from {@code from} up to {@code to} are taken, without taking them (the event
+     * layer reads them later); -1 without perf's clock. {@code in} is put back.
+     */
+    long perfTimeAt(PacketInput in, long from, long to) {
+        if (perf == null) {
+            return -1;
+        }
+        if (aheadClock == null) {
+            aheadClock = perf.copy();
+        }
+        aheadClock.copyFrom(perf);
+        long save = in.position();
+        try {
+            in.seek(from);
+            while (in.position() < to && in.next(ahead) >= 0) {
+                if (ahead.type == Pkt.PAD || ahead.offset <= perfAppliedTo) {
+                    continue;
+                }
+                aheadClock.packet(ahead.type == Pkt.CYC);
+                switch (ahead.type) {
+                    case Pkt.TSC -> aheadClock.tsc(ahead.payload);
+                    case Pkt.TMA -> aheadClock.tma((int) ahead.payload, (int) ahead.payload2);
+                    case Pkt.MTC -> aheadClock.mtc((int) ahead.payload);
+                    case Pkt.CBR -> aheadClock.cbr((int) ahead.payload);
+                    case Pkt.CYC -> {
+                        if (ahead.small == 0) {
+                            aheadClock.cyc(ahead.payload);
+                        }
+                    }
+                    default -> { }
+                }
+            }
+        } finally {
+            in.seek(save);
+        }
+        return aheadClock.tsc();
+    }
+
     /** perf's clock (null unless {@link FlowConfig#perfClock}). */
     public ptfence.timing.PerfClock perf() {
         return perf;
