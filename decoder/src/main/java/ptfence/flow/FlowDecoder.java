@@ -460,11 +460,12 @@ public final class FlowDecoder {
             if (st == 0 && ev.type == Event.ASYNC_BRANCH && ev.from == ip && !(fupAlone && evd.restartedAtFup())) {
                 sink.noCode(ip, at); // perf's trace begins at the IP it found, then the FUP there is an interrupt
             }
-            if (st < 0 || !fupAlone || !evd.restartedAtFup() || ev.type != Event.ASYNC_BRANCH || ev.from != ip || selectPiece(ip)) {
+            if (st < 0 || !fupAlone || !evd.restartedAtFup()
+                    || ev.type != Event.ASYNC_BRANCH && ev.type != Event.ASYNC_DISABLED || ev.from != ip || selectPiece(ip)) {
                 return st;
             }
-            // perf found the FUP's IP and begins the trace there; the TIP after it makes it walk from there, where
-            // there is no code: it fails and scans on past that TIP (no interrupt is seen)
+            // perf found the FUP's IP and begins the trace there; the TIP or TIP.PGD after it makes it walk from there,
+            // where there is no code: it fails and scans on past that packet (no interrupt or disable is seen)
             sink.noCode(ip, at);
             errors++;
             sink.error("error", PtError.NOMAP, offsetBase + evd.offset(), ip);
