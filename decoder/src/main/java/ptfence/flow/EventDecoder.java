@@ -413,6 +413,12 @@ public final class EventDecoder {
     }
 
     private boolean restartFup;
+    private boolean restartPsb;
+
+    /** Whether the last {@link #restartAtFullIp} stopped at a PSB. */
+    public boolean restartedAtPsb() {
+        return restartPsb;
+    }
     private long restartTsc = -1;
 
     /** perf's time at the packet with the full IP {@link #restartAtFullIp} found (-1: no perf clock). */
@@ -464,12 +470,14 @@ public final class EventDecoder {
             }
         }
         restartFup = false;
+        restartPsb = false;
         long ipAt = at;
         in.seek(at);
         while (in.next(p) >= 0) {
             if (p.type == Pkt.FUP || p.type == Pkt.TIP || p.type == Pkt.TIP_PGE || p.type == Pkt.TIP_PGD
                     || p.type == Pkt.PSB || p.type == Pkt.OVF) {
                 restartFup = p.type == Pkt.FUP;
+                restartPsb = p.type == Pkt.PSB;
                 ipAt = p.offset;
                 break;
             }

@@ -457,6 +457,9 @@ public final class FlowDecoder {
             st = resync();
             resumeIp = ip;
             resumeTsc = at;
+            if (st == 0 && evd.restartedAtPsb()) {
+                sink.resumedAtPsb();
+            }
             if (st == 0 && ev.type == Event.ASYNC_BRANCH && ev.from == ip && !(fupAlone && evd.restartedAtFup())) {
                 sink.noCode(ip, at); // perf's trace begins at the IP it found, then the FUP there is an interrupt
             }

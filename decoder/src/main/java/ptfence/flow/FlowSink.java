@@ -113,6 +113,10 @@ public interface FlowSink {
     default void noCode(long ip, long tsc) {
     }
 
+    /** perf's recovery: the scan after an error met a PSB; perf reports its PSB event there, no trace begin. */
+    default void resumedAtPsb() {
+    }
+
     default void disabledAfterResync() {
     }
 }

@@ -585,6 +585,11 @@ public final class ParallelFlow {
             }
 
             @Override
+            public void resumedAtPsb() {
+                sink.resumedAtPsb();
+            }
+
+            @Override
             public void noCode(long ip, long tsc) {
                 initial = false;
                 sink.noCode(ip, tsc);

@@ -913,6 +913,10 @@ final class RecordingDecode {
                 inner.disabledAfterResync();
             }
 
+            public void resumedAtPsb() {
+                inner.resumedAtPsb();
+            }
+
             public void noCode(long ip, long tsc) {
                 inner.noCode(ip, tsc);
             }

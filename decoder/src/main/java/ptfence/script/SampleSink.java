@@ -757,6 +757,11 @@ public final class SampleSink implements FlowSink {
     }
 
     @Override
+    public void resumedAtPsb() {
+        resuming = false; // perf's scan returns the PSB event; it walks on from the PSB+ FUP without a trace begin
+    }
+
+    @Override
     public void noCode(long ip, long tsc) {
         if (resuming) {
             // perf returned the trace begin when its scan found the IP, before it needed the code there

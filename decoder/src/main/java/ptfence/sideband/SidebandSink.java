@@ -113,6 +113,11 @@ public final class SidebandSink implements FlowSink {
     }
 
     @Override
+    public void resumedAtPsb() {
+        next.resumedAtPsb();
+    }
+
+    @Override
     public void noCode(long ip, long tsc) {
         next.noCode(ip, tsc);
     }
