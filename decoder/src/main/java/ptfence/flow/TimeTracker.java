@@ -97,23 +97,27 @@ public final class TimeTracker {
                     continue;
                 }
                 aheadClock.packet(ahead.type == Pkt.CYC);
-                switch (ahead.type) {
-                    case Pkt.TSC -> aheadClock.tsc(ahead.payload);
-                    case Pkt.TMA -> aheadClock.tma((int) ahead.payload, (int) ahead.payload2);
-                    case Pkt.MTC -> aheadClock.mtc((int) ahead.payload);
-                    case Pkt.CBR -> aheadClock.cbr((int) ahead.payload);
-                    case Pkt.CYC -> {
-                        if (ahead.small == 0) {
-                            aheadClock.cyc(ahead.payload);
-                        }
-                    }
-                    default -> { }
-                }
+                applyPerf(aheadClock, ahead);
             }
         } finally {
             in.seek(save);
         }
         return aheadClock.tsc();
+    }
+
+    private static void applyPerf(ptfence.timing.PerfClock c, Pkt p) {
+        switch (p.type) {
+            case Pkt.TSC -> c.tsc(p.payload);
+            case Pkt.TMA -> c.tma((int) p.payload, (int) p.payload2);
+            case Pkt.MTC -> c.mtc((int) p.payload);
+            case Pkt.CBR -> c.cbr((int) p.payload);
+            case Pkt.CYC -> {
+                if (p.small == 0) {
+                    c.cyc(p.payload);
+                }
+            }
+            default -> { }
+        }
     }
 
     /** perf's clock (null unless {@link FlowConfig#perfClock}). */
@@ -167,18 +171,7 @@ public final class TimeTracker {
             // once per packet: the event layer reads some twice (a rescan to a full IP, a look past a TNT for a
             // deferred TIP), and perf's MTC arithmetic counts an MTC equal to the last one as a full wrap
             perfAppliedTo = p.offset;
-            switch (p.type) {
-                case Pkt.TSC -> perf.tsc(p.payload);
-                case Pkt.TMA -> perf.tma((int) p.payload, (int) p.payload2);
-                case Pkt.MTC -> perf.mtc((int) p.payload);
-                case Pkt.CBR -> perf.cbr((int) p.payload);
-                case Pkt.CYC -> {
-                    if (p.small == 0) {
-                        perf.cyc(p.payload);
-                    }
-                }
-                default -> { }
-            }
+            applyPerf(perf, p);
         }
         TimingError e1;
         TimingError e2;
