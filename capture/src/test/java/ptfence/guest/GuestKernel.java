@@ -121,8 +121,7 @@ public final class GuestKernel {
     }
 
     private static void resource(String name, Path to) throws IOException {
-        // a name of its own: the kernels are prepared at once, in two threads of one JVM
-        Path tmp = Files.createTempFile(to.getParent(), to.getFileName() + ".", ".tmp");
+        Path tmp = to.resolveSibling(to.getFileName() + "." + ProcessHandle.current().pid());
         try (InputStream in = GuestKernel.class.getResourceAsStream("/ptfence/guest/" + name)) {
             if (in == null) throw new IOException("test resource ptfence/guest/" + name + " missing");
             Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
@@ -246,22 +245,10 @@ public final class GuestKernel {
         long t0 = System.nanoTime();
         Process q = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(out.resolve("serial.log").toFile()).redirectInput(ProcessBuilder.Redirect.PIPE).start();
-        // a JVM that ends first (a cancelled build) takes its guests with it: two run at once, minutes each
-        Thread reaper = new Thread(q::destroyForcibly);
-        Runtime.getRuntime().addShutdownHook(reaper);
-        boolean ended;
-        try {
-            ended = q.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS);
-            if (!ended) {
-                q.destroyForcibly();
-                q.waitFor(30, TimeUnit.SECONDS);
-            }
-        } finally {
-            try {
-                Runtime.getRuntime().removeShutdownHook(reaper);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook runs
-            }
+        boolean ended = q.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS);
+        if (!ended) {
+            q.destroyForcibly();
+            q.waitFor(30, TimeUnit.SECONDS);
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
         return new Boot(this, out, Math.round(seconds * 10) / 10.0, !ended);
