@@ -28,66 +28,50 @@ import ptfence.store.Archive;
  * The fence's first job on the kernels users run (issue 29): {@code ptrec --sideband-only -a} in the guest while two
  * churns load and at once close BPF programs. The observed churn ({@link ChurnImages}) writes down, before each close,
  * the image the kernel reports (BPF_OBJ_GET_INFO_BY_FD); the pure churn ({@code ptfence.fence.Churn}) closes right
- * after the load, the shortest life a program can have, with the same instructions. Judged here: ptrec exits 0 with
- * the in-kernel fence and 0 losses; every program of both churns is archived, as a BPF program region with its
- * metadata (id, tag, translated instructions), bytes equal to the kernel's dump (byte for byte at the same address
- * for the observed ones, up to relocation for the pure ones); {@code ptarchive verify} finds the archive sound.
+ * after the load, the shortest life a program can have, with the same instructions. Both run, one JVM, as the
+ * {@code bpf} lane of {@link FenceChurnCheck}'s run, beside the other kinds' churns under the same ptrec (its start
+ * is most of a guest check's time under TCG); judged here as a test of its own. Judged: ptrec exits 0 with the
+ * in-kernel fence and 0 losses; every program of both churns is archived, as a BPF program region with its metadata
+ * (id, tag, translated instructions), bytes equal to the kernel's dump (byte for byte at the same address for the
+ * observed ones, up to relocation for the pure ones); {@code ptarchive verify} finds the archive sound.
  */
 final class BpfChurnCheck implements GuestCheck {
     private static final Pattern LOSSES = Pattern.compile("losses=(\\d+)");
     private static final int SALT = 310_000;
     private final int n;
 
-    /**
-     * @param n programs per churn ({@code -Dptfence.guest.churn}, default 1000: boot and checks 5-7 min a kernel
-     *          under TCG at host load ~12, of which ptrec's start ~2.5 min and the two churns with their JVMs ~2.5)
-     */
+    /** @param n programs per churn ({@code -Dptfence.guest.churn}, default 1000) */
     BpfChurnCheck(int n) {
         this.n = n;
     }
 
+    /** The lane's command line (churn-all.sh runs it in the lane's folder): both churns, one JVM, their ns on stdout. */
+    static String command(int n) {
+        return GuestKernel.java("ptfence.guest.ChurnImages", Integer.toString(n), "gobs_", Integer.toString(SALT),
+                "images.txt", "gpure_");
+    }
+
     @Override
     public GuestKernel.Check check() {
-        String ptrec = GuestKernel.java("ptfence.ptrec.PtrecCommand", "--sideband-only", "-a", "-v", "--no-kernel-text",
-                "-o", "/tmp/churn.data", "--archive", "/tmp/archive");
-        String script = String.join("\n",
-                "echo \"start at $(cut -d' ' -f1 /proc/uptime)\" > times",
-                ptrec + " 2> ptrec.log &",
-                "p=$!",
-                "i=0",
-                "until grep -q '^ptrec: recording ' ptrec.log; do",
-                // no count of its own: the check's bound stops a ptrec that never comes up
-                "  i=$((i + 1)); kill -0 $p 2>/dev/null || break; sleep 0.1",
-                // where a slow start spends its time: the JVM's threads every 20 s
-                "  [ $((i % 200)) = 100 ] && " + GuestKernel.quote(java.nio.file.Path.of(System.getProperty("java.home"),
-                        "bin", "jstack").toString()) + " $(pgrep -f PtrecCommand | head -1) > jstack-$i.txt 2>&1",
-                "done",
-                "echo \"ptrec up at $(cut -d' ' -f1 /proc/uptime)\" >> times",
-                GuestKernel.java("ptfence.guest.ChurnImages", Integer.toString(n), "gobs_", Integer.toString(SALT),
-                        "images.txt") + " > observed.ns; echo $? > observed.rc",
-                GuestKernel.java("ptfence.fence.Churn", Integer.toString(n), "gpure_", Integer.toString(SALT))
-                        + " > pure.ns; echo $? > pure.rc",
-                "echo \"churns done at $(cut -d' ' -f1 /proc/uptime) (observed $(cat observed.ns) ns, pure $(cat pure.ns) ns)\" >> times",
-                "sleep 1",
-                "kill -INT $p; wait $p; echo $? > ptrec.rc",
-                "echo \"ptrec ended at $(cut -d' ' -f1 /proc/uptime)\" >> times",
-                "cp /tmp/churn.data . && cp -r --sparse=always /tmp/archive archive",
-                "");
-        return new GuestKernel.Check("bpf-churn", (int) GuestKernel.BOOT_BOUND.toSeconds() - 30, script);
+        return null; // a lane of the fence churn's run
+    }
+
+    @Override
+    public String name() {
+        return "bpf-churn";
     }
 
     @Override
     public void verify(GuestKernel.Boot boot) throws Exception {
-        Path d = boot.dir("bpf-churn");
-        String why = boot.describe("bpf-churn");
-        if (Files.exists(d.resolve("times"))) {
-            System.out.print("guest " + boot.kernel().release() + " bpf-churn: " + Files.readString(d.resolve("times")));
-        }
-        String log = Files.exists(d.resolve("ptrec.log")) ? Files.readString(d.resolve("ptrec.log")) : "";
-        assertEquals(0, boot.rc("bpf-churn"), why);
-        assertEquals("0", Files.readString(d.resolve("observed.rc")).strip(), "observed churn: " + why);
-        assertEquals("0", Files.readString(d.resolve("pure.rc")).strip(), "pure churn: " + why);
-        assertEquals("0", Files.readString(d.resolve("ptrec.rc")).strip(), "ptrec: " + log);
+        Path run = boot.dir(FenceChurnCheck.NAME), d = run.resolve("bpf");
+        String why = boot.describe(FenceChurnCheck.NAME);
+        String log = Files.exists(run.resolve("ptrec.out")) ? Files.readString(run.resolve("ptrec.out")) : "";
+        assertEquals(0, boot.rc(FenceChurnCheck.NAME), why);
+        assertEquals("0", Files.readString(run.resolve("bpf.rc")).strip(), "the BPF churns: " + why);
+        List<String> ns = Files.readAllLines(d.resolve("ns"));
+        assertEquals(2, ns.size(), "the observed and the pure churn's times: " + ns + "; " + why);
+        System.out.printf("guest %s bpf-churn: observed %.1f s, pure %.1f s (guest clock)%n", boot.kernel().release(),
+                Long.parseLong(ns.get(0).strip()) / 1e9, Long.parseLong(ns.get(1).strip()) / 1e9);
         assertFalse(log.contains("user-space fence"), "the in-kernel fence did not run: " + log);
         Matcher losses = LOSSES.matcher(log);
         assertTrue(losses.find(), "no fence summary: " + log);
@@ -101,7 +85,7 @@ final class BpfChurnCheck implements GuestCheck {
         assertEquals(n, witness.size(), "programs the observed churn wrote down");
         HexFormat hex = HexFormat.of();
         int kept = 0, keptPure = 0;
-        try (Archive a = Archive.openReadOnly(d.resolve("archive"))) {
+        try (Archive a = Archive.openReadOnly(run.resolve("archive"))) {
             List<Region> ours = a.read(s -> RegionIndex.all(s, r -> r.kind() == RegionKind.BPF_PROG
                     && (r.name().contains("_gobs_") || r.name().contains("_gpure_"))));
             Map<String, Region> byName = new HashMap<>();
@@ -130,7 +114,7 @@ final class BpfChurnCheck implements GuestCheck {
         }
         StringWriter out = new StringWriter(), err = new StringWriter();
         int verify = Tool.run("ptarchive", new PtarchiveCommand(), new PrintWriter(out), new PrintWriter(err),
-                "--archive", d.resolve("archive").toString(), "verify");
+                "--archive", run.resolve("archive").toString(), "verify");
         assertEquals(0, verify, "ptarchive verify: " + out + err);
         assertTrue(out.toString().startsWith("ok: "), out.toString());
         System.out.printf("guest %s: %d/%d observed and %d/%d short-lived programs kept with metadata; %s; verify %s",

@@ -12,7 +12,10 @@ import ptfence.sys.BpfFd;
 /**
  * The churn with an independent witness: N socket filters {@code r0 = salt + i; exit}, each closed as soon as the
  * kernel has told its JIT image (BPF_OBJ_GET_INFO_BY_FD: the kernel's own dump of the bytes it runs, and where).
- * One line per program: {@code name id address tag hex-image}. Usage: {@code ChurnImages N PREFIX SALT FILE}.
+ * One line per program: {@code name id address tag hex-image}. Usage: {@code ChurnImages N PREFIX SALT FILE
+ * [PURE_PREFIX]}: with PURE_PREFIX, then {@link ptfence.fence.Churn}'s N programs of the same instructions, closed right
+ * after their load, in the same JVM (a JVM's start costs tens of seconds under the guest's TCG). Prints each churn's
+ * wall time in ns, a line each.
  */
 public final class ChurnImages {
     private ChurnImages() {}
@@ -35,5 +38,6 @@ public final class ChurnImages {
             }
         }
         System.out.println(System.nanoTime() - t0);
+        if (args.length > 4) System.out.println(ptfence.fence.Churn.run(n, args[4], salt));
     }
 }

@@ -18,23 +18,29 @@ import ptfence.ptarchive.PtarchiveCommand;
 import ptfence.region.RegionKind;
 
 /**
- * {@code ptrec --sideband-only -a} with the fence while churns of the dynamic text kinds run in the guest, one after
- * another under one ptrec (test resources ptfence/guest/churn-all.sh: modules, kprobes, fentry/fexit trampolines,
- * XDP dispatcher changes through netlink and bpf links). Each churn's independent reader copies every live region
- * from /proc/kcore (kcore-read.py, no project code) right after each change. Judged here: ptrec exits 0 with no
- * losses, every kcore copy finds the archived region at its address and time with equal bytes
- * ({@link GuestFenceCheck}), {@code ptarchive verify} passes, and each kind's counts hold.
+ * {@code ptrec --sideband-only -a} with the fence while churns of the dynamic text kinds run in the guest, in lanes at
+ * once under one ptrec (test resources ptfence/guest/churn-all.sh: modules, kprobes, fentry/fexit trampolines, XDP
+ * dispatcher changes through netlink and bpf links, static keys, and the BPF program churn that
+ * {@link BpfChurnCheck} judges). Each churn's independent reader copies every live region from /proc/kcore
+ * (kcore-read.py, no project code) right after each change. Judged here: ptrec exits 0 with no losses, every kcore
+ * copy finds the archived region at its address and time with equal bytes ({@link GuestFenceCheck}),
+ * {@code ptarchive verify} passes, and each kind's counts hold.
  */
 final class FenceChurnCheck implements GuestCheck {
+    /** The run's folder, {@link BpfChurnCheck}'s too. */
+    static final String NAME = "fence-churn";
     private final Map<String, Integer> churns;
+    private final int bpf;
     private final int seconds;
 
     /**
      * @param churns kind -> count (modules: rounds, kprobes: rounds, fentry: cycles, xdp: changes, statickeys:
      *     flips); see churn-all.sh
+     * @param bpf programs per BPF churn in the run's {@code bpf} lane ({@link BpfChurnCheck}), 0 for none
      */
-    FenceChurnCheck(Map<String, Integer> churns, int seconds) {
+    FenceChurnCheck(Map<String, Integer> churns, int bpf, int seconds) {
         this.churns = new LinkedHashMap<>(churns);
+        this.bpf = bpf;
         this.seconds = seconds;
     }
 
@@ -43,24 +49,25 @@ final class FenceChurnCheck implements GuestCheck {
      * rounds of dummy and veth), 200 kprobe registrations (100 rounds of a kprobe at an offset and a kretprobe), 200
      * fentry/fexit attach/detach cycles, 100 dispatcher changes (netlink and bpf links in turn), 200 static-key flips.
      */
-    static FenceChurnCheck scaled(int percent, int seconds) {
+    static FenceChurnCheck scaled(int percent, int bpf, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
+        if (percent <= 0) return new FenceChurnCheck(c, bpf, seconds);
         c.put("modules", Math.max(2, 25 * percent / 100));
         c.put("kprobes", Math.max(4, 100 * percent / 100));
         c.put("fentry", Math.max(12, 200 * percent / 100));
         c.put("xdp", Math.max(6, 100 * percent / 100));
         c.put("statickeys", Math.max(4, 200 * percent / 100));
-        return new FenceChurnCheck(c, seconds);
+        return new FenceChurnCheck(c, bpf, seconds);
     }
 
     /** {@code kind=N,kind=N...} (modules, kprobes, fentry, xdp, statickeys). */
-    static FenceChurnCheck of(String spec, int seconds) {
+    static FenceChurnCheck of(String spec, int bpf, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
         for (String kv : spec.split(",")) {
             String[] f = kv.strip().split("=");
             c.put(f[0], Integer.parseInt(f[1]));
         }
-        return new FenceChurnCheck(c, seconds);
+        return new FenceChurnCheck(c, bpf, seconds);
     }
 
     private static String resource(String file) {
@@ -77,29 +84,39 @@ final class FenceChurnCheck implements GuestCheck {
                 "/tmp/fence-archive", "-o", "/tmp/fence.perf.data", "-v", "--", "bash", resource("churn-all.sh"),
                 "/tmp/churn"));
         churns.forEach((k, n) -> cmd.add(k + "=" + n));
-        return new GuestKernel.Check("fence-churn", seconds, String.join("\n",
+        if (bpf > 0) cmd.add("bpf=" + bpf);
+        return new GuestKernel.Check(NAME, seconds, String.join("\n",
+                "up() { cut -d' ' -f1 /proc/uptime; }",
                 "mkdir -p /tmp/churn",
+                // where the time goes, in guest uptime: ptrec's start ends where churn-all's lanes begin
+                "export CHURN_TIMES=$OUT/times CHURN_BPF=" + GuestKernel.quote(BpfChurnCheck.command(bpf)),
+                // one lane after another, each lane's own time (-Dptfence.guest.churnSerial=true: measuring)
+                Boolean.getBoolean("ptfence.guest.churnSerial") ? "export CHURN_SERIAL=1" : "",
+                "echo \"ptrec starts at $(up) s\" > times",
                 // the kernel text copy (19 MB through kcore) is not what this checks, and costs minutes under TCG
                 GuestKernel.java("ptfence.ptrec.PtrecCommand", cmd.toArray(String[]::new))
                         + " > ptrec.out 2>&1; echo $? > ptrec.rc",
-                "cp -r /tmp/fence-archive archive; for k in " + String.join(" ", churns.keySet())
-                        + "; do cp -r /tmp/churn/$k/kcore kcore-$k; done; cp /tmp/churn/*.rc /tmp/churn/times . ;"
-                        + " cp /tmp/churn/kprobes/optimized . 2>/dev/null; cp /tmp/fence.perf.data .",
+                "echo \"ptrec ended at $(up) s\" >> times",
+                "cp -r --sparse=always /tmp/fence-archive archive; for k in " + String.join(" ", churns.keySet())
+                        + "; do cp -r /tmp/churn/$k/kcore kcore-$k; done; cp /tmp/churn/*.rc . ;"
+                        + " cp /tmp/churn/kprobes/optimized . 2>/dev/null; cp -r /tmp/churn/bpf . 2>/dev/null;"
+                        + " cp /tmp/fence.perf.data .",
+                "echo \"copied out at $(up) s\" >> times",
                 "cat ptrec.rc; test \"$(cat ptrec.rc)\" = 0",
                 ""));
     }
 
     @Override
     public void verify(GuestKernel.Boot boot) throws Exception {
-        Path dir = boot.dir("fence-churn");
-        String why = boot.describe("fence-churn");
-        assertEquals(0, boot.rc("fence-churn"), why);
+        Path dir = boot.dir(NAME);
+        String why = boot.describe(NAME);
+        assertEquals(0, boot.rc(NAME), why);
         String ptrec = Files.readString(dir.resolve("ptrec.out"));
         GuestFenceCheck.Result r = GuestFenceCheck.check(dir.resolve("archive"),
                 churns.keySet().stream().map(k -> dir.resolve("kcore-" + k)).toList());
         System.out.printf("guest %s: %s%n", boot.kernel().release(), r.summary());
         if (Files.exists(dir.resolve("times"))) {
-            System.out.print("guest " + boot.kernel().release() + " fence-churn times (uptime s):\n"
+            System.out.print("guest " + boot.kernel().release() + " fence-churn times (guest uptime):\n"
                     + Files.readString(dir.resolve("times")));
         }
         why = r.summary() + "\n" + ptrec + "\n" + why;

@@ -121,7 +121,8 @@ public final class GuestKernel {
     }
 
     private static void resource(String name, Path to) throws IOException {
-        Path tmp = to.resolveSibling(to.getFileName() + "." + ProcessHandle.current().pid());
+        // a name of its own: the kernels are prepared at once, in two threads of one JVM
+        Path tmp = Files.createTempFile(to.getParent(), to.getFileName() + ".", ".tmp");
         try (InputStream in = GuestKernel.class.getResourceAsStream("/ptfence/guest/" + name)) {
             if (in == null) throw new IOException("test resource ptfence/guest/" + name + " missing");
             Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
@@ -245,10 +246,22 @@ public final class GuestKernel {
         long t0 = System.nanoTime();
         Process q = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(out.resolve("serial.log").toFile()).redirectInput(ProcessBuilder.Redirect.PIPE).start();
-        boolean ended = q.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS);
-        if (!ended) {
-            q.destroyForcibly();
-            q.waitFor(30, TimeUnit.SECONDS);
+        // a JVM that ends first (a cancelled build) takes its guests with it: two run at once, minutes each
+        Thread reaper = new Thread(q::destroyForcibly);
+        Runtime.getRuntime().addShutdownHook(reaper);
+        boolean ended;
+        try {
+            ended = q.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS);
+            if (!ended) {
+                q.destroyForcibly();
+                q.waitFor(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            try {
+                Runtime.getRuntime().removeShutdownHook(reaper);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs
+            }
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
         return new Boot(this, out, Math.round(seconds * 10) / 10.0, !ended);

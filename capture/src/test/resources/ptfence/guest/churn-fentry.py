@@ -66,8 +66,9 @@ def main():
     n, out = int(sys.argv[1]), sys.argv[2]
     kdir = os.path.join(out, 'kcore')
     os.makedirs(kdir, exist_ok=True)
-    # not vfs_write: the kprobes churn, running beside this one, puts its kretprobe there (an ftrace site)
-    names = os.environ.get('FENTRY_FUNCS', 'vfs_read do_sys_openat2 vfs_open').split()
+    # not vfs_write or ksys_write: the kprobes churn, running beside this one, puts its kretprobes there (ftrace
+    # sites). Five functions a round: a kallsyms read (~5 s on 6.12 under TCG) per round, so per ten cycles
+    names = os.environ.get('FENTRY_FUNCS', 'vfs_read do_sys_openat2 vfs_open vfs_getattr do_filp_open').split()
     ids = func_ids(names)
     names = [fn for fn in names if fn in ids]
     f = open('/proc/kcore', 'rb', buffering=0)

@@ -10,10 +10,13 @@ import java.util.List;
 
 /** Function symbols for addresses ("name+0x12"), read from ELF symbol tables. */
 public final class Symbols {
-    /** {@code bind}: ELF STB_* of the symbol, -1 when the source has none (kallsyms, added by hand). */
-    private record Sym(long start, long size, String name, int bind) {
+    /**
+     * {@code bind}: ELF STB_* of the symbol, -1 when the source has none (kallsyms, added by hand). {@code tail}: for
+     * a size-less ELF symbol, where perf ends it when it is the last function (0: unknown, see {@link #tailEnds}).
+     */
+    private record Sym(long start, long size, String name, int bind, long tail) {
         Sym(long start, long size, String name) {
-            this(start, size, name, -1);
+            this(start, size, name, -1, 0);
         }
     }
 
@@ -81,6 +84,7 @@ public final class Symbols {
                 if (tab == null || str == null) {
                     continue;
                 }
+                long[] keys = perfKeys(elf, tab);
                 for (int e = 0; e + 24 <= tab.limit(); e += 24) {
                     int info = tab.get(e + 4) & 0xff;
                     int type = info & 0xf;
@@ -93,7 +97,9 @@ public final class Symbols {
                     if (!(type == 2 || type == 10 || label) || value == 0 || shndx == 0) { // FUNC, GNU_IFUNC
                         continue;
                     }
-                    pending.add(new Sym(value + shift, tab.getLong(e + 16), Elf.cString(str, name), info >> 4));
+                    long size = tab.getLong(e + 16);
+                    pending.add(new Sym(value + shift, size, Elf.cString(str, name), info >> 4,
+                            size == 0 ? tailEnd(keys, perfKey(elf, shndx, value), value + shift) : 0));
                 }
             }
             if (!pending.isEmpty()) {
@@ -102,6 +108,45 @@ public final class Symbols {
         }
         sorted = null;
         return this;
+    }
+
+    /**
+     * Where a symbol perf loads sits in perf's own terms: file offsets for an ET_EXEC (perf moves each symbol by its
+     * section's address minus its file offset), addresses otherwise; -1 for one perf does not load. perf loads
+     * functions, objects and labels of any section, and ends a size-less last text symbol at the next of them.
+     */
+    private static long perfKey(Elf elf, int shndx, long value) {
+        if (shndx == 0 || shndx >= 0xff00 || shndx >= elf.sections().size()) {
+            return -1;
+        }
+        Elf.SectionHeader sec = elf.sections().get(shndx);
+        return elf.relocatable() ? value : value - sec.addr() + sec.offset();
+    }
+
+    private static long[] perfKeys(Elf elf, ByteBuffer tab) {
+        long[] keys = new long[tab.limit() / 24];
+        int n = 0;
+        for (int e = 0; e + 24 <= tab.limit(); e += 24) {
+            int type = tab.get(e + 4) & 0xf;
+            if ((type == 0 && tab.getInt(e) != 0) || type == 1 || type == 2 || type == 10) { // label, OBJECT, FUNC
+                long k = perfKey(elf, Short.toUnsignedInt(tab.getShort(e + 6)), tab.getLong(e + 8));
+                if (k >= 0) {
+                    keys[n++] = k;
+                }
+            }
+        }
+        return Arrays.copyOf(keys, n);
+    }
+
+    /** The end perf gives a size-less symbol at KEY (address START here) were it the last: the next key's. */
+    private static long tailEnd(long[] keys, long key, long start) {
+        long next = -1;
+        for (long k : keys) {
+            if (key >= 0 && k > key && (next < 0 || k < next)) {
+                next = k;
+            }
+        }
+        return next < 0 ? 0 : start + (next - key);
     }
 
     /** One symbol; size 0 when unknown (it then reaches to the next symbol). */
@@ -227,8 +272,10 @@ public final class Symbols {
             while (n < sorted.length && sorted[n].start() == s.start()) {
                 n++;
             }
-            // the last one: to the page after the one it starts in, as perf's symbols__fixup_end
-            end = n < sorted.length ? sorted[n].start() : (s.start() + 4095 & ~4095L) + 4096;
+            // the last one: an ELF symbol to the next symbol perf loaded from its file (a data label or object, in
+            // perf's terms), else to the page after the one it starts in, as perf's symbols__fixup_end
+            end = n < sorted.length ? sorted[n].start()
+                    : s.tail() > s.start() ? s.tail() : (s.start() + 4095 & ~4095L) + 4096;
         }
         return addr - s.start() < end - s.start() ? new Entry(s.name(), s.start(), end, s.bind()) : null;
     }
