@@ -12,7 +12,6 @@ import ptfence.sys.BpfRingMapping;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -155,11 +154,13 @@ public final class ModuleFence implements AutoCloseable {
 
     private void consumeLoop() {
         while (!stopping) {
+            symbolLines.nextBatch();
             if (consumer.poll(this::onRecord) == 0) {
                 dropStale(STALE_NANOS);
                 LockSupport.parkNanos(poll.toNanos());
             }
         }
+        symbolLines.nextBatch();
         consumer.poll(this::onRecord);
         dropStale(0);
     }
@@ -245,17 +246,14 @@ public final class ModuleFence implements AutoCloseable {
                 t.functionCount(), 0, 0, true);
     }
 
+    /** /proc/kallsyms read once per batch of texts the consumer takes (a read costs seconds in a slow guest). */
+    private final ModuleSymbols symbolLines = new ModuleSymbols(() -> Files.lines(Kallsyms.PROC));
+
     /** The module's lines of /proc/kallsyms, read as its text arrives (the module may be gone: then none). */
     private RegionMetadata symbols(String module) {
-        String tail = "\t[" + module + "]";
-        StringBuilder b = new StringBuilder();
-        try (var lines = Files.lines(Kallsyms.PROC)) {
-            lines.filter(l -> l.endsWith(tail)).forEach(l -> b.append(l).append('\n'));
-        } catch (IOException | java.io.UncheckedIOException e) {
-            // counted below
-        }
-        if (b.isEmpty()) symbolsMissing.incrementAndGet();
-        return new KernelMetadata(release, b.toString().getBytes(StandardCharsets.UTF_8), null);
+        byte[] lines = symbolLines.of(module);
+        if (lines.length == 0) symbolsMissing.incrementAndGet();
+        return new KernelMetadata(release, lines, null);
     }
 
     private void dropStale(long olderThan) {

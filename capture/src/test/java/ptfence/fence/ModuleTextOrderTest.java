@@ -178,7 +178,7 @@ class ModuleTextOrderTest {
     @Test
     void everyInterleavingOfCopiesAndFlipsGivesTheKernelsBytes() throws Exception {
         Random rnd = new Random(29);
-        for (int round = 0; round < 400; round++) {
+        for (int round = 0; round < 250; round++) {
             Archive w = new Archive();
             RegionTracker t = new RegionTracker("boot", w);
             int sites = 1 + rnd.nextInt(4), length = 16;
