@@ -51,7 +51,7 @@ public final class ModuleFence implements AutoCloseable {
     private Thread worker;
     private volatile boolean stopping;
     private final String release;
-    private String initNote = "";
+    private String note = "";
     private final AtomicLong loads = new AtomicLong(), frees = new AtomicLong(), scans = new AtomicLong(),
             initFrees = new AtomicLong(), incomplete = new AtomicLong(), symbolsMissing = new AtomicLong();
 
@@ -121,7 +121,7 @@ public final class ModuleFence implements AutoCloseable {
         if (doFreeInit.isPresent() && list.isPresent() && layout.initfreeText().isPresent()) {
             initFree = keep(TextFence.load(p.initFree(doFreeInit.getAsLong(), list.getAsLong()), "fence_mod_initf"));
         } else {
-            initNote = "init text ends at its module's free (no do_free_init/init_free_list/mod_initfree)";
+            note = "init text ends at its module's free (no do_free_init/init_free_list/mod_initfree)";
         }
         worker = new Thread(this::consumeLoop, "module-fence-consumer");
         worker.setDaemon(true);
@@ -274,7 +274,7 @@ public final class ModuleFence implements AutoCloseable {
         String s = String.format("module text: %d loads, %d frees, %d at start, %d init texts freed; losses=%d",
                 loads.get(), frees.get(), scans.get(), initFrees.get(), losses());
         if (symbolsMissing.get() > 0) s += "; symbols missing for " + symbolsMissing.get();
-        return initNote.isEmpty() ? s : s + " (" + initNote + ")";
+        return note.isEmpty() ? s : s + " (" + note + ")";
     }
 
     private long stat(int slot) {
@@ -303,6 +303,12 @@ public final class ModuleFence implements AutoCloseable {
         stopping = true;
         boolean ended = ParkedWorker.stop(worker);
         worker = null;
+        // still taking texts after 2 min: those left in the ring reach no archive (at least one, counted)
+        if (!ended) {
+            incomplete.incrementAndGet();
+            note = (note.isEmpty() ? "" : note + "; ") + "consumer still busy at the stop: texts left in "
+                    + "its ring not archived";
+        }
         finalLosses = losses();
         finalSummary = summary();
         if (mapping != null && ended) mapping.close(); // else left mapped: the worker still reads it

@@ -14,6 +14,7 @@ import java.util.AbstractMap;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -370,8 +371,11 @@ public final class RegionTracker implements TextSink {
     private int patchLive(long address, byte[] oldBytes, byte[] newBytes, long time) throws IOException {
         int held = 0;
         Map.Entry<Key, Live> newest = null;
-        List<Map.Entry<Key, Live>> candidates = new ArrayList<>(live.entrySet());
-        for (Freeing f : freeing) candidates.add(f.entry()); // all freed after this poke (settled before it)
+        Collection<Map.Entry<Key, Live>> candidates = live.entrySet();
+        if (!freeing.isEmpty()) { // all freed after this poke (those before it ended first)
+            candidates = new ArrayList<>(candidates);
+            for (Freeing f : freeing) candidates.add(f.entry());
+        }
         for (var e : candidates) {
             Region r = e.getValue().region();
             if (!holds(r, address, newBytes.length)) continue;
