@@ -12,7 +12,6 @@ import ptfence.sys.BpfRingMapping;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -52,7 +51,7 @@ public final class ModuleFence implements AutoCloseable {
     private Thread worker;
     private volatile boolean stopping;
     private final String release;
-    private String initNote = "";
+    private String note = "";
     private final AtomicLong loads = new AtomicLong(), frees = new AtomicLong(), scans = new AtomicLong(),
             initFrees = new AtomicLong(), incomplete = new AtomicLong(), symbolsMissing = new AtomicLong();
 
@@ -122,7 +121,7 @@ public final class ModuleFence implements AutoCloseable {
         if (doFreeInit.isPresent() && list.isPresent() && layout.initfreeText().isPresent()) {
             initFree = keep(TextFence.load(p.initFree(doFreeInit.getAsLong(), list.getAsLong()), "fence_mod_initf"));
         } else {
-            initNote = "init text ends at its module's free (no do_free_init/init_free_list/mod_initfree)";
+            note = "init text ends at its module's free (no do_free_init/init_free_list/mod_initfree)";
         }
         worker = new Thread(this::consumeLoop, "module-fence-consumer");
         worker.setDaemon(true);
@@ -155,11 +154,13 @@ public final class ModuleFence implements AutoCloseable {
 
     private void consumeLoop() {
         while (!stopping) {
+            symbolLines.nextBatch();
             if (consumer.poll(this::onRecord) == 0) {
                 dropStale(STALE_NANOS);
                 LockSupport.parkNanos(poll.toNanos());
             }
         }
+        symbolLines.nextBatch();
         consumer.poll(this::onRecord);
         dropStale(0);
     }
@@ -245,17 +246,14 @@ public final class ModuleFence implements AutoCloseable {
                 t.functionCount(), 0, 0, true);
     }
 
+    /** /proc/kallsyms read once per batch of texts the consumer takes (a read costs seconds in a slow guest). */
+    private final ModuleSymbols symbolLines = new ModuleSymbols(() -> Files.lines(Kallsyms.PROC));
+
     /** The module's lines of /proc/kallsyms, read as its text arrives (the module may be gone: then none). */
     private RegionMetadata symbols(String module) {
-        String tail = "\t[" + module + "]";
-        StringBuilder b = new StringBuilder();
-        try (var lines = Files.lines(Kallsyms.PROC)) {
-            lines.filter(l -> l.endsWith(tail)).forEach(l -> b.append(l).append('\n'));
-        } catch (IOException | java.io.UncheckedIOException e) {
-            // counted below
-        }
-        if (b.isEmpty()) symbolsMissing.incrementAndGet();
-        return new KernelMetadata(release, b.toString().getBytes(StandardCharsets.UTF_8), null);
+        byte[] lines = symbolLines.of(module);
+        if (lines.length == 0) symbolsMissing.incrementAndGet();
+        return new KernelMetadata(release, lines, null);
     }
 
     private void dropStale(long olderThan) {
@@ -276,7 +274,7 @@ public final class ModuleFence implements AutoCloseable {
         String s = String.format("module text: %d loads, %d frees, %d at start, %d init texts freed; losses=%d",
                 loads.get(), frees.get(), scans.get(), initFrees.get(), losses());
         if (symbolsMissing.get() > 0) s += "; symbols missing for " + symbolsMissing.get();
-        return initNote.isEmpty() ? s : s + " (" + initNote + ")";
+        return note.isEmpty() ? s : s + " (" + note + ")";
     }
 
     private long stat(int slot) {
@@ -305,6 +303,12 @@ public final class ModuleFence implements AutoCloseable {
         stopping = true;
         boolean ended = ParkedWorker.stop(worker);
         worker = null;
+        // still taking texts after 2 min: those left in the ring reach no archive (at least one, counted)
+        if (!ended) {
+            incomplete.incrementAndGet();
+            note = (note.isEmpty() ? "" : note + "; ") + "consumer still busy at the stop: texts left in "
+                    + "its ring not archived";
+        }
         finalLosses = losses();
         finalSummary = summary();
         if (mapping != null && ended) mapping.close(); // else left mapped: the worker still reads it

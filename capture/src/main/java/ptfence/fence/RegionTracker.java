@@ -10,9 +10,11 @@ import ptfence.store.ContentKey;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.AbstractMap;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -50,14 +52,32 @@ public final class RegionTracker implements TextSink {
 
     private record Key(long address, String name) {}
 
-    /** A region still open; {@code awaitsFree}: the FREE hook will deliver its end. */
-    private record Live(Region region, byte[] bytes, boolean awaitsFree) {
-        Live withRegion(Region r) { return new Live(r, bytes, awaitsFree); }
+    /**
+     * A region still open; {@code awaitsFree}: the FREE hook will deliver its end; {@code copiedAt}: for module
+     * text, when the copy its versions start from was read (every poke made until then is in its bytes), else
+     * {@link Long#MIN_VALUE}.
+     */
+    private record Live(Region region, byte[] bytes, boolean awaitsFree, long copiedAt) {
+        Live withRegion(Region r) { return new Live(r, bytes, awaitsFree, copiedAt); }
+
+        /** A poke made at {@code time} is in these bytes already: the copy was read after it. */
+        boolean holdsPokeOf(long time) { return time <= copiedAt; }
     }
+
+    /**
+     * Module text whose free copy (read at {@code at}) reached the tracker before the recorder had handled every
+     * poke made before it: it stays open to those pokes ({@link #patchLive}) until the recorder's records pass its
+     * free ({@link #sidebandTime}), then ends as a free does. Not in {@link #live}: the module can load again at
+     * the same address meanwhile.
+     */
+    private record Freeing(Map.Entry<Key, Live> entry, CapturedText image, long at) {}
 
     private final String bootId;
     private final RegionWriter writer;
     private final Map<Key, Live> live = new HashMap<>();
+    private final List<Freeing> freeing = new ArrayList<>();
+    /** The newest perf time of the recorder's kernel-text records handled (they come in time order). */
+    private long sidebandTime = Long.MIN_VALUE;
     /** Metadata that arrived before its image (the recorder can be faster than the fence's consumer). */
     private final Map<Key, BpfMetadata> early = new HashMap<>();
     /** FREE images of trampolines still live whose bytes differ from the live version's (a poke yet to come). */
@@ -151,28 +171,15 @@ public final class RegionTracker implements TextSink {
                     freedEarly.put(key, t.bytes());
                     return;
                 }
-                Live open = withLateSources(live.remove(key));
-                unregistered.remove(key);
-                Live ended = open == null ? endedAtUnregister.remove(key) : null;
-                if (ended != null) {
-                    // closed at its KSYMBOL unregister already (a trampoline image's FREE comes through the fence's
-                    // ring, after the loop's unregister): the same bytes add nothing; other bytes are a version
-                    // from that end, not one valid from time 0 over every earlier image at the address
-                    if (Arrays.equals(ended.bytes(), t.bytes())) return;
-                    long end = Math.min(ended.region().validTo(), at);
-                    writer.opened(region(t, end, Math.max(end, at)), t.bytes());
+                if (t.hook() == Hook.MODULE_FREE && live.containsKey(key) && at >= sidebandTime) {
+                    // The module fence's copy at the free can reach the tracker seconds before the recorder's
+                    // TEXT_POKE records of flips made before it (guest, 6.1: rmmod's copy ~5 s ahead of them):
+                    // closed now, the last version would end without them and the free's bytes stand over its whole
+                    // span. The free waits until the recorder has handled every poke before it.
+                    freeing.add(new Freeing(new AbstractMap.SimpleEntry<>(key, live.remove(key)), t, at));
                     return;
                 }
-                if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
-                    writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
-                } else {
-                    // Never seen live (predates the fence, or loaded where LOAD cannot see), or its bytes changed
-                    // after load (tail-call pokes): the bytes at free are a version valid up to the free.
-                    if (open != null) writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
-                    long from = open != null ? open.region().validFrom() : 0;
-                    Region atFree = region(t, Math.min(from, at), at);
-                    writer.opened(atFree, t.bytes());
-                }
+                free(key, live.remove(key), t, at);
             }
             default -> {
                 Live previous = live.get(key);
@@ -190,10 +197,57 @@ public final class RegionTracker implements TextSink {
                             r.name(), r.key(), meta);
                 }
                 boolean awaitsFree = freeHooked && (t.hook() == Hook.LOAD || t.hook() == Hook.SCAN);
-                live.put(key, new Live(r, t.bytes(), awaitsFree));
+                long copiedAt = r.kind() == RegionKind.MODULE ? at : Long.MIN_VALUE;
+                live.put(key, new Live(r, t.bytes(), awaitsFree, copiedAt));
                 writer.opened(r, t.bytes());
                 replayOrphans(key, at);
             }
+        }
+    }
+
+    /** The end of a live region ({@code open}, null if none) at a FREE image taken at {@code at}. */
+    private void free(Key key, Live open, CapturedText t, long at) throws IOException {
+        open = withLateSources(open);
+        unregistered.remove(key);
+        Live ended = open == null ? endedAtUnregister.remove(key) : null;
+        if (ended != null) {
+            // closed at its KSYMBOL unregister already (a trampoline image's FREE comes through the fence's
+            // ring, after the loop's unregister): the same bytes add nothing; other bytes are a version
+            // from that end, not one valid from time 0 over every earlier image at the address
+            if (Arrays.equals(ended.bytes(), t.bytes())) return;
+            long end = Math.min(ended.region().validTo(), at);
+            writer.opened(region(t, end, Math.max(end, at)), t.bytes());
+            return;
+        }
+        if (open != null && Arrays.equals(open.bytes(), t.bytes())) {
+            writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
+        } else {
+            // Never seen live (predates the fence, or loaded where LOAD cannot see), or its bytes changed
+            // after load (tail-call pokes): the bytes at free are a version valid up to the free.
+            if (open != null) writer.closed(open.region().closedAt(Math.max(at, open.region().validFrom())));
+            long from = open != null ? open.region().validFrom() : 0;
+            Region atFree = region(t, Math.min(from, at), at);
+            writer.opened(atFree, t.bytes());
+        }
+    }
+
+    /**
+     * The recorder has handled its kernel-text records (TEXT_POKE, KSYMBOL, BPF_EVENT: one stream in time order) up
+     * to perf time {@code time}: module frees before it have had every poke made before them, and end.
+     */
+    public synchronized void sidebandTime(long time) throws IOException {
+        if (time <= sidebandTime) return;
+        sidebandTime = time;
+        settleFrees(time);
+    }
+
+    /** Ends the waiting frees taken before {@code time}, oldest first. */
+    private void settleFrees(long time) throws IOException {
+        if (freeing.isEmpty()) return;
+        freeing.sort(Comparator.comparingLong(Freeing::at));
+        while (!freeing.isEmpty() && freeing.get(0).at() < time) {
+            Freeing f = freeing.remove(0);
+            free(f.entry().getKey(), f.entry().getValue(), f.image(), f.at());
         }
     }
 
@@ -225,6 +279,7 @@ public final class RegionTracker implements TextSink {
      * notes the time for {@link #closeUnfreed}. False if no region of that symbol is live.
      */
     public synchronized boolean ksymbolUnregistered(long address, String name, long time) throws IOException {
+        sidebandTime(time);
         Key key = new Key(address, name);
         Live open = live.get(key);
         if (open == null) return false;
@@ -244,7 +299,7 @@ public final class RegionTracker implements TextSink {
                     r.name(), ContentKey.of(freed), r.metadata()), freed);
         }
         if (endedAtUnregister.size() > 4096) endedAtUnregister.clear(); // bounded: most never get a FREE
-        endedAtUnregister.put(key, new Live(closed, open.bytes(), false));
+        endedAtUnregister.put(key, new Live(closed, open.bytes(), false, Long.MIN_VALUE));
         return true;
     }
 
@@ -253,6 +308,7 @@ public final class RegionTracker implements TextSink {
      * period, or the FREE image was lost). Returns how many.
      */
     public synchronized int closeUnfreed() throws IOException {
+        settleFrees(Long.MAX_VALUE); // the recording's records are all handled
         int n = 0;
         for (var e : unregistered.entrySet()) {
             Live open = withLateSources(live.remove(e.getKey()));
@@ -288,6 +344,7 @@ public final class RegionTracker implements TextSink {
     public synchronized boolean textPoke(long address, byte[] oldBytes, byte[] newBytes, long time)
             throws IOException {
         if (newBytes.length == 0) return false;
+        sidebandTime(time);
         int held = patchLive(address, oldBytes, newBytes, time);
         if ((held & HELD_BY_REGION) != 0) return true;
         orphans.addLast(new Poke(address, newBytes.clone(), time));
@@ -295,7 +352,7 @@ public final class RegionTracker implements TextSink {
         if ((held & HELD_BY_POKE) != 0) return false;
         Region r = new Region(bootId, address, newBytes.length, time, Region.OPEN, RegionKind.TEXT_POKE,
                 "text_poke@0x" + Long.toHexString(address), ContentKey.of(newBytes), null);
-        live.put(new Key(address, r.name()), new Live(r, newBytes.clone(), false));
+        live.put(new Key(address, r.name()), new Live(r, newBytes.clone(), false, Long.MIN_VALUE));
         writer.opened(r, newBytes.clone());
         return false;
     }
@@ -307,17 +364,26 @@ public final class RegionTracker implements TextSink {
      * which kinds held it (HELD_BY_*). An older region can still be live at the address (a neighbour whose end has
      * not come yet, an image awaiting its FREE): a poke given to it instead was lost for the newest (guest, 6.1: a
      * trampoline's retirement poke taken by a stale region, so its image never got the jump). TEXT_POKE regions made
-     * before their module's late copy arrived follow every poke, so the two agree.
+     * before their module's late copy arrived follow every poke, so the two agree. Module text whose copy was read
+     * after the poke holds it already (its jump labels set as it came up, their records handled after the copy):
+     * held, and no version; one whose free waits for its last pokes ({@link #freeing}) takes them.
      */
     private int patchLive(long address, byte[] oldBytes, byte[] newBytes, long time) throws IOException {
         int held = 0;
         Map.Entry<Key, Live> newest = null;
-        for (var e : live.entrySet()) {
+        Collection<Map.Entry<Key, Live>> candidates = live.entrySet();
+        if (!freeing.isEmpty()) { // all freed after this poke (those before it ended first)
+            candidates = new ArrayList<>(candidates);
+            for (Freeing f : freeing) candidates.add(f.entry());
+        }
+        for (var e : candidates) {
             Region r = e.getValue().region();
             if (!holds(r, address, newBytes.length)) continue;
             if (r.kind() == RegionKind.TEXT_POKE) {
                 patch(e, address, oldBytes, newBytes, time);
                 held |= HELD_BY_POKE;
+            } else if (e.getValue().holdsPokeOf(time)) {
+                held |= HELD_BY_REGION;
             } else if (newest == null || r.validFrom() > newest.getValue().region().validFrom()) {
                 newest = e;
             }
@@ -353,7 +419,7 @@ public final class RegionTracker implements TextSink {
         writer.closed(r.closedAt(at));
         Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),
                 ContentKey.of(patched), r.metadata());
-        e.setValue(new Live(next, patched, e.getValue().awaitsFree()));
+        e.setValue(new Live(next, patched, e.getValue().awaitsFree(), e.getValue().copiedAt()));
         writer.opened(next, patched);
     }
 
@@ -403,12 +469,12 @@ public final class RegionTracker implements TextSink {
         writer.closed(held.closedAt(time));
         Region next = new Region(bootId, r.address(), r.length(), time, Region.OPEN, r.kind(), r.name(), r.key(),
                 r.metadata());
-        e.setValue(new Live(next, bytes, e.getValue().awaitsFree()));
+        e.setValue(new Live(next, bytes, e.getValue().awaitsFree(), e.getValue().copiedAt()));
         writer.opened(next, bytes);
     }
 
     /** Regions still open (live programs at the end of a recording stay open in the archive). */
-    public synchronized int liveRegions() { return live.size(); }
+    public synchronized int liveRegions() { return live.size() + freeing.size(); }
 
     @Override
     public void flush() throws IOException {

@@ -642,6 +642,8 @@ public final class Recorder implements AutoCloseable {
             case RecordTypes.MMAP, RecordTypes.MMAP2 -> jitFiles.record(rec, type, size);
             default -> { }
         }
+        // the kernel-text stream comes in time order: module frees taken before it have had their last pokes
+        if (tracker != null && time > 0 && ringKind.equals("text")) tracker.sidebandTime(time);
     }
 
     private void onKsymbol(ByteBuffer rec, int size, long time) throws IOException {

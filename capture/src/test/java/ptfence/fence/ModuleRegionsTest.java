@@ -35,6 +35,9 @@ class ModuleRegionsTest {
         t.accept(text(Hook.MODULE_FREE, 0xffffffffc0a00000L, "[dummy]", 200, (byte) 1, (byte) 9, (byte) 3), null);
         t.accept(text(Hook.MODULE_LOAD, 0xffffffffc0a00000L, "[dummy]", 300, (byte) 1, (byte) 2, (byte) 3), syms);
         t.accept(text(Hook.MODULE_FREE, 0xffffffffc0a00000L, "[dummy]", 400, (byte) 1, (byte) 2, (byte) 3), null);
+        // a free ends its text once the recorder's records pass it (a poke before it may still be on its way)
+        assertEquals(2, t.liveRegions(), "frees wait for the recorder's records: " + w.closed);
+        t.sidebandTime(500);
         assertEquals(3, w.opened.size(), "load, poke, load again at the same address: " + w.opened);
         assertEquals(0, t.liveRegions());
         Region first = w.closed.get(0), poked = w.closed.get(1), second = w.closed.get(2);

@@ -135,9 +135,11 @@ final class FenceChurnCheck implements GuestCheck {
         Integer modules = churns.get("modules");
         if (modules != null) {
             int loads = 2 * modules; // dummy and veth each round
-            // the xdp churn, after the modules in its lane, loads veth once more for its veth pair (and leaves it)
-            int texts = 2 * (loads + (churns.containsKey("xdp") ? 1 : 0));
-            assertTrue(ptrec.contains("module text: " + texts + " loads, " + loads + " frees"),
+            // the xdp churn, after the modules in its lane, loads veth once more for its veth pair (and leaves it);
+            // the static-key lane loads nbd and removes it at its end
+            int statickeys = churns.containsKey("statickeys") ? 1 : 0;
+            int texts = 2 * (loads + (churns.containsKey("xdp") ? 1 : 0) + statickeys);
+            assertTrue(ptrec.contains("module text: " + texts + " loads, " + (loads + statickeys) + " frees"),
                     "every core and init text at load, every core text at its free: " + why);
             assertEquals(modules, r.equal("dummy"), "a kcore copy of dummy per load, each equal: " + why);
             assertEquals(modules, r.equal("veth"), "a kcore copy of veth per load, each equal: " + why);
