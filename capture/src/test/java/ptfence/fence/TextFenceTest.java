@@ -265,9 +265,13 @@ class TextFenceTest {
                     if (i % 2 == 0) infos.put("usr" + i, ProgInfo.fetch(fd)); // odd ones close at once
                 }
             }
-            // Gaps are only visible once a later id shows up: a sentinel closes the last one.
+            // Gaps are only visible once a later id shows up: a sentinel closes the last one. The poller takes ids
+            // in order and one copier empties its queue in order, so the sentinel's copy means every program before
+            // it was copied or counted. Wait for that, not for a fixed time (a loaded machine is slower than any).
             try (BpfFd sentinel = bpf.progLoad(TestPrograms.constant("usr_end", 0))) {
-                Thread.sleep(300);
+                long deadline = System.nanoTime() + 120_000_000_000L;
+                while (sink.of(Hook.USER_SPACE, "usr_end").isEmpty() && System.nanoTime() < deadline) Thread.sleep(10);
+                assertFalse(sink.of(Hook.USER_SPACE, "usr_end").isEmpty(), "the sentinel kept alive was copied");
             }
             c = fence.counters();
         }
