@@ -918,7 +918,8 @@ public final class Recorder implements AutoCloseable {
             if (metadataFenced) describeUnfenced();
             fence.close();
             fc = fence.finalCounters();
-            moduleNote = fence.moduleSummary();
+            moduleNote = String.join("; ", java.util.stream.Stream.of(fence.moduleSummary(),
+                    fence.dispatcherSummary()).filter(n -> !n.isEmpty()).toList());
             fence = null;
         }
         if (perfAttachmentsAtStart != null) {
