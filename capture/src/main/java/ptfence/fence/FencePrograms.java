@@ -198,7 +198,7 @@ final class FencePrograms {
         a.load(DW, R1, fp, START).jumpIf(Cond.EQ, R1, 0, "out");
         read32(a, TMP, R6, d.imageOff());
         a.load(DW, R2, fp, TMP).jumpIf(Cond.GT, R2, DISPATCHER_HALF, "out");  // a half's offset: 0 or PAGE/2
-        a.add(R1, R2).store(DW, fp, START, R1);
+        a.load(DW, R1, fp, START).add(R1, R2).store(DW, fp, START, R1);
         a.store(DW, fp, SIZE, DISPATCHER_HALF);
         a.mov(R1, R6).add(R1, d.ksymName()).store(DW, fp, NAMEP, R1);
         if (chunks) scratch(a, SCRATCH_DISPATCHER);
