@@ -142,30 +142,20 @@ final class FencePrograms {
      * func_info, one FUNC per function: the verifier takes no callback without them.
      */
     static BpfFd loadRawTracepoint(byte[] insns, String name) throws BpfException {
-        Bpf bpf = Bpf.get();
-        int[] starts = BpfAssembler.functionStarts(insns);
-        if (starts.length == 1) return bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
-        BtfWriter btf = new BtfWriter();
-        String[] names = new String[starts.length];
-        for (int f = 0; f < starts.length; f++) names[f] = f == 0 ? "fence_main" : "fence_cb" + f;
-        int[] types = btf.intFunctions(names);
-        ByteBuffer funcInfo = ByteBuffer.allocate(8 * starts.length).order(ByteOrder.LITTLE_ENDIAN);
-        for (int f = 0; f < starts.length; f++) funcInfo.putInt(starts[f]).putInt(types[f]);
-        try (BpfFd btfFd = bpf.btfLoad(btf.bytes())) {
-            return bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, "GPL", name, 0, 0, btfFd,
-                    funcInfo.array()));
-        }
+        return load(Bpf.PROG_TYPE_RAW_TRACEPOINT, 0, 0, insns, name);
     }
 
-    /**
-     * Loads a tracing program (fexit) for the kernel function with BTF id {@code attachBtfId}, with its callbacks'
-     * func_info as {@link #loadRawTracepoint} does.
-     */
+    /** Loads a tracing program (fexit) for the kernel function with BTF id {@code attachBtfId}, the same way. */
     static BpfFd loadFexit(byte[] insns, String name, int attachBtfId) throws BpfException {
+        return load(PROG_TYPE_TRACING, TRACE_FEXIT, attachBtfId, insns, name);
+    }
+
+    private static BpfFd load(int type, int attachType, int attachBtfId, byte[] insns, String name)
+            throws BpfException {
         Bpf bpf = Bpf.get();
         int[] starts = BpfAssembler.functionStarts(insns);
         if (starts.length == 1) {
-            return bpf.progLoad(new Bpf.ProgLoad(PROG_TYPE_TRACING, insns, "GPL", name, TRACE_FEXIT, attachBtfId));
+            return bpf.progLoad(new Bpf.ProgLoad(type, insns, "GPL", name, attachType, attachBtfId));
         }
         BtfWriter btf = new BtfWriter();
         String[] names = new String[starts.length];
@@ -174,8 +164,8 @@ final class FencePrograms {
         ByteBuffer funcInfo = ByteBuffer.allocate(8 * starts.length).order(ByteOrder.LITTLE_ENDIAN);
         for (int f = 0; f < starts.length; f++) funcInfo.putInt(starts[f]).putInt(types[f]);
         try (BpfFd btfFd = bpf.btfLoad(btf.bytes())) {
-            return bpf.progLoad(new Bpf.ProgLoad(PROG_TYPE_TRACING, insns, "GPL", name, TRACE_FEXIT, attachBtfId,
-                    btfFd, funcInfo.array()));
+            return bpf.progLoad(new Bpf.ProgLoad(type, insns, "GPL", name, attachType, attachBtfId, btfFd,
+                    funcInfo.array()));
         }
     }
 
