@@ -686,6 +686,22 @@ public final class TextFence implements AutoCloseable {
         return kernelRead(name, address, bytes, monotonicNs);
     }
 
+    /**
+     * A KSYMBOL registered an out-of-line range at {@code monotonicNs}: copied as {@link #copyKernelRange} does, except
+     * a BPF dispatcher's page where the dispatcher hook runs. That page is registered once, inside the first update and
+     * before its switch, so no half is in force yet; the switch's TEXT_POKE and the hook's copy give each half its
+     * first version. A copy here would be read when the recorder's loop gets to the KSYMBOL, seconds late under load,
+     * and give the idle half the bytes of a later update (guest 6.1: the pack's int3 fill in kcore, a later version
+     * archived). Returns the first copy, or null where only the page was noted.
+     */
+    public CapturedText rangeRegistered(String name, long address, int length, long monotonicNs) throws IOException {
+        if (dispatcherHooked && name.startsWith(DISPATCHER_PREFIX) && length >= 2 && length % 2 == 0) {
+            dispatchers.put(name, new long[] {address, length});
+            return null;
+        }
+        return copyKernelRange(name, address, length, monotonicNs);
+    }
+
     private CapturedText kernelRead(String name, long address, byte[] bytes, long monotonicNs) {
         CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);

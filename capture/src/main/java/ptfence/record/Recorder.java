@@ -660,7 +660,7 @@ public final class Recorder implements AutoCloseable {
         boolean program = name.startsWith("bpf_prog_");
         if (fence != null && !program && (ksymType == 1 || ksymType == 2) && len > 0) {
             try {
-                fence.copyKernelRange(name, addr, len, monotonicClock ? time : System.nanoTime());
+                fence.rangeRegistered(name, addr, len, monotonicClock ? time : System.nanoTime());
                 stats.kernelReads++;
             } catch (IOException | RuntimeException e) {
                 stats.kernelReadFailures++;
