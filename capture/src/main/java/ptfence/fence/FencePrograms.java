@@ -58,8 +58,12 @@ final class FencePrograms {
      * one entry per hook so that no two programs share one. A value holds a fragment header and the logical record's
      * header at 0, a chunk's fragment header at {@link #CHUNK_AT} and up to {@link #CHUNK} bytes of data after it.
      */
-    static final int SCRATCH_VALUE = 32768, SCRATCH_ENTRIES = 3, SCRATCH_LOAD = 0, SCRATCH_FREE = 1,
-            SCRATCH_OTHER = 2;
+    static final int SCRATCH_VALUE = 32768, SCRATCH_ENTRIES = 4, SCRATCH_LOAD = 0, SCRATCH_FREE = 1,
+            SCRATCH_OTHER = 2, SCRATCH_DISPATCHER = 3;
+    /** A dispatcher's page is PAGE_SIZE (x86-64: 4096) in two halves; a version is one half. */
+    static final int DISPATCHER_HALF = 2048;
+    /** bpf_prog_type BPF_PROG_TYPE_TRACING and bpf_attach_type BPF_TRACE_FEXIT. */
+    static final int PROG_TYPE_TRACING = 26, TRACE_FEXIT = 25;
     private static final int CHUNK_AT = 640, CHUNK = SCRATCH_VALUE - CHUNK_AT - FenceRecord.FRAG_HEADER;
     /**
      * Bounds of the chunked path's loops where they are bounded counters (no bpf_loop): functions per program, chunks
@@ -138,9 +142,21 @@ final class FencePrograms {
      * func_info, one FUNC per function: the verifier takes no callback without them.
      */
     static BpfFd loadRawTracepoint(byte[] insns, String name) throws BpfException {
+        return load(Bpf.PROG_TYPE_RAW_TRACEPOINT, 0, 0, insns, name);
+    }
+
+    /** Loads a tracing program (fexit) for the kernel function with BTF id {@code attachBtfId}, the same way. */
+    static BpfFd loadFexit(byte[] insns, String name, int attachBtfId) throws BpfException {
+        return load(PROG_TYPE_TRACING, TRACE_FEXIT, attachBtfId, insns, name);
+    }
+
+    private static BpfFd load(int type, int attachType, int attachBtfId, byte[] insns, String name)
+            throws BpfException {
         Bpf bpf = Bpf.get();
         int[] starts = BpfAssembler.functionStarts(insns);
-        if (starts.length == 1) return bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, name));
+        if (starts.length == 1) {
+            return bpf.progLoad(new Bpf.ProgLoad(type, insns, "GPL", name, attachType, attachBtfId));
+        }
         BtfWriter btf = new BtfWriter();
         String[] names = new String[starts.length];
         for (int f = 0; f < starts.length; f++) names[f] = f == 0 ? "fence_main" : "fence_cb" + f;
@@ -148,9 +164,38 @@ final class FencePrograms {
         ByteBuffer funcInfo = ByteBuffer.allocate(8 * starts.length).order(ByteOrder.LITTLE_ENDIAN);
         for (int f = 0; f < starts.length; f++) funcInfo.putInt(starts[f]).putInt(types[f]);
         try (BpfFd btfFd = bpf.btfLoad(btf.bytes())) {
-            return bpf.progLoad(new Bpf.ProgLoad(Bpf.PROG_TYPE_RAW_TRACEPOINT, insns, "GPL", name, 0, 0, btfFd,
+            return bpf.progLoad(new Bpf.ProgLoad(type, insns, "GPL", name, attachType, attachBtfId, btfFd,
                     funcInfo.array()));
         }
+    }
+
+    /**
+     * fexit/bpf_dispatcher_change_prog(struct bpf_dispatcher *d, from, to): ctx = {d, from, to}. At its return the
+     * update has switched to the half it wrote and waited an RCU grace period, and only then set d->image_off, so
+     * d->image + d->image_off is the half in force (none while d->num_progs is 0: the switch went to the nop). One
+     * record of kind DISPATCHER with that half, copied before the next update can write it (that one writes the
+     * other half; the one after it, this half, only after a switch away and another grace period).
+     */
+    byte[] dispatcherSwitched() {
+        KernelLayout.Dispatcher d = k.dispatcher().orElseThrow();
+        BpfAssembler a = new BpfAssembler();
+        a.load(DW, R6, R1, 0);                                        // struct bpf_dispatcher *
+        a.store(DW, fp, P, 0).store(DW, fp, ID, 0).store(DW, fp, FLAGS, 0)
+                .store(DW, fp, FCNT, 1).store(DW, fp, CNT, 1);
+        read32(a, TMP, R6, d.numProgs());
+        a.load(DW, R1, fp, TMP).jumpIf(Cond.EQ, R1, 0, "out");
+        read64(a, START, R6, d.image());
+        a.load(DW, R1, fp, START).jumpIf(Cond.EQ, R1, 0, "out");
+        read32(a, TMP, R6, d.imageOff());
+        a.load(DW, R2, fp, TMP).jumpIf(Cond.GT, R2, DISPATCHER_HALF, "out");  // a half's offset: 0 or PAGE/2
+        a.load(DW, R1, fp, START).add(R1, R2).store(DW, fp, START, R1);
+        a.store(DW, fp, SIZE, DISPATCHER_HALF);
+        a.mov(R1, R6).add(R1, d.ksymName()).store(DW, fp, NAMEP, R1);
+        if (chunks) scratch(a, SCRATCH_DISPATCHER);
+        a.mov(R8, 0);
+        emitRecord(a, KIND_DISPATCHER, false, "out");
+        a.label("out").mov(R0, 0).exit();
+        return finish(a);
     }
 
     /** raw_tp/sys_exit: ctx = {struct pt_regs *regs, long ret}. */

@@ -23,6 +23,11 @@ public final class FenceRecord {
     public static final int KIND_LOAD = 8, KIND_FREE = 9, KIND_TRAMP_FREE = 10, KIND_PEEK = 11, KIND_META = 12,
             KIND_ATTACH = 13, KIND_FRAG = 14;
     /**
+     * The half of a BPF dispatcher's page in force, copied in the kernel at the return of the update that switched
+     * to it (fexit bpf_dispatcher_change_prog): start is the half's address, name the dispatcher's ksym.
+     */
+    public static final int KIND_DISPATCHER = 15;
+    /**
      * A fragment of a record of another kind, where the kernel lacks the dynptr-read kfuncs ({@link FragmentAssembler}):
      * <pre>
      * u64 key@0 (ktime at the record's start)  u32 cpu@8  u32 total@12 (the record's length)  u32 off@16  u32 len@20

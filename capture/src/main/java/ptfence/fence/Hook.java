@@ -8,6 +8,11 @@ public enum Hook {
     FREE,
     /** Before a BPF trampoline image is freed. */
     TRAMPOLINE_FREE,
+    /**
+     * The half of a BPF dispatcher in force, copied in the kernel as the update that switched to it returns (fexit
+     * bpf_dispatcher_change_prog); preferred to the KERNEL_READ at the switch's TEXT_POKE ({@link DispatcherCopies}).
+     */
+    DISPATCHER_SWITCH,
     /** Read on demand (dispatcher pages, trampolines, core kernel text): /proc/kcore or the BPF read program. */
     KERNEL_READ,
     /** The startup scan of programs that were loaded before the fence. */

@@ -22,7 +22,27 @@ public record KernelLayout(
         OptionalInt trampImage, OptionalInt trampSize, OptionalInt trampKsymName, OptionalInt trampWork,
         int kfuncIterNew, int kfuncIterNext, int kfuncIterDestroy,
         int kfuncReadKernelDynptr, int kfuncReadKernelStrDynptr,
-        java.util.Optional<Metadata> metadata, boolean hasBpfLoop) {
+        java.util.Optional<Metadata> metadata, boolean hasBpfLoop, java.util.Optional<Dispatcher> dispatcher) {
+
+    /**
+     * What the dispatcher hook reads at the return of {@code bpf_dispatcher_change_prog(d, from, to)} (the half in
+     * force is {@code d->image + d->image_off}, none while {@code d->num_progs} is 0), and the BTF id of that
+     * function, where a tracing program attaches. Absent where the kernel's struct bpf_dispatcher lacks one of them
+     * (before 5.7, no dispatcher; the image_off of two halves since then).
+     */
+    public record Dispatcher(int numProgs, int image, int imageOff, int ksymName, int changeProgFunc) {
+        static java.util.Optional<Dispatcher> from(Btf btf) {
+            var func = btf.funcId("bpf_dispatcher_change_prog");
+            if (func.isEmpty()) return java.util.Optional.empty();
+            try {
+                return java.util.Optional.of(new Dispatcher(btf.offsetOf("bpf_dispatcher", "num_progs"),
+                        btf.offsetOf("bpf_dispatcher", "image"), btf.offsetOf("bpf_dispatcher", "image_off"),
+                        btf.offsetOf("bpf_dispatcher", "ksym.name"), func.getAsInt()));
+            } catch (BadInputException e) {
+                return java.util.Optional.empty();
+            }
+        }
+    }
 
     /**
      * What the LOAD hook reads besides the code, so a program's metadata is taken in the same window as its bytes
@@ -87,7 +107,7 @@ public record KernelLayout(
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "work")) : OptionalInt.empty(),
                 kfunc(btf, "bpf_iter_num_new"), kfunc(btf, "bpf_iter_num_next"), kfunc(btf, "bpf_iter_num_destroy"),
                 kfunc(btf, "bpf_probe_read_kernel_dynptr"), kfunc(btf, "bpf_probe_read_kernel_str_dynptr"),
-                Metadata.from(btf), btf.funcId("bpf_loop").isPresent());
+                Metadata.from(btf), btf.funcId("bpf_loop").isPresent(), Dispatcher.from(btf));
     }
 
     /**
@@ -106,7 +126,7 @@ public record KernelLayout(
         return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
                 filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
                 auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, -1, -1, -1, -1, -1,
-                metadata, hasBpfLoop);
+                metadata, hasBpfLoop, dispatcher);
     }
 
     /** This layout as a kernel without bpf_loop (before 5.17) sees it: the chunked path's loops unrolled. */
@@ -114,7 +134,7 @@ public record KernelLayout(
         return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
                 filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
                 auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, kfuncIterNew,
-                kfuncIterNext, kfuncIterDestroy, kfuncReadKernelDynptr, kfuncReadKernelStrDynptr, metadata, false);
+                kfuncIterNext, kfuncIterDestroy, kfuncReadKernelDynptr, kfuncReadKernelStrDynptr, metadata, false, dispatcher);
     }
 
     /** What this kernel lacks for the newer copy path, for the summary ("" where nothing). */

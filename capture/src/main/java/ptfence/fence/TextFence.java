@@ -183,6 +183,7 @@ public final class TextFence implements AutoCloseable {
         var tramp = syms.address("__bpf_tramp_image_put_deferred");
         BpfFd trampProg = tramp.isPresent() && layout.trampWork().isPresent()
                 ? keep(load(programs.trampolineFree(tramp.getAsLong()), "fence_tramp")) : null;
+        BpfFd dispatcherProg = loadDispatcherHook(programs);
         hookPrograms.put(Hook.LOAD, load);
         hookPrograms.put(Hook.FREE, free);
         if (trampProg != null) hookPrograms.put(Hook.TRAMPOLINE_FREE, trampProg);
@@ -193,6 +194,70 @@ public final class TextFence implements AutoCloseable {
         links.add(bpf.rawTracepointOpen("workqueue_execute_start", free));
         if (trampProg != null) links.add(bpf.rawTracepointOpen("workqueue_execute_start", trampProg));
         links.add(bpf.rawTracepointOpen("sys_exit", load));
+        attachDispatcherHook(dispatcherProg);
+    }
+
+    /**
+     * The dispatcher hook (fexit bpf_dispatcher_change_prog), or null where it cannot load (no such function or
+     * struct members in BTF, or the kernel refuses tracing programs): the dispatcher halves are then read in user
+     * space at the switch's TEXT_POKE only, and {@link #dispatcherSummary} says why.
+     */
+    private BpfFd loadDispatcherHook(FencePrograms programs) {
+        if (layout.dispatcher().isEmpty()) {
+            dispatcherNote = "dispatcher halves: user-space read at the switch (BTF has no bpf_dispatcher_change_prog"
+                    + " or struct bpf_dispatcher.image_off)";
+            return null;
+        }
+        try {
+            return keep(FencePrograms.loadFexit(programs.dispatcherSwitched(), "fence_dispatch",
+                    layout.dispatcher().get().changeProgFunc()));
+        } catch (BpfException e) {
+            dispatcherNote = "dispatcher halves: user-space read at the switch (fexit bpf_dispatcher_change_prog: "
+                    + firstLine(e.getMessage()) + ")";
+            return null;
+        }
+    }
+
+    private void attachDispatcherHook(BpfFd prog) {
+        if (prog == null) return;
+        try {
+            links.add(Bpf.get().tracingAttach(prog));
+            hookPrograms.put(Hook.DISPATCHER_SWITCH, prog);
+            dispatcherHooked = true;
+        } catch (BpfException e) {
+            dispatcherNote = "dispatcher halves: user-space read at the switch (fexit bpf_dispatcher_change_prog "
+                    + "not attached: " + firstLine(e.getMessage()) + ")";
+        }
+    }
+
+    /** The error's first line and, for a verifier's refusal, its last two (where it says why). */
+    private static String firstLine(String s) {
+        List<String> lines = String.valueOf(s).lines().filter(l -> !l.isBlank()).toList();
+        if (lines.size() <= 3) return String.join(" / ", lines);
+        return lines.get(0) + " / ... / " + lines.get(lines.size() - 2) + " / " + lines.get(lines.size() - 1);
+    }
+
+    /** Whether the dispatcher halves are copied in the kernel at the switch. */
+    public boolean dispatcherHooked() { return dispatcherHooked; }
+
+    /**
+     * How the dispatcher halves were copied: "dispatcher halves: N in-kernel copies at the switch, ..." or where they
+     * were read in user space only, why.
+     */
+    public String dispatcherSummary() {
+        return dispatcherHooked ? "dispatcher halves: " + dispatcherCopies.summary() : dispatcherNote;
+    }
+
+    private volatile boolean dispatcherHooked;
+    private String dispatcherNote = "";
+    private final DispatcherCopies dispatcherCopies = new DispatcherCopies();
+
+    /** The in-kernel copies judged to be their switch's version: to the archive, from the switch's time. */
+    private void deliverSwitched(List<DispatcherCopies.Version> versions) {
+        for (DispatcherCopies.Version v : versions) {
+            deliver(new CapturedText(Hook.DISPATCHER_SWITCH, v.half(), v.bytes(), 0, 0, v.name(), v.monotonicNs(),
+                    0, 1, 0, 0, true));
+        }
     }
 
     static BpfFd load(byte[] insns, String name) throws BpfException {
@@ -280,6 +345,14 @@ public final class TextFence implements AutoCloseable {
             return;
         }
         FenceRecord.Parsed r = FenceRecord.parse(data, offset, length);
+        if (r.kind() == FenceRecord.KIND_DISPATCHER) {
+            if (r.complete()) {
+                dispatcherCopies.copied(new DispatcherCopies.Copy(r.start(), r.name(), r.monotonicNs(), r.image()));
+            } else {
+                incomplete.incrementAndGet();
+            }
+            return;
+        }
         Hook hook = switch (r.kind()) {
             case FenceRecord.KIND_LOAD -> Hook.LOAD;
             case FenceRecord.KIND_FREE -> Hook.FREE;
@@ -613,6 +686,22 @@ public final class TextFence implements AutoCloseable {
         return kernelRead(name, address, bytes, monotonicNs);
     }
 
+    /**
+     * A KSYMBOL registered an out-of-line range at {@code monotonicNs}: copied as {@link #copyKernelRange} does, except
+     * a BPF dispatcher's page where the dispatcher hook runs. That page is registered once, inside the first update and
+     * before its switch, so no half is in force yet; the switch's TEXT_POKE and the hook's copy give each half its
+     * first version. A copy here would be read when the recorder's loop gets to the KSYMBOL, seconds late under load,
+     * and give the idle half the bytes of a later update (guest 6.1: the pack's int3 fill in kcore, a later version
+     * archived). Returns the first copy, or null where only the page was noted.
+     */
+    public CapturedText rangeRegistered(String name, long address, int length, long monotonicNs) throws IOException {
+        if (dispatcherHooked && name.startsWith(DISPATCHER_PREFIX) && length >= 2 && length % 2 == 0) {
+            dispatchers.put(name, new long[] {address, length});
+            return null;
+        }
+        return copyKernelRange(name, address, length, monotonicNs);
+    }
+
     private CapturedText kernelRead(String name, long address, byte[] bytes, long monotonicNs) {
         CapturedText t = new CapturedText(Hook.KERNEL_READ, address, bytes, 0, 0, name, monotonicNs, 0, 1,
                 0, 0, true);
@@ -672,6 +761,7 @@ public final class TextFence implements AutoCloseable {
      */
     public void textPoked(long address, byte[] newBytes, long recordTime, long monotonicNs) {
         Peeked early = peeked.remove(new PokeKey(address, recordTime));
+        if (dispatcherHooked) deliverSwitched(dispatcherCopies.settle(monotonicNs));
         long target = DispatcherHalves.branchTarget(address, newBytes);
         if (target != 0) {
             for (var e : dispatchers.entrySet()) {
@@ -681,8 +771,11 @@ public final class TextFence implements AutoCloseable {
                 if (half == 0) continue;
                 switchedByPoke.add(e.getKey());
                 try {
-                    kernelRead(e.getKey(), half, early != null && early.address() == half ? early.bytes()
-                            : kernelMemory().read(half, length / 2), monotonicNs);
+                    byte[] bytes = early != null && early.address() == half ? early.bytes()
+                            : kernelMemory().read(half, length / 2);
+                    kernelRead(e.getKey(), half, bytes, monotonicNs);
+                    // the in-kernel copy of this switch, judged at a later poke, replaces these bytes where they differ
+                    if (dispatcherHooked) dispatcherCopies.switched(half, e.getKey(), monotonicNs, bytes);
                 } catch (IOException ex) {
                     incomplete.incrementAndGet();
                 }
@@ -837,6 +930,7 @@ public final class TextFence implements AutoCloseable {
         links.forEach(BpfFd::close);
         if (modules != null) modules.close();
         stopWorker();
+        if (dispatcherHooked) deliverSwitched(dispatcherCopies.settleAll()); // every switch is known by now
         FenceCounters last = counters();
         lastCounters = last;
         releaseKernelSide();

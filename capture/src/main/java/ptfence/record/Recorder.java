@@ -662,7 +662,7 @@ public final class Recorder implements AutoCloseable {
         boolean program = name.startsWith("bpf_prog_");
         if (fence != null && !program && (ksymType == 1 || ksymType == 2) && len > 0) {
             try {
-                fence.copyKernelRange(name, addr, len, monotonicClock ? time : System.nanoTime());
+                fence.rangeRegistered(name, addr, len, monotonicClock ? time : System.nanoTime());
                 stats.kernelReads++;
             } catch (IOException | RuntimeException e) {
                 stats.kernelReadFailures++;
@@ -920,7 +920,8 @@ public final class Recorder implements AutoCloseable {
             if (metadataFenced) describeUnfenced();
             fence.close();
             fc = fence.finalCounters();
-            moduleNote = fence.moduleSummary();
+            moduleNote = String.join("; ", java.util.stream.Stream.of(fence.moduleSummary(),
+                    fence.dispatcherSummary()).filter(n -> !n.isEmpty()).toList());
             fence = null;
         }
         if (perfAttachmentsAtStart != null) {

@@ -203,6 +203,19 @@ public final class Bpf {
         return new BpfFd((int) fd, "raw_tp link " + tracepoint);
     }
 
+    /**
+     * BPF_RAW_TRACEPOINT_OPEN with no name: attaches a tracing program (fentry/fexit) to the function its load named
+     * (5.5+); closing the link detaches.
+     */
+    public BpfFd tracingAttach(BpfFd prog) throws BpfException {
+        Pointer attr = attr();
+        attr.putLong(0, 0);
+        attr.putInt(8, prog.fd());
+        long fd = sys(RAW_TRACEPOINT_OPEN, attr);
+        if (fd < 0) throw fail("bpf(BPF_RAW_TRACEPOINT_OPEN, tracing, " + prog + ")");
+        return new BpfFd((int) fd, "tracing link " + prog);
+    }
+
     /** BPF_LINK_UPDATE: the link runs {@code newProg} from now on (an XDP link: the dispatcher is rewritten). */
     public void linkUpdate(BpfFd link, BpfFd newProg) throws BpfException {
         Pointer attr = attr();

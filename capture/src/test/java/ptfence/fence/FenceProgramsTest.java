@@ -42,6 +42,33 @@ class FenceProgramsTest {
     }
 
     /**
+     * The dispatcher hook (fexit bpf_dispatcher_change_prog), as emitted for this kernel and with the chunked copy:
+     * the verifier accepts both where this kernel takes tracing programs at all (this machine's 6.18 refuses
+     * fentry/fexit: skipped with the kernel's answer; the guest runs load it on 6.1 and 6.12).
+     */
+    @Test
+    void verifierAcceptsTheDispatcherHook() throws Exception {
+        assertTrue(layout.dispatcher().isPresent(), "this kernel's BTF has struct bpf_dispatcher and its update");
+        Bpf bpf = Bpf.get();
+        try (BpfFd rb = bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, 1 << 20, 0, "t_rb");
+             BpfFd stats = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "t_stats");
+             BpfFd scratch = bpf.mapCreate(Bpf.MAP_TYPE_PERCPU_ARRAY, 4, FencePrograms.SCRATCH_VALUE,
+                     FencePrograms.SCRATCH_ENTRIES, 0, "t_scratch")) {
+            for (KernelLayout l : new KernelLayout[] {layout, layout.withoutKfuncs()}) {
+                FencePrograms p = new FencePrograms(l, rb.fd(), stats.fd(), 1 << 20, -1,
+                        l.copiesInChunks() ? scratch.fd() : -1);
+                try (BpfFd fd = FencePrograms.loadFexit(p.dispatcherSwitched(), "t_dispatch",
+                        l.dispatcher().get().changeProgFunc())) {
+                    assertFalse(fd.isClosed());
+                } catch (ptfence.sys.BpfException e) {
+                    assumeTrue(false, "this kernel refuses the fexit program: " + e.getMessage().lines()
+                            .limit(3).toList());
+                }
+            }
+        }
+    }
+
+    /**
      * The chunked copy (kernels without the iterator and dynptr-read kfuncs: Debian's 6.1 and 6.12) as emitted from
      * this kernel's BTF with the kfuncs taken away, with its loops as bpf_loop callbacks (5.17+) and unrolled (older
      * kernels): the verifier accepts both here too, and says how much it walked (the guest kernels verify it under

@@ -29,7 +29,7 @@ class KernelLayoutTest {
     private static void emitsEveryProgram(KernelLayout l) {
         FencePrograms p = new FencePrograms(l, 3, 4, 1 << 20, 5, l.copiesInChunks() ? 6 : -1);
         for (byte[] insns : new byte[][] {p.load(), p.free(0xffffffff81000000L), p.peek(),
-                p.trampolineFree(0xffffffff81000100L)}) {
+                p.trampolineFree(0xffffffff81000100L), p.dispatcherSwitched()}) {
             assertTrue(insns.length > 0 && insns.length % 8 == 0);
         }
     }
@@ -45,8 +45,24 @@ class KernelLayoutTest {
         assertTrue(l.copiesInChunks());
         assertEquals("bpf_iter_num_* (6.4+), bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
         assertTrue(l.hasBpfLoop(), "6.1 has bpf_loop (5.17+): the chunked loops are callbacks");
+        dispatcherHook(btf, l);
         emitsEveryProgram(l);
         emitsEveryProgram(l.withoutBpfLoop());
+    }
+
+    /**
+     * The dispatcher hook's members, from the kernel's own struct bpf_dispatcher (6.1 and 6.12 have the pack's two
+     * halves: image, rw_image, image_off), and its attach target, the update function, as a FUNC.
+     */
+    private static void dispatcherHook(Btf btf, KernelLayout l) {
+        assertTrue(l.dispatcher().isPresent(), "struct bpf_dispatcher and bpf_dispatcher_change_prog");
+        KernelLayout.Dispatcher d = l.dispatcher().get();
+        assertTrue(d.numProgs() < d.image() && d.image() < d.imageOff() && d.imageOff() < d.ksymName(),
+                "num_progs, image, image_off, ksym in the kernel's order: " + d);
+        assertEquals(4, btf.sizeOf(btf.memberType("bpf_dispatcher", "image_off").id()));
+        assertEquals(Btf.KIND_PTR, btf.memberType("bpf_dispatcher", "image").kind());
+        assertEquals("bpf_dispatcher_change_prog", btf.type(d.changeProgFunc()).name());
+        assertEquals(Btf.KIND_FUNC, btf.type(d.changeProgFunc()).kind());
     }
 
     @Test
@@ -58,6 +74,7 @@ class KernelLayoutTest {
         assertTrue(l.copiesInChunks(), "Debian's 6.12 has the iterators but not the dynptr reads");
         assertEquals("bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
         assertTrue(l.hasBpfLoop());
+        dispatcherHook(btf, l);
         emitsEveryProgram(l);
     }
 
@@ -65,6 +82,7 @@ class KernelLayoutTest {
     void thisKernel() throws Exception {
         assumeTrue(Files.isReadable(Btf.VMLINUX), "no " + Btf.VMLINUX);
         KernelLayout l = KernelLayout.from(Btf.vmlinux());
+        dispatcherHook(Btf.vmlinux(), l);
         assertEquals(l.missingKfuncs().isEmpty(), !l.copiesInChunks(), l.missingKfuncs());
         emitsEveryProgram(l);
         emitsEveryProgram(l.withoutKfuncs());
