@@ -615,6 +615,7 @@ public final class SampleSink implements FlowSink {
                 if (pending) {
                     resolve(ev.from, 0);
                 }
+                resuming = false; // perf is in step again: the interrupt's target is where it goes on
                 consume();
                 branch(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT, 0,
                         null, 0);
@@ -753,6 +754,28 @@ public final class SampleSink implements FlowSink {
             error(perf, ip);
         }
         resuming = true;
+    }
+
+    @Override
+    public void resumedAtPsb() {
+        resuming = false; // perf's scan returns the PSB event; it walks on from the PSB+ FUP without a trace begin
+    }
+
+    @Override
+    public void noCode(long ip, long tsc) {
+        if (resuming) {
+            // perf returned the trace begin when its scan found the IP, before it needed the code there
+            resuming = false;
+            closePsb(ip);
+            if (pending) {
+                resolve(ip, 0);
+            }
+            queueTsc = tsc >= 0 ? clock.eventAt(tsc) : clock.event();
+            if (countIpc) {
+                cycState(true);
+            }
+            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+        }
     }
 
     private void error(int code, long ip) {
