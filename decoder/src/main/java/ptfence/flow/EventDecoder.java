@@ -277,6 +277,8 @@ public final class EventDecoder {
         haveIp = false;
         ipSuppressed = false;
         queued = 0;
+        needEnd = -1;
+        needStop = -1;
         time.reset();
     }
 
@@ -308,7 +310,16 @@ public final class EventDecoder {
     /** {@link #walkToNeed}: a packet needs the missing code (perf fails there); decode restarts past it. */
     public static final int NEEDS_CODE = 1;
     private long needEnd = -1;
+    private long needNext = -1;
     private long needStop = -1;
+
+    /**
+     * The offset an error reports: {@link #offset()}, or where {@link #walkToNeed} found the packet that needs the code,
+     * the packet after that one (the one the decoder would look at had it read that packet itself).
+     */
+    public long errorOffset() {
+        return needEnd >= 0 ? needNext : offset();
+    }
 
     /**
      * perf's decoder where the flow stands at {@code ip} with no code there: it reads on, taking the time from the
@@ -321,7 +332,8 @@ public final class EventDecoder {
         if (packet.type == INVALID) {
             return status < 0 ? status : PtError.EOS;
         }
-        long from = in.position() - (bound ? 0 : packet.size);
+        long resume = in.position(); // past the packet in hand: where the decode reads on if it carries on
+        long from = resume - (bound ? 0 : packet.size);
         Pkt p = scratch;
         in.seek(from);
         long group = -1;
@@ -329,7 +341,7 @@ public final class EventDecoder {
             long at = in.position();
             int st = in.next(p);
             if (st < 0) {
-                in.seek(from);
+                in.seek(resume);
                 return st;
             }
             switch (p.type) {
@@ -347,7 +359,7 @@ public final class EventDecoder {
                         if (fup != ip) {
                             return needsCode(from, in.position());
                         }
-                        return carryOn(from, group >= 0 ? group : at);
+                        return carryOn(resume, group >= 0 ? group : at);
                     }
                     group = -1;
                 }
@@ -357,10 +369,10 @@ public final class EventDecoder {
                     if (fup != 0 && fup != ip) {
                         return needsCode(from, end);
                     }
-                    return carryOn(from, at);
+                    return carryOn(resume, at);
                 }
                 case Pkt.TIP_PGE, Pkt.OVF, Pkt.STOP -> {
-                    return carryOn(from, group >= 0 ? group : at);
+                    return carryOn(resume, group >= 0 ? group : at);
                 }
                 case Pkt.PAD, Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC, Pkt.CBR, Pkt.PIP, Pkt.VMCS, Pkt.PSBEND -> { }
                 case Pkt.MODE_EXEC, Pkt.MODE_TSX -> {
@@ -398,15 +410,25 @@ public final class EventDecoder {
                 time.apply(p);
             }
         }
+        // the error's offset as for a packet in hand: the packet the decoder looks at next (pads skipped)
+        long next = end;
+        while (in.next(p) >= 0 && p.type == Pkt.PAD) {
+            next = in.position();
+        }
+        needNext = next;
         in.seek(end);
         needEnd = end;
         needStop = -1;
         return NEEDS_CODE;
     }
 
-    /** Back to where the walk began: the decode takes the packets as usual, up to {@code stop} and on. */
-    private int carryOn(long from, long stop) {
-        in.seek(from);
+    /**
+     * Back to where the decode stood ({@code resume}: past the packet in hand, which the decode still holds), so it
+     * takes the packets as usual, up to {@code stop} and on. Not to the start of that packet: the decode would read it
+     * a second time, and the next walk would start one packet further back each time.
+     */
+    private int carryOn(long resume, long stop) {
+        in.seek(resume);
         needStop = stop;
         needEnd = -1;
         return 0;

@@ -354,7 +354,7 @@ public final class FlowDecoder {
                     }
                 }
                 errors++;
-                long errOffset = evd.offset();
+                long errOffset = evd.errorOffset();
                 long errIp = errorIp(st);
                 sink.error("error", st, offsetBase + errOffset, errIp);
                 seamError();
@@ -423,8 +423,10 @@ public final class FlowDecoder {
             return 2; // an interrupt where the flow stands: perf takes it without the code
         }
         if (status < 0 || ev.type == Event.TNT || ev.type == Event.TIP || ev.type == Event.ASYNC_BRANCH
-                || at != evd.lastPacketIp()) {
-            return 1; // the packet that needs the code is in hand (or the flow walked here from code)
+                || ev.type == Event.DISABLED || at != evd.lastPacketIp()) {
+            // the packet that needs the code is in hand (a TIP.PGD too: perf walks to the branch that disabled), or
+            // the flow walked here from code
+            return 1;
         }
         int w = evd.walkToNeed(at);
         if (w == 0) {
