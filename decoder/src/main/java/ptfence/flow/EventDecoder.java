@@ -279,6 +279,7 @@ public final class EventDecoder {
         queued = 0;
         needEnd = -1;
         needStop = -1;
+        restartFrom = -1;
         time.reset();
     }
 
@@ -458,6 +459,16 @@ public final class EventDecoder {
         return lastIp;
     }
 
+    private long restartFrom = -1;
+
+    /**
+     * The next {@link #restartAtFullIp} scans from {@code offset}, the start of a packet already read: where perf
+     * failed before it (walking to a FUP whose TIP or TIP.PGD came with it as one event), its scan reads that packet.
+     */
+    public void restartFrom(long offset) {
+        restartFrom = offset;
+    }
+
     /** The offset {@link #walkToNeed} stopped before when it carried on (-1: none). */
     public long carryOnAt() {
         return needStop;
@@ -476,7 +487,10 @@ public final class EventDecoder {
         if (needEnd >= 0) {
             from = needEnd; // perf failed at that packet: its scan starts past it
             needEnd = -1;
+        } else if (restartFrom >= 0) {
+            from = restartFrom;
         }
+        restartFrom = -1;
         Pkt p = scratch;
         long at = FullIpScan.find(in, from, p);
         if (at < 0) {

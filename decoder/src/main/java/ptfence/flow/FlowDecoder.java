@@ -365,6 +365,12 @@ public final class FlowDecoder {
                 lastErrorOffset = errOffset;
                 lastErrorIp = errIp;
                 if (cfg.resyncAtIp) {
+                    if (st == PtError.NOMAP && status == 0 && ev.from != errIp
+                            && (ev.type == Event.ASYNC_BRANCH || ev.type == Event.ASYNC_DISABLED)) {
+                        // perf failed walking to the FUP: it scans on from the FUP, so the TIP (TIP.PGD) that came
+                        // with it as one event is the first packet its scan reads
+                        evd.restartFrom(ev.offset);
+                    }
                     st = resumeAtFullIp(true);
                     if (st < 0) {
                         // the trace ended, or bytes that are no packet: those are news only past the error reported
@@ -461,6 +467,13 @@ public final class FlowDecoder {
             resumeTsc = at;
             if (st == 0 && evd.restartedAtPsb()) {
                 sink.resumedAtPsb();
+            }
+            if (st == 0 && fupAlone && evd.restartedAtFup() && ev.type == Event.TSX && !ev.ipSuppressed
+                    && ev.ip == ip && !selectPiece(ip)) {
+                // perf's scan takes a MODE.TSX as state only (no transaction event, no abort) and begins the trace
+                // at the FUP; an abort's TIP after it is the walk that fails (below)
+                speculative = ev.speculative;
+                fetchEvent();
             }
             if (st == 0 && ev.type == Event.ASYNC_BRANCH && ev.from == ip && !(fupAlone && evd.restartedAtFup())) {
                 sink.noCode(ip, at); // perf's trace begins at the IP it found, then the FUP there is an interrupt

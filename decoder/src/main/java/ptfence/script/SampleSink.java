@@ -565,7 +565,9 @@ public final class SampleSink implements FlowSink {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
-                psbIp = decoder == null ? 0 : decoder.psbIp();
+                // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
+                psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
+                scanPsb = -1;
                 psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
             if (psbAhead) {
@@ -756,9 +758,13 @@ public final class SampleSink implements FlowSink {
         resuming = true;
     }
 
+    /** The PSB+ (its offset) where perf's scan after an error stopped (-1: none). */
+    private long scanPsb = -1;
+
     @Override
     public void resumedAtPsb() {
         resuming = false; // perf's scan returns the PSB event; it walks on from the PSB+ FUP without a trace begin
+        scanPsb = decoder == null ? -1 : decoder.psbOffset();
     }
 
     @Override
