@@ -277,6 +277,9 @@ public final class EventDecoder {
         haveIp = false;
         ipSuppressed = false;
         queued = 0;
+        needEnd = -1;
+        needStop = -1;
+        restartFrom = -1;
         time.reset();
     }
 
@@ -305,6 +308,172 @@ public final class EventDecoder {
         return start();
     }
 
+    /** {@link #walkToNeed}: a packet needs the missing code (perf fails there); decode restarts past it. */
+    public static final int NEEDS_CODE = 1;
+    private long needEnd = -1;
+    private long needNext = -1;
+    private long needStop = -1;
+
+    /**
+     * The offset an error reports: {@link #offset()}, or where {@link #walkToNeed} found the packet that needs the code,
+     * the packet after that one (the one the decoder would look at had it read that packet itself).
+     */
+    public long errorOffset() {
+        return needEnd >= 0 ? needNext : offset();
+    }
+
+    /**
+     * perf's decoder where the flow stands at {@code ip} with no code there: it reads on, taking the time from the
+     * timing packets, and fails only at the first packet that makes it walk from {@code ip} (a TNT, TIP or TIP.PGD, a
+     * FUP or PSB+ FUP elsewhere). Returns {@link #NEEDS_CODE} (the time is that packet's; {@link #restartAtFullIp}
+     * then scans past it), 0 where a packet carries on without the code (TIP.PGE, a FUP at {@code ip}, PSB+ without
+     * another IP, OVF, TraceStop: the decode takes it as usual), or EOS / the packet layer's error.
+     */
+    public int walkToNeed(long ip) {
+        if (packet.type == INVALID) {
+            return status < 0 ? status : PtError.EOS;
+        }
+        long resume = in.position(); // past the packet in hand: where the decode reads on if it carries on
+        long from = resume - (bound ? 0 : packet.size);
+        Pkt p = scratch;
+        in.seek(from);
+        long group = -1;
+        while (true) {
+            long at = in.position();
+            int st = in.next(p);
+            if (st < 0) {
+                in.seek(resume);
+                return st;
+            }
+            switch (p.type) {
+                case Pkt.TNT -> {
+                    if (p.tntSize > 0) {
+                        return needsCode(from, in.position());
+                    }
+                }
+                case Pkt.TIP, Pkt.TIP_PGD -> {
+                    return needsCode(from, in.position());
+                }
+                case Pkt.FUP -> {
+                    if (p.ipc != PacketCursor.IPC_SUPPRESSED) {
+                        long fup = LastIp.isCompression(p.ipc) ? LastIp.combine(lastIp, p.ipc, p.ip) : 0;
+                        if (fup != ip) {
+                            return needsCode(from, in.position());
+                        }
+                        return carryOn(resume, group >= 0 ? group : at);
+                    }
+                    group = -1;
+                }
+                case Pkt.PSB -> {
+                    long end = in.position();
+                    long fup = psbFup();
+                    if (fup != 0 && fup != ip) {
+                        return needsCode(from, end);
+                    }
+                    return carryOn(resume, at);
+                }
+                case Pkt.TIP_PGE, Pkt.OVF, Pkt.STOP -> {
+                    return carryOn(resume, group >= 0 ? group : at);
+                }
+                case Pkt.PAD, Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC, Pkt.CBR, Pkt.PIP, Pkt.VMCS, Pkt.PSBEND -> { }
+                case Pkt.MODE_EXEC, Pkt.MODE_TSX -> {
+                    if (group < 0) {
+                        group = at;
+                    }
+                }
+                default -> group = -1;
+            }
+        }
+    }
+
+    /** The FUP of the PSB+ the cursor is in (0: none), leaving the cursor anywhere. */
+    private long psbFup() {
+        Pkt p = scratch;
+        while (in.next(p) >= 0) {
+            if (p.type == Pkt.FUP) {
+                return p.ipc != PacketCursor.IPC_SUPPRESSED && LastIp.isCompression(p.ipc)
+                        ? LastIp.combine(0, p.ipc, p.ip) : 0;
+            }
+            if (p.type == Pkt.PSBEND || p.type == Pkt.PSB || p.type == Pkt.TIP || p.type == Pkt.TNT
+                    || p.type == Pkt.TIP_PGE || p.type == Pkt.TIP_PGD || p.type == Pkt.OVF) {
+                return 0;
+            }
+        }
+        return 0;
+    }
+
+    /** The packets up to {@code end} are read: their time is the failure's. */
+    private int needsCode(long from, long end) {
+        Pkt p = scratch;
+        in.seek(from);
+        while (in.position() < end && in.next(p) >= 0) {
+            if (FullIpScan.timing(p.type)) {
+                time.apply(p);
+            }
+        }
+        // the error's offset as for a packet in hand: the packet the decoder looks at next (pads skipped)
+        long next = end;
+        while (in.next(p) >= 0 && p.type == Pkt.PAD) {
+            next = in.position();
+        }
+        needNext = next;
+        in.seek(end);
+        needEnd = end;
+        needStop = -1;
+        return NEEDS_CODE;
+    }
+
+    /**
+     * Back to where the decode stood ({@code resume}: past the packet in hand, which the decode still holds), so it
+     * takes the packets as usual, up to {@code stop} and on. Not to the start of that packet: the decode would read it
+     * a second time, and the next walk would start one packet further back each time.
+     */
+    private int carryOn(long resume, long stop) {
+        in.seek(resume);
+        needStop = stop;
+        needEnd = -1;
+        return 0;
+    }
+
+    private boolean restartFup;
+    private boolean restartPsb;
+
+    /** Whether the last {@link #restartAtFullIp} stopped at a PSB. */
+    public boolean restartedAtPsb() {
+        return restartPsb;
+    }
+    private long restartTsc = -1;
+
+    /** perf's time at the packet with the full IP {@link #restartAtFullIp} found (-1: no perf clock). */
+    public long restartTsc() {
+        return restartTsc;
+    }
+
+    /** Whether the last {@link #restartAtFullIp} found its full IP in a FUP. */
+    public boolean restartedAtFup() {
+        return restartFup;
+    }
+
+    /** The IP the last IP packet gave (its compression resolved against the one before). */
+    public long lastPacketIp() {
+        return lastIp;
+    }
+
+    private long restartFrom = -1;
+
+    /**
+     * The next {@link #restartAtFullIp} scans from {@code offset}, the start of a packet already read: where perf
+     * failed before it (walking to a FUP whose TIP or TIP.PGD came with it as one event), its scan reads that packet.
+     */
+    public void restartFrom(long offset) {
+        restartFrom = offset;
+    }
+
+    /** The offset {@link #walkToNeed} stopped before when it carried on (-1: none). */
+    public long carryOnAt() {
+        return needStop;
+    }
+
     /**
      * After an error: drop the events in hand and the last IP, and go on at the next packet that gives a full IP (or
      * a PSB/OVF), see {@link FullIpScan}. Timing packets on the way still move the time. Returns 0, or EOS, or the
@@ -315,6 +484,13 @@ public final class EventDecoder {
             return status < 0 ? status : PtError.EOS;
         }
         long from = in.position() - (bound ? 0 : packet.size); // a bound IP packet has been used up
+        if (needEnd >= 0) {
+            from = needEnd; // perf failed at that packet: its scan starts past it
+            needEnd = -1;
+        } else if (restartFrom >= 0) {
+            from = restartFrom;
+        }
+        restartFrom = -1;
         Pkt p = scratch;
         long at = FullIpScan.find(in, from, p);
         if (at < 0) {
@@ -329,6 +505,20 @@ public final class EventDecoder {
                 time.apply(p);
             }
         }
+        restartFup = false;
+        restartPsb = false;
+        long ipAt = at;
+        in.seek(at);
+        while (in.next(p) >= 0) {
+            if (p.type == Pkt.FUP || p.type == Pkt.TIP || p.type == Pkt.TIP_PGE || p.type == Pkt.TIP_PGD
+                    || p.type == Pkt.PSB || p.type == Pkt.OVF) {
+                restartFup = p.type == Pkt.FUP;
+                restartPsb = p.type == Pkt.PSB;
+                ipAt = p.offset;
+                break;
+            }
+        }
+        restartTsc = time.perfTimeAt(in, at, ipAt);
         in.seek(at);
         queued = 0;
         event = null;

@@ -335,8 +335,26 @@ public final class FlowDecoder {
             long lastErrorIp = -1;
             while (st < 0 && st != PtError.EOS) {
                 flushRun();
+                if (cfg.resyncAtIp && st == PtError.NOMAP) {
+                    int w = missingCode(errorIp(st));
+                    if (w == 0) {
+                        st = decodeLoop();
+                        continue;
+                    }
+                    if (w == 2) {
+                        st = resumeAtFullIp(false);
+                        if (st == 0) {
+                            st = decodeLoop();
+                        }
+                        continue;
+                    }
+                    if (w < 0) {
+                        st = w;
+                        break;
+                    }
+                }
                 errors++;
-                long errOffset = evd.offset();
+                long errOffset = evd.errorOffset();
                 long errIp = errorIp(st);
                 sink.error("error", st, offsetBase + errOffset, errIp);
                 seamError();
@@ -347,7 +365,13 @@ public final class FlowDecoder {
                 lastErrorOffset = errOffset;
                 lastErrorIp = errIp;
                 if (cfg.resyncAtIp) {
-                    st = resumeAtFullIp();
+                    if (st == PtError.NOMAP && status == 0 && ev.from != errIp
+                            && (ev.type == Event.ASYNC_BRANCH || ev.type == Event.ASYNC_DISABLED)) {
+                        // perf failed walking to the FUP: it scans on from the FUP, so the TIP (TIP.PGD) that came
+                        // with it as one event is the first packet its scan reads
+                        evd.restartFrom(ev.offset);
+                    }
+                    st = resumeAtFullIp(true);
                     if (st < 0) {
                         // the trace ended, or bytes that are no packet: those are news only past the error reported
                         if (st != PtError.EOS && evd.offset() != errOffset) {
@@ -386,20 +410,85 @@ public final class FlowDecoder {
 
     private long lastSync;
 
+    /** Where and when (TSC) the flow last resumed after an error at a full IP (-1: not since). */
+    private long resumeIp = -1;
+    private long resumeTsc = -1;
+    private long lastCarryOn = -1;
+
+    /**
+     * perf's decoder with no code at {@code at} (the flow stands there): its trace begins there at the time the IP
+     * came with; where the IP came with the last packet, it fails only at the next packet that makes it walk
+     * ({@link EventDecoder#walkToNeed}), so the error has that packet's time and the scan for a full IP starts past it.
+     * Returns 1 to report the error, 0 to decode on (a packet that needs no code came first), or EOS / an error (the
+     * trace ended first: perf reports nothing).
+     */
+    private int missingCode(long at) {
+        sink.noCode(at, at == resumeIp ? resumeTsc : -1);
+        resumeIp = -1;
+        if (status == 0 && ev.type == Event.ASYNC_BRANCH && ev.from == at) {
+            return 2; // an interrupt where the flow stands: perf takes it without the code
+        }
+        if (status < 0 || ev.type == Event.TNT || ev.type == Event.TIP || ev.type == Event.ASYNC_BRANCH
+                || ev.type == Event.DISABLED || at != evd.lastPacketIp()) {
+            // the packet that needs the code is in hand (a TIP.PGD too: perf walks to the branch that disabled), or
+            // the flow walked here from code
+            return 1;
+        }
+        int w = evd.walkToNeed(at);
+        if (w == 0) {
+            long stop = evd.carryOnAt();
+            if (stop == lastCarryOn) {
+                return 1; // the decode came back here without taking that packet: fail now
+            }
+            lastCarryOn = stop;
+            return 0;
+        }
+        lastCarryOn = -1;
+        return w;
+    }
+
     /**
      * After an error (perf's recovery): the flow so far cannot be trusted, nor can the compressed IPs after the error;
      * continue at the next packet that gives a full IP ({@link EventDecoder#restartAtFullIp}), with an empty return
      * stack, keeping the execution mode and the time.
      */
-    private int resumeAtFullIp() {
-        rsTop = 0;
-        rsCount = 0;
-        int st = evd.restartAtFullIp();
-        if (st < 0) {
-            return st;
+    private int resumeAtFullIp(boolean fupAlone) {
+        while (true) {
+            rsTop = 0;
+            rsCount = 0;
+            int st = evd.restartAtFullIp();
+            if (st < 0) {
+                return st;
+            }
+            long at = cfg.perfClock ? evd.restartTsc() : time(); // the IP packet's time, not the events' after it
+            fetchEvent();
+            st = resync();
+            resumeIp = ip;
+            resumeTsc = at;
+            if (st == 0 && evd.restartedAtPsb()) {
+                sink.resumedAtPsb();
+            }
+            if (st == 0 && fupAlone && evd.restartedAtFup() && ev.type == Event.TSX && !ev.ipSuppressed
+                    && ev.ip == ip && !selectPiece(ip)) {
+                // perf's scan takes a MODE.TSX as state only (no transaction event, no abort) and begins the trace
+                // at the FUP; an abort's TIP after it is the walk that fails (below)
+                speculative = ev.speculative;
+                fetchEvent();
+            }
+            if (st == 0 && ev.type == Event.ASYNC_BRANCH && ev.from == ip && !(fupAlone && evd.restartedAtFup())) {
+                sink.noCode(ip, at); // perf's trace begins at the IP it found, then the FUP there is an interrupt
+            }
+            if (st < 0 || !fupAlone || !evd.restartedAtFup()
+                    || ev.type != Event.ASYNC_BRANCH && ev.type != Event.ASYNC_DISABLED || ev.from != ip || selectPiece(ip)) {
+                return st;
+            }
+            // perf found the FUP's IP and begins the trace there; the TIP or TIP.PGD after it makes it walk from there,
+            // where there is no code: it fails and scans on past that packet (no interrupt or disable is seen)
+            sink.noCode(ip, at);
+            errors++;
+            sink.error("error", PtError.NOMAP, offsetBase + evd.offset(), ip);
+            seamError();
         }
-        fetchEvent();
-        return resync();
     }
 
     /** After an error: find a place in the event stream to continue from (ptxed --resync-on-error). */

@@ -105,6 +105,18 @@ public interface FlowSink {
     }
 
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
+    /**
+     * perf's recovery: the flow stands at {@code ip}, where there is no code, and is about to fail there; {@code tsc}
+     * is the time it resumed at {@code ip} after an earlier error (-1: unknown, now). A trace begin not yet reported
+     * is reported now, before the error.
+     */
+    default void noCode(long ip, long tsc) {
+    }
+
+    /** perf's recovery: the scan after an error met a PSB; perf reports its PSB event there, no trace begin. */
+    default void resumedAtPsb() {
+    }
+
     default void disabledAfterResync() {
     }
 }

@@ -583,6 +583,17 @@ public final class ParallelFlow {
                 initial = false;
                 sink.disabledAfterResync();
             }
+
+            @Override
+            public void resumedAtPsb() {
+                sink.resumedAtPsb();
+            }
+
+            @Override
+            public void noCode(long ip, long tsc) {
+                initial = false;
+                sink.noCode(ip, tsc);
+            }
         }
 
         void cancel() {

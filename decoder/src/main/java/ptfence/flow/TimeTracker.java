@@ -75,6 +75,51 @@ public final class TimeTracker {
         }
     }
 
+    private ptfence.timing.PerfClock aheadClock;
+
+    /**
+     * perf's time once the timing packets from {@code from} up to {@code to} are taken, without taking them (the event
+     * layer reads them later); -1 without perf's clock. {@code in} is put back.
+     */
+    long perfTimeAt(PacketInput in, long from, long to) {
+        if (perf == null) {
+            return -1;
+        }
+        if (aheadClock == null) {
+            aheadClock = perf.copy();
+        }
+        aheadClock.copyFrom(perf);
+        long save = in.position();
+        try {
+            in.seek(from);
+            while (in.position() < to && in.next(ahead) >= 0) {
+                if (ahead.type == Pkt.PAD || ahead.offset <= perfAppliedTo) {
+                    continue;
+                }
+                aheadClock.packet(ahead.type == Pkt.CYC);
+                applyPerf(aheadClock, ahead);
+            }
+        } finally {
+            in.seek(save);
+        }
+        return aheadClock.tsc();
+    }
+
+    private static void applyPerf(ptfence.timing.PerfClock c, Pkt p) {
+        switch (p.type) {
+            case Pkt.TSC -> c.tsc(p.payload);
+            case Pkt.TMA -> c.tma((int) p.payload, (int) p.payload2);
+            case Pkt.MTC -> c.mtc((int) p.payload);
+            case Pkt.CBR -> c.cbr((int) p.payload);
+            case Pkt.CYC -> {
+                if (p.small == 0) {
+                    c.cyc(p.payload);
+                }
+            }
+            default -> { }
+        }
+    }
+
     /** perf's clock (null unless {@link FlowConfig#perfClock}). */
     public ptfence.timing.PerfClock perf() {
         return perf;
@@ -126,18 +171,7 @@ public final class TimeTracker {
             // once per packet: the event layer reads some twice (a rescan to a full IP, a look past a TNT for a
             // deferred TIP), and perf's MTC arithmetic counts an MTC equal to the last one as a full wrap
             perfAppliedTo = p.offset;
-            switch (p.type) {
-                case Pkt.TSC -> perf.tsc(p.payload);
-                case Pkt.TMA -> perf.tma((int) p.payload, (int) p.payload2);
-                case Pkt.MTC -> perf.mtc((int) p.payload);
-                case Pkt.CBR -> perf.cbr((int) p.payload);
-                case Pkt.CYC -> {
-                    if (p.small == 0) {
-                        perf.cyc(p.payload);
-                    }
-                }
-                default -> { }
-            }
+            applyPerf(perf, p);
         }
         TimingError e1;
         TimingError e2;

@@ -912,6 +912,14 @@ final class RecordingDecode {
             public void disabledAfterResync() {
                 inner.disabledAfterResync();
             }
+
+            public void resumedAtPsb() {
+                inner.resumedAtPsb();
+            }
+
+            public void noCode(long ip, long tsc) {
+                inner.noCode(ip, tsc);
+            }
         };
     }
 

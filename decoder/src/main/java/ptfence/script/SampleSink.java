@@ -565,7 +565,9 @@ public final class SampleSink implements FlowSink {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
-                psbIp = decoder == null ? 0 : decoder.psbIp();
+                // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
+                psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
+                scanPsb = -1;
                 psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
             if (psbAhead) {
@@ -615,6 +617,7 @@ public final class SampleSink implements FlowSink {
                 if (pending) {
                     resolve(ev.from, 0);
                 }
+                resuming = false; // perf is in step again: the interrupt's target is where it goes on
                 consume();
                 branch(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT, 0,
                         null, 0);
@@ -753,6 +756,32 @@ public final class SampleSink implements FlowSink {
             error(perf, ip);
         }
         resuming = true;
+    }
+
+    /** The PSB+ (its offset) where perf's scan after an error stopped (-1: none). */
+    private long scanPsb = -1;
+
+    @Override
+    public void resumedAtPsb() {
+        resuming = false; // perf's scan returns the PSB event; it walks on from the PSB+ FUP without a trace begin
+        scanPsb = decoder == null ? -1 : decoder.psbOffset();
+    }
+
+    @Override
+    public void noCode(long ip, long tsc) {
+        if (resuming) {
+            // perf returned the trace begin when its scan found the IP, before it needed the code there
+            resuming = false;
+            closePsb(ip);
+            if (pending) {
+                resolve(ip, 0);
+            }
+            queueTsc = tsc >= 0 ? clock.eventAt(tsc) : clock.event();
+            if (countIpc) {
+                cycState(true);
+            }
+            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+        }
     }
 
     private void error(int code, long ip) {

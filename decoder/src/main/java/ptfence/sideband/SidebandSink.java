@@ -111,4 +111,14 @@ public final class SidebandSink implements FlowSink {
     public void disabledAfterResync() {
         next.disabledAfterResync();
     }
+
+    @Override
+    public void resumedAtPsb() {
+        next.resumedAtPsb();
+    }
+
+    @Override
+    public void noCode(long ip, long tsc) {
+        next.noCode(ip, tsc);
+    }
 }

@@ -66,6 +66,13 @@ public final class PerfClock {
         this.maxNonTurbo = maxNonTurbo;
     }
 
+    /** A clock with this one's parameters and state. */
+    public PerfClock copy() {
+        PerfClock c = new PerfClock(mtcShift, ratioN, ratioD, (int) maxNonTurbo);
+        c.copyFrom(this);
+        return c;
+    }
+
     public void copyFrom(PerfClock o) {
         timestamp = o.timestamp;
         tscTimestamp = o.tscTimestamp;
