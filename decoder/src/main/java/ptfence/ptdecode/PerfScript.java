@@ -32,6 +32,7 @@ final class PerfScript {
         List<RecordingDecode.CpuTrace> traces = decode ? rd.traces : List.of();
         SidebandLines side = sidebandLines(rd, cfg, show);
         ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
+        merge.gates(cfg.dsoData);
         Thread sideThread = null;
         if (!side.isEmpty()) {
             ScriptMerge.Producer p = merge.producer(traces.size(), true);

@@ -631,7 +631,7 @@ public final class SampleSink implements FlowSink {
                 timestampInsnCnt = 0; // perf's intel_pt_overflow: the tick period counts from the last time again
                 ticksLeft = -1;
                 if (!cfg.itrace.suppressesOverflow()) {
-                    error(7, decoderIp());
+                    error(7, decoderIp(), 0);
                 }
                 consume();
                 resuming = true;
@@ -747,13 +747,15 @@ public final class SampleSink implements FlowSink {
         if (pc != null) {
             pc.cycError();
         }
-        boolean quiet = false;
+        // missing code in a file: whether perf reports it depends on the file's data status, which the merge keeps in
+        // time order over every CPU (DsoData); the line carries the file as its gate
+        int gate = 0;
         if (codeNo == PtError.NOMAP) {
             String dso = lines.dsoOf(ip, perfTime(), task.pid());
-            quiet = dso != null && !cfg.failedDsos.add(dso);
+            gate = dso == null ? 0 : cfg.dsoData.id(dso);
         }
-        if (!quiet && (perf != 7 || !cfg.itrace.suppressesOverflow())) {
-            error(perf, ip);
+        if (perf != 7 || !cfg.itrace.suppressesOverflow()) {
+            error(perf, ip, gate);
         }
         resuming = true;
     }
@@ -784,11 +786,18 @@ public final class SampleSink implements FlowSink {
         }
     }
 
-    private void error(int code, long ip) {
+    private void error(int code, long ip, int gate) {
         if (!cfg.itrace.errors || stopped) {
+            if (gate != 0) {
+                // no line, but perf's walk still read the file: an empty line marks it at its time
+                out.line();
+                out.gate(gate);
+                out.commit(time(), false);
+            }
             return;
         }
         task.at(taskTime());
+        out.gate(gate);
         lines.error(this, code, ip);
     }
 

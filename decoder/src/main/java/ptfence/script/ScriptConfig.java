@@ -30,10 +30,10 @@ public final class ScriptConfig {
     /** The instruction period in TSC ticks, for i...ns and i...t periods. */
     public final long periodTicks;
     /**
-     * The files whose code perf failed to read once: perf then stays silent about each later failure there (it marks
-     * the file's data as bad and resynchronizes quietly); failures where no file is mapped it reports every time.
+     * perf's state of each file's data, which decides which failures to read a file's missing code perf reports (two
+     * or one per file, {@link DsoData}); failures where no file is mapped it reports every time.
      */
-    public final Set<String> failedDsos = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    public final DsoData dsoData = new DsoData();
 
     /** --dlfilter: the filter each sample goes through before its line (null: none). */
     public ptfence.dlfilter.DlFilter dlfilter;

@@ -27,6 +27,8 @@ public final class ScriptMerge {
         final int[] ends = new int[BATCH_LINES];
         final int[] splits = new int[BATCH_LINES];
         final boolean[] skippable = new boolean[BATCH_LINES];
+        /** A line's {@link DsoData} gate (0: none): perf's per-file state decides there whether it is printed. */
+        final int[] gates = new int[BATCH_LINES];
         final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
         int count;
         boolean end;
@@ -37,6 +39,7 @@ public final class ScriptMerge {
     private final boolean[] sideband;
     private final Semaphore turns;
     private volatile boolean abandoned;
+    private DsoData dsoData;
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -55,6 +58,11 @@ public final class ScriptMerge {
         }
     }
 
+    /** The per-file state the lines' gates go through, in the printed order (before {@link #drain}). */
+    public void gates(DsoData d) {
+        dsoData = d;
+    }
+
     /** The producing end of source {@code i}; {@code isSideband}: it wins ties with CPU lines. */
     public Producer producer(int i, boolean isSideband) {
         sideband[i] = isSideband;
@@ -69,6 +77,7 @@ public final class ScriptMerge {
         private Batch batch;
         private int start;
         private int split = -1;
+        private int gate;
 
         private Producer(int index, boolean holdsTurn) {
             this.index = index;
@@ -92,6 +101,15 @@ public final class ScriptMerge {
             split = line().length();
         }
 
+        /**
+         * The line being built goes through {@link DsoData} when it is its turn to be printed: {@code g} > 0, a walk
+         * failure in that file (printed only if perf reports it); {@code g} < 0, a read of that file's data (printed;
+         * an empty line only marks the read).
+         */
+        public void gate(int g) {
+            gate = g;
+        }
+
         /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
         public void commit(long time, boolean skippable) {
             Batch b = batch;
@@ -100,7 +118,9 @@ public final class ScriptMerge {
             b.ends[i] = b.text.length();
             b.splits[i] = split;
             b.skippable[i] = skippable;
+            b.gates[i] = gate;
             split = -1;
+            gate = 0;
             start = b.ends[i];
             if (b.count == BATCH_LINES || b.text.length() >= BATCH_BYTES) {
                 flush();
@@ -113,6 +133,7 @@ public final class ScriptMerge {
                 batch.text.len = start;
             }
             split = -1;
+            gate = 0;
         }
 
         private void flush() {
@@ -229,6 +250,9 @@ public final class ScriptMerge {
             current = best;
             Batch b = head[best];
             int i = pos[best]++;
+            if (b.gates[i] != 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
+                continue;
+            }
             if (b.skippable[i] && skipLeft > 0) {
                 skipLeft--;
                 continue;

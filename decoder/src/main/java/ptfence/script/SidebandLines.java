@@ -23,7 +23,8 @@ public final class SidebandLines {
     public record Show(boolean task, boolean mmap, boolean switches, boolean lost, boolean bpf, boolean textPoke) {
     }
 
-    private record Item(long time, long seq, PerfRecord record) {
+    /** A record to print ({@code shown}), or one whose only effect is perf reading files (a vdso mapping). */
+    private record Item(long time, long seq, PerfRecord record, boolean shown) {
     }
 
     private final ScriptConfig cfg;
@@ -56,6 +57,10 @@ public final class SidebandLines {
             take = show.task();
         } else if (r instanceof PerfRecord.Mmap || r instanceof PerfRecord.Mmap2) {
             take = show.mmap();
+            if (!take && VDSO.equals(mmapFile(r))) {
+                items.add(new Item(timeOf(r), items.size(), r, false));
+                return false;
+            }
         } else if (r instanceof PerfRecord.Switch || r instanceof PerfRecord.SwitchCpuWide) {
             take = show.switches() || cfg.script != null; // -s: the script's context_switch
         } else if (r instanceof PerfRecord.Lost) {
@@ -70,9 +75,30 @@ public final class SidebandLines {
             take = false;
         }
         if (take) {
-            items.add(new Item(timeOf(r), items.size(), r));
+            items.add(new Item(timeOf(r), items.size(), r, true));
         }
         return take;
+    }
+
+    /** perf's name of the vdso mapping (is_vdso_map). */
+    private static final String VDSO = "[vdso]";
+
+    private static String mmapFile(PerfRecord r) {
+        return r instanceof PerfRecord.Mmap m ? m.filename() : r instanceof PerfRecord.Mmap2 m ? m.filename() : null;
+    }
+
+    /**
+     * A vdso mapping: perf reads the process's files in address order to learn its ELF class (machine__findnew_vdso),
+     * and each missing one's data status becomes ERROR; empty lines carry those reads to the merge, at the mapping's
+     * time ({@link DsoData}).
+     */
+    private void vdsoReads(ScriptMerge.Producer out, PerfRecord r, long time) {
+        int pid = r instanceof PerfRecord.Mmap m ? m.pid() : ((PerfRecord.Mmap2) r).pid();
+        for (String f : symbols.filesReadForVdso(pid, time)) {
+            out.line();
+            out.gate(-cfg.dsoData.id(f));
+            out.commit(time, false);
+        }
     }
 
     private PerfEvents.Event eventOf(long id) {
@@ -103,7 +129,12 @@ public final class SidebandLines {
             items.sort(Comparator.comparingLong(Item::time).thenComparingLong(Item::seq));
             LineBytes scratch = new LineBytes(256);
             for (Item it : items) {
-                line(out, it.record(), it.time());
+                if (VDSO.equals(mmapFile(it.record()))) {
+                    vdsoReads(out, it.record(), it.time());
+                }
+                if (it.shown()) {
+                    line(out, it.record(), it.time());
+                }
             }
             items.clear();
         } finally {
@@ -281,6 +312,14 @@ public final class SidebandLines {
         // a sample without CPU: perf's sample->cpu stays (u32)-1, printed as [-01]
         int cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
         LineBytes b = start(out, fields, comm(s.tid(), time), s.pid(), s.tid(), cpu, time);
+        if (s.ip() != 0) {
+            // perf script fetches the instruction of a sample that has none (script_fetch_insn): it reads the file's
+            // data, and a missing file's status becomes ERROR
+            String d = symbols.dso(s.ip(), time, s.pid());
+            if (d != null) {
+                out.gate(-cfg.dsoData.id(d));
+            }
+        }
         if ((fields & FieldSet.PERIOD) != 0) {
             b.dec(s.period(), 10).ch(' ');
         }

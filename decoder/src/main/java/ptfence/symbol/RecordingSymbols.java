@@ -311,6 +311,29 @@ public final class RecordingSymbols implements Symbolizer {
     }
 
     /** The newest mapping of {@code pid} holding {@code address} at {@code time}; any process's when pid is unknown. */
+    @Override
+    public List<String> filesReadForVdso(int pid, long time) {
+        Mapped[] ms = mappings(pid);
+        if (ms == null || pid < 0) {
+            return List.of();
+        }
+        long exec = sideband.execBefore(pid, time);
+        java.util.TreeMap<Long, Mapped> byAddress = new java.util.TreeMap<>(Long::compareUnsigned);
+        for (Mapped mm : ms) { // in recording order: a later mapping at an address replaces the one before
+            if (mm.m.time() <= time && mm.m.time() >= exec && mm.m.file().startsWith("/")) {
+                byAddress.put(mm.m.address(), mm);
+            }
+        }
+        List<String> out = new ArrayList<>();
+        for (Mapped mm : byAddress.values()) {
+            if (mm.dso() != null) {
+                break;
+            }
+            out.add(mm.m.file());
+        }
+        return out;
+    }
+
     private Mapped mapping(long address, long time, int pid) {
         Mapped[] ms = mappings(pid);
         int i = ms == null ? -1 : newestAt(ms, address, time);

@@ -29,6 +29,15 @@ public interface Symbolizer {
     }
 
     /**
+     * The files perf reads when process {@code pid} maps its vdso at {@code time} and finds none of them (to learn the
+     * process's ELF class it reads the files the process maps, by address, until one opens): the absolute-path files
+     * mapped then, in address order, up to the first whose file is here. Empty where nothing says.
+     */
+    default java.util.List<String> filesReadForVdso(int pid, long time) {
+        return java.util.List.of();
+    }
+
+    /**
      * perf's srcline where it cannot read lines (the file is missing, the code has no file): the dso's short name
      * and the address in it ({@code name[hex]}): in a mapped file its file address, in code a KSYMBOL names (a BPF program, each JITed function its own dso) the
      * offset from the symbol's start, in {@code [kernel.kallsyms]} the address; null where nothing maps the address.
