@@ -40,8 +40,37 @@ abstract class LineView implements CallView {
         this.perf = new PerfLines(buf, options.fields(), options.eventFields(), names, comms, rec);
     }
 
+    /** Recorded samples of other events to print among the lines (perf time ascending; pid, tid, cpu). */
+    private long[] sampleTimes = new long[0];
+    private int[][] sampleTasks = new int[0][];
+    private int sampleNext;
+    private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
+
+    /** Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}. */
+    public final void recordedSamples(long[] times, int[][] tasks) {
+        sampleTimes = times;
+        sampleTasks = tasks;
+        sampleNext = 0;
+    }
+
+    /** Prints the recorded samples before perf time {@code time} (all: Long.MAX_VALUE). */
+    private void samplesBefore(long time) throws IOException {
+        while (sampleNext < sampleTimes.length && sampleTimes[sampleNext] < time) {
+            long at = sampleTimes[sampleNext];
+            int[] k = sampleTasks[sampleNext++];
+            if (jsonl || at < options.from() || at > options.to()) {
+                continue;
+            }
+            ThreadStack th = sampleThreads.computeIfAbsent(k[1], tid -> new ThreadStack(tid, k[0], tid));
+            perf.recorded(th, k[2], at);
+        }
+    }
+
     @Override
     public final void item(ThreadStack t, FlowItem item) throws IOException {
+        if (item.time() > 0) {
+            samplesBefore(item.time());
+        }
         if (item instanceof FlowItem.Branch b) {
             int c = Math.max(0, b.cpu() + 1);
             if (c >= insnsSince.length) {
@@ -158,6 +187,7 @@ abstract class LineView implements CallView {
 
     @Override
     public void end() throws IOException {
+        samplesBefore(Long.MAX_VALUE);
         buf.flush();
     }
 }

@@ -146,6 +146,7 @@ final class CallViews {
         boolean oneEvent = rd.eventAttrs.size() == 1;
         java.util.List<long[]> at = new java.util.ArrayList<>();
         java.util.List<String> files = new java.util.ArrayList<>();
+        java.util.List<long[]> printed = new java.util.ArrayList<>();
         try (ptfence.perfdata.PerfDataFile f = rd.openPerfData()) {
             ptfence.perfdata.PerfDataFile.RecordReader r = f.records();
             try {
@@ -153,8 +154,11 @@ final class CallViews {
                     ptfence.perfdata.PerfRecord rec = r.next();
                     if (rec instanceof ptfence.perfdata.PerfRecord.Sample s) {
                         long id = s.id() != 0 ? s.id() : s.identifier();
-                        String dso = oneEvent || skip.contains(id) || s.ip() == 0 ? null
-                                : rd.symbols.dso(s.ip(), s.time(), s.pid());
+                        boolean other = !oneEvent && !skip.contains(id);
+                        if (other) {
+                            printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
+                        }
+                        String dso = !other || s.ip() == 0 ? null : rd.symbols.dso(s.ip(), s.time(), s.pid());
                         if (dso != null) {
                             at.add(new long[] {s.time(), at.size()});
                             files.add(dso);
@@ -177,6 +181,15 @@ final class CallViews {
             names[i] = files.get((int) at.get(i)[1]);
         }
         view.fileReads(times, names);
+        printed.sort(java.util.Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
+        long[] sampleTimes = new long[printed.size()];
+        int[][] tasks = new int[printed.size()][];
+        for (int i = 0; i < sampleTimes.length; i++) {
+            long[] p = printed.get(i);
+            sampleTimes[i] = p[0];
+            tasks[i] = new int[] {(int) p[1], (int) p[2], (int) p[3]};
+        }
+        view.recordedSamples(sampleTimes, tasks);
     }
 
     private static void vdsoReads(RecordingDecode rd, int pid, long time, java.util.List<long[]> at,
