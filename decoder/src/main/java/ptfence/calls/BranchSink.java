@@ -387,6 +387,7 @@ public final class BranchSink implements FlowSink {
             }
             case Event.ASYNC_BRANCH -> {
                 resolve(ev.from);
+                resuming = false; // perf is in step again: the interrupt's target is where it goes on
                 branch(ev.from, ev.ip, BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.ASYNC
                         | BranchFlags.INTERRUPT, 0);
             }
@@ -405,18 +406,43 @@ public final class BranchSink implements FlowSink {
     }
 
     private void loss(String reason, int code, long ip) {
+        loss(reason, code, ip, clock.getAsLong());
+    }
+
+    private void loss(String reason, int code, long ip, long time) {
         keepDropped();
-        add(new FlowItem.Loss(cpu, clock.getAsLong(), reason, code, ip, insns));
+        add(new FlowItem.Loss(cpu, time, reason, code, ip, insns));
         insns = 0;
     }
 
     @Override
     public void error(String kind, int code, long offset, long ip) {
         releaseHeld();
-        sampleClock.error();
         pending = false;
-        loss(PtError.message(code), code, ip);
+        if (resuming && code == PtError.NOMAP) {
+            // the flow resumed at ip after an earlier error and there is no code there: perf returns the trace
+            // begin at ip first, then fails
+            branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+        }
+        loss(PtError.message(code), code, ip, perf(sampleClock.error())); // perf's decoder takes the error's time
         resuming = true;
+    }
+
+    @Override
+    public void resumedAtPsb() {
+        resuming = false; // perf's scan returns the PSB event; it walks on from the PSB+ FUP without a trace begin
+    }
+
+    @Override
+    public void noCode(long ip, long at) {
+        if (resuming) {
+            // perf returned the trace begin when its scan found the IP, before it needed the code there
+            resuming = false;
+            releaseHeld();
+            resolve(ip);
+            long t = at >= 0 ? sampleClock.eventAt(at) : sampleClock.event();
+            branchAt(t, 0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+        }
     }
 
     @Override

@@ -100,7 +100,11 @@ public final class CallStacks {
         if (time >= 0) {
             t.lastTime = time;
         }
-        if (item instanceof FlowItem.Loss) {
+        if (item instanceof FlowItem.Loss l && l.code() == ptfence.flow.PtError.NOMAP) {
+            // perf keeps its thread stack where a walk found no code: its scan for the next IP goes on in the same
+            // trace (trace_nr unchanged), and the trace begin there pops to its return address as usual
+            t.untrusted = true;
+        } else if (item instanceof FlowItem.Loss) {
             drop(t, time);
             t.untrusted = true;
         } else if (item instanceof FlowItem.Branch b) {

@@ -24,6 +24,12 @@ abstract class LineView implements CallView {
     /** Per CPU: the last thing shown was a PSB (or its cbr): a cbr there belongs to the PSB+. */
     private boolean[] afterPsb = new boolean[8];
     private boolean[] ended = new boolean[8];
+    /** perf's per-file data status: which walk failures in missing code it reports (in merge order, as perf). */
+    private final ptfence.script.DsoData dsoData = new ptfence.script.DsoData();
+    /** perf's reads of files outside the walks (perf time, file), by time: each makes a missing file's status ERROR. */
+    private long[] readTimes = new long[0];
+    private String[] readFiles = new String[0];
+    private int readNext;
 
     LineView(Writer out, boolean jsonl, Symbolizer names, PerfLines.Comms comms, PerfLines.Recording rec,
             LineOptions options) {
@@ -34,8 +40,37 @@ abstract class LineView implements CallView {
         this.perf = new PerfLines(buf, options.fields(), options.eventFields(), names, comms, rec);
     }
 
+    /** Recorded samples of other events to print among the lines (perf time ascending; pid, tid, cpu). */
+    private long[] sampleTimes = new long[0];
+    private int[][] sampleTasks = new int[0][];
+    private int sampleNext;
+    private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
+
+    /** Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}. */
+    public final void recordedSamples(long[] times, int[][] tasks) {
+        sampleTimes = times;
+        sampleTasks = tasks;
+        sampleNext = 0;
+    }
+
+    /** Prints the recorded samples before perf time {@code time} (all: Long.MAX_VALUE). */
+    private void samplesBefore(long time) throws IOException {
+        while (sampleNext < sampleTimes.length && sampleTimes[sampleNext] < time) {
+            long at = sampleTimes[sampleNext];
+            int[] k = sampleTasks[sampleNext++];
+            if (jsonl || at < options.from() || at > options.to()) {
+                continue;
+            }
+            ThreadStack th = sampleThreads.computeIfAbsent(k[1], tid -> new ThreadStack(tid, k[0], tid));
+            perf.recorded(th, k[2], at);
+        }
+    }
+
     @Override
     public final void item(ThreadStack t, FlowItem item) throws IOException {
+        if (item.time() > 0) {
+            samplesBefore(item.time());
+        }
         if (item instanceof FlowItem.Branch b) {
             int c = Math.max(0, b.cpu() + 1);
             if (c >= insnsSince.length) {
@@ -52,6 +87,17 @@ abstract class LineView implements CallView {
             // a trace end with no IP: a PSB+ then has no FUP, and perf shows its cbr with no flags
             ended[c] = (b.flags() & BranchFlags.TRACE_END) != 0 && b.to() == 0;
             afterPsb[c] = false;
+        } else if (item instanceof FlowItem.Loss l) {
+            while (readNext < readTimes.length && readTimes[readNext] <= l.time()) {
+                dsoData.probe(dsoData.id(readFiles[readNext++]));
+            }
+            int c = Math.max(0, l.cpu() + 1);
+            if (c < lastFlags.length) {
+                lastFlags[c] = 0; // perf's state after an error is no branch: its next events show no flags
+            }
+            if (!reported(t, l)) {
+                return;
+            }
         }
         if (item.time() >= 0 && (item.time() < options.from() || item.time() > options.to())) {
             return;
@@ -88,6 +134,29 @@ abstract class LineView implements CallView {
         }
     }
 
+    /**
+     * The files perf reads outside its decoder's walks (a printed recorded sample's code, a vdso mapping probing the
+     * process's files), at perf times {@code times} (ascending): where their code is missing, perf reports one walk
+     * failure there instead of two ({@link ptfence.script.DsoData}).
+     */
+    public final void fileReads(long[] times, String[] files) {
+        readTimes = times;
+        readFiles = files;
+        readNext = 0;
+    }
+
+    /**
+     * Whether perf reports loss {@code l}: a walk into a file whose code is missing fails quietly once perf has seen
+     * that file's data status twice ({@link ptfence.script.DsoData}); the status changes whether or not errors show.
+     */
+    private boolean reported(ThreadStack t, FlowItem.Loss l) {
+        if (l.code() != ptfence.flow.PtError.NOMAP || l.ip() == 0) {
+            return true;
+        }
+        String dso = names.dso(l.ip(), l.time(), t.pid());
+        return dso == null || dsoData.failure(dsoData.id(dso));
+    }
+
     /** Writes {@link #sb} as a line. */
     final void emit() throws IOException {
         buf.chars(sb).endLine();
@@ -118,6 +187,7 @@ abstract class LineView implements CallView {
 
     @Override
     public void end() throws IOException {
+        samplesBefore(Long.MAX_VALUE);
         buf.flush();
     }
 }

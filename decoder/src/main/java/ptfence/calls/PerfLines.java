@@ -150,6 +150,19 @@ public final class PerfLines {
         buf.endLine();
     }
 
+    /**
+     * A recorded sample of another event (the quipper recording's {@code cycles}) in a call view: perf prints it with
+     * the view's fields, of which it has none but who and when (its flags blank).
+     */
+    void recorded(ThreadStack t, int cpu, long time) throws IOException {
+        f = branchFields;
+        start(t, cpu, time);
+        if (f.has(SampleFields.FLAGS)) {
+            buf.str("  ").left("", 21).ch(' ');
+        }
+        buf.endLine();
+    }
+
     /** perf_sample__fprintf_callindent. */
     private void callindent(FlowItem.Branch b, int depth, int pid) {
         int fl = b.flags();

@@ -119,11 +119,85 @@ final class CallViews {
             SampleFields f = callRetTrace ? SampleFields.callRetTrace() : SampleFields.callTrace();
             LineOptions o = options != null ? options : new LineOptions(defaults(rd, f), events(rd, f), true, true,
                     req.timeFrom(), req.timeTo());
-            view = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
+            CallTraceView v = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
+            if (!jsonl) {
+                fileReads(rd, v);
+            }
+            view = v;
         }
         // perf's text call views need calls, returns and trace begins and ends only: other branches only move the
         // clock (the JSON form and the stack views count every branch's instructions in its thread)
         run(rd, view, !jsonl && view instanceof CallTraceView);
+    }
+
+    /**
+     * perf's reads of files outside the decoder's walks, which decide which walk failures in missing code it reports:
+     * the code at each recorded sample it prints (not the trace's own, nor a dummy event's), and the process's files
+     * probed for their ELF class at a vdso mapping (r32d's rules, as the sample views' {@code SidebandLines}).
+     */
+    private static void fileReads(RecordingDecode rd, ptfence.calls.CallTraceView view) throws IOException {
+        java.util.Set<Long> skip = new java.util.HashSet<>();
+        for (int i = 0; i < rd.eventAttrs.size() && i < rd.eventIds.size(); i++) {
+            ptfence.perfdata.EventAttr a = rd.eventAttrs.get(i);
+            if (a.type() == rd.pt.pmuType() || a.type() == 1 && a.config() == 9) {
+                skip.addAll(rd.eventIds.get(i));
+            }
+        }
+        boolean oneEvent = rd.eventAttrs.size() == 1;
+        java.util.List<long[]> at = new java.util.ArrayList<>();
+        java.util.List<String> files = new java.util.ArrayList<>();
+        java.util.List<long[]> printed = new java.util.ArrayList<>();
+        try (ptfence.perfdata.PerfDataFile f = rd.openPerfData()) {
+            ptfence.perfdata.PerfDataFile.RecordReader r = f.records();
+            try {
+                while (r.hasNext()) {
+                    ptfence.perfdata.PerfRecord rec = r.next();
+                    if (rec instanceof ptfence.perfdata.PerfRecord.Sample s) {
+                        long id = s.id() != 0 ? s.id() : s.identifier();
+                        boolean other = !oneEvent && !skip.contains(id);
+                        if (other) {
+                            printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
+                        }
+                        String dso = !other || s.ip() == 0 ? null : rd.symbols.dso(s.ip(), s.time(), s.pid());
+                        if (dso != null) {
+                            at.add(new long[] {s.time(), at.size()});
+                            files.add(dso);
+                        }
+                    } else if (rec instanceof ptfence.perfdata.PerfRecord.Mmap2 m && m.filename().equals("[vdso]")) {
+                        vdsoReads(rd, m.pid(), m.sampleId().time(), at, files);
+                    } else if (rec instanceof ptfence.perfdata.PerfRecord.Mmap m && m.filename().equals("[vdso]")) {
+                        vdsoReads(rd, m.pid(), m.sampleId().time(), at, files);
+                    }
+                }
+            } catch (BadInputException e) {
+                // the decode reported the damage; the reads stop where the records do
+            }
+        }
+        at.sort(java.util.Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[1]));
+        long[] times = new long[at.size()];
+        String[] names = new String[at.size()];
+        for (int i = 0; i < times.length; i++) {
+            times[i] = at.get(i)[0];
+            names[i] = files.get((int) at.get(i)[1]);
+        }
+        view.fileReads(times, names);
+        printed.sort(java.util.Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
+        long[] sampleTimes = new long[printed.size()];
+        int[][] tasks = new int[printed.size()][];
+        for (int i = 0; i < sampleTimes.length; i++) {
+            long[] p = printed.get(i);
+            sampleTimes[i] = p[0];
+            tasks[i] = new int[] {(int) p[1], (int) p[2], (int) p[3]};
+        }
+        view.recordedSamples(sampleTimes, tasks);
+    }
+
+    private static void vdsoReads(RecordingDecode rd, int pid, long time, java.util.List<long[]> at,
+            java.util.List<String> files) {
+        for (String f : rd.symbols.filesReadForVdso(pid, time)) {
+            at.add(new long[] {time, at.size()});
+            files.add(f);
+        }
     }
 
     /** {@code view} with only the branches that have one of {@code flags} (the stacks still see every one). */

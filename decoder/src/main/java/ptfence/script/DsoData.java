@@ -42,7 +42,7 @@ public final class DsoData {
     }
 
     /** A decoder walk failed in file {@code id}'s missing code: whether perf reports the error. */
-    boolean failure(int id) {
+    public boolean failure(int id) {
         room(id);
         if (state[id] == 2) {
             return false; // status ERROR, already seen: intel_pt_walk_next_insn returns -ENOENT, no error sample
@@ -52,7 +52,7 @@ public final class DsoData {
     }
 
     /** perf read file {@code id}'s data outside a walk and found it missing: its status is ERROR from now on. */
-    void probe(int id) {
+    public void probe(int id) {
         room(id);
         if (state[id] == 0) {
             state[id] = 1;

@@ -31,7 +31,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * reported loopy's last failure twice, at 0x201, inside a PSBEND).
  */
 class MissingCodeRecoveryTest {
-    private static Path alone(Path tmp, String name) throws IOException {
+    static Path alone(Path tmp, String name) throws IOException {
         Path d = RecordingPacketsTest.hase(name);
         Path rec;
         try (Stream<Path> s = Files.list(d)) {
@@ -43,7 +43,7 @@ class MissingCodeRecoveryTest {
         return copy;
     }
 
-    private static String perf(Path tmp, String... args) throws IOException, InterruptedException {
+    static String perf(Path tmp, String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("perf"));
         cmd.addAll(List.of(args));
         Path out = tmp.resolve("perf.out");
