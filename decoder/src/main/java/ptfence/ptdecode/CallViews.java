@@ -2,6 +2,11 @@ package ptfence.ptdecode;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import picocli.CommandLine.Option;
 import ptfence.calls.BranchSink;
 import ptfence.calls.BranchView;
@@ -16,6 +21,9 @@ import ptfence.calls.SampleFields;
 import ptfence.calls.PerfettoView;
 import ptfence.calls.ThreadStack;
 import ptfence.cli.BadInputException;
+import ptfence.perfdata.EventAttr;
+import ptfence.perfdata.PerfDataFile;
+import ptfence.perfdata.PerfRecord;
 import ptfence.sideband.Sideband;
 
 /**
@@ -133,26 +141,26 @@ final class CallViews {
     /**
      * perf's reads of files outside the decoder's walks, which decide which walk failures in missing code it reports:
      * the code at each recorded sample it prints (not the trace's own, nor a dummy event's), and the process's files
-     * probed for their ELF class at a vdso mapping (r32d's rules, as the sample views' {@code SidebandLines}).
+     * probed for their ELF class at a vdso mapping (the rules of the sample views' {@code SidebandLines}).
      */
-    private static void fileReads(RecordingDecode rd, ptfence.calls.CallTraceView view) throws IOException {
-        java.util.Set<Long> skip = new java.util.HashSet<>();
+    private static void fileReads(RecordingDecode rd, CallTraceView view) throws IOException {
+        Set<Long> skip = new HashSet<>();
         for (int i = 0; i < rd.eventAttrs.size() && i < rd.eventIds.size(); i++) {
-            ptfence.perfdata.EventAttr a = rd.eventAttrs.get(i);
+            EventAttr a = rd.eventAttrs.get(i);
             if (a.type() == rd.pt.pmuType() || a.type() == 1 && a.config() == 9) {
                 skip.addAll(rd.eventIds.get(i));
             }
         }
         boolean oneEvent = rd.eventAttrs.size() == 1;
-        java.util.List<long[]> at = new java.util.ArrayList<>();
-        java.util.List<String> files = new java.util.ArrayList<>();
-        java.util.List<long[]> printed = new java.util.ArrayList<>();
-        try (ptfence.perfdata.PerfDataFile f = rd.openPerfData()) {
-            ptfence.perfdata.PerfDataFile.RecordReader r = f.records();
+        List<long[]> at = new ArrayList<>();
+        List<String> files = new ArrayList<>();
+        List<long[]> printed = new ArrayList<>();
+        try (PerfDataFile f = rd.openPerfData()) {
+            PerfDataFile.RecordReader r = f.records();
             try {
                 while (r.hasNext()) {
-                    ptfence.perfdata.PerfRecord rec = r.next();
-                    if (rec instanceof ptfence.perfdata.PerfRecord.Sample s) {
+                    PerfRecord rec = r.next();
+                    if (rec instanceof PerfRecord.Sample s) {
                         long id = s.id() != 0 ? s.id() : s.identifier();
                         boolean other = !oneEvent && !skip.contains(id);
                         if (other) {
@@ -163,9 +171,9 @@ final class CallViews {
                             at.add(new long[] {s.time(), at.size()});
                             files.add(dso);
                         }
-                    } else if (rec instanceof ptfence.perfdata.PerfRecord.Mmap2 m && m.filename().equals("[vdso]")) {
+                    } else if (rec instanceof PerfRecord.Mmap2 m && m.filename().equals("[vdso]")) {
                         vdsoReads(rd, m.pid(), m.sampleId().time(), at, files);
-                    } else if (rec instanceof ptfence.perfdata.PerfRecord.Mmap m && m.filename().equals("[vdso]")) {
+                    } else if (rec instanceof PerfRecord.Mmap m && m.filename().equals("[vdso]")) {
                         vdsoReads(rd, m.pid(), m.sampleId().time(), at, files);
                     }
                 }
@@ -173,7 +181,7 @@ final class CallViews {
                 // the decode reported the damage; the reads stop where the records do
             }
         }
-        at.sort(java.util.Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[1]));
+        at.sort(Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[1]));
         long[] times = new long[at.size()];
         String[] names = new String[at.size()];
         for (int i = 0; i < times.length; i++) {
@@ -181,7 +189,7 @@ final class CallViews {
             names[i] = files.get((int) at.get(i)[1]);
         }
         view.fileReads(times, names);
-        printed.sort(java.util.Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
+        printed.sort(Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
         long[] sampleTimes = new long[printed.size()];
         int[][] tasks = new int[printed.size()][];
         for (int i = 0; i < sampleTimes.length; i++) {
@@ -192,8 +200,8 @@ final class CallViews {
         view.recordedSamples(sampleTimes, tasks);
     }
 
-    private static void vdsoReads(RecordingDecode rd, int pid, long time, java.util.List<long[]> at,
-            java.util.List<String> files) {
+    private static void vdsoReads(RecordingDecode rd, int pid, long time, List<long[]> at,
+            List<String> files) {
         for (String f : rd.symbols.filesReadForVdso(pid, time)) {
             at.add(new long[] {time, at.size()});
             files.add(f);
@@ -303,7 +311,7 @@ final class CallViews {
             long until;
             if (time < 0) {
                 // untimed: the CPU's one task, if it ran only one
-                java.util.List<Sideband.Task> all = sb.tasks(cpu);
+                List<Sideband.Task> all = sb.tasks(cpu);
                 Sideband.Task only = all.size() == 1 ? all.get(0) : null;
                 t = only == null || only.pid() < 0 ? null : new int[] {only.pid(), only.tid()};
                 from = Long.MIN_VALUE;
