@@ -20,8 +20,10 @@ import java.util.Map;
  * not be given to the next image there. Copies are judged when the recorder's loop gets to the attach poke (in time
  * order, after the kernel: the ring's copy of a build has normally arrived by then); one that no poke explains —
  * a build whose update failed, a copy superseded by a later build at the same address before any poke, one still
- * waiting when the recording ends — is counted and left out: it is never given to another version. Where no copy
- * is found for a poke, the recorder's own read at the poke stays (today's behaviour where the hook cannot load).
+ * waiting when the recording ends — is counted and left out, never given to another version (one limit: where a
+ * rebuild's copy is lost, a full ring counted as a loss, an earlier failed build of the same name at the same address
+ * would be taken). Where no copy is found for a poke, the recorder's own read at the poke stays (today's behaviour
+ * where the hook cannot load).
  */
 final class TrampolineCopies {
     /** An in-kernel copy of an image: its address, its ksym's name, when its build returned (CLOCK_MONOTONIC). */
