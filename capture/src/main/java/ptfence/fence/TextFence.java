@@ -872,8 +872,10 @@ public final class TextFence implements AutoCloseable {
             TrampolineCopies.Copy c = trampolineCopies.attached(target, e.getKey(), monotonicNs, read,
                     COPY_WAIT_NANOS);
             if (c == null) return 0;
-            deliver(new CapturedText(Hook.TRAMPOLINE_BUILD, target, c.bytes(), 0, 0, c.name(), monotonicNs, 0, 1, 0,
-                    0, true));
+            // the build returns the bytes written plus BPF_INSN_SAFETY (6.12: 64 bytes of the pack's int3 fill
+            // past the code, while the next chunk may hold another image): cut where the fill begins, as a read is
+            deliver(new CapturedText(Hook.TRAMPOLINE_BUILD, target, TrampolineImages.image(target, c.bytes()), 0, 0,
+                    c.name(), monotonicNs, 0, 1, 0, 0, true));
             builtImages.add(target);
             return target;
         }
