@@ -260,8 +260,13 @@ public final class TextFence implements AutoCloseable {
     }
 
     private void attachTrampolineHook(BpfFd prog) {
+        int args = layout.trampolineBuild().map(KernelLayout.TrampolineBuild::args).orElse(0);
         trampolineHooked = attachFexit(prog, Hook.TRAMPOLINE_BUILD, why -> trampolineNote =
-                "trampolines: user-space read at the attach poke (fexit arch_prepare_bpf_trampoline " + why + ")");
+                "trampolines: user-space read at the attach poke (fexit arch_prepare_bpf_trampoline " + why
+                        // 6.1: the attach builds a trampoline for the function itself, and x86 builds them for
+                        // at most 6 arguments before 6.6
+                        + (why.contains("ENOTSUPP") && args > 6 ? "; this kernel's BPF trampolines take at most 6 "
+                                + "arguments, the function has " + args : "") + ")");
     }
 
     /** The error's first line and, for a verifier's refusal, its last two (where it says why). */
