@@ -203,7 +203,7 @@ final class FencePrograms {
     /**
      * fexit/arch_prepare_bpf_trampoline(im, image, image_end, m, flags, tlinks, func_addr): ctx = the arguments as
      * u64s, then the return value, the bytes written where positive ({@link KernelLayout.TrampolineBuild} finds the
-     * slots by name). At its return the image is complete (6.8+: copied from the scratch buffer it was written in)
+     * slots by name), at most im->size where the kernel has it. At its return the image is complete (6.8+: copied from the scratch buffer it was written in)
      * and not yet reachable: the attach poke that calls it comes after. One record of kind TRAMP_BUILT with
      * image[0..ret) named by im->ksym.name; none where im is NULL (struct_ops builds its own images) or the build
      * failed.
@@ -218,6 +218,13 @@ final class FencePrograms {
         a.alu(BpfAssembler.Alu.LSH, R8, 32).alu(BpfAssembler.Alu.RSH, R8, 32);  // int: a negative one is > the bound
         a.jumpIf(Cond.EQ, R8, 0, "out").jumpIf(Cond.GT, R8, TRAMPOLINE_MAX, "out");
         a.store(DW, fp, START, R7).store(DW, fp, SIZE, R8);
+        if (k.trampSize().isPresent()) {
+            // 6.7+: no more than the image's allocation, im->size (6.12 returns the code plus BPF_INSN_SAFETY, which
+            // can reach into the next chunk of the pack: another image's)
+            read32(a, TMP, R6, k.trampSize().getAsInt());
+            a.load(DW, R1, fp, TMP).jumpIf(Cond.EQ, R1, 0, "sized").load(DW, R2, fp, SIZE)
+                    .jumpIf(Cond.LE, R2, R1, "sized").store(DW, fp, SIZE, R1).label("sized");
+        }
         a.mov(R1, R6).add(R1, t.ksymName()).store(DW, fp, NAMEP, R1);
         if (chunks) scratch(a, SCRATCH_TRAMPOLINE);
         a.mov(R8, 0);

@@ -65,6 +65,17 @@ class TrampolineHookTest {
                 assertTrue(r.monotonicNs() >= before && r.monotonicNs() <= System.nanoTime(), "stamped when copied");
                 assertArrayEquals(reader.read(text + 64, size), r.image(), "the image as read independently");
             }
+            if (layout.trampSize().isPresent()) { // 6.7+: no more than the allocation, im->size
+                ByteBuffer.wrap(value).order(ByteOrder.LITTLE_ENDIAN).putInt(layout.trampSize().getAsInt(), 128);
+                im.set(value);
+                List<FenceRecord.Parsed> got = FakeStruct.run(l, FencePrograms::trampolineBuilt,
+                        ctx(im.address(), text + 64, 128 + 64));
+                assertEquals(1, got.size());
+                assertEquals(128, got.get(0).len(), "the code plus BPF_INSN_SAFETY cut to im->size");
+                assertArrayEquals(reader.read(text + 64, 128), got.get(0).image());
+                assertEquals(100, FakeStruct.run(l, FencePrograms::trampolineBuilt, ctx(im.address(), text, 100))
+                        .get(0).len(), "less than im->size: what was written");
+            }
             assertEquals(List.of(), FakeStruct.run(l, FencePrograms::trampolineBuilt, ctx(im.address(), text,
                     0xffff_fff2L)), "a failed build (-EFAULT in the int's 32 bits): nothing to copy");
             assertEquals(List.of(), FakeStruct.run(l, FencePrograms::trampolineBuilt, ctx(im.address(), text, -22)),
