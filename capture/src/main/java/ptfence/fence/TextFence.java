@@ -877,8 +877,8 @@ public final class TextFence implements AutoCloseable {
             TrampolineCopies.Copy c = trampolineCopies.attached(target, e.getKey(), monotonicNs, read,
                     COPY_WAIT_NANOS);
             if (c == null) return 0;
-            // the build returns the bytes written plus BPF_INSN_SAFETY (6.12: 64 bytes of the pack's int3 fill
-            // past the code, while the next chunk may hold another image): cut where the fill begins, as a read is
+            // the build returns the code plus BPF_INSN_SAFETY (6.12; the hook caps it at im->size): cut where the
+            // pack's int3 fill begins, as a read is, so the version is the image's code
             deliver(new CapturedText(Hook.TRAMPOLINE_BUILD, target, TrampolineImages.image(target, c.bytes()), 0, 0,
                     c.name(), monotonicNs, 0, 1, 0, 0, true));
             builtImages.add(target);
