@@ -58,8 +58,10 @@ final class FencePrograms {
      * one entry per hook so that no two programs share one. A value holds a fragment header and the logical record's
      * header at 0, a chunk's fragment header at {@link #CHUNK_AT} and up to {@link #CHUNK} bytes of data after it.
      */
-    static final int SCRATCH_VALUE = 32768, SCRATCH_ENTRIES = 4, SCRATCH_LOAD = 0, SCRATCH_FREE = 1,
-            SCRATCH_OTHER = 2, SCRATCH_DISPATCHER = 3;
+    static final int SCRATCH_VALUE = 32768, SCRATCH_ENTRIES = 5, SCRATCH_LOAD = 0, SCRATCH_FREE = 1,
+            SCRATCH_OTHER = 2, SCRATCH_DISPATCHER = 3, SCRATCH_TRAMPOLINE = 4;
+    /** The most a trampoline build may have written and still be copied (x86: one page; a sanity bound). */
+    static final int TRAMPOLINE_MAX = 1 << 16;
     /** A dispatcher's page is PAGE_SIZE (x86-64: 4096) in two halves; a version is one half. */
     static final int DISPATCHER_HALF = 2048;
     /** bpf_prog_type BPF_PROG_TYPE_TRACING and bpf_attach_type BPF_TRACE_FEXIT. */
@@ -194,6 +196,39 @@ final class FencePrograms {
         if (chunks) scratch(a, SCRATCH_DISPATCHER);
         a.mov(R8, 0);
         emitRecord(a, KIND_DISPATCHER, false, "out");
+        a.label("out").mov(R0, 0).exit();
+        return finish(a);
+    }
+
+    /**
+     * fexit/arch_prepare_bpf_trampoline(im, image, image_end, m, flags, tlinks, func_addr): ctx = the arguments as
+     * u64s, then the return value, the bytes written where positive ({@link KernelLayout.TrampolineBuild} finds the
+     * slots by name), at most im->size where the kernel has it. At its return the image is complete (6.8+: copied from the scratch buffer it was written in)
+     * and not yet reachable: the attach poke that calls it comes after. One record of kind TRAMP_BUILT with
+     * image[0..ret) named by im->ksym.name; none where im is NULL (struct_ops builds its own images) or the build
+     * failed.
+     */
+    byte[] trampolineBuilt() {
+        KernelLayout.TrampolineBuild t = k.trampolineBuild().orElseThrow();
+        BpfAssembler a = new BpfAssembler();
+        a.load(DW, R6, R1, 8 * t.imArg()).load(DW, R7, R1, 8 * t.imageArg()).load(DW, R8, R1, 8 * t.args());
+        a.store(DW, fp, P, 0).store(DW, fp, ID, 0).store(DW, fp, FLAGS, 0)
+                .store(DW, fp, FCNT, 1).store(DW, fp, CNT, 1);
+        a.jumpIf(Cond.EQ, R6, 0, "out").jumpIf(Cond.EQ, R7, 0, "out");
+        a.alu(BpfAssembler.Alu.LSH, R8, 32).alu(BpfAssembler.Alu.RSH, R8, 32);  // int: a negative one is > the bound
+        a.jumpIf(Cond.EQ, R8, 0, "out").jumpIf(Cond.GT, R8, TRAMPOLINE_MAX, "out");
+        a.store(DW, fp, START, R7).store(DW, fp, SIZE, R8);
+        if (k.trampSize().isPresent()) {
+            // 6.7+: no more than the image's allocation, im->size (6.12 returns the code plus BPF_INSN_SAFETY, which
+            // can reach into the next chunk of the pack: another image's)
+            read32(a, TMP, R6, k.trampSize().getAsInt());
+            a.load(DW, R1, fp, TMP).jumpIf(Cond.EQ, R1, 0, "sized").load(DW, R2, fp, SIZE)
+                    .jumpIf(Cond.LE, R2, R1, "sized").store(DW, fp, SIZE, R1).label("sized");
+        }
+        a.mov(R1, R6).add(R1, t.ksymName()).store(DW, fp, NAMEP, R1);
+        if (chunks) scratch(a, SCRATCH_TRAMPOLINE);
+        a.mov(R8, 0);
+        emitRecord(a, KIND_TRAMP_BUILT, false, "out");
         a.label("out").mov(R0, 0).exit();
         return finish(a);
     }

@@ -28,6 +28,11 @@ public final class FenceRecord {
      */
     public static final int KIND_DISPATCHER = 15;
     /**
+     * A BPF trampoline image as its build returns (fexit arch_prepare_bpf_trampoline), before the attach poke makes
+     * it reachable: start is the image, len the bytes written, name the image's ksym ({@link TrampolineCopies}).
+     */
+    public static final int KIND_TRAMP_BUILT = 16;
+    /**
      * A fragment of a record of another kind, where the kernel lacks the dynptr-read kfuncs ({@link FragmentAssembler}):
      * <pre>
      * u64 key@0 (ktime at the record's start)  u32 cpu@8  u32 total@12 (the record's length)  u32 off@16  u32 len@20

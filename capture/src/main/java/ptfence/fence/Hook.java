@@ -13,6 +13,11 @@ public enum Hook {
      * bpf_dispatcher_change_prog); preferred to the KERNEL_READ at the switch's TEXT_POKE ({@link DispatcherCopies}).
      */
     DISPATCHER_SWITCH,
+    /**
+     * A BPF trampoline image copied in the kernel as its build returns (fexit arch_prepare_bpf_trampoline), the
+     * version from the attach poke that calls it; preferred to the KERNEL_READ at that poke ({@link TrampolineCopies}).
+     */
+    TRAMPOLINE_BUILD,
     /** Read on demand (dispatcher pages, trampolines, core kernel text): /proc/kcore or the BPF read program. */
     KERNEL_READ,
     /** The startup scan of programs that were loaded before the fence. */

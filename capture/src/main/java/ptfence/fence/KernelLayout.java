@@ -22,7 +22,8 @@ public record KernelLayout(
         OptionalInt trampImage, OptionalInt trampSize, OptionalInt trampKsymName, OptionalInt trampWork,
         int kfuncIterNew, int kfuncIterNext, int kfuncIterDestroy,
         int kfuncReadKernelDynptr, int kfuncReadKernelStrDynptr,
-        java.util.Optional<Metadata> metadata, boolean hasBpfLoop, java.util.Optional<Dispatcher> dispatcher) {
+        java.util.Optional<Metadata> metadata, boolean hasBpfLoop, java.util.Optional<Dispatcher> dispatcher,
+        java.util.Optional<TrampolineBuild> trampolineBuild) {
 
     /**
      * What the dispatcher hook reads at the return of {@code bpf_dispatcher_change_prog(d, from, to)} (the half in
@@ -38,6 +39,31 @@ public record KernelLayout(
                 return java.util.Optional.of(new Dispatcher(btf.offsetOf("bpf_dispatcher", "num_progs"),
                         btf.offsetOf("bpf_dispatcher", "image"), btf.offsetOf("bpf_dispatcher", "image_off"),
                         btf.offsetOf("bpf_dispatcher", "ksym.name"), func.getAsInt()));
+            } catch (BadInputException e) {
+                return java.util.Optional.empty();
+            }
+        }
+    }
+
+    /**
+     * What the trampoline hook reads at the return of {@code arch_prepare_bpf_trampoline(im, image, image_end, m,
+     * flags, tlinks, func_addr)}: the indexes of {@code im} and {@code image} among its arguments, found by name in
+     * the kernel's FUNC_PROTO (6.1's weak default names the first {@code tr} and the last {@code orig_call}; x86's
+     * own, which runs, {@code im}), the count of arguments (fexit's context has the return value after them: the
+     * bytes written, where positive), the function's BTF id, and the offset of {@code bpf_tramp_image.ksym.name}.
+     * Absent where one of them is missing (struct_ops' calls pass no image struct: im is NULL then).
+     */
+    public record TrampolineBuild(int imArg, int imageArg, int args, int prepareFunc, int ksymName) {
+        static final String FUNC = "arch_prepare_bpf_trampoline";
+
+        static java.util.Optional<TrampolineBuild> from(Btf btf) {
+            var func = btf.funcId(FUNC);
+            int im = btf.paramIndex(FUNC, "im") >= 0 ? btf.paramIndex(FUNC, "im") : btf.paramIndex(FUNC, "tr");
+            int image = btf.paramIndex(FUNC, "image"), args = btf.paramCount(FUNC);
+            if (func.isEmpty() || im < 0 || image < 0 || args <= 0 || args > 12) return java.util.Optional.empty();
+            try {
+                return java.util.Optional.of(new TrampolineBuild(im, image, args, func.getAsInt(),
+                        btf.offsetOf("bpf_tramp_image", "ksym.name")));
             } catch (BadInputException e) {
                 return java.util.Optional.empty();
             }
@@ -107,7 +133,8 @@ public record KernelLayout(
                 tramp ? OptionalInt.of(btf.offsetOf("bpf_tramp_image", "work")) : OptionalInt.empty(),
                 kfunc(btf, "bpf_iter_num_new"), kfunc(btf, "bpf_iter_num_next"), kfunc(btf, "bpf_iter_num_destroy"),
                 kfunc(btf, "bpf_probe_read_kernel_dynptr"), kfunc(btf, "bpf_probe_read_kernel_str_dynptr"),
-                Metadata.from(btf), btf.funcId("bpf_loop").isPresent(), Dispatcher.from(btf));
+                Metadata.from(btf), btf.funcId("bpf_loop").isPresent(), Dispatcher.from(btf),
+                TrampolineBuild.from(btf));
     }
 
     /**
@@ -126,7 +153,7 @@ public record KernelLayout(
         return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
                 filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
                 auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, -1, -1, -1, -1, -1,
-                metadata, hasBpfLoop, dispatcher);
+                metadata, hasBpfLoop, dispatcher, trampolineBuild);
     }
 
     /** This layout as a kernel without bpf_loop (before 5.17) sees it: the chunked path's loops unrolled. */
@@ -134,7 +161,8 @@ public record KernelLayout(
         return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
                 filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
                 auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, kfuncIterNew,
-                kfuncIterNext, kfuncIterDestroy, kfuncReadKernelDynptr, kfuncReadKernelStrDynptr, metadata, false, dispatcher);
+                kfuncIterNext, kfuncIterDestroy, kfuncReadKernelDynptr, kfuncReadKernelStrDynptr, metadata, false, dispatcher,
+                trampolineBuild);
     }
 
     /** What this kernel lacks for the newer copy path, for the summary ("" where nothing). */

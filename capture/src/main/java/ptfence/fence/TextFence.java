@@ -184,6 +184,7 @@ public final class TextFence implements AutoCloseable {
         BpfFd trampProg = tramp.isPresent() && layout.trampWork().isPresent()
                 ? keep(load(programs.trampolineFree(tramp.getAsLong()), "fence_tramp")) : null;
         BpfFd dispatcherProg = loadDispatcherHook(programs);
+        BpfFd trampolineBuildProg = loadTrampolineHook(programs);
         hookPrograms.put(Hook.LOAD, load);
         hookPrograms.put(Hook.FREE, free);
         if (trampProg != null) hookPrograms.put(Hook.TRAMPOLINE_FREE, trampProg);
@@ -195,6 +196,7 @@ public final class TextFence implements AutoCloseable {
         if (trampProg != null) links.add(bpf.rawTracepointOpen("workqueue_execute_start", trampProg));
         links.add(bpf.rawTracepointOpen("sys_exit", load));
         attachDispatcherHook(dispatcherProg);
+        attachTrampolineHook(trampolineBuildProg);
     }
 
     /**
@@ -208,26 +210,63 @@ public final class TextFence implements AutoCloseable {
                     + " or struct bpf_dispatcher.image_off)";
             return null;
         }
+        return loadFexit(programs::dispatcherSwitched, "fence_dispatch", layout.dispatcher().get().changeProgFunc(),
+                why -> dispatcherNote = "dispatcher halves: user-space read at the switch (fexit "
+                        + "bpf_dispatcher_change_prog: " + why + ")");
+    }
+
+    /**
+     * The trampoline hook (fexit arch_prepare_bpf_trampoline), or null where it cannot load: the images are then
+     * read in user space at their KSYMBOL and attach poke only, and {@link #trampolineSummary} says why.
+     */
+    private BpfFd loadTrampolineHook(FencePrograms programs) {
+        if (layout.trampolineBuild().isEmpty()) {
+            trampolineNote = "trampolines: user-space read at the attach poke (BTF has no arch_prepare_bpf_trampoline"
+                    + " with im and image parameters, or no struct bpf_tramp_image)";
+            return null;
+        }
+        return loadFexit(programs::trampolineBuilt, "fence_tramp_bld",
+                layout.trampolineBuild().get().prepareFunc(), why -> trampolineNote = "trampolines: user-space read "
+                        + "at the attach poke (fexit arch_prepare_bpf_trampoline: " + why + ")");
+    }
+
+    /** Loads a fexit hook; null where the kernel refuses it ({@code refused} gets why). */
+    private BpfFd loadFexit(java.util.function.Supplier<byte[]> insns, String name, int btfId,
+            java.util.function.Consumer<String> refused) {
         try {
-            return keep(FencePrograms.loadFexit(programs.dispatcherSwitched(), "fence_dispatch",
-                    layout.dispatcher().get().changeProgFunc()));
+            return keep(FencePrograms.loadFexit(insns.get(), name, btfId));
         } catch (BpfException e) {
-            dispatcherNote = "dispatcher halves: user-space read at the switch (fexit bpf_dispatcher_change_prog: "
-                    + firstLine(e.getMessage()) + ")";
+            refused.accept(firstLine(e.getMessage()));
             return null;
         }
     }
 
-    private void attachDispatcherHook(BpfFd prog) {
-        if (prog == null) return;
+    /** Attaches a loaded fexit hook; false (and {@code refused} gets why) where the kernel refuses. */
+    private boolean attachFexit(BpfFd prog, Hook hook, java.util.function.Consumer<String> refused) {
+        if (prog == null) return false;
         try {
             links.add(Bpf.get().tracingAttach(prog));
-            hookPrograms.put(Hook.DISPATCHER_SWITCH, prog);
-            dispatcherHooked = true;
+            hookPrograms.put(hook, prog);
+            return true;
         } catch (BpfException e) {
-            dispatcherNote = "dispatcher halves: user-space read at the switch (fexit bpf_dispatcher_change_prog "
-                    + "not attached: " + firstLine(e.getMessage()) + ")";
+            refused.accept("not attached: " + firstLine(e.getMessage()));
+            return false;
         }
+    }
+
+    private void attachDispatcherHook(BpfFd prog) {
+        dispatcherHooked = attachFexit(prog, Hook.DISPATCHER_SWITCH, why -> dispatcherNote =
+                "dispatcher halves: user-space read at the switch (fexit bpf_dispatcher_change_prog " + why + ")");
+    }
+
+    private void attachTrampolineHook(BpfFd prog) {
+        int args = layout.trampolineBuild().map(KernelLayout.TrampolineBuild::args).orElse(0);
+        trampolineHooked = attachFexit(prog, Hook.TRAMPOLINE_BUILD, why -> trampolineNote =
+                "trampolines: user-space read at the attach poke (fexit arch_prepare_bpf_trampoline " + why
+                        // 6.1: the attach builds a trampoline for the function itself, and x86 builds them for
+                        // at most 6 arguments before 6.6
+                        + (why.contains("ENOTSUPP") && args > 6 ? "; this kernel's BPF trampolines take at most 6 "
+                                + "arguments, the function has " + args : "") + ")");
     }
 
     /** The error's first line and, for a verifier's refusal, its last two (where it says why). */
@@ -251,6 +290,21 @@ public final class TextFence implements AutoCloseable {
     private volatile boolean dispatcherHooked;
     private String dispatcherNote = "";
     private final DispatcherCopies dispatcherCopies = new DispatcherCopies();
+
+    /** Whether the trampoline images are copied in the kernel as they are built. */
+    public boolean trampolineHooked() { return trampolineHooked; }
+
+    /**
+     * How the trampoline images were copied: "trampolines: N in-kernel copies at the attach poke, ..." or where they
+     * were read in user space only, why (empty where the fence is not in the kernel).
+     */
+    public String trampolineSummary() {
+        return trampolineHooked ? "trampolines: " + trampolineCopies.summary() : trampolineNote;
+    }
+
+    private volatile boolean trampolineHooked;
+    private String trampolineNote = "";
+    private final TrampolineCopies trampolineCopies = new TrampolineCopies();
 
     /** The in-kernel copies judged to be their switch's version: to the archive, from the switch's time. */
     private void deliverSwitched(List<DispatcherCopies.Version> versions) {
@@ -345,6 +399,14 @@ public final class TextFence implements AutoCloseable {
             return;
         }
         FenceRecord.Parsed r = FenceRecord.parse(data, offset, length);
+        if (r.kind() == FenceRecord.KIND_TRAMP_BUILT) {
+            if (r.complete()) {
+                trampolineCopies.copied(new TrampolineCopies.Copy(r.start(), r.name(), r.monotonicNs(), r.image()));
+            } else {
+                incomplete.incrementAndGet();
+            }
+            return;
+        }
         if (r.kind() == FenceRecord.KIND_DISPATCHER) {
             if (r.complete()) {
                 dispatcherCopies.copied(new DispatcherCopies.Copy(r.start(), r.name(), r.monotonicNs(), r.image()));
@@ -719,7 +781,8 @@ public final class TextFence implements AutoCloseable {
 
     /** A KSYMBOL unregister: a trampoline image is about to be freed, no more copies of it. */
     public void kernelRangeGone(String name) {
-        trampolines.remove(name);
+        long[] image = trampolines.remove(name);
+        if (image != null) builtImages.remove(image[0]);
         dispatchers.remove(name);
         switchedByPoke.remove(name);
     }
@@ -781,9 +844,11 @@ public final class TextFence implements AutoCloseable {
                 }
             }
         }
+        long built = trampolineHooked && target != 0 ? attachedTrampoline(target, early, monotonicNs) : 0;
         for (var e : trampolines.entrySet()) {
             try {
                 long a = e.getValue()[0];
+                if (a == built || builtImages.contains(a)) continue; // its build's copy is its version (exact)
                 if (early != null && early.address() == a) {
                     kernelRead(e.getKey(), a, early.bytes(), monotonicNs);
                     exactImages.add(a);
@@ -795,6 +860,36 @@ public final class TextFence implements AutoCloseable {
             }
         }
     }
+
+    /**
+     * An attach poke at {@code monotonicNs} whose call targets {@code target}: where it is a live trampoline image
+     * and the trampoline hook copied its build, that copy is delivered as the version from the poke, and the image
+     * is left out of the later reads at every poke (a late read would give it bytes of a later time: the retirement
+     * poke, or a new image at the same address). Returns the image's address, or 0 where no copy matched (the read
+     * at the poke stays).
+     */
+    private long attachedTrampoline(long target, Peeked early, long monotonicNs) {
+        for (var e : trampolines.entrySet()) {
+            if (e.getValue()[0] != target) continue;
+            byte[] read = early != null && early.address() == target ? early.bytes() : null;
+            // the ring's consumer normally has the build's copy long before the loop gets to the poke; where the loop
+            // is right behind the kernel it may not yet
+            TrampolineCopies.Copy c = trampolineCopies.attached(target, e.getKey(), monotonicNs, read,
+                    COPY_WAIT_NANOS);
+            if (c == null) return 0;
+            // the build returns the code plus BPF_INSN_SAFETY (6.12; the hook caps it at im->size): cut where the
+            // pack's int3 fill begins, as a read is, so the version is the image's code
+            deliver(new CapturedText(Hook.TRAMPOLINE_BUILD, target, TrampolineImages.image(target, c.bytes()), 0, 0,
+                    c.name(), monotonicNs, 0, 1, 0, 0, true));
+            builtImages.add(target);
+            return target;
+        }
+        return 0;
+    }
+
+    private static final long COPY_WAIT_NANOS = 100_000_000L;
+    /** Trampoline images whose version is their build's in-kernel copy (the loop's view: until their unregister). */
+    private final java.util.Set<Long> builtImages = ConcurrentHashMap.newKeySet();
 
     private record PokeKey(long address, long time) {}
 
@@ -931,6 +1026,7 @@ public final class TextFence implements AutoCloseable {
         if (modules != null) modules.close();
         stopWorker();
         if (dispatcherHooked) deliverSwitched(dispatcherCopies.settleAll()); // every switch is known by now
+        trampolineCopies.end();
         FenceCounters last = counters();
         lastCounters = last;
         releaseKernelSide();

@@ -921,7 +921,7 @@ public final class Recorder implements AutoCloseable {
             fence.close();
             fc = fence.finalCounters();
             moduleNote = String.join("; ", java.util.stream.Stream.of(fence.moduleSummary(),
-                    fence.dispatcherSummary()).filter(n -> !n.isEmpty()).toList());
+                    fence.dispatcherSummary(), fence.trampolineSummary()).filter(n -> !n.isEmpty()).toList());
             fence = null;
         }
         if (perfAttachmentsAtStart != null) {

@@ -5,15 +5,12 @@ import org.junit.jupiter.api.Test;
 import ptfence.bpf.BpfAssembler;
 import ptfence.bpf.Btf;
 import ptfence.bpf.Kallsyms;
-import ptfence.ring.BpfRingBuffer;
 import ptfence.sys.Bpf;
 import ptfence.sys.BpfFd;
-import ptfence.sys.BpfRingMapping;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -54,64 +51,29 @@ class DispatcherHookTest {
     }
 
     /** A map value that stands for a struct bpf_dispatcher, and its kernel address. */
-    private record FakeDispatcher(BpfFd map, long address, int size) implements AutoCloseable {
+    private record FakeDispatcher(FakeStruct s) implements AutoCloseable {
         static FakeDispatcher create() throws Exception {
-            Bpf bpf = Bpf.get();
-            int size = btf.structSize("bpf_dispatcher");
-            BpfFd map = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, size, 1, 0, "t_fake_disp");
-            // a program writes its value's address into the value's first 8 bytes (the mutex: unused here)
-            BpfAssembler a = new BpfAssembler();
-            a.store(W, R10, -4, 0).loadMapFd(R1, map.fd()).mov(R2, R10).add(R2, -4).call(1)
-                    .jumpIf(BpfAssembler.Cond.EQ, R0, 0, "out").store(DW, R0, 0, R0).label("out").mov(R0, 0).exit();
-            try (BpfFd prog = FencePrograms.loadRawTracepoint(a.assemble(), "t_value_addr")) {
-                bpf.progTestRun(prog, new byte[8]);
-            }
-            byte[] v = new byte[size];
-            assertTrue(bpf.mapLookup(map, new byte[4], v));
-            long address = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
-            assertTrue(address < 0, "a kernel address: " + Long.toHexString(address));
-            return new FakeDispatcher(map, address, size);
+            return new FakeDispatcher(FakeStruct.create(btf.structSize("bpf_dispatcher"), "t_fake_disp"));
         }
+
+        long address() { return s.address(); }
 
         void set(int numProgs, long image, int imageOff, String name) throws Exception {
             KernelLayout.Dispatcher d = layout.dispatcher().get();
-            ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer b = ByteBuffer.allocate(s.size()).order(ByteOrder.LITTLE_ENDIAN);
             b.putInt(d.numProgs(), numProgs).putLong(d.image(), image).putInt(d.imageOff(), imageOff);
             b.put(d.ksymName(), name.getBytes(StandardCharsets.US_ASCII));
-            Bpf.get().mapUpdate(map, new byte[4], b.array());
+            s.set(b.array());
         }
 
         @Override
-        public void close() { map.close(); }
+        public void close() { s.close(); }
     }
 
     /** Runs the hook's body once on the fake dispatcher; the records it wrote, reassembled. */
     private static List<FenceRecord.Parsed> run(KernelLayout l, FakeDispatcher d) throws Exception {
-        Bpf bpf = Bpf.get();
-        int ringSize = 1 << 20;
-        try (BpfFd rb = bpf.mapCreate(Bpf.MAP_TYPE_RINGBUF, 0, 0, ringSize, 0, "t_rb");
-             BpfFd stats = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, 8, FencePrograms.STATS, 0, "t_stats");
-             BpfFd scratch = bpf.mapCreate(Bpf.MAP_TYPE_PERCPU_ARRAY, 4, FencePrograms.SCRATCH_VALUE,
-                     FencePrograms.SCRATCH_ENTRIES, 0, "t_scratch");
-             BpfRingMapping mapping = BpfRingMapping.map(rb, ringSize)) {
-            FencePrograms p = new FencePrograms(l, rb.fd(), stats.fd(), ringSize, -1,
-                    l.copiesInChunks() ? scratch.fd() : -1);
-            // fexit's ctx is the arguments as u64s, a raw tracepoint's too: the same instructions run on both
-            byte[] ctx = ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN).putLong(d.address()).array();
-            try (BpfFd prog = FencePrograms.loadRawTracepoint(p.dispatcherSwitched(), "t_dispatch")) {
-                bpf.progTestRun(prog, ctx);
-            }
-            List<FenceRecord.Parsed> out = new ArrayList<>();
-            FragmentAssembler fragments = new FragmentAssembler();
-            new BpfRingBuffer(mapping.consumerPage(), mapping.producerArea(), ringSize).poll((data, off, len) -> {
-                if (FenceRecord.kind(data, off, len) == FenceRecord.KIND_FRAG) {
-                    fragments.accept(data, off, len, (whole, o, n) -> out.add(FenceRecord.parse(whole, o, n)));
-                } else {
-                    out.add(FenceRecord.parse(data, off, len));
-                }
-            });
-            return out;
-        }
+        byte[] ctx = ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN).putLong(d.address()).array();
+        return FakeStruct.run(l, FencePrograms::dispatcherSwitched, ctx);
     }
 
     private static void copiesTheHalfInForce(KernelLayout l) throws Exception {

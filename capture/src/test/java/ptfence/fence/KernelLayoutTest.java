@@ -29,7 +29,7 @@ class KernelLayoutTest {
     private static void emitsEveryProgram(KernelLayout l) {
         FencePrograms p = new FencePrograms(l, 3, 4, 1 << 20, 5, l.copiesInChunks() ? 6 : -1);
         for (byte[] insns : new byte[][] {p.load(), p.free(0xffffffff81000000L), p.peek(),
-                p.trampolineFree(0xffffffff81000100L), p.dispatcherSwitched()}) {
+                p.trampolineFree(0xffffffff81000100L), p.dispatcherSwitched(), p.trampolineBuilt()}) {
             assertTrue(insns.length > 0 && insns.length % 8 == 0);
         }
     }
@@ -46,6 +46,7 @@ class KernelLayoutTest {
         assertEquals("bpf_iter_num_* (6.4+), bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
         assertTrue(l.hasBpfLoop(), "6.1 has bpf_loop (5.17+): the chunked loops are callbacks");
         dispatcherHook(btf, l);
+        trampolineHook(btf, l, "tr"); // the weak default's FUNC comes first in 6.1's BTF; x86's names it im
         emitsEveryProgram(l);
         emitsEveryProgram(l.withoutBpfLoop());
     }
@@ -65,6 +66,27 @@ class KernelLayoutTest {
         assertEquals(Btf.KIND_FUNC, btf.type(d.changeProgFunc()).kind());
     }
 
+    /**
+     * The trampoline hook's arguments, by name from the kernel's FUNC_PROTO of arch_prepare_bpf_trampoline (im,
+     * image, image_end, m, flags, tlinks, then orig_call or func_addr): im first, image second, seven in all, so
+     * the return value is fexit's eighth u64; and the image's name in struct bpf_tramp_image.
+     */
+    private static void trampolineHook(Btf btf, KernelLayout l, String imName) {
+        assertTrue(l.trampolineBuild().isPresent(), "arch_prepare_bpf_trampoline with im and image");
+        KernelLayout.TrampolineBuild t = l.trampolineBuild().get();
+        assertEquals(0, btf.paramIndex("arch_prepare_bpf_trampoline", imName));
+        assertEquals(0, t.imArg());
+        assertEquals(1, t.imageArg());
+        assertEquals(7, t.args());
+        assertEquals(2, btf.paramIndex("arch_prepare_bpf_trampoline", "image_end"));
+        assertEquals(-1, btf.paramIndex("arch_prepare_bpf_trampoline", "no_such"));
+        assertEquals("arch_prepare_bpf_trampoline", btf.type(t.prepareFunc()).name());
+        assertEquals(Btf.KIND_FUNC, btf.type(t.prepareFunc()).kind());
+        assertEquals(btf.offsetOf("bpf_tramp_image", "ksym.name"), t.ksymName());
+        assertEquals(Btf.KIND_INT, btf.resolve(btf.type(btf.type(t.prepareFunc()).sizeOrType()).sizeOrType()).kind(),
+                "it returns an int: the bytes written, or an error");
+    }
+
     @Test
     void debian6_12() {
         Btf btf = btf(GuestKernel.of("linux-image-6.12-amd64"));
@@ -75,6 +97,7 @@ class KernelLayoutTest {
         assertEquals("bpf_probe_read_kernel_dynptr/_str_dynptr", l.missingKfuncs());
         assertTrue(l.hasBpfLoop());
         dispatcherHook(btf, l);
+        trampolineHook(btf, l, "im");
         emitsEveryProgram(l);
     }
 

@@ -81,7 +81,14 @@ public final class Btf {
                     }
                     members = List.copyOf(members);
                 }
-                case KIND_ENUM, KIND_FUNC_PROTO -> p += 8 * vlen;
+                case KIND_ENUM -> p += 8 * vlen;
+                case KIND_FUNC_PROTO -> { // parameters as members: name and type, in order (bit offset: the index)
+                    members = new ArrayList<>(vlen);
+                    for (int i = 0; i < vlen; i++, p += 8) {
+                        members.add(new Member(string(b, strs0, strLen, b.getInt(p)), b.getInt(p + 4), i, 0));
+                    }
+                    members = List.copyOf(members);
+                }
                 case KIND_DATASEC, KIND_ENUM64 -> p += 12 * vlen;
                 case KIND_PTR, KIND_FWD, KIND_TYPEDEF, KIND_VOLATILE, KIND_CONST, KIND_RESTRICT, KIND_FUNC,
                      KIND_FLOAT, KIND_TYPE_TAG -> { }
@@ -166,6 +173,28 @@ public final class Btf {
     public OptionalInt funcId(String name) {
         Integer id = funcByName.get(name);
         return id == null ? OptionalInt.empty() : OptionalInt.of(id);
+    }
+
+    /**
+     * The index of parameter {@code name} of function {@code func} (its FUNC_PROTO, as the kernel's BTF names it),
+     * or -1 where the function or the parameter is not there. Signatures change between kernels (6.1's weak default
+     * of arch_prepare_bpf_trampoline names its parameters otherwise than x86's), so programs find arguments by name.
+     */
+    public int paramIndex(String func, String name) {
+        OptionalInt id = funcId(func);
+        if (id.isEmpty()) return -1;
+        Type proto = type(type(id.getAsInt()).sizeOrType());
+        if (proto.kind() != KIND_FUNC_PROTO) return -1;
+        for (Member m : proto.members()) if (m.name().equals(name)) return (int) m.bitOffset();
+        return -1;
+    }
+
+    /** The number of parameters of function {@code func}, or -1 where it is not there. */
+    public int paramCount(String func) {
+        OptionalInt id = funcId(func);
+        if (id.isEmpty()) return -1;
+        Type proto = type(type(id.getAsInt()).sizeOrType());
+        return proto.kind() == KIND_FUNC_PROTO ? proto.members().size() : -1;
     }
 
     /** Byte size of a struct. */
