@@ -4,7 +4,6 @@ import org.junit.jupiter.api.Test;
 import ptfence.bpf.BpfAssembler;
 import ptfence.bpf.Btf;
 import ptfence.guest.GuestKernel;
-import ptfence.image.Elf;
 import ptfence.ring.BpfRingBuffer;
 import ptfence.sys.Bpf;
 import ptfence.sys.BpfFd;
@@ -75,14 +74,6 @@ class ModuleSymbolTableTest {
         assertThrows(IllegalArgumentException.class, () -> ModuleSymbols.fromTable(bad, 4, "dummy"));
     }
 
-    private static Btf btf(GuestKernel k) {
-        assumeTrue(k.vmlinux() != null, "no vmlinux unpacked for " + k.meta());
-        ByteBuffer b = Elf.read(k.vmlinux()).section(".BTF");
-        byte[] raw = new byte[b.remaining()];
-        b.get(raw);
-        return Btf.parse(raw, k.vmlinux() + " .BTF");
-    }
-
     private static void hasTheTables(Btf btf) {
         ModuleLayout l = ModuleLayout.from(btf);
         ModuleLayout.SymbolTable t = l.symbols().orElseThrow(() -> new AssertionError("no module.core_kallsyms"));
@@ -101,8 +92,8 @@ class ModuleSymbolTableTest {
 
     @Test
     void debian6_1And6_12HaveTheCoreKallsymsTheProgramCopies() {
-        hasTheTables(btf(GuestKernel.of("linux-image-amd64")));
-        hasTheTables(btf(GuestKernel.of("linux-image-6.12-amd64")));
+        hasTheTables(KernelLayoutTest.btf(GuestKernel.of("linux-image-amd64")));
+        hasTheTables(KernelLayoutTest.btf(GuestKernel.of("linux-image-6.12-amd64")));
     }
 
     /** Runs a program that writes its map value's kernel address into the value's first 8 bytes. */
