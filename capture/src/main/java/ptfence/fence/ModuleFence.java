@@ -53,7 +53,8 @@ public final class ModuleFence implements AutoCloseable {
     private final String release;
     private String note = "";
     private final AtomicLong loads = new AtomicLong(), frees = new AtomicLong(), scans = new AtomicLong(),
-            initFrees = new AtomicLong(), incomplete = new AtomicLong(), symbolsMissing = new AtomicLong();
+            initFrees = new AtomicLong(), incomplete = new AtomicLong(), symbolsMissing = new AtomicLong(),
+            symbolsCopied = new AtomicLong(), symbolsRead = new AtomicLong();
 
     /** Chunks of one text being put together. */
     private static final class Pending {
@@ -209,11 +210,16 @@ public final class ModuleFence implements AutoCloseable {
         if ((r.flags() & FenceRecord.F_LAST) == 0) return;
         pending.remove(key);
         boolean complete = !p.failed && p.got == p.bytes.length && (r.flags() & FenceRecord.F_TRUNC) == 0;
+        String module = r.name();
+        if (r.funcIdx() == ModulePrograms.PART_SYMBOLS) {
+            // no text: one that cannot be had leaves the load's texts to /proc/kallsyms
+            if (complete) copiedSymbols.put(module + "@" + r.monotonicNs(), new SymbolTable(p.bytes, r.progId()));
+            return;
+        }
         if (!complete) {
             incomplete.incrementAndGet();
             return;
         }
-        String module = r.name();
         String name = r.funcIdx() == 0 ? "[" + module + "]" : "[" + module + "].init";
         Hook hook = switch (r.kind()) {
             case ModulePrograms.KIND_LOAD -> Hook.MODULE_LOAD;
@@ -238,7 +244,7 @@ public final class ModuleFence implements AutoCloseable {
             return;
         }
         if (r.funcIdx() == 1) liveInit.put(r.start(), t);
-        out.deliver(t, symbols(module));
+        out.deliver(t, symbols(module, r.monotonicNs()));
     }
 
     private static CapturedText freed(CapturedText t, long at) {
@@ -249,10 +255,40 @@ public final class ModuleFence implements AutoCloseable {
     /** /proc/kallsyms read once per batch of texts the consumer takes (a read costs seconds in a slow guest). */
     private final ModuleSymbols symbolLines = new ModuleSymbols(() -> Files.lines(Kallsyms.PROC));
 
-    /** The module's lines of /proc/kallsyms, read as its text arrives (the module may be gone: then none). */
-    private RegionMetadata symbols(String module) {
-        byte[] lines = symbolLines.of(module);
-        if (lines.length == 0) symbolsMissing.incrementAndGet();
+    /** A module's core symbol table as copied in the kernel, {@code n} symbols ({@link ModuleSymbols#fromTable}). */
+    private record SymbolTable(byte[] blob, int n) {}
+
+    /**
+     * The symbol tables copied with the load's (or scan's) texts, by {@code module@ts}; the last 256, kept past the
+     * core text's delivery for its init text, which may never come (a module without one).
+     */
+    private final Map<String, SymbolTable> copiedSymbols = new java.util.LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, SymbolTable> eldest) {
+            return size() > 256;
+        }
+    };
+
+    /**
+     * The module's symbols: those copied at its load in the kernel (the same program run, same time stamp), else
+     * its lines of /proc/kallsyms read as its text arrives (the module may be gone: then none).
+     */
+    private RegionMetadata symbols(String module, long at) {
+        SymbolTable table = copiedSymbols.get(module + "@" + at);
+        byte[] lines = null;
+        if (table != null) {
+            try {
+                lines = ModuleSymbols.fromTable(table.blob(), table.n(), module);
+                symbolsCopied.incrementAndGet();
+            } catch (IllegalArgumentException e) {
+                lines = null; // a table not laid out as the kernels we know do: kallsyms instead
+            }
+        }
+        if (lines == null) {
+            lines = symbolLines.of(module);
+            if (lines.length == 0) symbolsMissing.incrementAndGet();
+            else symbolsRead.incrementAndGet();
+        }
         return new KernelMetadata(release, lines, null);
     }
 
@@ -273,6 +309,8 @@ public final class ModuleFence implements AutoCloseable {
     public String summary() {
         String s = String.format("module text: %d loads, %d frees, %d at start, %d init texts freed; losses=%d",
                 loads.get(), frees.get(), scans.get(), initFrees.get(), losses());
+        s += String.format("; symbols copied at load for %d texts, read from kallsyms for %d", symbolsCopied.get(),
+                symbolsRead.get());
         if (symbolsMissing.get() > 0) s += "; symbols missing for " + symbolsMissing.get();
         return note.isEmpty() ? s : s + " (" + note + ")";
     }

@@ -21,7 +21,7 @@ import static ptfence.fence.FenceRecord.*;
  *     init text on {@code init_free_list}, which that work frees (after an RCU grace period).</li>
  * </ul>
  * Chunk records use {@link FenceRecord}'s header: start/end the whole text, off/len the chunk, func_idx 0 for core
- * text and 1 for init text, name the module's, F_LAST on a text's last chunk (with F_TRUNC past {@link #MAX_TEXT}).
+ * text, 1 for init text and 2 for the core symbol table (LOAD and SCAN, first, prog_id its symbol count), name the module's, F_LAST on a text's last chunk (with F_TRUNC past {@link #MAX_TEXT}).
  */
 final class ModulePrograms {
     static final int KIND_LOAD = 20, KIND_FREE = 21, KIND_SCAN = 22, KIND_INIT_FREE = 23;
@@ -33,7 +33,12 @@ final class ModulePrograms {
     private static final int HELPER_MAP_LOOKUP = 1, HELPER_KTIME_NS = 5, HELPER_PID_TGID = 14,
             HELPER_PROBE_READ_KERNEL = 113, HELPER_PROBE_READ_KERNEL_STR = 115, HELPER_RINGBUF_RESERVE = 131,
             HELPER_RINGBUF_SUBMIT = 132;
-    private static final int BASE = -8, SIZE = -16, TS = -24, TMP = -32, NODE = -40;
+    /** func_idx of the symbol table's chunks (0 core text, 1 init text). */
+    static final int PART_SYMBOLS = 2;
+    /** Chunks for the symbol table (1 MiB: the largest in-tree modules have ~10k core symbols, ~0.5 MiB). */
+    static final int SYMBOL_CHUNKS = 16, MAX_SYMBOLS = 1 << 16, ELF64_SYM = 24;
+    private static final int BASE = -8, SIZE = -16, TS = -24, TMP = -32, NODE = -40, NSYM = -48, STRTAB = -56,
+            TYPETAB = -64;
 
     private final ModuleLayout m;
     private final int ringFd, statsFd;
@@ -50,6 +55,8 @@ final class ModulePrograms {
         BpfAssembler a = new BpfAssembler();
         a.load(DW, R6, R1, 0).jumpIf(Cond.EQ, R6, 0, "out");
         a.call(HELPER_KTIME_NS).store(DW, R10, TS, R0);
+        // symbols first: the consumer has them when the load's texts complete
+        if (kind != KIND_FREE) m.symbols().ifPresent(t -> copySymbols(a, kind, t));
         copyText(a, kind, 0, m.coreBase(), m.coreSize());
         if (initToo) copyText(a, kind, 1, m.initBase(), m.initSize());
         a.label("out").mov(R0, 0).exit();
@@ -64,7 +71,34 @@ final class ModulePrograms {
         read(a, SIZE, 4, sizeOff);
         a.load(DW, R1, R10, BASE).jumpIf(Cond.EQ, R1, 0, done);
         a.load(DW, R1, R10, SIZE).jumpIf(Cond.EQ, R1, 0, done);
-        for (int i = 0; i < MAX_CHUNKS; i++) {
+        chunks(a, kind, part, MAX_CHUNKS, false);
+    }
+
+    /**
+     * r6 = struct module *: its core symbol table (symtab, strtab, typetab back to back, {@link ModuleLayout.SymbolTable})
+     * as one blob in chunk records of part {@link #PART_SYMBOLS}, prog_id the symbol count. Skipped (the consumer then
+     * reads /proc/kallsyms) where the tables are not laid out that way or are past {@link #MAX_SYMBOLS}.
+     */
+    private void copySymbols(BpfAssembler a, int kind, ModuleLayout.SymbolTable t) {
+        String done = "done_" + PART_SYMBOLS;
+        read(a, BASE, 8, t.symtab());
+        a.store(DW, R10, NSYM, 0);
+        read(a, NSYM, 4, t.numSymtab());
+        read(a, STRTAB, 8, t.strtab());
+        read(a, TYPETAB, 8, t.typetab());
+        a.load(DW, R1, R10, NSYM).jumpIf(Cond.EQ, R1, 0, done).jumpIf(Cond.GT, R1, MAX_SYMBOLS, done);
+        a.load(DW, R3, R10, BASE).jumpIf(Cond.EQ, R3, 0, done);
+        // strtab right after the n Elf64_Syms, typetab after strtab: then size = typetab + n - symtab
+        a.mov(R2, R1).alu(Alu.MUL, R2, ELF64_SYM).add(R2, R3).load(DW, R4, R10, STRTAB).jumpIf(Cond.NE, R2, R4, done);
+        a.load(DW, R5, R10, TYPETAB).jumpIf(Cond.LT, R5, R4, done);
+        a.add(R5, R1).alu(Alu.SUB, R5, R3).store(DW, R10, SIZE, R5);
+        chunks(a, kind, PART_SYMBOLS, SYMBOL_CHUNKS, true);
+    }
+
+    /** BASE and SIZE on the stack: up to {@code max} chunk records of part {@code part} (func_idx). */
+    private void chunks(BpfAssembler a, int kind, int part, int max, boolean symbolCount) {
+        String done = "done_" + part;
+        for (int i = 0; i < max; i++) {
             int off = i * CHUNK;
             String l = "c" + part + "_" + i;
             a.load(DW, R1, R10, SIZE).jumpIf(Cond.LE, R1, off, done);
@@ -76,11 +110,12 @@ final class ModulePrograms {
             a.store(W, R7, KIND, kind).store(W, R7, OFF, off).store(W, R7, CAP, CHUNK)
                     .store(W, R7, PROG_ID, 0).store(H, R7, FUNC_IDX, part).store(H, R7, FUNC_CNT, 0)
                     .store(DW, R7, TAG, 0).store(W, R7, PAD, 0);
+            if (symbolCount) a.load(DW, R1, R10, NSYM).store(W, R7, PROG_ID, R1);
             a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(Alu.RSH, R0, 32).store(W, R7, PID, R0);
             // flags: LAST when this chunk reaches the end; at the last chunk a longer text is cut (TRUNC)
             a.mov(R1, 0).load(DW, R2, R10, SIZE).jumpIf(Cond.GT, R2, off + CHUNK, l + "_more")
                     .mov(R1, F_LAST).label(l + "_more");
-            if (i == MAX_CHUNKS - 1) {
+            if (i == max - 1) {
                 a.jumpIf(Cond.LE, R2, off + CHUNK, l + "_whole").mov(R1, F_LAST | F_TRUNC).label(l + "_whole");
             }
             a.store(W, R7, FenceRecord.FLAGS, R1);

@@ -2,6 +2,8 @@ package ptfence.fence;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
@@ -39,6 +41,35 @@ final class ModuleSymbols {
         if (batch == null) batch = read();
         StringBuilder b = batch.get(module);
         return b == null ? new byte[0] : b.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The kallsyms lines of a module's core symbol table as the module fence copies it from {@code
+     * module.core_kallsyms} at load ({@link ModulePrograms}): {@code n} Elf64_Sym (st_name u32 @0, st_value u64 @8,
+     * 24 bytes each), then the string table, then n type chars, back to back. The lines are what /proc/kallsyms
+     * prints for them ({@code "%016x %c %s\t[module]"}, symbols without a name left out), except that the type's case
+     * is the symbol's binding (the kernel's typetab), where /proc/kallsyms upper-cases exported ones only.
+     *
+     * @throws IllegalArgumentException where the blob cannot hold {@code n} symbols and their tables
+     */
+    static byte[] fromTable(byte[] blob, int n, String module) {
+        int strtab = Math.multiplyExact(n, ModulePrograms.ELF64_SYM), typetab = blob.length - n;
+        if (n <= 0 || typetab < strtab) {
+            throw new IllegalArgumentException("symbol table of " + n + " symbols in " + blob.length + " bytes");
+        }
+        ByteBuffer b = ByteBuffer.wrap(blob).order(ByteOrder.LITTLE_ENDIAN);
+        StringBuilder out = new StringBuilder();
+        for (int i = 0; i < n; i++) {
+            long nameAt = strtab + Integer.toUnsignedLong(b.getInt(i * ModulePrograms.ELF64_SYM));
+            if (nameAt >= typetab) throw new IllegalArgumentException("symbol " + i + "'s name past the strtab");
+            int end = (int) nameAt;
+            while (end < typetab && blob[end] != 0) end++;
+            if (end == nameAt) continue; // the null symbol, and others the kernel does not print
+            String name = new String(blob, (int) nameAt, end - (int) nameAt, StandardCharsets.ISO_8859_1);
+            out.append(String.format("%016x %c %s\t[%s]\n", b.getLong(i * ModulePrograms.ELF64_SYM + 8),
+                    (char) (blob[typetab + i] & 0xff), name, module));
+        }
+        return out.toString().getBytes(StandardCharsets.ISO_8859_1);
     }
 
     /** How many times the source was read. */

@@ -18,7 +18,8 @@ import ptfence.image.Elf;
  * every fence program can be emitted for it.
  */
 class KernelLayoutTest {
-    private static Btf btf(GuestKernel k) {
+    /** The BTF of a guest kernel's packaged vmlinux (skipped where it could not be unpacked). */
+    static Btf btf(GuestKernel k) {
         assumeTrue(k.vmlinux() != null, "no vmlinux unpacked for " + k.meta());
         ByteBuffer b = Elf.read(k.vmlinux()).section(".BTF");
         byte[] raw = new byte[b.remaining()];
