@@ -201,6 +201,16 @@ public final class SampleSink implements FlowSink {
         }
     }
 
+    /**
+     * perf runs its time filter on every state its decoder returns (an event, a trace begin), not only on
+     * instructions: where code is missing there are no others, and past the last end the queue stops, its errors too.
+     */
+    private void stateTime() {
+        if (selStarts.length > 0) {
+            timeFiltered(queueTsc);
+        }
+    }
+
     /** perf's intel_pt_next_time: the next bound to look at; false when there is none. */
     private boolean nextTime() {
         if (selStart) {
@@ -267,6 +277,7 @@ public final class SampleSink implements FlowSink {
     /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
     private void consume() {
         queueTsc = clock.event();
+        stateTime();
         if (countIpc) {
             cycState(true);
         }
@@ -779,6 +790,7 @@ public final class SampleSink implements FlowSink {
                 resolve(ip, 0);
             }
             queueTsc = tsc >= 0 ? clock.eventAt(tsc) : clock.event();
+            stateTime();
             if (countIpc) {
                 cycState(true);
             }
