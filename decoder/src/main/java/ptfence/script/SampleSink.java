@@ -578,6 +578,7 @@ public final class SampleSink implements FlowSink {
                 psbOffset = at;
                 // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
                 psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
+                psbAddr = decoder != null && at == scanPsb ? decoder.psbIp() : 0; // its to_ip stays the FUP's
                 scanPsb = -1;
                 psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
@@ -716,7 +717,7 @@ public final class SampleSink implements FlowSink {
             }
         }
         if (cfg.events.of(PerfEvents.Kind.PSB) != null) {
-            lines.psb(this, psbIp, psbOffset);
+            lines.psb(this, psbIp, psbAddr, psbOffset);
         }
         maybeCbr(psbIp);
     }
@@ -773,6 +774,8 @@ public final class SampleSink implements FlowSink {
 
     /** The PSB+ (its offset) where perf's scan after an error stopped (-1: none). */
     private long scanPsb = -1;
+    /** The address of the PSB event now open: 0, or where perf's scan met the PSB+, the IP of its FUP. */
+    private long psbAddr;
 
     @Override
     public void resumedAtPsb() {
