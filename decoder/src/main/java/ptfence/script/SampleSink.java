@@ -716,7 +716,10 @@ public final class SampleSink implements FlowSink {
                 ffAfter = -1;
             }
         }
-        if (cfg.events.of(PerfEvents.Kind.PSB) != null) {
+        if (stopped || selStarts.length > 0 && timeFiltered(queueTsc)) {
+            return; // perf's time filter: no sample of this state, so its CBR is not seen either
+        }
+        if (cfg.events.of(PerfEvents.Kind.PSB) != null && !timeSkipped()) {
             lines.psb(this, psbIp, psbAddr, psbOffset);
         }
         maybeCbr(psbIp);
@@ -724,6 +727,9 @@ public final class SampleSink implements FlowSink {
 
     private void maybeCbr(long ip) {
         if (cbr != cbrSeen) {
+            if (timeSkipped()) {
+                return; // perf's time filter made no sample of this state: the ratio stays unseen
+            }
             cbrSeen = cbr;
             if (cfg.events.of(PerfEvents.Kind.CBR) != null) {
                 lines.cbr(this, ip, cbr);
