@@ -202,6 +202,15 @@ public final class SampleSink implements FlowSink {
     }
 
     /**
+     * A trace begin state: perf checks the ratio with it too (its IP, from_ip, is 0), before its branch sample; a
+     * ratio still unseen here is one whose PSB state --time left out.
+     */
+    private void traceBegin(long ip) {
+        maybeCbr(0);
+        branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+    }
+
+    /**
      * perf runs its time filter on every state its decoder returns (an event, a trace begin), not only on
      * instructions: where code is missing there are no others, and past the last end the queue stops, its errors too.
      */
@@ -349,7 +358,7 @@ public final class SampleSink implements FlowSink {
         if (resuming) {
             resuming = false;
             consume();
-            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+            traceBegin(ip);
         }
         queueTsc = clock.insn(cls);
         if (cbr != cbrSeen) {
@@ -602,7 +611,7 @@ public final class SampleSink implements FlowSink {
                 pending = false;
                 resuming = false;
                 consume();
-                branch(0, ev.ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+                traceBegin(ev.ip);
             }
             case Event.DISABLED -> {
                 continuous = false;
@@ -758,7 +767,7 @@ public final class SampleSink implements FlowSink {
             // the flow resumed at ip after an earlier error and there is no code there: perf returns the trace
             // begin at ip first, then fails
             consume();
-            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+            traceBegin(ip);
         }
         queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
         ptfence.timing.PerfClock pc = countIpc && decoder != null ? decoder.perfClock() : null;
@@ -803,7 +812,7 @@ public final class SampleSink implements FlowSink {
             if (countIpc) {
                 cycState(true);
             }
-            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+            traceBegin(ip);
         }
     }
 
