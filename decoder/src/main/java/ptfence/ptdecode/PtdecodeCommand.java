@@ -170,7 +170,9 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     public Integer call() throws Exception {
         scriptArgs = perf.scriptArgs(recording, moreArgs);
         if (scriptArgs == null) {
-            throw new BadInputException("unexpected argument '" + moreArgs.get(0) + "' (one RECORDING; "
+            // with -i the first positional is the extra one ('ptdecode script -i FILE': perf's word, not the entry)
+            throw new BadInputException("unexpected argument '" + (moreArgs.isEmpty() ? recording : moreArgs.get(0))
+                    + "' (one RECORDING; "
                     + "arguments after it go to a script given by -s)");
         }
         if (perf.script != null && (perf.input != null || perf.perfEntry)) {

@@ -584,10 +584,10 @@ final class SampleLines {
         return synth != 0;
     }
 
-    void psb(SampleSink s, long ip, long offset) {
+    void psb(SampleSink s, long ip, long addr, long offset) {
         synthStacks(s, ip);
         scriptRaw = cfg.script == null ? null : raw(0, offset);
-        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, 0, 1, PerfEvents.Kind.PSB, null, 0)) {
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, addr, 0, 1, PerfEvents.Kind.PSB, null, 0)) {
             return;
         }
         if (!synthShown()) {
@@ -599,7 +599,7 @@ final class SampleLines {
             b.str(" psb offs: ").hexAlt(offset);
             ptSpacing(b, from);
         }
-        synthEnd(s, b, ip, 0, true);
+        synthEnd(s, b, ip, addr, true);
     }
 
     void cbr(SampleSink s, long ip, int cbr) {

@@ -201,6 +201,25 @@ public final class SampleSink implements FlowSink {
         }
     }
 
+    /**
+     * A trace begin state: perf checks the ratio with it too (its IP, from_ip, is 0), before its branch sample; a
+     * ratio still unseen here is one whose PSB state --time left out.
+     */
+    private void traceBegin(long ip) {
+        maybeCbr(0);
+        branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+    }
+
+    /**
+     * perf runs its time filter on every state its decoder returns (an event, a trace begin), not only on
+     * instructions: where code is missing there are no others, and past the last end the queue stops, its errors too.
+     */
+    private void stateTime() {
+        if (selStarts.length > 0) {
+            timeFiltered(queueTsc);
+        }
+    }
+
     /** perf's intel_pt_next_time: the next bound to look at; false when there is none. */
     private boolean nextTime() {
         if (selStart) {
@@ -267,6 +286,7 @@ public final class SampleSink implements FlowSink {
     /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
     private void consume() {
         queueTsc = clock.event();
+        stateTime();
         if (countIpc) {
             cycState(true);
         }
@@ -338,7 +358,7 @@ public final class SampleSink implements FlowSink {
         if (resuming) {
             resuming = false;
             consume();
-            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+            traceBegin(ip);
         }
         queueTsc = clock.insn(cls);
         if (cbr != cbrSeen) {
@@ -567,6 +587,7 @@ public final class SampleSink implements FlowSink {
                 psbOffset = at;
                 // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
                 psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
+                psbAddr = decoder != null && at == scanPsb ? decoder.psbIp() : 0; // its to_ip stays the FUP's
                 scanPsb = -1;
                 psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
@@ -590,7 +611,7 @@ public final class SampleSink implements FlowSink {
                 pending = false;
                 resuming = false;
                 consume();
-                branch(0, ev.ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+                traceBegin(ev.ip);
             }
             case Event.DISABLED -> {
                 continuous = false;
@@ -704,14 +725,20 @@ public final class SampleSink implements FlowSink {
                 ffAfter = -1;
             }
         }
-        if (cfg.events.of(PerfEvents.Kind.PSB) != null) {
-            lines.psb(this, psbIp, psbOffset);
+        if (stopped || selStarts.length > 0 && timeFiltered(queueTsc)) {
+            return; // perf's time filter: no sample of this state, so its CBR is not seen either
+        }
+        if (cfg.events.of(PerfEvents.Kind.PSB) != null && !timeSkipped()) {
+            lines.psb(this, psbIp, psbAddr, psbOffset);
         }
         maybeCbr(psbIp);
     }
 
     private void maybeCbr(long ip) {
         if (cbr != cbrSeen) {
+            if (timeSkipped()) {
+                return; // perf's time filter made no sample of this state: the ratio stays unseen
+            }
             cbrSeen = cbr;
             if (cfg.events.of(PerfEvents.Kind.CBR) != null) {
                 lines.cbr(this, ip, cbr);
@@ -740,7 +767,7 @@ public final class SampleSink implements FlowSink {
             // the flow resumed at ip after an earlier error and there is no code there: perf returns the trace
             // begin at ip first, then fails
             consume();
-            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+            traceBegin(ip);
         }
         queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
         ptfence.timing.PerfClock pc = countIpc && decoder != null ? decoder.perfClock() : null;
@@ -762,6 +789,8 @@ public final class SampleSink implements FlowSink {
 
     /** The PSB+ (its offset) where perf's scan after an error stopped (-1: none). */
     private long scanPsb = -1;
+    /** The address of the PSB event now open: 0, or where perf's scan met the PSB+, the IP of its FUP. */
+    private long psbAddr;
 
     @Override
     public void resumedAtPsb() {
@@ -779,10 +808,11 @@ public final class SampleSink implements FlowSink {
                 resolve(ip, 0);
             }
             queueTsc = tsc >= 0 ? clock.eventAt(tsc) : clock.event();
+            stateTime();
             if (countIpc) {
                 cycState(true);
             }
-            branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
+            traceBegin(ip);
         }
     }
 

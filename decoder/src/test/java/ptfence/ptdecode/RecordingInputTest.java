@@ -30,6 +30,17 @@ class RecordingInputTest {
         assertTrue(none.err().contains("perf.data: no such file"), none.err());
     }
 
+    /** perf's word before -i ('ptdecode script -i FILE', as a user of perf types it) is a one-line input error. */
+    @Test
+    void aPositionalBesideDashIIsNamedInOneLine() throws Exception {
+        Path q = RecordingRecoveryTest.quipper().resolve("perf.data.intel_pt-4.14");
+        RecordingFlowTest.Run r = RecordingFlowTest.ptdecode(Path.of(""), new byte[0], "script", "-i", q.toString(),
+                "--itrace=e");
+        assertEquals(Tool.EXIT_BAD_INPUT, r.exit(), r.err());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+        assertTrue(r.err().contains("unexpected argument 'script' (one RECORDING;"), r.err());
+    }
+
     @Test
     void dashReadsAPipeModeRecordingFromStdinAsTheFileDecodes() throws Exception {
         Path q = RecordingRecoveryTest.quipper().resolve("perf.data.piped.intel_pt-4.14");
