@@ -60,8 +60,8 @@ public final class BranchSink implements FlowSink {
     private final EventMarks marks = new EventMarks();
     /** perf's sample time (a branch's time is the one perf gives its sample). */
     private final ptfence.flow.SampleClock sampleClock = new ptfence.flow.SampleClock();
-    /** The flow was lost and has not yet said where it resumed. */
-    private boolean resuming;
+    /** perf's trace begin after a loss. */
+    private final ptfence.flow.PerfResync resync = new ptfence.flow.PerfResync();
     private FlowDecoder decoder;
     /**
      * A PSB+'s status updates read while the flow still walks to its FUP's IP ({@link #heldIp}): the instructions
@@ -145,8 +145,7 @@ public final class BranchSink implements FlowSink {
         }
         marks.insn();
         sampleClock.insn(cls);
-        if (resuming) {
-            resuming = false; // resynchronized inside traced code: the trace begins again here, as perf says
+        if (resync.beginHere()) {
             branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
         }
         insns++;
@@ -274,7 +273,7 @@ public final class BranchSink implements FlowSink {
      */
     @Override
     public boolean plainPath(long base, CodeCache code, ptfence.insn.TntPaths t, long first) {
-        if (!callsOnly || holding || resuming || afterEnd || marks.noCbrShown()) {
+        if (!callsOnly || holding || resync.resuming() || afterEnd || marks.noCbrShown()) {
             return false;
         }
         if (pending) {
@@ -365,7 +364,7 @@ public final class BranchSink implements FlowSink {
         switch (ev.type) {
             case Event.ENABLED -> {
                 pending = false;
-                resuming = false;
+                resync.inStep();
                 // perf shows a trace's cbr 0 at the first state it returns, before that state's branch: the trace
                 // begin comes after it, and the cbr line's flags are the ones before it (none at the start)
                 if (marks.noCbrShown()) {
@@ -387,14 +386,14 @@ public final class BranchSink implements FlowSink {
             }
             case Event.ASYNC_BRANCH -> {
                 resolve(ev.from);
-                resuming = false; // perf is in step again: the interrupt's target is where it goes on
+                resync.inStep();
                 branch(ev.from, ev.ip, BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.ASYNC
                         | BranchFlags.INTERRUPT, 0);
             }
             case Event.OVERFLOW -> {
                 pending = false;
                 loss("overflow", PtError.OVERFLOW, lastIp);
-                resuming = true;
+                resync.lost();
             }
             case Event.TSX -> {
                 if (ev.aborted) {
@@ -419,25 +418,21 @@ public final class BranchSink implements FlowSink {
     public void error(String kind, int code, long offset, long ip) {
         releaseHeld();
         pending = false;
-        if (resuming && code == PtError.NOMAP) {
-            // the flow resumed at ip after an earlier error and there is no code there: perf returns the trace
-            // begin at ip first, then fails
+        if (resync.beginBeforeError(code)) {
             branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
         }
         loss(PtError.message(code), code, ip, perf(sampleClock.error())); // perf's decoder takes the error's time
-        resuming = true;
+        resync.lost();
     }
 
     @Override
     public void resumedAtPsb() {
-        resuming = false; // perf's scan returns the PSB event; it walks on from the PSB+ FUP without a trace begin
+        resync.inStep();
     }
 
     @Override
     public void noCode(long ip, long at) {
-        if (resuming) {
-            // perf returned the trace begin when its scan found the IP, before it needed the code there
-            resuming = false;
+        if (resync.beginHere()) {
             releaseHeld();
             resolve(ip);
             long t = at >= 0 ? sampleClock.eventAt(at) : sampleClock.event();

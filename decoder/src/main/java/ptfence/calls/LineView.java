@@ -30,6 +30,12 @@ abstract class LineView implements CallView {
     private long[] readTimes = new long[0];
     private String[] readFiles = new String[0];
     private int readNext;
+    /** Where the reads come from, asked at the first loss (only a loss reads them): null once asked. */
+    private java.util.function.Supplier<ptfence.script.RecordReads.Files> reads;
+
+    /** perf's reads of files outside its decoder's walks: at perf times {@code times} (ascending), {@code files}. */
+    public record FileReads(long[] times, String[] files) {
+    }
 
     LineView(Writer out, boolean jsonl, Symbolizer names, PerfLines.Comms comms, PerfLines.Recording rec,
             LineOptions options) {
@@ -88,6 +94,12 @@ abstract class LineView implements CallView {
             ended[c] = (b.flags() & BranchFlags.TRACE_END) != 0 && b.to() == 0;
             afterPsb[c] = false;
         } else if (item instanceof FlowItem.Loss l) {
+            if (reads != null) {
+                ptfence.script.RecordReads.Files r = reads.get();
+                reads = null;
+                readTimes = r.times();
+                readFiles = r.files();
+            }
             while (readNext < readTimes.length && readTimes[readNext] <= l.time()) {
                 dsoData.probe(dsoData.id(readFiles[readNext++]));
             }
@@ -136,12 +148,12 @@ abstract class LineView implements CallView {
 
     /**
      * The files perf reads outside its decoder's walks (a printed recorded sample's code, a vdso mapping probing the
-     * process's files), at perf times {@code times} (ascending): where their code is missing, perf reports one walk
-     * failure there instead of two ({@link ptfence.script.DsoData}).
+     * process's files): where their code is missing, perf reports one walk failure there instead of two
+     * ({@link ptfence.script.DsoData}). Only a loss reads them, so {@code reads} is asked at the first one: a
+     * recording decoded without losses never reads its records for them.
      */
-    public final void fileReads(long[] times, String[] files) {
-        readTimes = times;
-        readFiles = files;
+    public final void fileReads(java.util.function.Supplier<ptfence.script.RecordReads.Files> reads) {
+        this.reads = reads;
         readNext = 0;
     }
 

@@ -2,6 +2,7 @@ package ptfence.ptdecode;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -24,6 +25,7 @@ import ptfence.cli.BadInputException;
 import ptfence.perfdata.EventAttr;
 import ptfence.perfdata.PerfDataFile;
 import ptfence.perfdata.PerfRecord;
+import ptfence.script.RecordReads;
 import ptfence.sideband.Sideband;
 
 /**
@@ -129,7 +131,7 @@ final class CallViews {
                     req.timeFrom(), req.timeTo());
             CallTraceView v = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
             if (!jsonl) {
-                fileReads(rd, v);
+                recordReads(rd, v);
             }
             view = v;
         }
@@ -139,19 +141,40 @@ final class CallViews {
     }
 
     /**
-     * perf's reads of files outside the decoder's walks, which decide which walk failures in missing code it reports:
-     * the code at each recorded sample it prints (not the trace's own, nor a dummy event's), and the process's files
-     * probed for their ELF class at a vdso mapping (the rules of the sample views' {@code SidebandLines}).
+     * What the text call views take from the recording's own records, by the sample views' rule
+     * ({@link RecordReads}): the samples of other recorded events, printed among the lines, and the files perf reads
+     * outside its decoder's walks (those samples' code, the files a vdso mapping probes), which decide the walk
+     * failures in missing code it reports. The records are read again at once where other events' samples are to be
+     * printed, else only at the view's first loss (the reads matter nowhere else): a recording of the trace alone
+     * decoded without a loss is read once.
      */
-    private static void fileReads(RecordingDecode rd, CallTraceView view) throws IOException {
-        Set<Long> skip = new HashSet<>();
+    private static void recordReads(RecordingDecode rd, CallTraceView view) throws IOException {
+        Set<Long> printed = new HashSet<>();
+        boolean single = false; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
         for (int i = 0; i < rd.eventAttrs.size() && i < rd.eventIds.size(); i++) {
             EventAttr a = rd.eventAttrs.get(i);
-            if (a.type() == rd.pt.pmuType() || a.type() == 1 && a.config() == 9) {
-                skip.addAll(rd.eventIds.get(i));
+            if (RecordReads.printed(a.type(), a.config(), rd.pt.pmuType())) {
+                printed.addAll(rd.eventIds.get(i));
+                single = rd.eventAttrs.size() == 1;
             }
         }
-        boolean oneEvent = rd.eventAttrs.size() == 1;
+        if (printed.isEmpty() && !single) {
+            view.fileReads(() -> {
+                try {
+                    return readRecords(rd, printed, false, null);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            return;
+        }
+        RecordReads.Files reads = readRecords(rd, printed, single, view);
+        view.fileReads(() -> reads);
+    }
+
+    /** One pass over the records: the file reads, and the printed samples handed to {@code view} (if not null). */
+    private static RecordReads.Files readRecords(RecordingDecode rd, Set<Long> printedIds, boolean single,
+            CallTraceView view) throws IOException {
         List<long[]> at = new ArrayList<>();
         List<String> files = new ArrayList<>();
         List<long[]> printed = new ArrayList<>();
@@ -161,20 +184,15 @@ final class CallViews {
                 while (r.hasNext()) {
                     PerfRecord rec = r.next();
                     if (rec instanceof PerfRecord.Sample s) {
-                        long id = s.id() != 0 ? s.id() : s.identifier();
-                        boolean other = !oneEvent && !skip.contains(id);
-                        if (other) {
+                        if (single || printedIds.contains(s.id() != 0 ? s.id() : s.identifier())) {
                             printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
+                            read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }
-                        String dso = !other || s.ip() == 0 ? null : rd.symbols.dso(s.ip(), s.time(), s.pid());
-                        if (dso != null) {
-                            at.add(new long[] {s.time(), at.size()});
-                            files.add(dso);
+                    } else if (RecordReads.vdso(rec)) {
+                        long time = rec.sampleId().time();
+                        for (String file : RecordReads.ofMapping(rd.symbols, rec, time)) {
+                            read(at, files, time, file);
                         }
-                    } else if (rec instanceof PerfRecord.Mmap2 m && m.filename().equals("[vdso]")) {
-                        vdsoReads(rd, m.pid(), m.sampleId().time(), at, files);
-                    } else if (rec instanceof PerfRecord.Mmap m && m.filename().equals("[vdso]")) {
-                        vdsoReads(rd, m.pid(), m.sampleId().time(), at, files);
                     }
                 }
             } catch (BadInputException e) {
@@ -188,23 +206,24 @@ final class CallViews {
             times[i] = at.get(i)[0];
             names[i] = files.get((int) at.get(i)[1]);
         }
-        view.fileReads(times, names);
-        printed.sort(Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
-        long[] sampleTimes = new long[printed.size()];
-        int[][] tasks = new int[printed.size()][];
-        for (int i = 0; i < sampleTimes.length; i++) {
-            long[] p = printed.get(i);
-            sampleTimes[i] = p[0];
-            tasks[i] = new int[] {(int) p[1], (int) p[2], (int) p[3]};
+        if (view != null) {
+            printed.sort(Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
+            long[] sampleTimes = new long[printed.size()];
+            int[][] tasks = new int[printed.size()][];
+            for (int i = 0; i < sampleTimes.length; i++) {
+                long[] p = printed.get(i);
+                sampleTimes[i] = p[0];
+                tasks[i] = new int[] {(int) p[1], (int) p[2], (int) p[3]};
+            }
+            view.recordedSamples(sampleTimes, tasks);
         }
-        view.recordedSamples(sampleTimes, tasks);
+        return new RecordReads.Files(times, names);
     }
 
-    private static void vdsoReads(RecordingDecode rd, int pid, long time, List<long[]> at,
-            List<String> files) {
-        for (String f : rd.symbols.filesReadForVdso(pid, time)) {
+    private static void read(List<long[]> at, List<String> files, long time, String file) {
+        if (file != null) {
             at.add(new long[] {time, at.size()});
-            files.add(f);
+            files.add(file);
         }
     }
 

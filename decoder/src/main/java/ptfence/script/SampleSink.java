@@ -56,7 +56,7 @@ public final class SampleSink implements FlowSink {
     private long pPeriod;
     private final byte[] pBytes = new byte[16];
     private int pLen;
-    private boolean resuming;
+    private final ptfence.flow.PerfResync resync = new ptfence.flow.PerfResync();
     private boolean inPsb;
     private boolean psbOpen;
     private long psbOffset;
@@ -355,8 +355,7 @@ public final class SampleSink implements FlowSink {
         if (pending) {
             resolve(ip, 0);
         }
-        if (resuming) {
-            resuming = false;
+        if (resync.beginHere()) {
             consume();
             traceBegin(ip);
         }
@@ -609,7 +608,7 @@ public final class SampleSink implements FlowSink {
             case Event.ENABLED -> {
                 offIp = -1;
                 pending = false;
-                resuming = false;
+                resync.inStep();
                 consume();
                 traceBegin(ev.ip);
             }
@@ -638,7 +637,7 @@ public final class SampleSink implements FlowSink {
                 if (pending) {
                     resolve(ev.from, 0);
                 }
-                resuming = false; // perf is in step again: the interrupt's target is where it goes on
+                resync.inStep();
                 consume();
                 branch(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT, 0,
                         null, 0);
@@ -655,7 +654,7 @@ public final class SampleSink implements FlowSink {
                     error(7, decoderIp(), 0);
                 }
                 consume();
-                resuming = true;
+                resync.lost();
             }
             case Event.CBR -> {
                 cbr = ev.ratio;
@@ -763,9 +762,7 @@ public final class SampleSink implements FlowSink {
                     PtError.IP_SUPPRESSED, PtError.BAD_CONTEXT, PtError.NO_ENABLE, PtError.BAD_STATUS_UPDATE -> 6;
             default -> 9;
         };
-        if (resuming && codeNo == PtError.NOMAP) {
-            // the flow resumed at ip after an earlier error and there is no code there: perf returns the trace
-            // begin at ip first, then fails
+        if (resync.beginBeforeError(codeNo)) {
             consume();
             traceBegin(ip);
         }
@@ -784,7 +781,7 @@ public final class SampleSink implements FlowSink {
         if (perf != 7 || !cfg.itrace.suppressesOverflow()) {
             error(perf, ip, gate);
         }
-        resuming = true;
+        resync.lost();
     }
 
     /** The PSB+ (its offset) where perf's scan after an error stopped (-1: none). */
@@ -794,15 +791,13 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void resumedAtPsb() {
-        resuming = false; // perf's scan returns the PSB event; it walks on from the PSB+ FUP without a trace begin
+        resync.inStep();
         scanPsb = decoder == null ? -1 : decoder.psbOffset();
     }
 
     @Override
     public void noCode(long ip, long tsc) {
-        if (resuming) {
-            // perf returned the trace begin when its scan found the IP, before it needed the code there
-            resuming = false;
+        if (resync.beginHere()) {
             closePsb(ip);
             if (pending) {
                 resolve(ip, 0);

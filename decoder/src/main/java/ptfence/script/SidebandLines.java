@@ -52,12 +52,12 @@ public final class SidebandLines {
         boolean take;
         if (r instanceof PerfRecord.Sample s) {
             PerfEvents.Event e = eventOf(s.id() != 0 ? s.id() : s.identifier());
-            take = e != null && e.type() != ptType && !e.dummy();
+            take = e != null && RecordReads.printed(e.type(), e.config(), ptType);
         } else if (r instanceof PerfRecord.Comm || r instanceof PerfRecord.Fork || r instanceof PerfRecord.Exit) {
             take = show.task();
         } else if (r instanceof PerfRecord.Mmap || r instanceof PerfRecord.Mmap2) {
             take = show.mmap();
-            if (!take && VDSO.equals(mmapFile(r))) {
+            if (!take && RecordReads.vdso(r)) {
                 items.add(new Item(timeOf(r), items.size(), r, false));
                 return false;
             }
@@ -80,21 +80,12 @@ public final class SidebandLines {
         return take;
     }
 
-    /** perf's name of the vdso mapping (is_vdso_map). */
-    private static final String VDSO = "[vdso]";
-
-    private static String mmapFile(PerfRecord r) {
-        return r instanceof PerfRecord.Mmap m ? m.filename() : r instanceof PerfRecord.Mmap2 m ? m.filename() : null;
-    }
-
     /**
-     * A vdso mapping: perf reads the process's files in address order to learn its ELF class (machine__findnew_vdso),
-     * and each missing one's data status becomes ERROR; empty lines carry those reads to the merge, at the mapping's
-     * time ({@link DsoData}).
+     * A vdso mapping: perf reads the process's files in address order to learn its ELF class, and each missing one's
+     * data status becomes ERROR; empty lines carry those reads to the merge, at the mapping's time ({@link DsoData}).
      */
     private void vdsoReads(ScriptMerge.Producer out, PerfRecord r, long time) {
-        int pid = r instanceof PerfRecord.Mmap m ? m.pid() : ((PerfRecord.Mmap2) r).pid();
-        for (String f : symbols.filesReadForVdso(pid, time)) {
+        for (String f : RecordReads.ofMapping(symbols, r, time)) {
             out.line();
             out.gate(-cfg.dsoData.id(f));
             out.commit(time, false);
@@ -129,9 +120,7 @@ public final class SidebandLines {
             items.sort(Comparator.comparingLong(Item::time).thenComparingLong(Item::seq));
             LineBytes scratch = new LineBytes(256);
             for (Item it : items) {
-                if (VDSO.equals(mmapFile(it.record()))) {
-                    vdsoReads(out, it.record(), it.time());
-                }
+                vdsoReads(out, it.record(), it.time());
                 if (it.shown()) {
                     line(out, it.record(), it.time());
                 }
@@ -318,7 +307,7 @@ public final class SidebandLines {
         if (s.ip() != 0) {
             // perf script fetches the instruction of a sample that has none (script_fetch_insn): it reads the file's
             // data, and a missing file's status becomes ERROR
-            String d = symbols.dso(s.ip(), time, s.pid());
+            String d = RecordReads.ofSample(symbols, s, time);
             if (d != null) {
                 out.gate(-cfg.dsoData.id(d));
             }
