@@ -55,10 +55,11 @@ public final class RegionTracker implements TextSink {
     /**
      * A region still open; {@code awaitsFree}: the FREE hook will deliver its end; {@code copiedAt}: for module
      * text, when the copy its versions start from was read (every poke made until then is in its bytes), else
-     * {@link Long#MIN_VALUE}.
+     * {@link Long#MIN_VALUE}; {@code bornAt}: when its first version began (the text's own start, kept through
+     * its later versions).
      */
-    private record Live(Region region, byte[] bytes, boolean awaitsFree, long copiedAt) {
-        Live withRegion(Region r) { return new Live(r, bytes, awaitsFree, copiedAt); }
+    private record Live(Region region, byte[] bytes, boolean awaitsFree, long copiedAt, long bornAt) {
+        Live withRegion(Region r) { return new Live(r, bytes, awaitsFree, copiedAt, bornAt); }
 
         /** A poke made at {@code time} is in these bytes already: the copy was read after it. */
         boolean holdsPokeOf(long time) { return time <= copiedAt; }
@@ -198,7 +199,8 @@ public final class RegionTracker implements TextSink {
                 }
                 boolean awaitsFree = freeHooked && (t.hook() == Hook.LOAD || t.hook() == Hook.SCAN);
                 long copiedAt = r.kind() == RegionKind.MODULE ? at : Long.MIN_VALUE;
-                live.put(key, new Live(r, t.bytes(), awaitsFree, copiedAt));
+                long bornAt = previous != null ? previous.bornAt() : r.validFrom();
+                live.put(key, new Live(r, t.bytes(), awaitsFree, copiedAt, bornAt));
                 writer.opened(r, t.bytes());
                 replayOrphans(key, at);
             }
@@ -299,7 +301,8 @@ public final class RegionTracker implements TextSink {
                     r.name(), ContentKey.of(freed), r.metadata()), freed);
         }
         if (endedAtUnregister.size() > 4096) endedAtUnregister.clear(); // bounded: most never get a FREE
-        endedAtUnregister.put(key, new Live(closed, open.bytes(), false, Long.MIN_VALUE));
+        endedAtUnregister.put(key, new Live(closed, open.bytes(), false, Long.MIN_VALUE,
+                open.bornAt()));
         return true;
     }
 
@@ -352,7 +355,8 @@ public final class RegionTracker implements TextSink {
         if ((held & HELD_BY_POKE) != 0) return false;
         Region r = new Region(bootId, address, newBytes.length, time, Region.OPEN, RegionKind.TEXT_POKE,
                 "text_poke@0x" + Long.toHexString(address), ContentKey.of(newBytes), null);
-        live.put(new Key(address, r.name()), new Live(r, newBytes.clone(), false, Long.MIN_VALUE));
+        live.put(new Key(address, r.name()), new Live(r, newBytes.clone(), false, Long.MIN_VALUE,
+                time));
         writer.opened(r, newBytes.clone());
         return false;
     }
@@ -363,7 +367,8 @@ public final class RegionTracker implements TextSink {
      * Patches the newest live region holding the range, as a decoder picks it, and every TEXT_POKE region there;
      * which kinds held it (HELD_BY_*). An older region can still be live at the address (a neighbour whose end has
      * not come yet, an image awaiting its FREE): a poke given to it instead was lost for the newest (guest, 6.1: a
-     * trampoline's retirement poke taken by a stale region, so its image never got the jump). TEXT_POKE regions made
+     * trampoline's retirement poke taken by a stale region, so its image never got the jump). A text born after the
+     * poke's time never takes it, however early its copy arrived. TEXT_POKE regions made
      * before their module's late copy arrived follow every poke, so the two agree. Module text whose copy was read
      * after the poke holds it already (its jump labels set as it came up, their records handled after the copy):
      * held, and no version; one whose free waits for its last pokes ({@link #freeing}) takes them.
@@ -384,6 +389,12 @@ public final class RegionTracker implements TextSink {
                 held |= HELD_BY_POKE;
             } else if (e.getValue().holdsPokeOf(time)) {
                 held |= HELD_BY_REGION;
+            } else if (e.getValue().bornAt() > time) {
+                // a text born after the poke (its copy came through the fence's ring ahead of the recorder's
+                // records) was not there to take it: the poke was its predecessor's at that address (guest, 6.12:
+                // a program loaded into a retired trampoline's BPF pack chunk took the trampoline's retirement jump
+                // as a second version of the program)
+                continue;
             } else if (newest == null || r.validFrom() > newest.getValue().region().validFrom()) {
                 newest = e;
             }
@@ -419,7 +430,8 @@ public final class RegionTracker implements TextSink {
         writer.closed(r.closedAt(at));
         Region next = new Region(bootId, r.address(), r.length(), at, Region.OPEN, r.kind(), r.name(),
                 ContentKey.of(patched), r.metadata());
-        e.setValue(new Live(next, patched, e.getValue().awaitsFree(), e.getValue().copiedAt()));
+        e.setValue(new Live(next, patched, e.getValue().awaitsFree(), e.getValue().copiedAt(),
+                e.getValue().bornAt()));
         writer.opened(next, patched);
     }
 
@@ -469,7 +481,8 @@ public final class RegionTracker implements TextSink {
         writer.closed(held.closedAt(time));
         Region next = new Region(bootId, r.address(), r.length(), time, Region.OPEN, r.kind(), r.name(), r.key(),
                 r.metadata());
-        e.setValue(new Live(next, bytes, e.getValue().awaitsFree(), e.getValue().copiedAt()));
+        e.setValue(new Live(next, bytes, e.getValue().awaitsFree(), e.getValue().copiedAt(),
+                e.getValue().bornAt()));
         writer.opened(next, bytes);
     }
 

@@ -311,6 +311,68 @@ class RegionTrackerTest {
         assertEquals(1, t.liveRegions());
     }
 
+    /**
+     * Debian 6.12 in the guest: trampoline and program images share the BPF pack's 64-byte chunks. The retirement
+     * poke of bpf_trampoline_6442495068 (171.08 s, +0x8d) was handled by the recorder's loop after the fence's
+     * in-kernel copy of bpf_prog_9f9d0a0089de2fe7_gobs_549 (loaded at 180.77 s at +0x8c of that image) had opened
+     * it, and the program, the newest region holding the address, took the trampoline's jump as a second version.
+     * A text born after a poke never takes it, in every arrival order of the fence's copies among the loop's
+     * time-ordered records.
+     */
+    @Test
+    void aPokeMadeBeforeATextWasBornIsNotItsVersionWhateverTheArrivalOrder() throws Exception {
+        java.util.Random random = new java.util.Random(0x6122L);
+        byte[] nop = {0x0f, 0x1f, 0x44, 0, 0}, jmp = {(byte) 0xe9, 0x40, 0, 0, 0};
+        for (int round = 0; round < 200; round++) {
+            long image = 0xffffffffc0022180L + 64L * random.nextInt(8);
+            int site = 0x40 + random.nextInt(0x80);
+            long tBorn = 1_000 + random.nextInt(1_000), poke = tBorn + 1 + random.nextInt(1_000),
+                    gone = poke + 1 + random.nextInt(1_000), pBorn = gone + 1 + random.nextInt(1_000),
+                    pFree = pBorn + 1 + random.nextInt(1_000);
+            byte[] code = new byte[0x100];
+            for (int i = 0; i < code.length; i++) code[i] = (byte) (0x50 + i % 5);
+            System.arraycopy(nop, 0, code, site, 5);
+            byte[] prog = new byte[28];
+            for (int i = 0; i < prog.length; i++) prog[i] = (byte) (0x90 - i);
+            long progAt = image + site - 1 - random.nextInt(3); // the program's bytes cover the poked site
+            String tramp = "bpf_trampoline_6442495068", name = "bpf_prog_9f9d0a0089de2fe7_gobs_549";
+            Recorder w = new Recorder();
+            RegionTracker t = new RegionTracker("b", w);
+            ThrowingStep[] loopSteps = {
+                    () -> { t.accept(new CapturedText(Hook.KERNEL_READ, image, code, 0, 0, tramp, tBorn, 0, 1, 0, 0,
+                            true)); return null; },
+                    () -> { t.textPoke(image + site, nop, jmp, poke); return null; },
+                    () -> { t.ksymbolUnregistered(image, tramp, gone); return null; }};
+            ThrowingStep[] fenceSteps = {
+                    () -> { t.accept(img(Hook.LOAD, progAt, name, pBorn, prog)); return null; },
+                    () -> { t.accept(img(Hook.FREE, progAt, name, pFree, prog)); return null; }};
+            int li = 0, fi = 0;
+            String order = "";
+            while (li < loopSteps.length || fi < fenceSteps.length) {
+                boolean fence = fi < fenceSteps.length && (li == loopSteps.length || random.nextBoolean());
+                (fence ? fenceSteps[fi++] : loopSteps[li++]).run();
+                order += fence ? "F" : "L";
+            }
+            String why = "round " + round + ", arrival " + order;
+            List<Region> progs = w.closed.stream().filter(r -> r.name().equals(name)).toList();
+            assertEquals(1, progs.size(), why + ": " + progs);
+            assertEquals(pBorn, progs.get(0).validFrom(), why);
+            assertEquals(pFree, progs.get(0).validTo(), why);
+            assertArrayEquals(prog, w.bytes(progs.get(0)), why);
+            List<Region> tramps = w.closed.stream().filter(r -> r.name().equals(tramp)).toList();
+            assertEquals(List.of(tBorn, poke), tramps.stream().map(Region::validFrom).toList(), why);
+            assertEquals(List.of(poke, gone), tramps.stream().map(Region::validTo).toList(), why);
+            byte[] retired = code.clone();
+            System.arraycopy(jmp, 0, retired, site, 5);
+            assertArrayEquals(code, w.bytes(tramps.get(0)), why);
+            assertArrayEquals(retired, w.bytes(tramps.get(1)), why);
+        }
+    }
+
+    private interface ThrowingStep {
+        Object run() throws Exception;
+    }
+
     @Test
     void liveChurnBecomesClosedRegions() throws Exception {
         assumeTrue(LiveKernel.canLoadBpf(), LiveKernel.reason());
