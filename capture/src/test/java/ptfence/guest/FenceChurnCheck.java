@@ -113,7 +113,7 @@ final class FenceChurnCheck implements GuestCheck {
         assertEquals(0, boot.rc(NAME), why);
         String ptrec = Files.readString(dir.resolve("ptrec.out"));
         GuestFenceCheck.Result r = GuestFenceCheck.check(dir.resolve("archive"),
-                churns.keySet().stream().map(k -> dir.resolve("kcore-" + k)).toList());
+                churns.keySet().stream().map(k -> dir.resolve("kcore-" + k)).toList(), dir.resolve("fence.perf.data"));
         System.out.printf("guest %s: %s%n", boot.kernel().release(), r.summary());
         if (Files.exists(dir.resolve("times"))) {
             System.out.print("guest " + boot.kernel().release() + " fence-churn times (guest uptime):\n"
