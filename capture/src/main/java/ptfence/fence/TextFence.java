@@ -802,10 +802,15 @@ public final class TextFence implements AutoCloseable {
      */
     private final Map<String, long[]> trampolines = new ConcurrentHashMap<>();
 
-    /** A KSYMBOL unregister: a trampoline image is about to be freed, no more copies of it. */
-    public void kernelRangeGone(String name) {
-        long[] image = trampolines.remove(name);
-        if (image != null) builtImages.remove(image[0]);
+    /**
+     * A KSYMBOL unregister at {@code address}: a trampoline image is about to be freed, no more copies of it. All of
+     * one trampoline's images have one name (bpf_trampoline_KEY), and an old image is unregistered after its rcu-tasks
+     * grace periods, often after the next image at another address was registered: only an entry at this address goes
+     * (guest 6.1: the next image's entry went, and its attach poke found no image to give its in-kernel copy to).
+     */
+    public void kernelRangeGone(String name, long address) {
+        trampolines.computeIfPresent(name, (n, v) -> v[0] == address ? null : v);
+        builtImages.remove(address);
         dispatchers.remove(name);
         switchedByPoke.remove(name);
     }
