@@ -151,38 +151,56 @@ class TrampolineCopiesTest {
      */
     @Test
     void theArchiveHasTheBuildsCopyFromTheAttachPoke(@TempDir Path dir) throws Exception {
-        String boot = "boot-t29";
+        TrampolineCopies c = new TrampolineCopies();
+        throughAnArchive(dir, Hook.TRAMPOLINE_BUILD, built -> {
+            c.copied(copy(A, "bpf_trampoline_7", 60, 0));
+            c.copied(new TrampolineCopies.Copy(A, "bpf_trampoline_7", 80, built));
+            return c.attached(A, "bpf_trampoline_7", 100, image(0xcc), 0);
+        });
+    }
+
+    /** The nop5 at offset 100 that the retirement poke makes a jmp. */
+    private static final byte[] JMP = {(byte) 0xe9, 0x10, 0, 0, 0};
+
+    /**
+     * The KSYMBOL's read at 10 (all fill), the copy {@code attach} judges at the attach poke at 100 (given the
+     * image as built) delivered as {@code hook}'s version from the poke, then the retirement poke at 300: the archive
+     * answers the read before the poke, the built image from it, the retired image from 300.
+     */
+    private static void throughAnArchive(Path dir, Hook hook,
+            ThrowingFunction<byte[], TrampolineCopies.Copy> attach) throws Exception {
+        String boot = "boot-" + hook;
         byte[] built = image(2);
         built[100] = 0x0f; built[101] = 0x1f; built[102] = 0x44; built[103] = 0x00; built[104] = 0x00; // nop5
         byte[] retired = built.clone();
-        byte[] jmp = {(byte) 0xe9, 0x10, 0, 0, 0};
-        System.arraycopy(jmp, 0, retired, 100, 5);
+        System.arraycopy(JMP, 0, retired, 100, 5);
         try (Archive archive = Archive.open(dir.resolve("archive"))) {
             archive.write(b -> {
                 Recordings.register(b, Recording.started("rec1", "", boot, 0));
                 return null;
             });
-            TrampolineCopies c = new TrampolineCopies();
             try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
                 RegionTracker t = new RegionTracker(boot, sink);
                 t.accept(new CapturedText(Hook.KERNEL_READ, A, image(0xcc), 0, 0, "bpf_trampoline_7", 10, 0, 1, 0, 0,
                         true));
-                c.copied(copy(A, "bpf_trampoline_7", 60, 0));
-                c.copied(new TrampolineCopies.Copy(A, "bpf_trampoline_7", 80, built));
-                TrampolineCopies.Copy v = c.attached(A, "bpf_trampoline_7", 100, image(0xcc), 0);
-                t.accept(new CapturedText(Hook.TRAMPOLINE_BUILD, A, v.bytes(), 0, 0, v.name(), 100, 0, 1, 0, 0,
-                        true));
-                t.textPoke(A + 100, Arrays.copyOfRange(built, 100, 105), jmp, 300);
+                TrampolineCopies.Copy v = attach.apply(built);
+                assertNotNull(v, "a copy for the attach poke");
+                t.accept(new CapturedText(hook, A, v.bytes(), 0, 0, v.name(), 100, 0, 1, 0, 0, true));
+                t.textPoke(A + 100, Arrays.copyOfRange(built, 100, 105), JMP, 300);
                 sink.flush();
             }
             archive.read(s -> {
                 assertArrayEquals(image(0xcc), bytesAt(s, boot, 50), "before the attach: the KSYMBOL's read");
-                assertArrayEquals(built, bytesAt(s, boot, 100), "from the attach poke: the build's copy");
+                assertArrayEquals(built, bytesAt(s, boot, 100), "from the attach poke: the in-kernel copy");
                 assertArrayEquals(built, bytesAt(s, boot, 299));
-                assertArrayEquals(retired, bytesAt(s, boot, 300), "the retirement poke over the build's copy");
+                assertArrayEquals(retired, bytesAt(s, boot, 300), "the retirement poke over the in-kernel copy");
                 return null;
             });
         }
+    }
+
+    interface ThrowingFunction<T, R> {
+        R apply(T t) throws Exception;
     }
 
     /**
@@ -297,49 +315,25 @@ class TrampolineCopiesTest {
      */
     @Test
     void theArchiveHasTheUpdatesCopyFromTheAttachPoke(@TempDir Path dir) throws Exception {
-        String boot = "boot-u29";
-        byte[] built = image(2);
-        built[100] = 0x0f; built[101] = 0x1f; built[102] = 0x44; built[103] = 0x00; built[104] = 0x00; // nop5
-        byte[] retired = built.clone();
-        byte[] jmp = {(byte) 0xe9, 0x10, 0, 0, 0};
-        System.arraycopy(jmp, 0, retired, 100, 5);
-        try (Archive archive = Archive.open(dir.resolve("archive"))) {
-            archive.write(b -> {
-                Recordings.register(b, Recording.started("rec1", "", boot, 0));
-                return null;
+        TrampolineCopies c = new TrampolineCopies();
+        c.afterPoke();
+        throughAnArchive(dir, Hook.TRAMPOLINE_UPDATE, built -> {
+            byte[] retired = built.clone();
+            System.arraycopy(JMP, 0, retired, 100, 5);
+            Thread consumer = new Thread(() -> {
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                c.copied(new TrampolineCopies.Copy(A, "bpf_trampoline_7", 120, built));
             });
-            TrampolineCopies c = new TrampolineCopies();
-            c.afterPoke();
-            try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
-                RegionTracker t = new RegionTracker(boot, sink);
-                t.accept(new CapturedText(Hook.KERNEL_READ, A, image(0xcc), 0, 0, "bpf_trampoline_7", 10, 0, 1, 0, 0,
-                        true));
-                Thread consumer = new Thread(() -> {
-                    try {
-                        Thread.sleep(20);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                    c.copied(new TrampolineCopies.Copy(A, "bpf_trampoline_7", 120, built));
-                });
-                consumer.start();
-                TrampolineCopies.Copy v = c.attached(A, "bpf_trampoline_7", 100, retired, 5_000_000_000L);
-                consumer.join();
-                assertNotNull(v, "the update's copy, after the poke");
-                t.accept(new CapturedText(Hook.TRAMPOLINE_UPDATE, A, v.bytes(), 0, 0, v.name(), 100, 0, 1, 0, 0,
-                        true));
-                t.textPoke(A + 100, Arrays.copyOfRange(built, 100, 105), jmp, 300);
-                sink.flush();
-            }
-            assertEquals(1, c.differed(), "a late read at the poke had the retirement already");
-            archive.read(s -> {
-                assertArrayEquals(image(0xcc), bytesAt(s, boot, 50), "before the attach: the KSYMBOL's read");
-                assertArrayEquals(built, bytesAt(s, boot, 100), "from the attach poke: the update's copy");
-                assertArrayEquals(built, bytesAt(s, boot, 299));
-                assertArrayEquals(retired, bytesAt(s, boot, 300), "the retirement poke over the update's copy");
-                return null;
-            });
-        }
+            consumer.start();
+            TrampolineCopies.Copy v = c.attached(A, "bpf_trampoline_7", 100, retired, 5_000_000_000L);
+            consumer.join();
+            return v;
+        });
+        assertEquals(1, c.differed(), "a late read at the poke had the retirement already");
     }
 
     private static byte[] bytesAt(ptfence.store.Snapshot s, String boot, long time) {
