@@ -218,19 +218,58 @@ final class FencePrograms {
         a.alu(BpfAssembler.Alu.LSH, R8, 32).alu(BpfAssembler.Alu.RSH, R8, 32);  // int: a negative one is > the bound
         a.jumpIf(Cond.EQ, R8, 0, "out").jumpIf(Cond.GT, R8, TRAMPOLINE_MAX, "out");
         a.store(DW, fp, START, R7).store(DW, fp, SIZE, R8);
-        if (k.trampSize().isPresent()) {
-            // 6.7+: no more than the image's allocation, im->size (6.12 returns the code plus BPF_INSN_SAFETY, which
-            // can reach into the next chunk of the pack: another image's)
-            read32(a, TMP, R6, k.trampSize().getAsInt());
-            a.load(DW, R1, fp, TMP).jumpIf(Cond.EQ, R1, 0, "sized").load(DW, R2, fp, SIZE)
-                    .jumpIf(Cond.LE, R2, R1, "sized").store(DW, fp, SIZE, R1).label("sized");
-        }
+        capAtImageSize(a);
         a.mov(R1, R6).add(R1, t.ksymName()).store(DW, fp, NAMEP, R1);
         if (chunks) scratch(a, SCRATCH_TRAMPOLINE);
         a.mov(R8, 0);
         emitRecord(a, KIND_TRAMP_BUILT, false, "out");
         a.label("out").mov(R0, 0).exit();
         return finish(a);
+    }
+
+    /**
+     * fexit/bpf_trampoline_update(tr, lock_direct_mutex), where the build hook cannot attach (6.1): ctx = the
+     * arguments as u64s, then the int return value. At a successful return the attach poke (or modify) to the new
+     * image is done and tr->cur_image is that image; tr->mutex is still held, so no later update can have retired
+     * it (its only poke inside, the retirement's jump) or freed it: the copy is the image as the attach poke made it
+     * reachable. One record of kind TRAMP_UPDATED with image[0..ksym.end - ksym.start) (a page on 6.1; at most
+     * im->size where the kernel has it) named by im->ksym.name; none where the update failed or left no image (the
+     * last detach).
+     */
+    byte[] trampolineUpdated() {
+        KernelLayout.TrampolineUpdate t = k.trampolineUpdate().orElseThrow();
+        BpfAssembler a = new BpfAssembler();
+        a.load(DW, R6, R1, 8 * t.trArg()).load(DW, R8, R1, 8 * t.args());
+        a.store(DW, fp, P, 0).store(DW, fp, ID, 0).store(DW, fp, FLAGS, 0)
+                .store(DW, fp, FCNT, 1).store(DW, fp, CNT, 1);
+        a.alu(BpfAssembler.Alu.LSH, R8, 32).jumpIf(Cond.NE, R8, 0, "out");  // the int: 0 or -errno
+        a.jumpIf(Cond.EQ, R6, 0, "out");
+        deref(a, R6, t.curImage());                                          // r6 = tr->cur_image
+        read64(a, START, R6, t.imImage());
+        read64(a, TMP, R6, t.ksymStart());
+        read64(a, SIZE, R6, t.ksymEnd());
+        a.load(DW, R1, fp, START).jumpIf(Cond.EQ, R1, 0, "out");
+        a.load(DW, R2, fp, SIZE).load(DW, R3, fp, TMP).jumpIf(Cond.LE, R2, R3, "out")
+                .alu(BpfAssembler.Alu.SUB, R2, R3).jumpIf(Cond.GT, R2, TRAMPOLINE_MAX, "out").store(DW, fp, SIZE, R2);
+        capAtImageSize(a);
+        a.mov(R1, R6).add(R1, t.ksymName()).store(DW, fp, NAMEP, R1);
+        if (chunks) scratch(a, SCRATCH_TRAMPOLINE); // the build hook's entry: only one of the two is attached
+        a.mov(R8, 0);
+        emitRecord(a, KIND_TRAMP_UPDATED, false, "out");
+        a.label("out").mov(R0, 0).exit();
+        return finish(a);
+    }
+
+    /**
+     * SIZE = min(SIZE, im->size) where the kernel has im->size (6.7+), r6 = im: no more than the image's allocation
+     * (6.12's build returns the code plus BPF_INSN_SAFETY, which can reach into the next chunk of the pack: another
+     * image's).
+     */
+    private void capAtImageSize(BpfAssembler a) {
+        if (k.trampSize().isEmpty()) return;
+        read32(a, TMP, R6, k.trampSize().getAsInt());
+        a.load(DW, R1, fp, TMP).jumpIf(Cond.EQ, R1, 0, "sized").load(DW, R2, fp, SIZE)
+                .jumpIf(Cond.LE, R2, R1, "sized").store(DW, fp, SIZE, R1).label("sized");
     }
 
     /** raw_tp/sys_exit: ctx = {struct pt_regs *regs, long ret}. */

@@ -33,6 +33,12 @@ public final class FenceRecord {
      */
     public static final int KIND_TRAMP_BUILT = 16;
     /**
+     * A BPF trampoline image as the update that attached it returns (fexit bpf_trampoline_update, where the build
+     * hook cannot attach): tr->cur_image, copied after its attach poke and before any later update can poke inside
+     * it; start is the image, len its extent, name its ksym ({@link TrampolineCopies}).
+     */
+    public static final int KIND_TRAMP_UPDATED = 17;
+    /**
      * A fragment of a record of another kind, where the kernel lacks the dynptr-read kfuncs ({@link FragmentAssembler}):
      * <pre>
      * u64 key@0 (ktime at the record's start)  u32 cpu@8  u32 total@12 (the record's length)  u32 off@16  u32 len@20

@@ -18,6 +18,11 @@ public enum Hook {
      * version from the attach poke that calls it; preferred to the KERNEL_READ at that poke ({@link TrampolineCopies}).
      */
     TRAMPOLINE_BUILD,
+    /**
+     * Where the build hook cannot attach (6.1): the image in force copied as the update that attached it returns
+     * (fexit bpf_trampoline_update), after the attach poke and before any later update can poke inside it.
+     */
+    TRAMPOLINE_UPDATE,
     /** Read on demand (dispatcher pages, trampolines, core kernel text): /proc/kcore or the BPF read program. */
     KERNEL_READ,
     /** The startup scan of programs that were loaded before the fence. */

@@ -23,7 +23,7 @@ public record KernelLayout(
         int kfuncIterNew, int kfuncIterNext, int kfuncIterDestroy,
         int kfuncReadKernelDynptr, int kfuncReadKernelStrDynptr,
         java.util.Optional<Metadata> metadata, boolean hasBpfLoop, java.util.Optional<Dispatcher> dispatcher,
-        java.util.Optional<TrampolineBuild> trampolineBuild) {
+        java.util.Optional<TrampolineBuild> trampolineBuild, java.util.Optional<TrampolineUpdate> trampolineUpdate) {
 
     /**
      * What the dispatcher hook reads at the return of {@code bpf_dispatcher_change_prog(d, from, to)} (the half in
@@ -63,6 +63,34 @@ public record KernelLayout(
             if (func.isEmpty() || im < 0 || image < 0 || args <= 0 || args > 12) return java.util.Optional.empty();
             try {
                 return java.util.Optional.of(new TrampolineBuild(im, image, args, func.getAsInt(),
+                        btf.offsetOf("bpf_tramp_image", "ksym.name")));
+            } catch (BadInputException e) {
+                return java.util.Optional.empty();
+            }
+        }
+    }
+
+    /**
+     * What the trampoline hook reads where the build hook cannot attach (6.1: its x86 trampolines take at most 6
+     * arguments, arch_prepare_bpf_trampoline has 7): at the return of {@code bpf_trampoline_update(tr,
+     * lock_direct_mutex)}, still under tr->mutex and after the attach poke, {@code tr->cur_image} is the image in
+     * force (NULL after the last detach). Holds the index of {@code tr} among its arguments and their count (fexit's
+     * context has the int return value after them), the function's BTF id, and the offsets of {@code
+     * bpf_trampoline.cur_image}, {@code bpf_tramp_image.image} and its {@code ksym.start}, {@code ksym.end} (the
+     * image's extent as its KSYMBOL says: a page on 6.1) and {@code ksym.name}.
+     */
+    public record TrampolineUpdate(int trArg, int args, int updateFunc, int curImage, int imImage, int ksymStart,
+            int ksymEnd, int ksymName) {
+        static final String FUNC = "bpf_trampoline_update";
+
+        static java.util.Optional<TrampolineUpdate> from(Btf btf) {
+            var func = btf.funcId(FUNC);
+            int tr = btf.paramIndex(FUNC, "tr"), args = btf.paramCount(FUNC);
+            if (func.isEmpty() || tr < 0 || args <= 0 || args > 6) return java.util.Optional.empty();
+            try {
+                return java.util.Optional.of(new TrampolineUpdate(tr, args, func.getAsInt(),
+                        btf.offsetOf("bpf_trampoline", "cur_image"), btf.offsetOf("bpf_tramp_image", "image"),
+                        btf.offsetOf("bpf_tramp_image", "ksym.start"), btf.offsetOf("bpf_tramp_image", "ksym.end"),
                         btf.offsetOf("bpf_tramp_image", "ksym.name")));
             } catch (BadInputException e) {
                 return java.util.Optional.empty();
@@ -134,7 +162,7 @@ public record KernelLayout(
                 kfunc(btf, "bpf_iter_num_new"), kfunc(btf, "bpf_iter_num_next"), kfunc(btf, "bpf_iter_num_destroy"),
                 kfunc(btf, "bpf_probe_read_kernel_dynptr"), kfunc(btf, "bpf_probe_read_kernel_str_dynptr"),
                 Metadata.from(btf), btf.funcId("bpf_loop").isPresent(), Dispatcher.from(btf),
-                TrampolineBuild.from(btf));
+                TrampolineBuild.from(btf), TrampolineUpdate.from(btf));
     }
 
     /**
@@ -153,7 +181,7 @@ public record KernelLayout(
         return new KernelLayout(ptRegsOrigAx, ptRegsDi, ptRegsBx, taskFiles, filesFdt, fdtMaxFds, fdtFd,
                 filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
                 auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, -1, -1, -1, -1, -1,
-                metadata, hasBpfLoop, dispatcher, trampolineBuild);
+                metadata, hasBpfLoop, dispatcher, trampolineBuild, trampolineUpdate);
     }
 
     /** This layout as a kernel without bpf_loop (before 5.17) sees it: the chunked path's loops unrolled. */
@@ -162,7 +190,7 @@ public record KernelLayout(
                 filePrivateData, progAux, progBpfFunc, progJitedLen, progTag, auxProg, auxId, auxRealFuncCnt, auxFunc,
                 auxKsymName, auxWork, workFunc, trampImage, trampSize, trampKsymName, trampWork, kfuncIterNew,
                 kfuncIterNext, kfuncIterDestroy, kfuncReadKernelDynptr, kfuncReadKernelStrDynptr, metadata, false, dispatcher,
-                trampolineBuild);
+                trampolineBuild, trampolineUpdate);
     }
 
     /** What this kernel lacks for the newer copy path, for the summary ("" where nothing). */

@@ -197,6 +197,7 @@ public final class TextFence implements AutoCloseable {
         links.add(bpf.rawTracepointOpen("sys_exit", load));
         attachDispatcherHook(dispatcherProg);
         attachTrampolineHook(trampolineBuildProg);
+        if (!trampolineHooked) attachTrampolineUpdateHook(programs);
     }
 
     /**
@@ -269,6 +270,28 @@ public final class TextFence implements AutoCloseable {
                                 + "arguments, the function has " + args : "") + ")");
     }
 
+    /**
+     * Where the build hook did not attach (6.1 refuses it: ENOTSUPP), the update hook (fexit bpf_trampoline_update,
+     * 2 arguments): each image copied as the update that attached it returns, after its attach poke
+     * ({@link TrampolineCopies#afterPoke}). Where that is refused too, the build hook's note stays and names both.
+     */
+    private void attachTrampolineUpdateHook(FencePrograms programs) {
+        if (layout.trampolineUpdate().isEmpty()) return;
+        String buildNote = trampolineNote;
+        BpfFd prog = loadFexit(programs::trampolineUpdated, "fence_tramp_upd",
+                layout.trampolineUpdate().get().updateFunc(), why -> trampolineNote = buildNote
+                        + "; fexit bpf_trampoline_update: " + why);
+        trampolineHooked = attachFexit(prog, Hook.TRAMPOLINE_UPDATE, why -> trampolineNote = buildNote
+                + "; fexit bpf_trampoline_update " + why);
+        if (trampolineHooked) {
+            trampolineCopies.afterPoke();
+            // why the build hook is not the one in: kept for the summary
+            trampolineVia = " (fexit bpf_trampoline_update, after the attach poke: "
+                    + buildNote.replaceFirst("^trampolines: user-space read at the attach poke \\(", "")
+                            .replaceFirst("\\)$", "") + ")";
+        }
+    }
+
     /** The error's first line and, for a verifier's refusal, its last two (where it says why). */
     private static String firstLine(String s) {
         List<String> lines = String.valueOf(s).lines().filter(l -> !l.isBlank()).toList();
@@ -299,11 +322,11 @@ public final class TextFence implements AutoCloseable {
      * were read in user space only, why (empty where the fence is not in the kernel).
      */
     public String trampolineSummary() {
-        return trampolineHooked ? "trampolines: " + trampolineCopies.summary() : trampolineNote;
+        return trampolineHooked ? "trampolines: " + trampolineCopies.summary() + trampolineVia : trampolineNote;
     }
 
     private volatile boolean trampolineHooked;
-    private String trampolineNote = "";
+    private String trampolineNote = "", trampolineVia = "";
     private final TrampolineCopies trampolineCopies = new TrampolineCopies();
 
     /** The in-kernel copies judged to be their switch's version: to the archive, from the switch's time. */
@@ -399,7 +422,7 @@ public final class TextFence implements AutoCloseable {
             return;
         }
         FenceRecord.Parsed r = FenceRecord.parse(data, offset, length);
-        if (r.kind() == FenceRecord.KIND_TRAMP_BUILT) {
+        if (r.kind() == FenceRecord.KIND_TRAMP_BUILT || r.kind() == FenceRecord.KIND_TRAMP_UPDATED) {
             if (r.complete()) {
                 trampolineCopies.copied(new TrampolineCopies.Copy(r.start(), r.name(), r.monotonicNs(), r.image()));
             } else {
@@ -779,10 +802,15 @@ public final class TextFence implements AutoCloseable {
      */
     private final Map<String, long[]> trampolines = new ConcurrentHashMap<>();
 
-    /** A KSYMBOL unregister: a trampoline image is about to be freed, no more copies of it. */
-    public void kernelRangeGone(String name) {
-        long[] image = trampolines.remove(name);
-        if (image != null) builtImages.remove(image[0]);
+    /**
+     * A KSYMBOL unregister at {@code address}: a trampoline image is about to be freed, no more copies of it. All of
+     * one trampoline's images have one name (bpf_trampoline_KEY), and an old image is unregistered after its rcu-tasks
+     * grace periods, often after the next image at another address was registered: only an entry at this address goes
+     * (guest 6.1: the next image's entry went, and its attach poke found no image to give its in-kernel copy to).
+     */
+    public void kernelRangeGone(String name, long address) {
+        trampolines.computeIfPresent(name, (n, v) -> v[0] == address ? null : v);
+        builtImages.remove(address);
         dispatchers.remove(name);
         switchedByPoke.remove(name);
     }
@@ -875,11 +903,12 @@ public final class TextFence implements AutoCloseable {
             // the ring's consumer normally has the build's copy long before the loop gets to the poke; where the loop
             // is right behind the kernel it may not yet
             TrampolineCopies.Copy c = trampolineCopies.attached(target, e.getKey(), monotonicNs, read,
-                    COPY_WAIT_NANOS);
+                    trampolineCopies.isAfterPoke() ? UPDATE_WAIT_NANOS : COPY_WAIT_NANOS);
             if (c == null) return 0;
             // the build returns the code plus BPF_INSN_SAFETY (6.12; the hook caps it at im->size): cut where the
             // pack's int3 fill begins, as a read is, so the version is the image's code
-            deliver(new CapturedText(Hook.TRAMPOLINE_BUILD, target, TrampolineImages.image(target, c.bytes()), 0, 0,
+            deliver(new CapturedText(trampolineCopies.isAfterPoke() ? Hook.TRAMPOLINE_UPDATE : Hook.TRAMPOLINE_BUILD,
+                    target, TrampolineImages.image(target, c.bytes()), 0, 0,
                     c.name(), monotonicNs, 0, 1, 0, 0, true));
             builtImages.add(target);
             return target;
@@ -888,6 +917,11 @@ public final class TextFence implements AutoCloseable {
     }
 
     private static final long COPY_WAIT_NANOS = 100_000_000L;
+    /**
+     * The update hook's copy is taken after the poke (after the old image's retirement poke too, which under an
+     * emulated guest can take a while): the loop, when right behind the kernel, waits longer for it.
+     */
+    private static final long UPDATE_WAIT_NANOS = 1_000_000_000L;
     /** Trampoline images whose version is their build's in-kernel copy (the loop's view: until their unregister). */
     private final java.util.Set<Long> builtImages = ConcurrentHashMap.newKeySet();
 

@@ -24,6 +24,14 @@ import java.util.Map;
  * rebuild's copy is lost, a full ring counted as a loss, an earlier failed build of the same name at the same address
  * would be taken). Where no copy is found for a poke, the recorder's own read at the poke stays (today's behaviour
  * where the hook cannot load).
+ * <p>
+ * Where the build hook cannot attach (6.1), the copies come from the update hook instead ({@link #afterPoke},
+ * fexit bpf_trampoline_update, {@link FenceRecord#KIND_TRAMP_UPDATED}): taken as the update returns, after the attach
+ * poke, of the image in force, while tr->mutex is still held. The only pokes inside an image are its retirement's,
+ * made by a later update under that mutex, and an image is freed only after its retirement, so no poke inside it and
+ * no new image at its address can come between its attach poke and that copy: the version an attach poke at p to A
+ * opens is then the first copy of A taken after p. The loop waits for it at the poke and delivers it there, before
+ * it handles any later poke, so the retirement's poke inside A still applies over it in the tracker.
  */
 final class TrampolineCopies {
     /** An in-kernel copy of an image: its address, its ksym's name, when its build returned (CLOCK_MONOTONIC). */
@@ -35,6 +43,13 @@ final class TrampolineCopies {
     /** Per image address, the time of the last attach poke to it the loop has seen. */
     private final Map<Long, Long> lastAttach = new HashMap<>();
     private long matched, differed, unmatched;
+    /** Whether the copies are the update hook's (taken after the attach poke) rather than the build hook's. */
+    private boolean afterPoke;
+
+    /** The copies are taken after the attach poke, by the update hook (see the class comment). */
+    synchronized void afterPoke() { afterPoke = true; }
+
+    synchronized boolean isAfterPoke() { return afterPoke; }
 
     /** A copy from the fence's ring (the consumer's thread). */
     synchronized void copied(Copy c) {
@@ -73,9 +88,10 @@ final class TrampolineCopies {
             Copy c = it.next();
             if (c.image() != image || c.monotonicNs() > monotonicNs || c == found) continue;
             it.remove();
-            unmatched++; // superseded by a later build, or older than the previous attach poke
+            unmatched++; // superseded by a later build, older than the previous attach poke, or (after the poke)
+                         // an update's copy whose poke the loop had passed before it came
         }
-        if (found == null || found.monotonicNs() <= after) {
+        if (found == null || (!afterPoke && found.monotonicNs() <= after)) {
             if (found != null) {
                 pending.remove(found);
                 unmatched++;
@@ -91,10 +107,20 @@ final class TrampolineCopies {
         return found;
     }
 
-    /** The last copy of {@code image} named {@code name} taken at or before {@code monotonicNs}, else null. */
+    /**
+     * The last copy of {@code image} named {@code name} taken at or before {@code monotonicNs} (build copies), or the
+     * first one taken after it (update copies), else null.
+     */
     private Copy find(long image, String name, long monotonicNs) {
         Copy best = null;
         for (Copy c : pending) {
+            if (afterPoke) {
+                if (c.image() == image && c.name().equals(name) && c.monotonicNs() > monotonicNs
+                        && (best == null || c.monotonicNs() < best.monotonicNs())) {
+                    best = c;
+                }
+                continue;
+            }
             if (c.image() == image && c.name().equals(name) && c.monotonicNs() <= monotonicNs
                     && (best == null || c.monotonicNs() > best.monotonicNs())) {
                 best = c;

@@ -654,7 +654,7 @@ public final class Recorder implements AutoCloseable {
         String name = cString(rec, 24, size - TRAILER);
         if (tracker == null) return;
         if ((flags & 1) != 0) {
-            if (fence != null) fence.kernelRangeGone(name);
+            if (fence != null) fence.kernelRangeGone(name, addr);
             tracker.ksymbolUnregistered(addr, name, time);
             return;
         }

@@ -20,15 +20,17 @@ import java.util.Optional;
  * Checks a guest fence run (capture/src/test/guest/fence-churn.sh) against its independent reader: every
  * /proc/kcore copy the churn took while a region was live (kcore/index: address, length, CLOCK_MONOTONIC before and
  * after the read, file) must find, at that address and time, an archived region whose bytes equal kcore's over the
- * whole region. Run as {@code GuestFenceCheck ARCHIVE KCORE_DIR} or through {@link #check}.
+ * whole region. Run as {@code GuestFenceCheck ARCHIVE KCORE_DIR [PERF_DATA]} or through {@link #check}.
  */
 public final class GuestFenceCheck {
     /** What was found: dumps whose region is archived with equal bytes, different bytes, none; regions by kind. */
     public record Result(int equal, List<String> differ, List<String> missing, Map<RegionKind, Integer> regions,
-                         Map<RegionKind, Integer> closed, Map<String, Integer> equalByWhat) {
+                         Map<RegionKind, Integer> closed, Map<String, Integer> equalByWhat,
+                         List<String> afterUnregister) {
         public String summary() {
-            return String.format("kcore copies: %d equal to the archive %s, %d differ, %d not archived; regions %s "
-                    + "(closed %s)", equal, equalByWhat, differ.size(), missing.size(), regions, closed);
+            return String.format("kcore copies: %d equal to the archive %s, %d differ, %d not archived, %d read "
+                    + "after their symbol's unregister; regions %s (closed %s)", equal, equalByWhat, differ.size(),
+                    missing.size(), afterUnregister.size(), regions, closed);
         }
 
         /** Copies equal to the archive whose file name starts with {@code what} (a module, a page's symbol). */
@@ -46,6 +48,17 @@ public final class GuestFenceCheck {
 
     /** The same over several churns' kcore folders (each with its own index). */
     public static Result check(Path archiveDir, List<Path> kcoreDirs) throws IOException {
+        return check(archiveDir, kcoreDirs, null);
+    }
+
+    /**
+     * The same, with the recording's perf.data: a copy no archived region holds, read after the kernel's KSYMBOL
+     * unregister of a symbol at its address (and before any new symbol there), is text the kernel had already
+     * said was gone (the churn's reader races a retired image that kallsyms still lists): counted apart, in
+     * {@link Result#afterUnregister}, not as missing. The times are the kernel's own records', not the archive's.
+     */
+    public static Result check(Path archiveDir, List<Path> kcoreDirs, Path perfData) throws IOException {
+        Map<Long, java.util.TreeMap<Long, Boolean>> symbols = perfData == null ? Map.of() : ksymbols(perfData);
         List<String[]> index = new ArrayList<>(); // {line, folder}
         for (Path d : kcoreDirs) {
             if (!Files.exists(d.resolve("index"))) continue;
@@ -64,7 +77,7 @@ public final class GuestFenceCheck {
                         .findFirst().orElse("");
                 int equal = 0;
                 Map<String, Integer> byWhat = new java.util.TreeMap<>();
-                List<String> differ = new ArrayList<>(), missing = new ArrayList<>();
+                List<String> differ = new ArrayList<>(), missing = new ArrayList<>(), afterUnregister = new ArrayList<>();
                 for (String[] entry : index) {
                     Path kcoreDir = Path.of(entry[1]);
                     String[] f = entry[0].trim().split("\\s+");
@@ -80,7 +93,13 @@ public final class GuestFenceCheck {
                     List<ImageAt> at0 = pieces(s, boot, addr, t0, dump.length),
                             at1 = pieces(s, boot, addr, t1, dump.length);
                     if (at0.isEmpty() && at1.isEmpty()) {
-                        missing.add(what);
+                        var last = symbols.getOrDefault(addr, new java.util.TreeMap<>()).floorEntry(t0);
+                        var next = symbols.getOrDefault(addr, new java.util.TreeMap<>()).higherKey(t0);
+                        if (last != null && last.getValue() && (next == null || next > t1)) {
+                            afterUnregister.add(what + " read " + (t0 - last.getKey()) + " ns after its unregister");
+                        } else {
+                            missing.add(what);
+                        }
                     } else if (matches(at0, addr, dump) || matches(at1, addr, dump)) {
                         equal++;
                         byWhat.merge(f[4].substring(0, Math.max(0, f[4].indexOf('.'))), 1, Integer::sum);
@@ -90,9 +109,23 @@ public final class GuestFenceCheck {
                                 .toList());
                     }
                 }
-                return new Result(equal, differ, missing, kinds, closed, byWhat);
+                return new Result(equal, differ, missing, kinds, closed, byWhat, afterUnregister);
             });
         }
+    }
+
+    /** Per address, the KSYMBOL records' times there: true for an unregister, false for a register. */
+    private static Map<Long, java.util.TreeMap<Long, Boolean>> ksymbols(Path perfData) throws IOException {
+        Map<Long, java.util.TreeMap<Long, Boolean>> out = new java.util.HashMap<>();
+        try (ptfence.perfdata.PerfDataFile f = ptfence.perfdata.PerfDataFile.open(perfData)) {
+            f.stream().forEach(r -> {
+                if (r instanceof ptfence.perfdata.PerfRecord.Ksymbol k && k.sampleId() != null) {
+                    out.computeIfAbsent(k.addr(), a -> new java.util.TreeMap<>())
+                            .merge(k.sampleId().time(), k.unregister(), (a, b) -> a && b);
+                }
+            });
+        }
+        return out;
     }
 
     /**
@@ -148,9 +181,10 @@ public final class GuestFenceCheck {
     }
 
     public static void main(String[] args) throws IOException {
-        Result r = check(Path.of(args[0]), Path.of(args[1]));
+        Result r = check(Path.of(args[0]), List.of(Path.of(args[1])), args.length > 2 ? Path.of(args[2]) : null);
         System.out.println(r.summary());
         r.differ().stream().limit(10).forEach(d -> System.out.println("  differ: " + d));
         r.missing().stream().limit(10).forEach(d -> System.out.println("  missing: " + d));
+        r.afterUnregister().stream().limit(10).forEach(d -> System.out.println("  after its unregister: " + d));
     }
 }

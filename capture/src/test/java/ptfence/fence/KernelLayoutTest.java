@@ -30,7 +30,8 @@ class KernelLayoutTest {
     private static void emitsEveryProgram(KernelLayout l) {
         FencePrograms p = new FencePrograms(l, 3, 4, 1 << 20, 5, l.copiesInChunks() ? 6 : -1);
         for (byte[] insns : new byte[][] {p.load(), p.free(0xffffffff81000000L), p.peek(),
-                p.trampolineFree(0xffffffff81000100L), p.dispatcherSwitched(), p.trampolineBuilt()}) {
+                p.trampolineFree(0xffffffff81000100L), p.dispatcherSwitched(), p.trampolineBuilt(),
+                p.trampolineUpdated()}) {
             assertTrue(insns.length > 0 && insns.length % 8 == 0);
         }
     }
@@ -48,6 +49,7 @@ class KernelLayoutTest {
         assertTrue(l.hasBpfLoop(), "6.1 has bpf_loop (5.17+): the chunked loops are callbacks");
         dispatcherHook(btf, l);
         trampolineHook(btf, l, "tr"); // the weak default's FUNC comes first in 6.1's BTF; x86's names it im
+        trampolineUpdateHook(btf, l, false);
         emitsEveryProgram(l);
         emitsEveryProgram(l.withoutBpfLoop());
     }
@@ -88,6 +90,27 @@ class KernelLayoutTest {
                 "it returns an int: the bytes written, or an error");
     }
 
+    /**
+     * The update hook (where the build hook cannot attach, as on 6.1): bpf_trampoline_update(tr, lock_direct_mutex),
+     * two arguments (within 6.1's six), tr first, an int return; tr->cur_image a bpf_tramp_image pointer, whose image
+     * and ksym's extent and name the hook reads; a page's extent on 6.1 (no size member), im->size on 6.12.
+     */
+    private static void trampolineUpdateHook(Btf btf, KernelLayout l, boolean hasSize) {
+        assertTrue(l.trampolineUpdate().isPresent(), "bpf_trampoline_update(tr, ...) and the members it reads");
+        KernelLayout.TrampolineUpdate t = l.trampolineUpdate().get();
+        assertEquals(0, t.trArg());
+        assertEquals(2, t.args());
+        assertEquals(1, btf.paramIndex("bpf_trampoline_update", "lock_direct_mutex"));
+        assertEquals("bpf_trampoline_update", btf.type(t.updateFunc()).name());
+        assertEquals(Btf.KIND_FUNC, btf.type(t.updateFunc()).kind());
+        assertEquals(Btf.KIND_INT, btf.resolve(btf.type(btf.type(t.updateFunc()).sizeOrType()).sizeOrType()).kind(),
+                "it returns an int: 0 or an error");
+        assertEquals(Btf.KIND_PTR, btf.memberType("bpf_trampoline", "cur_image").kind());
+        assertEquals(btf.offsetOf("bpf_tramp_image", "ksym.start") + 8, t.ksymEnd(), "start, end: unsigned longs");
+        assertEquals(btf.offsetOf("bpf_tramp_image", "ksym.name"), t.ksymName());
+        assertEquals(hasSize, l.trampSize().isPresent(), "im->size came in 6.7");
+    }
+
     @Test
     void debian6_12() {
         Btf btf = btf(GuestKernel.of("linux-image-6.12-amd64"));
@@ -99,6 +122,7 @@ class KernelLayoutTest {
         assertTrue(l.hasBpfLoop());
         dispatcherHook(btf, l);
         trampolineHook(btf, l, "im");
+        trampolineUpdateHook(btf, l, true);
         emitsEveryProgram(l);
     }
 

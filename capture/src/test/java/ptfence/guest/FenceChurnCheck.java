@@ -113,7 +113,7 @@ final class FenceChurnCheck implements GuestCheck {
         assertEquals(0, boot.rc(NAME), why);
         String ptrec = Files.readString(dir.resolve("ptrec.out"));
         GuestFenceCheck.Result r = GuestFenceCheck.check(dir.resolve("archive"),
-                churns.keySet().stream().map(k -> dir.resolve("kcore-" + k)).toList());
+                churns.keySet().stream().map(k -> dir.resolve("kcore-" + k)).toList(), dir.resolve("fence.perf.data"));
         System.out.printf("guest %s: %s%n", boot.kernel().release(), r.summary());
         if (Files.exists(dir.resolve("times"))) {
             System.out.print("guest " + boot.kernel().release() + " fence-churn times (guest uptime):\n"
@@ -157,17 +157,18 @@ final class FenceChurnCheck implements GuestCheck {
         if (churns.containsKey("fentry")) {
             // a kcore copy of every live image after each round's attaches (a round: 2 programs on each function)
             assertTrue(r.equal("bpf_trampoline_") >= churns.get("fentry") / 6, "trampolines: " + why);
-            // 6.12 takes the fexit hook: each image is copied in the kernel as its build returns and is the version
+            // 6.12 takes the build hook: each image is copied in the kernel as its build returns and is the version
             // from its attach poke (every attach and every detach but a function's last builds one); 6.1 refuses it
-            // (its trampolines take at most 6 arguments, the build function has 7) and says so
+            // (its trampolines take at most 6 arguments, the build function has 7), says so, and takes the update
+            // hook instead (fexit bpf_trampoline_update: the image copied after its attach poke)
             if (boot.kernel().release().startsWith("6.1.")) {
                 assertTrue(ptrec.contains("this kernel's BPF trampolines take at most 6 arguments"), why);
-            } else {
-                java.util.regex.Matcher m = java.util.regex.Pattern.compile(
-                        "trampolines: (\\d+) in-kernel copies at the attach poke").matcher(ptrec);
-                assertTrue(m.find() && Integer.parseInt(m.group(1)) >= churns.get("fentry") / 2,
-                        "the trampolines copied in the kernel as they are built: " + why);
+                assertTrue(ptrec.contains("(fexit bpf_trampoline_update, after the attach poke"), why);
             }
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile(
+                    "trampolines: (\\d+) in-kernel copies at the attach poke").matcher(ptrec);
+            assertTrue(m.find() && Integer.parseInt(m.group(1)) >= churns.get("fentry") / 2,
+                    "the trampolines copied in the kernel at their attach: " + why);
         }
         if (churns.containsKey("xdp")) {
             assertTrue(r.equal("dispatcher") >= churns.get("xdp") / 2, "dispatcher versions: " + why);
