@@ -226,7 +226,6 @@ public final class RegionTracker implements TextSink {
         long to = next != null ? next : live.region().validFrom();
         noteStart(key, at);
         writer.opened(region(t, at, to), t.bytes());
-        late++;
     }
 
     /** Version starts seen per region (a bounded few per key), to place a late version by its time. */
@@ -237,10 +236,6 @@ public final class RegionTracker implements TextSink {
         }
     };
     private static final int STARTS_PER_KEY = 256;
-    private long late;
-
-    /** How many versions came after a later one and were placed at their own time ({@link #placeLate}). */
-    public synchronized long lateVersions() { return late; }
 
     private void noteStart(Key key, long from) {
         if (from == 0) return;
