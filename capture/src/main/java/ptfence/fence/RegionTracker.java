@@ -184,8 +184,13 @@ public final class RegionTracker implements TextSink {
             }
             default -> {
                 Live previous = live.get(key);
-                if (previous != null && Arrays.equals(previous.bytes(), t.bytes())) return; // seen by two sources
                 long from = t.hook() == Hook.SCAN || t.hook() == Hook.MODULE_SCAN ? 0 : at;
+                if (previous != null && from != 0 && at < previous.region().validFrom()) {
+                    // before the live version: its bytes held then, even where the live one has the same
+                    placeLate(key, t, at, previous);
+                    return;
+                }
+                if (previous != null && Arrays.equals(previous.bytes(), t.bytes())) return; // seen by two sources
                 if (previous != null) { // a new version
                     long end = Math.max(at, previous.region().validFrom());
                     writer.closed(previous.region().closedAt(end));
@@ -201,10 +206,44 @@ public final class RegionTracker implements TextSink {
                 long copiedAt = r.kind() == RegionKind.MODULE ? at : Long.MIN_VALUE;
                 long bornAt = previous != null ? previous.bornAt() : r.validFrom();
                 live.put(key, new Live(r, t.bytes(), awaitsFree, copiedAt, bornAt));
+                noteStart(key, r.validFrom());
                 writer.opened(r, t.bytes());
                 replayOrphans(key, at);
             }
         }
+    }
+
+    /**
+     * A version stamped before the live one's start reached the tracker after it (guest, 6.1, module lane beside
+     * the XDP lane: the consumer's recopy of a dispatcher at an attach, stamped at its own time, came while the
+     * recorder's loop was still seconds behind, before the switch pokes it then delivered in time order). Closing
+     * the live version at this earlier time would give it, and every version after it, no width. The late one is
+     * placed at its own time instead: valid from {@code at} up to the next version start known after it (the
+     * archive's newest-start-wins rule decides any overlap with an older version already closed), and the live
+     * version stays as it is.
+     */
+    private void placeLate(Key key, CapturedText t, long at, Live live) throws IOException {
+        java.util.TreeSet<Long> known = starts.get(key);
+        Long next = known == null ? null : known.higher(at);
+        long to = next != null ? next : live.region().validFrom();
+        noteStart(key, at);
+        writer.opened(region(t, at, to), t.bytes());
+    }
+
+    /** Version starts seen per region (a bounded few per key), to place a late version by its time. */
+    private final Map<Key, java.util.TreeSet<Long>> starts = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Key, java.util.TreeSet<Long>> eldest) {
+            return size() > 4096;
+        }
+    };
+    private static final int STARTS_PER_KEY = 256;
+
+    private void noteStart(Key key, long from) {
+        if (from == 0) return;
+        java.util.TreeSet<Long> s = starts.computeIfAbsent(key, k -> new java.util.TreeSet<>());
+        s.add(from);
+        if (s.size() > STARTS_PER_KEY) s.pollFirst();
     }
 
     /** The end of a live region ({@code open}, null if none) at a FREE image taken at {@code at}. */
@@ -432,6 +471,7 @@ public final class RegionTracker implements TextSink {
                 ContentKey.of(patched), r.metadata());
         e.setValue(new Live(next, patched, e.getValue().awaitsFree(), e.getValue().copiedAt(),
                 e.getValue().bornAt()));
+        noteStart(e.getKey(), at);
         writer.opened(next, patched);
     }
 

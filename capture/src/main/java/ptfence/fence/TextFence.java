@@ -820,6 +820,8 @@ public final class TextFence implements AutoCloseable {
     private final Map<String, long[]> dispatchers = new ConcurrentHashMap<>();
     /** Dispatchers whose switches this recording has seen as TEXT_POKEs: those give their versions exactly. */
     private final java.util.Set<String> switchedByPoke = ConcurrentHashMap.newKeySet();
+    /** The recorder has handed over a TEXT_POKE: this recording shows switches as pokes ({@link #textPoked}). */
+    private volatile boolean pokesSeen;
 
     /**
      * Copies every known dispatcher again, as of {@code monotonicNs} (an attach or detach just ended, or a program
@@ -827,6 +829,11 @@ public final class TextFence implements AutoCloseable {
      * records): both halves, each a new version where it changed.
      */
     private void recopyDispatchers(long monotonicNs) {
+        // Where the recording has TEXT_POKE records, every switch comes as one (text_poke_bp reports them from 5.9):
+        // a recopy adds nothing, and, stamped at the consumer's time, it ran ahead of the loop's own switches (guest,
+        // 6.1: a copy at a program's free at 262.03 s came while the loop, seconds behind, stood between the
+        // dispatcher's KSYMBOL and its first switch poke, before every switch of 248-262 s)
+        if (pokesSeen) return;
         for (var e : dispatchers.entrySet()) {
             if (switchedByPoke.contains(e.getKey())) continue; // the pokes copy the half switched to, at the switch
             try {
@@ -851,6 +858,7 @@ public final class TextFence implements AutoCloseable {
      * Needs no BPF hook: it works where the in-kernel fence cannot load. A copy equal to the last is no new version.
      */
     public void textPoked(long address, byte[] newBytes, long recordTime, long monotonicNs) {
+        pokesSeen = true;
         Peeked early = peeked.remove(new PokeKey(address, recordTime));
         if (dispatcherHooked) deliverSwitched(dispatcherCopies.settle(monotonicNs));
         long target = DispatcherHalves.branchTarget(address, newBytes);
