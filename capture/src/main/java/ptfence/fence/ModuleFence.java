@@ -54,7 +54,7 @@ public final class ModuleFence implements AutoCloseable {
     private String note = "";
     private final AtomicLong loads = new AtomicLong(), frees = new AtomicLong(), scans = new AtomicLong(),
             initFrees = new AtomicLong(), incomplete = new AtomicLong(), symbolsMissing = new AtomicLong(),
-            symbolsCopied = new AtomicLong(), symbolsRead = new AtomicLong();
+            symbolsCopied = new AtomicLong(), symbolsRead = new AtomicLong(), symbolsWithInit = new AtomicLong();
 
     /** Chunks of one text being put together. */
     private static final class Pending {
@@ -213,7 +213,7 @@ public final class ModuleFence implements AutoCloseable {
         String module = r.name();
         if (r.funcIdx() == ModulePrograms.PART_SYMBOLS) {
             // no text: one that cannot be had leaves the load's texts to /proc/kallsyms
-            if (complete) copiedSymbols.put(module + "@" + r.monotonicNs(), new SymbolTable(p.bytes, r.progId()));
+            if (complete) copiedSymbols.put(module + "@" + r.monotonicNs(), new SymbolTable(p.bytes, r.progId(), r.funcCnt() == 1));
             return;
         }
         if (!complete) {
@@ -255,8 +255,11 @@ public final class ModuleFence implements AutoCloseable {
     /** /proc/kallsyms read once per batch of texts the consumer takes (a read costs seconds in a slow guest). */
     private final ModuleSymbols symbolLines = new ModuleSymbols(() -> Files.lines(Kallsyms.PROC));
 
-    /** A module's core symbol table as copied in the kernel, {@code n} symbols ({@link ModuleSymbols#fromTable}). */
-    private record SymbolTable(byte[] blob, int n) {}
+    /**
+     * A module's symbol table as copied in the kernel, {@code n} symbols ({@link ModuleSymbols#fromTable}): the full
+     * one with init symbols ({@code full}), else the core one.
+     */
+    private record SymbolTable(byte[] blob, int n, boolean full) {}
 
     /**
      * The symbol tables copied with the load's (or scan's) texts, by {@code module@ts}; the last 256, kept past the
@@ -280,6 +283,7 @@ public final class ModuleFence implements AutoCloseable {
             try {
                 lines = ModuleSymbols.fromTable(table.blob(), table.n(), module);
                 symbolsCopied.incrementAndGet();
+                if (table.full()) symbolsWithInit.incrementAndGet();
             } catch (IllegalArgumentException e) {
                 lines = null; // a table not laid out as the kernels we know do: kallsyms instead
             }
@@ -309,8 +313,8 @@ public final class ModuleFence implements AutoCloseable {
     public String summary() {
         String s = String.format("module text: %d loads, %d frees, %d at start, %d init texts freed; losses=%d",
                 loads.get(), frees.get(), scans.get(), initFrees.get(), losses());
-        s += String.format("; symbols copied at load for %d texts, read from kallsyms for %d", symbolsCopied.get(),
-                symbolsRead.get());
+        s += String.format("; symbols copied at load for %d texts (%d with init symbols), read from kallsyms for %d",
+                symbolsCopied.get(), symbolsWithInit.get(), symbolsRead.get());
         if (symbolsMissing.get() > 0) s += "; symbols missing for " + symbolsMissing.get();
         return note.isEmpty() ? s : s + " (" + note + ")";
     }

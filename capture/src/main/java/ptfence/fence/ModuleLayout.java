@@ -19,28 +19,39 @@ import java.util.OptionalInt;
  * @param initSize      its size
  * @param initfreeText  offset of the init text pointer in {@code struct mod_initfree} (after its llist_node)
  * @param workFunc      offset of {@code work_struct.func}
- * @param symbols       where the module's core symbol table lies, absent without CONFIG_KALLSYMS
+ * @param symbols       where the module's symbol tables lie, absent without CONFIG_KALLSYMS
  */
 public record ModuleLayout(int name, int coreBase, int coreSize, int initBase, int initSize,
                            OptionalInt initfreeText, int workFunc, Optional<SymbolTable> symbols) {
     /**
-     * {@code module.core_kallsyms} (struct mod_kallsyms): the symbols /proc/kallsyms shows for the module once its
-     * init is done, filled in before {@code module_load} fires. The kernel lays the three tables out back to back in
-     * the module's data (layout_symtab: symtab of num_symtab Elf64_Sym, then strtab, then typetab of num_symtab
-     * chars, "add_kallsyms() computes strtab_size as core_typeoffs - stroffs"), so one copy takes all three.
+     * A module's symbol tables (struct mod_kallsyms: symtab, num_symtab, strtab, typetab). Two of them:
+     * <ul>
+     * <li>{@code module.core_kallsyms}: the symbols /proc/kallsyms shows once init is done, filled in (add_kallsyms)
+     *     before {@code module_load} fires. layout_symtab puts the three tables back to back in the module's core
+     *     data: symtab of num_symtab Elf64_Sym, strtab, typetab of num_symtab chars.</li>
+     * <li>{@code *module.kallsyms}: the table kallsyms reads. From add_kallsyms until do_init_module switches it to
+     *     core_kallsyms after init, the full one (every ELF symbol, init ones too) in the init data: the ELF symtab
+     *     section, the strtab section right after it (its alignment is 1), then (aligned) that struct mod_kallsyms
+     *     itself and the full typetab. So at {@code module_load} one copy from symtab to typetab's end holds all three
+     *     too, with the struct between strtab and typetab, where no name reaches.</li>
+     * </ul>
      *
-     * @param symtab    offset of the Elf_Sym pointer
+     * @param core      offset of {@code module.core_kallsyms}
+     * @param current   offset of the {@code module.kallsyms} pointer
+     * @param symtab    offset of the Elf_Sym pointer in struct mod_kallsyms
      * @param numSymtab offset of its (unsigned int) count
      * @param strtab    offset of the string table pointer
      * @param typetab   offset of the type char table pointer
      */
-    public record SymbolTable(int symtab, int numSymtab, int strtab, int typetab) {
+    public record SymbolTable(int core, int current, int symtab, int numSymtab, int strtab, int typetab) {
         static Optional<SymbolTable> from(Btf btf) {
-            String k = "core_kallsyms.";
-            if (!hasMember(btf, "module", k + "typetab")) return Optional.empty();
-            return Optional.of(new SymbolTable(btf.offsetOf("module", k + "symtab"),
-                    btf.offsetOf("module", k + "num_symtab"), btf.offsetOf("module", k + "strtab"),
-                    btf.offsetOf("module", k + "typetab")));
+            if (!hasMember(btf, "module", "core_kallsyms.typetab") || !hasMember(btf, "module", "kallsyms")) {
+                return Optional.empty();
+            }
+            String k = "mod_kallsyms";
+            return Optional.of(new SymbolTable(btf.offsetOf("module", "core_kallsyms"),
+                    btf.offsetOf("module", "kallsyms"), btf.offsetOf(k, "symtab"), btf.offsetOf(k, "num_symtab"),
+                    btf.offsetOf(k, "strtab"), btf.offsetOf(k, "typetab")));
         }
     }
 

@@ -21,7 +21,9 @@ import static ptfence.fence.FenceRecord.*;
  *     init text on {@code init_free_list}, which that work frees (after an RCU grace period).</li>
  * </ul>
  * Chunk records use {@link FenceRecord}'s header: start/end the whole text, off/len the chunk, func_idx 0 for core
- * text, 1 for init text and 2 for the core symbol table (LOAD and SCAN, first, prog_id its symbol count), name the module's, F_LAST on a text's last chunk (with F_TRUNC past {@link #MAX_TEXT}).
+ * text, 1 for init text and 2 for the symbol table (LOAD and SCAN, first; prog_id its symbol count, func_cnt 1 where
+ * it is the full table with init symbols), name the module's, F_LAST on a text's last chunk (with F_TRUNC past
+ * {@link #MAX_TEXT}).
  */
 final class ModulePrograms {
     static final int KIND_LOAD = 20, KIND_FREE = 21, KIND_SCAN = 22, KIND_INIT_FREE = 23;
@@ -35,10 +37,13 @@ final class ModulePrograms {
             HELPER_RINGBUF_SUBMIT = 132;
     /** func_idx of the symbol table's chunks (0 core text, 1 init text). */
     static final int PART_SYMBOLS = 2;
-    /** Chunks for the symbol table (1 MiB: the largest in-tree modules have ~10k core symbols, ~0.5 MiB). */
+    /**
+     * Chunks for the symbol table (1 MiB: the largest in-tree modules have ~10k core symbols, ~0.5 MiB; a full
+     * table past it gives way to the core one).
+     */
     static final int SYMBOL_CHUNKS = 16, MAX_SYMBOLS = 1 << 16, ELF64_SYM = 24;
     private static final int BASE = -8, SIZE = -16, TS = -24, TMP = -32, NODE = -40, NSYM = -48, STRTAB = -56,
-            TYPETAB = -64;
+            TYPETAB = -64, TABLE = -72, FULL = -80;
 
     private final ModuleLayout m;
     private final int ringFd, statsFd;
@@ -75,24 +80,44 @@ final class ModulePrograms {
     }
 
     /**
-     * r6 = struct module *: its core symbol table (symtab, strtab, typetab back to back, {@link ModuleLayout.SymbolTable})
-     * as one blob in chunk records of part {@link #PART_SYMBOLS}, prog_id the symbol count. Skipped (the consumer then
-     * reads /proc/kallsyms) where the tables are not laid out that way or are past {@link #MAX_SYMBOLS}.
+     * r6 = struct module *: its symbol table (symtab, strtab, typetab back to back, {@link ModuleLayout.SymbolTable})
+     * as one blob in chunk records of part {@link #PART_SYMBOLS}, prog_id the symbol count. The table {@code
+     * module.kallsyms} points at first: at load the full one, init symbols too (func_cnt 1); after init (a scan)
+     * {@code core_kallsyms} itself. Where the full one is not laid out that way or past {@link #SYMBOL_CHUNKS}, the
+     * core table (func_cnt 0); where neither is, nothing (the consumer then reads /proc/kallsyms).
      */
     private void copySymbols(BpfAssembler a, int kind, ModuleLayout.SymbolTable t) {
-        String done = "done_" + PART_SYMBOLS;
-        read(a, BASE, 8, t.symtab());
-        a.store(DW, R10, NSYM, 0);
-        read(a, NSYM, 4, t.numSymtab());
-        read(a, STRTAB, 8, t.strtab());
-        read(a, TYPETAB, 8, t.typetab());
-        a.load(DW, R1, R10, NSYM).jumpIf(Cond.EQ, R1, 0, done).jumpIf(Cond.GT, R1, MAX_SYMBOLS, done);
-        a.load(DW, R3, R10, BASE).jumpIf(Cond.EQ, R3, 0, done);
-        // strtab right after the n Elf64_Syms, typetab after strtab: then size = typetab + n - symtab
-        a.mov(R2, R1).alu(Alu.MUL, R2, ELF64_SYM).add(R2, R3).load(DW, R4, R10, STRTAB).jumpIf(Cond.NE, R2, R4, done);
-        a.load(DW, R5, R10, TYPETAB).jumpIf(Cond.LT, R5, R4, done);
-        a.add(R5, R1).alu(Alu.SUB, R5, R3).store(DW, R10, SIZE, R5);
+        String core = "sym_core", go = "sym_go";
+        a.store(DW, R10, FULL, 1);
+        read(a, TABLE, 8, t.current());
+        a.load(DW, R3, R10, TABLE).jumpIf(Cond.EQ, R3, 0, core);
+        a.mov(R1, R6).add(R1, t.core()).jumpIf(Cond.EQ, R3, R1, core);
+        tableFields(a, t, core);
+        a.jump(go);
+        a.label(core).store(DW, R10, FULL, 0).mov(R1, R6).add(R1, t.core()).store(DW, R10, TABLE, R1);
+        tableFields(a, t, "done_" + PART_SYMBOLS);
+        a.label(go);
         chunks(a, kind, PART_SYMBOLS, SYMBOL_CHUNKS, true);
+    }
+
+    /**
+     * The struct mod_kallsyms at TABLE into BASE (symtab), NSYM, STRTAB, TYPETAB and SIZE (the blob's length); to
+     * {@code fail} where the three are not back to back, or the blob is past the chunk budget.
+     */
+    private void tableFields(BpfAssembler a, ModuleLayout.SymbolTable t, String fail) {
+        a.store(DW, R10, NSYM, 0);
+        int[][] fields = {{BASE, 8, t.symtab()}, {NSYM, 4, t.numSymtab()}, {STRTAB, 8, t.strtab()},
+                {TYPETAB, 8, t.typetab()}};
+        for (int[] f : fields) {
+            a.mov(R1, R10).add(R1, f[0]).mov(R2, f[1]).load(DW, R3, R10, TABLE).add(R3, f[2])
+                    .call(HELPER_PROBE_READ_KERNEL);
+        }
+        a.load(DW, R1, R10, NSYM).jumpIf(Cond.EQ, R1, 0, fail).jumpIf(Cond.GT, R1, MAX_SYMBOLS, fail);
+        a.load(DW, R3, R10, BASE).jumpIf(Cond.EQ, R3, 0, fail);
+        // strtab right after the n Elf64_Syms, typetab after strtab: then size = typetab + n - symtab
+        a.mov(R2, R1).alu(Alu.MUL, R2, ELF64_SYM).add(R2, R3).load(DW, R4, R10, STRTAB).jumpIf(Cond.NE, R2, R4, fail);
+        a.load(DW, R5, R10, TYPETAB).jumpIf(Cond.LT, R5, R4, fail);
+        a.add(R5, R1).alu(Alu.SUB, R5, R3).jumpIf(Cond.GT, R5, SYMBOL_CHUNKS * CHUNK, fail).store(DW, R10, SIZE, R5);
     }
 
     /** BASE and SIZE on the stack: up to {@code max} chunk records of part {@code part} (func_idx). */
@@ -110,7 +135,9 @@ final class ModulePrograms {
             a.store(W, R7, KIND, kind).store(W, R7, OFF, off).store(W, R7, CAP, CHUNK)
                     .store(W, R7, PROG_ID, 0).store(H, R7, FUNC_IDX, part).store(H, R7, FUNC_CNT, 0)
                     .store(DW, R7, TAG, 0).store(W, R7, PAD, 0);
-            if (symbolCount) a.load(DW, R1, R10, NSYM).store(W, R7, PROG_ID, R1);
+            if (symbolCount) {
+                a.load(DW, R1, R10, NSYM).store(W, R7, PROG_ID, R1).load(DW, R1, R10, FULL).store(H, R7, FUNC_CNT, R1);
+            }
             a.call(HELPER_PID_TGID).store(W, R7, TID, R0).alu(Alu.RSH, R0, 32).store(W, R7, PID, R0);
             // flags: LAST when this chunk reaches the end; at the last chunk a longer text is cut (TRUNC)
             a.mov(R1, 0).load(DW, R2, R10, SIZE).jumpIf(Cond.GT, R2, off + CHUNK, l + "_more")

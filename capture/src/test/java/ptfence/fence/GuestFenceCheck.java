@@ -114,6 +114,41 @@ public final class GuestFenceCheck {
         }
     }
 
+    /** Module init texts whose archived symbols were checked, and what was wrong with them. */
+    public record InitNames(Map<String, Integer> texts, List<String> problems) {}
+
+    /**
+     * Every archived init text ({@code [module].init}) of a module the reference names must carry, in its kallsyms
+     * lines, each of the reference's names for it at an address inside the text. The reference (churn-modules.py's
+     * init-symbols: "MODULE NAME" lines) is the module file's own .init.text functions, read from the ELF file.
+     */
+    public static InitNames initNames(Path archiveDir, Path reference) throws IOException {
+        Map<String, List<String>> want = new java.util.TreeMap<>();
+        for (String line : Files.readAllLines(reference)) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length == 2) want.computeIfAbsent(f[0], m -> new ArrayList<>()).add(f[1]);
+        }
+        try (Archive archive = Archive.openReadOnly(archiveDir)) {
+            return archive.read(s -> {
+                Map<String, Integer> texts = new java.util.TreeMap<>();
+                List<String> problems = new ArrayList<>();
+                for (Region r : RegionIndex.all(s, r -> r.kind() == RegionKind.MODULE && r.name().endsWith("].init"))) {
+                    String module = r.name().substring(1, r.name().length() - "].init".length());
+                    if (!want.containsKey(module)) continue;
+                    texts.merge(module, 1, Integer::sum);
+                    String lines = RegionIndex.withContent(s, r).metadata() instanceof ptfence.region.KernelMetadata k
+                            ? new String(k.kallsyms(), java.nio.charset.StandardCharsets.ISO_8859_1) : "";
+                    for (String name : want.get(module)) {
+                        boolean named = lines.lines().map(l -> l.split("[ \\t]")).anyMatch(f -> f.length >= 3
+                                && f[2].equals(name) && r.contains(Long.parseUnsignedLong(f[0], 16)));
+                        if (!named) problems.add(r.name() + " @0x" + Long.toHexString(r.address()) + ": no " + name);
+                    }
+                }
+                return new InitNames(texts, problems);
+            });
+        }
+    }
+
     /** Per address, the KSYMBOL records' times there: true for an unregister, false for a register. */
     private static Map<Long, java.util.TreeMap<Long, Boolean>> ksymbols(Path perfData) throws IOException {
         Map<Long, java.util.TreeMap<Long, Boolean>> out = new java.util.HashMap<>();

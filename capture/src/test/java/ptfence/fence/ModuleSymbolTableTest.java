@@ -27,8 +27,9 @@ import static ptfence.bpf.BpfAssembler.Size.*;
 
 /**
  * A module's symbols copied in the kernel at its load (issue 29: a module removed before user space read
- * /proc/kallsyms kept none; 78 of 102 loads had symbols in the guest). The load program copies {@code
- * module.core_kallsyms} (symtab, strtab, typetab back to back); the consumer turns the copy into kallsyms lines.
+ * /proc/kallsyms kept none; 78 of 102 loads had symbols in the guest). The load program copies the table {@code
+ * module.kallsyms} points at (at load the full one, init symbols too), else {@code module.core_kallsyms} (symtab,
+ * strtab, typetab back to back); the consumer turns the copy into kallsyms lines.
  * This kernel has no modules: the program runs (BPF_PROG_TEST_RUN) on a struct module laid out at this kernel's BTF
  * offsets in a map value, whose symbol table holds this machine's own kallsyms symbols; the lines parsed from the
  * copy must be the kernel's own /proc/kallsyms lines for them. Debian's 6.1 and 6.12 BTF place the tables the same way.
@@ -80,7 +81,12 @@ class ModuleSymbolTableTest {
         assertEquals(4, btf.sizeOf(btf.memberType("module", "core_kallsyms.num_symtab").id()), "unsigned int");
         for (String p : new String[] {"symtab", "strtab", "typetab"}) {
             assertEquals(Btf.KIND_PTR, btf.memberType("module", "core_kallsyms." + p).kind(), p);
+            assertEquals(btf.offsetOf("module", "core_kallsyms." + p), t.core() + btf.offsetOf("mod_kallsyms", p));
         }
+        // module.kallsyms: a pointer to the table kallsyms reads (the full one until init is done)
+        assertEquals(Btf.KIND_PTR, btf.memberType("module", "kallsyms").kind());
+        assertEquals(btf.offsetOf("module", "kallsyms"), t.current());
+        assertEquals(btf.offsetOf("module", "core_kallsyms.num_symtab"), t.core() + t.numSymtab());
         assertEquals(24, btf.structSize("elf64_sym"), "Elf64_Sym");
         assertEquals(8, btf.offsetOf("elf64_sym", "st_value"));
         assertEquals(0, btf.offsetOf("elf64_sym", "st_name"));
@@ -111,8 +117,11 @@ class ModuleSymbolTableTest {
         return address;
     }
 
-    /** The parts the load program wrote (func_idx -> bytes), each checked whole, and the symbol count. */
-    private record Copy(Map<Integer, byte[]> parts, int symbols) {}
+    /**
+     * The parts the load program wrote (func_idx -> bytes), each checked whole, the symbol count, and whether the
+     * symbols are the full table's (func_cnt 1).
+     */
+    private record Copy(Map<Integer, byte[]> parts, int symbols, boolean full) {}
 
     private static Copy runLoad(ModuleLayout layout, byte[] module, BpfFd moduleMap, long moduleAddress)
             throws Exception {
@@ -129,7 +138,7 @@ class ModuleSymbolTableTest {
             }
             Map<Integer, byte[]> parts = new HashMap<>();
             Map<Integer, Integer> got = new HashMap<>();
-            int[] count = {-1};
+            int[] count = {-1, -1};
             List<Integer> order = new ArrayList<>();
             new BpfRingBuffer(mapping.consumerPage(), mapping.producerArea(), ringSize).poll((data, off, len) -> {
                 FenceRecord.Parsed r = FenceRecord.parse(data, off, len);
@@ -139,62 +148,124 @@ class ModuleSymbolTableTest {
                 byte[] whole = parts.computeIfAbsent(r.funcIdx(), i -> new byte[(int) (r.end() - r.start())]);
                 System.arraycopy(r.image(), 0, whole, r.offset(), r.image().length);
                 got.merge(r.funcIdx(), r.image().length, Integer::sum);
-                if (r.funcIdx() == ModulePrograms.PART_SYMBOLS) count[0] = r.progId();
+                if (r.funcIdx() == ModulePrograms.PART_SYMBOLS) {
+                    count[0] = r.progId();
+                    count[1] = r.funcCnt();
+                }
             });
             parts.forEach((i, b) -> assertEquals(b.length, got.get(i), "every chunk of part " + i));
             if (parts.containsKey(ModulePrograms.PART_SYMBOLS)) {
                 assertEquals(ModulePrograms.PART_SYMBOLS, order.get(0), "symbols come before the texts");
             }
-            return new Copy(parts, count[0]);
+            return new Copy(parts, count[0], count[1] == 1);
         }
     }
 
+    /** The kallsyms lines the kernel prints for these symbols as a module's. */
+    private static String linesOf(List<String> lines) {
+        StringBuilder want = new StringBuilder();
+        lines.forEach(l -> want.append(l).append("\t[").append(MODULE).append("]\n"));
+        return want.toString();
+    }
+
+    private static String parsed(Copy c) {
+        return new String(ModuleSymbols.fromTable(c.parts().get(ModulePrograms.PART_SYMBOLS), c.symbols(), MODULE),
+                StandardCharsets.ISO_8859_1);
+    }
+
     @Test
-    void theLoadProgramCopiesTheSymbolTableOfAStructModuleAtThisKernelsOffsets() throws Exception {
+    void theLoadProgramCopiesTheSymbolTablesOfAStructModuleAtThisKernelsOffsets() throws Exception {
         assumeTrue(Files.isReadable(Btf.VMLINUX) && LiveKernel.canLoadBpf(), LiveKernel.reason());
         Btf btf = Btf.vmlinux();
         ModuleLayout layout = ModuleLayout.from(btf);
         ModuleLayout.SymbolTable st = layout.symbols().orElseThrow();
-        // this machine's own symbols (3000: a table of ~100 KiB, two chunks), as its kernel prints them
+        // this machine's own symbols, as its kernel prints them: 3000 for the core table (~100 KiB, two chunks), 400
+        // more for the init ones, which only the full table holds
         List<String> lines = new ArrayList<>();
         try (var all = Files.lines(Path.of("/proc/kallsyms"))) {
-            all.filter(l -> l.indexOf('\t') < 0).limit(3000).forEach(lines::add);
+            all.filter(l -> l.indexOf('\t') < 0).limit(3400).forEach(lines::add);
         }
-        assumeTrue(lines.size() == 3000 && !lines.get(0).startsWith("0000000000000000"), "kallsyms hides addresses");
-        byte[] table = table(lines.stream().map(l -> l.split(" ")).toList());
-        byte[] text = new byte[70_000];
-        new java.util.Random(29).nextBytes(text);
+        assumeTrue(lines.size() == 3400 && !lines.get(0).startsWith("0000000000000000"), "kallsyms hides addresses");
+        List<String> coreLines = lines.subList(0, 3000);
+        byte[] table = table(coreLines.stream().map(l -> l.split(" ")).toList());
+        // the full table as add_kallsyms leaves it in the init data: symtab, strtab, then (8-aligned) the struct
+        // mod_kallsyms module.kallsyms points at, then the typetab; init symbols between core ones
+        List<String> fullLines = new ArrayList<>(lines.subList(3000, 3200));
+        fullLines.addAll(coreLines);
+        fullLines.addAll(lines.subList(3200, 3400));
+        byte[] full = table(fullLines.stream().map(l -> l.split(" ")).toList());
+        int nFull = fullLines.size() + 1, fullTypes = full.length - nFull, structAt = (fullTypes + 7) & ~7;
+        int structSize = btf.structSize("mod_kallsyms");
+        byte[] text = new byte[70_000], init = new byte[5_000];
+        java.util.Random random = new java.util.Random(29);
+        random.nextBytes(text);
+        random.nextBytes(init);
+        int fullAt = text.length + table.length + init.length;
+        int dataSize = fullAt + structAt + structSize + nFull;
         int size = btf.structSize("module");
         Bpf bpf = Bpf.get();
         try (BpfFd moduleMap = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, size, 1, 0, "t_fake_mod");
-             BpfFd dataMap = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, text.length + table.length, 1, 0, "t_mod_data")) {
-            long moduleAddress = valueAddress(moduleMap, size), data = valueAddress(dataMap, text.length + table.length);
-            bpf.mapUpdate(dataMap, new byte[4], ByteBuffer.allocate(text.length + table.length).put(text).put(table)
-                    .array());
-            int n = lines.size() + 1;
+             BpfFd dataMap = bpf.mapCreate(Bpf.MAP_TYPE_ARRAY, 4, dataSize, 1, 0, "t_mod_data")) {
+            long moduleAddress = valueAddress(moduleMap, size), data = valueAddress(dataMap, dataSize);
+            long fullSymtab = data + fullAt, fullStruct = fullSymtab + structAt;
+            ByteBuffer d = ByteBuffer.allocate(dataSize).order(ByteOrder.LITTLE_ENDIAN);
+            d.put(text).put(table).put(init).put(full, 0, fullTypes);
+            d.putLong(fullAt + structAt + st.symtab(), fullSymtab).putInt(fullAt + structAt + st.numSymtab(), nFull)
+                    .putLong(fullAt + structAt + st.strtab(), fullSymtab + 24L * nFull)
+                    .putLong(fullAt + structAt + st.typetab(), fullStruct + structSize);
+            d.put(fullAt + structAt + structSize, full, fullTypes, nFull);
+            bpf.mapUpdate(dataMap, new byte[4], d.array());
+            int n = coreLines.size() + 1;
             long symtab = data + text.length, strtab = symtab + 24L * n, typetab = symtab + table.length - n;
             ByteBuffer m = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
             m.put(layout.name(), MODULE.getBytes(StandardCharsets.US_ASCII));
             m.putLong(layout.coreBase(), data).putInt(layout.coreSize(), text.length);
-            m.putLong(st.symtab(), symtab).putInt(st.numSymtab(), n).putLong(st.strtab(), strtab)
-                    .putLong(st.typetab(), typetab);
+            m.putLong(st.core() + st.symtab(), symtab).putInt(st.core() + st.numSymtab(), n)
+                    .putLong(st.core() + st.strtab(), strtab).putLong(st.core() + st.typetab(), typetab);
 
+            // after init (a scan): module.kallsyms is &core_kallsyms
+            m.putLong(st.current(), moduleAddress + st.core());
             Copy c = runLoad(layout, m.array(), moduleMap, moduleAddress);
             assertArrayEquals(text, c.parts().get(0), "the core text");
             assertFalse(c.parts().containsKey(1), "no init text");
             assertArrayEquals(table, c.parts().get(ModulePrograms.PART_SYMBOLS), "the three tables in one copy");
             assertEquals(n, c.symbols());
-            StringBuilder want = new StringBuilder();
-            lines.forEach(l -> want.append(l).append("\t[").append(MODULE).append("]\n"));
-            assertEquals(want.toString(), new String(ModuleSymbols.fromTable(c.parts().get(2), c.symbols(), MODULE),
-                    StandardCharsets.ISO_8859_1), "the kernel's own kallsyms lines for the symbols");
+            assertFalse(c.full(), "the core table");
+            assertEquals(linesOf(coreLines), parsed(c), "the kernel's own kallsyms lines for the symbols");
+
+            // at load: module.kallsyms is the full table, init text there too
+            m.putLong(layout.initBase(), data + text.length + table.length).putInt(layout.initSize(), init.length);
+            m.putLong(st.current(), fullStruct);
+            c = runLoad(layout, m.array(), moduleMap, moduleAddress);
+            assertArrayEquals(text, c.parts().get(0), "the core text");
+            assertArrayEquals(init, c.parts().get(1), "the init text");
+            byte[] wantFull = java.util.Arrays.copyOfRange(d.array(), fullAt, dataSize);
+            assertArrayEquals(wantFull, c.parts().get(ModulePrograms.PART_SYMBOLS), "symtab to the typetab's end");
+            assertEquals(nFull, c.symbols());
+            assertTrue(c.full(), "the full table");
+            assertEquals(linesOf(fullLines), parsed(c), "core and init symbols, the kernel's own lines for them");
+
+            // a full table not laid out back to back, or past the chunk budget: the core one instead
+            m.putLong(st.current(), moduleAddress + 8); // no struct mod_kallsyms there: garbage fields
+            c = runLoad(layout, m.array(), moduleMap, moduleAddress);
+            assertFalse(c.full());
+            assertEquals(linesOf(coreLines), parsed(c), "a garbage table gives way to the core one");
+            d.putLong(fullAt + structAt + st.typetab(), fullStruct + structSize + ModulePrograms.SYMBOL_CHUNKS
+                    * ModulePrograms.CHUNK);
+            bpf.mapUpdate(dataMap, new byte[4], d.array());
+            m.putLong(st.current(), fullStruct);
+            c = runLoad(layout, m.array(), moduleMap, moduleAddress);
+            assertFalse(c.full());
+            assertEquals(linesOf(coreLines), parsed(c), "a full table past 1 MiB gives way to the core one");
+            m.putLong(st.current(), 0);
+            assertFalse(runLoad(layout, m.array(), moduleMap, moduleAddress).full(), "no module.kallsyms: the core");
 
             // tables the kernel did not lay out back to back: nothing copied (kallsyms serves instead)
-            m.putLong(st.strtab(), strtab + 8);
+            m.putLong(st.core() + st.strtab(), strtab + 8);
             c = runLoad(layout, m.array(), moduleMap, moduleAddress);
             assertArrayEquals(text, c.parts().get(0));
             assertFalse(c.parts().containsKey(ModulePrograms.PART_SYMBOLS), "strtab not after symtab");
-            m.putLong(st.strtab(), strtab).putInt(st.numSymtab(), 0);
+            m.putLong(st.core() + st.strtab(), strtab).putInt(st.core() + st.numSymtab(), 0);
             assertFalse(runLoad(layout, m.array(), moduleMap, moduleAddress).parts()
                     .containsKey(ModulePrograms.PART_SYMBOLS), "no symbols");
         }

@@ -11,8 +11,6 @@ import java.util.Optional;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import ptfence.recording.Recording;
-import ptfence.recording.Recordings;
 import ptfence.region.ImageAt;
 import ptfence.region.RegionIndex;
 import ptfence.store.Archive;
@@ -174,21 +172,14 @@ class TrampolineCopiesTest {
         built[100] = 0x0f; built[101] = 0x1f; built[102] = 0x44; built[103] = 0x00; built[104] = 0x00; // nop5
         byte[] retired = built.clone();
         System.arraycopy(JMP, 0, retired, 100, 5);
-        try (Archive archive = Archive.open(dir.resolve("archive"))) {
-            archive.write(b -> {
-                Recordings.register(b, Recording.started("rec1", "", boot, 0));
-                return null;
-            });
-            try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
-                RegionTracker t = new RegionTracker(boot, sink);
-                t.accept(new CapturedText(Hook.KERNEL_READ, A, image(0xcc), 0, 0, "bpf_trampoline_7", 10, 0, 1, 0, 0,
-                        true));
-                TrampolineCopies.Copy v = attach.apply(built);
-                assertNotNull(v, "a copy for the attach poke");
-                t.accept(new CapturedText(hook, A, v.bytes(), 0, 0, v.name(), 100, 0, 1, 0, 0, true));
-                t.textPoke(A + 100, Arrays.copyOfRange(built, 100, 105), JMP, 300);
-                sink.flush();
-            }
+        try (Archive archive = TrackedArchive.write(dir.resolve("archive"), boot, t -> {
+            t.accept(new CapturedText(Hook.KERNEL_READ, A, image(0xcc), 0, 0, "bpf_trampoline_7", 10, 0, 1, 0, 0,
+                    true));
+            TrampolineCopies.Copy v = attach.apply(built);
+            assertNotNull(v, "a copy for the attach poke");
+            t.accept(new CapturedText(hook, A, v.bytes(), 0, 0, v.name(), 100, 0, 1, 0, 0, true));
+            t.textPoke(A + 100, Arrays.copyOfRange(built, 100, 105), JMP, 300);
+        })) {
             archive.read(s -> {
                 assertArrayEquals(image(0xcc), bytesAt(s, boot, 50), "before the attach: the KSYMBOL's read");
                 assertArrayEquals(built, bytesAt(s, boot, 100), "from the attach poke: the in-kernel copy");

@@ -143,10 +143,19 @@ final class FenceChurnCheck implements GuestCheck {
                     "every core and init text at load, every core text at its free: " + why);
             // every text of every load with its module's symbols, copied in the kernel at the load (a module
             // removed before user space reads /proc/kallsyms kept none: 78 of 102 loads had them before)
-            java.util.regex.Matcher sym = java.util.regex.Pattern
-                    .compile("symbols copied at load for (\\d+) texts, read from kallsyms for (\\d+)").matcher(ptrec);
-            assertTrue(sym.find() && Integer.parseInt(sym.group(1)) >= texts && sym.group(2).equals("0")
+            java.util.regex.Matcher sym = java.util.regex.Pattern.compile("symbols copied at load for (\\d+) texts "
+                    + "\\((\\d+) with init symbols\\), read from kallsyms for (\\d+)").matcher(ptrec);
+            assertTrue(sym.find() && Integer.parseInt(sym.group(1)) >= texts && sym.group(3).equals("0")
                     && !ptrec.contains("symbols missing"), "symbols copied at every load: " + why);
+            // at each load the full table (module.kallsyms before init is done), so the init text is named too
+            assertTrue(Integer.parseInt(sym.group(2)) >= texts, "the full table at every load: " + why);
+            GuestFenceCheck.InitNames init = GuestFenceCheck.initNames(dir.resolve("archive"),
+                    dir.resolve("kcore-modules").resolve("init-symbols"));
+            System.out.printf("guest %s: module init texts checked for their .init.text names %s, problems %s%n",
+                    boot.kernel().release(), init.texts(), init.problems());
+            assertTrue(init.texts().getOrDefault("dummy", 0) >= modules, "dummy's init text at each load: " + why);
+            assertTrue(init.problems().isEmpty(), "init texts without their ELF file's .init.text names: "
+                    + init.problems() + "; " + why);
             assertEquals(modules, r.equal("dummy"), "a kcore copy of dummy per load, each equal: " + why);
             assertEquals(modules, r.equal("veth"), "a kcore copy of veth per load, each equal: " + why);
             assertTrue(r.regions().getOrDefault(RegionKind.MODULE, 0) >= 2 * loads, "core and init text: " + why);
