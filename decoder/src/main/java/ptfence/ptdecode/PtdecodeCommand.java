@@ -334,6 +334,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
                         + "filter sees the samples of --itrace's other views)");
             }
+            calls.timeRanges = ranges;
             calls.run(rd, rd.request(), "text", out);
             return done(rd, out);
         }

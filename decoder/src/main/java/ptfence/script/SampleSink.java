@@ -150,6 +150,10 @@ public final class SampleSink implements FlowSink {
     private long ffTsc;
     /** A fast forward asked for: count from the last PSB before {@link #ffTsc} after the decoder's time then. */
     private long ffAfter = -1;
+    /** The CPU's PSBs, where perf's fast forward lands (null: not known, {@link #ffAfter}'s estimate is used). */
+    private PerfFastForward psbs;
+    /** The PSB (AUX offset) perf's fast forward restarts at, while the decode has not reached it; -1: none. */
+    private long ffTarget = -1;
     /** Past the last range's end: perf stops decoding the queue. */
     private boolean stopped;
 
@@ -256,6 +260,7 @@ public final class SampleSink implements FlowSink {
                 if (selTsc > ffTsc) {
                     ffTsc = selTsc;
                     ffAfter = decoderTsc();
+                    ffTarget = psbs == null || decoder == null ? -1 : psbs.target(decoder.offset(), selTsc);
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -267,6 +272,19 @@ public final class SampleSink implements FlowSink {
                 return false;
             }
         }
+    }
+
+    /** The CPU's AUX buffers' PSBs: perf's fast forward before a --time start lands on one of them. */
+    public void psbs(PerfFastForward p) {
+        psbs = p;
+    }
+
+    /**
+     * Whether the decode stands where perf's fast forward has jumped over (before the PSB it restarts at): what
+     * happens here never happens in perf, a failed walk (its error line, its file read) included.
+     */
+    private boolean fastForwarded(long offset) {
+        return ffTarget >= 0 && offset >= 0 && offset < ffTarget;
     }
 
     /** The decoder now reporting here (one per run of AUX buffers) and its TSC → perf time conversion. */
@@ -716,7 +734,12 @@ public final class SampleSink implements FlowSink {
             return;
         }
         psbOpen = false;
-        if (ffAfter >= 0) {
+        if (psbs != null) {
+            if (ffTarget >= 0 && psbOffset >= ffTarget) {
+                insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
+                ffTarget = -1;
+            }
+        } else if (ffAfter >= 0) {
             long t = decoderTsc();
             if (t < ffTsc && t > ffAfter) {
                 insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
@@ -778,7 +801,7 @@ public final class SampleSink implements FlowSink {
             String dso = lines.dsoOf(ip, perfTime(), task.pid());
             gate = dso == null ? 0 : cfg.dsoData.id(dso);
         }
-        if (perf != 7 || !cfg.itrace.suppressesOverflow()) {
+        if ((perf != 7 || !cfg.itrace.suppressesOverflow()) && !fastForwarded(offset)) {
             error(perf, ip, gate);
         }
         resync.lost();
