@@ -32,7 +32,7 @@ class PerfExitStatusTest {
     record Outcome(int status, String out, String err) {
     }
 
-    private Outcome perf(List<String> args) throws IOException, InterruptedException {
+    static Outcome perf(Path tmp, List<String> args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("perf"));
         cmd.addAll(args);
         Path out = tmp.resolve("perf.out");
@@ -49,7 +49,7 @@ class PerfExitStatusTest {
                 Files.readString(tmp.resolve("perf.err")));
     }
 
-    private static Outcome ours(List<String> args) {
+    static Outcome ours(List<String> args) {
         PtdecodeCommand c = new PtdecodeCommand();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
@@ -84,7 +84,7 @@ class PerfExitStatusTest {
         }
         int refused = 0;
         for (List<String> line : lines) {
-            Outcome want = perf(line);
+            Outcome want = perf(tmp, line);
             Outcome got = ours(line);
             assertEquals(want.status, got.status, "exit status of perf " + line + "\nperf: " + want.err + "\nours: "
                     + got.err);
