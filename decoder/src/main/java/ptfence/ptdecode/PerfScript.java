@@ -70,7 +70,7 @@ final class PerfScript {
                             ends[i] = r.end() == 0 ? 0 : tscAtOrBefore(rd.code.clock(), r.end());
                         }
                         s.tscRanges(starts, ends);
-                        s.psbs(ptfence.script.PerfFastForward.of(t.runs().stream().flatMap(List::stream).toList()));
+                        s.psbs(ptfence.script.PerfFastForward.of(t.runs()));
                     }
                     sinks.put(t, s);
                     return s;

@@ -12,8 +12,9 @@ import ptfence.perfdata.AuxBuffer;
  * PSB's TSC is before the start and moves there (else stays in the current buffer), then steps from PSB to PSB (from
  * that buffer's start, or from where the decoder stands) while the TSC in the PSB+ is before the start, stopping at a
  * PSB+ without one. Decoding restarts at the last PSB so reached; what lies between never happens in perf, errors
- * included. Positions are AUX offsets (perf's "psb offs"); TSCs are the TSC packets' 7 bytes with the top byte of the
- * buffer's reference time, as perf widens them.
+ * included. Positions are in the queue: the buffers one after the other, as the decoders read each run of them (a
+ * decoder's offsets start at its run's first buffer: {@link #queuePos}); TSCs are the TSC packets' 7 bytes with the
+ * top byte of the buffer's reference time, as perf widens them.
  */
 public final class PerfFastForward {
     private final long[] bufStart;
@@ -23,32 +24,54 @@ public final class PerfFastForward {
     /** Per buffer, its PSBs' offsets and TSCs (-1: the PSB+ has none). */
     private final long[][] psbAt;
     private final long[][] psbTsc;
+    /** Where each run of buffers starts in the queue. */
+    private final long[] runStart;
 
-    private PerfFastForward(List<AuxBuffer> buffers) {
+    private PerfFastForward(List<List<AuxBuffer>> runs) {
+        List<AuxBuffer> buffers = new ArrayList<>();
+        runStart = new long[runs.size()];
+        long at = 0;
+        for (int r = 0; r < runs.size(); r++) {
+            runStart[r] = at;
+            for (AuxBuffer b : runs.get(r)) {
+                buffers.add(b);
+                at += b.size();
+            }
+        }
         int n = buffers.size();
         bufStart = new long[n];
         bufEnd = new long[n];
         bufFirstTsc = new long[n];
         psbAt = new long[n][];
         psbTsc = new long[n][];
+        long start = 0;
         for (int i = 0; i < n; i++) {
             AuxBuffer b = buffers.get(i);
-            bufStart[i] = b.offset();
-            bufEnd[i] = b.offset() + b.size();
-            List<long[]> psbs = psbs(b);
+            bufStart[i] = start;
+            bufEnd[i] = start + b.size();
+            List<long[]> psbs = psbs(b, start);
+            start += b.size();
             psbAt[i] = psbs.stream().mapToLong(p -> p[0]).toArray();
             psbTsc[i] = psbs.stream().mapToLong(p -> p[1]).toArray();
             bufFirstTsc[i] = psbs.isEmpty() ? -1 : psbs.get(0)[1];
         }
     }
 
-    /** The index of one CPU's queue: its AUX buffers in order. */
-    public static PerfFastForward of(List<AuxBuffer> buffers) {
-        return new PerfFastForward(buffers);
+    /** The index of one CPU's queue: its AUX buffers in order, in the runs its decoders read. */
+    public static PerfFastForward of(List<List<AuxBuffer>> runs) {
+        return new PerfFastForward(runs);
     }
 
-    /** Each PSB of {@code b}: its AUX offset and the TSC in its PSB+ (-1 where a PSBEND comes first). */
-    private static List<long[]> psbs(AuxBuffer b) {
+    /** The queue position of offset {@code offset} of run {@code run}'s decoder. */
+    public long queuePos(long run, long offset) {
+        return run >= 0 && run < runStart.length ? runStart[(int) run] + offset : -1;
+    }
+
+    /**
+     * Each PSB of {@code b} (which starts at queue position {@code start}): its position and the TSC in its PSB+ (-1
+     * where a PSBEND comes first).
+     */
+    private static List<long[]> psbs(AuxBuffer b, long start) {
         List<long[]> out = new ArrayList<>();
         PacketCursor c = new PacketCursor(TraceSource.of(b.data()));
         while (c.syncForward()) {
@@ -67,7 +90,7 @@ public final class PerfFastForward {
             } catch (RuntimeException e) {
                 // a damaged PSB+: perf's packet walk stops there too, without a TSC
             }
-            out.add(new long[] {b.offset() + at, tsc});
+            out.add(new long[] {start + at, tsc});
             c.seek(at);
         }
         return out;
@@ -87,7 +110,7 @@ public final class PerfFastForward {
     }
 
     /**
-     * The PSB perf's decoder, standing at AUX offset {@code pos}, restarts at when fast forwarding towards TSC
+     * The PSB (queue position) perf's decoder, standing at queue position {@code pos}, restarts at when fast forwarding towards TSC
      * {@code tsc}; -1 where it does not move.
      */
     public long target(long pos, long tsc) {

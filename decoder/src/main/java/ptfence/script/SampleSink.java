@@ -152,7 +152,7 @@ public final class SampleSink implements FlowSink {
     private long ffAfter = -1;
     /** The CPU's PSBs, where perf's fast forward lands (null: not known, {@link #ffAfter}'s estimate is used). */
     private PerfFastForward psbs;
-    /** The PSB (AUX offset) perf's fast forward restarts at, while the decode has not reached it; -1: none. */
+    /** The PSB (queue position) perf's fast forward restarts at, while the decode has not reached it; -1: none. */
     private long ffTarget = -1;
     /** Past the last range's end: perf stops decoding the queue. */
     private boolean stopped;
@@ -260,7 +260,8 @@ public final class SampleSink implements FlowSink {
                 if (selTsc > ffTsc) {
                     ffTsc = selTsc;
                     ffAfter = decoderTsc();
-                    ffTarget = psbs == null || decoder == null ? -1 : psbs.target(decoder.offset(), selTsc);
+                    ffTarget = psbs == null || decoder == null ? -1
+                            : psbs.target(psbs.queuePos(traceNr - 1, decoder.offset()), selTsc);
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -284,7 +285,7 @@ public final class SampleSink implements FlowSink {
      * happens here never happens in perf, a failed walk (its error line, its file read) included.
      */
     private boolean fastForwarded(long offset) {
-        return ffTarget >= 0 && offset >= 0 && offset < ffTarget;
+        return ffTarget >= 0 && offset >= 0 && psbs.queuePos(traceNr - 1, offset) < ffTarget;
     }
 
     /** The decoder now reporting here (one per run of AUX buffers) and its TSC → perf time conversion. */
@@ -735,7 +736,7 @@ public final class SampleSink implements FlowSink {
         }
         psbOpen = false;
         if (psbs != null) {
-            if (ffTarget >= 0 && psbOffset >= ffTarget) {
+            if (ffTarget >= 0 && psbs.queuePos(traceNr - 1, psbOffset) >= ffTarget) {
                 insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
                 ffTarget = -1;
             }
