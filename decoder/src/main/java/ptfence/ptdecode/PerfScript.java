@@ -69,8 +69,7 @@ final class PerfScript {
                             starts[i] = r.start() == 0 ? 0 : tscAtOrAfter(rd.code.clock(), r.start());
                             ends[i] = r.end() == 0 ? 0 : tscAtOrBefore(rd.code.clock(), r.end());
                         }
-                        s.tscRanges(starts, ends);
-                        s.psbs(ptfence.script.PerfFastForward.of(t.runs()));
+                        s.tscRanges(starts, ends, ptfence.script.PerfFastForward.of(t.runs()));
                     }
                     sinks.put(t, s);
                     return s;
