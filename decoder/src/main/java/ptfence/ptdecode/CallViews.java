@@ -140,7 +140,13 @@ final class CallViews {
         }
         // perf's text call views need calls, returns and trace begins and ends only: other branches only move the
         // clock (the JSON form and the stack views count every branch's instructions in its thread)
-        run(rd, view, !jsonl && view instanceof CallTraceView);
+        // perf script's call views (text) decode under perf's --time filter: its fast forward and stop decide which
+        // failures happen, and the errors are not filtered by their own time (the sample views' rule)
+        boolean perfTime = !jsonl && view instanceof CallTraceView && !timeRanges.isEmpty() && rd.code.timed();
+        if (perfTime) {
+            ((CallTraceView) view).errorsUnfiltered();
+        }
+        run(rd, view, !jsonl && view instanceof CallTraceView, perfTime ? timeRanges : null);
     }
 
     /**
@@ -362,11 +368,15 @@ final class CallViews {
 
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */
     static void run(RecordingDecode rd, CallView view) throws Exception {
-        run(rd, view, false);
+        run(rd, view, false, null);
     }
 
-    /** As {@link #run(RecordingDecode, CallView)}; {@code callsOnly}: {@link BranchSink}'s items for the call views. */
-    static void run(RecordingDecode rd, CallView view, boolean callsOnly) throws Exception {
+    /**
+     * As {@link #run(RecordingDecode, CallView)}; {@code callsOnly}: {@link BranchSink}'s items for the call views;
+     * {@code perfTime}: the --time ranges perf's decoder filter runs with (null: none).
+     */
+    static void run(RecordingDecode rd, CallView view, boolean callsOnly, ptfence.script.TimeRanges perfTime)
+            throws Exception {
         Sideband sb = rd.sideband;
         CallStacks stacks = new CallStacks(new CpuTasks(sb), view);
         boolean timed = rd.code.timed();
@@ -384,6 +394,9 @@ final class CallViews {
             };
             BranchSink s = new BranchSink(t.cpu(), o, rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1),
                     callsOnly, rd.traces.size() > 1);
+            if (perfTime != null) {
+                s.timeFilter(PerfScript.timeFilter(rd, perfTime, t));
+            }
             return new RecordingDecode.CpuPart(s, d -> s.decoder(d, tsc -> timed ? rd.code.clock().toPerf(tsc) : -1),
                     () -> { });
         }, item -> {

@@ -178,12 +178,12 @@ public final class SampleSink implements FlowSink {
     }
 
     /**
-     * The --time ranges in TSC (starts and ends; 0: none), for the filter perf applies inside its decoder: a sample
-     * before a range's start is not made and the decoder fast-forwards to the last PSB before the start (the
-     * instructions before it are never counted); past the last end it stops.
+     * The filter perf applies inside its decoder for --time: a sample before a range's start is not made and the
+     * decoder fast-forwards to the last PSB before the start (the instructions before it are never counted); past
+     * the last end it stops.
      */
-    public void tscRanges(long[] starts, long[] ends, PerfFastForward psbs) {
-        filter = new PerfTimeFilter(starts, ends, psbs);
+    public void timeFilter(PerfTimeFilter f) {
+        filter = f;
     }
 
     /**
