@@ -123,11 +123,19 @@ public final class BranchSink implements FlowSink {
         filter = f;
     }
 
-    /** A state perf's decoder returns at TSC {@code tsc}: its time filter runs on it. */
-    private void state(long tsc) {
-        if (filter.active() && decoder != null) {
-            filter.filtered(tsc, queuePos(decoder.offset()), decoder.time());
+    /**
+     * A state perf's decoder returns at TSC {@code tsc}: its time filter runs on it; true if it makes no sample. One
+     * inside the ranges first shows a ratio change perf's filter kept unseen.
+     */
+    private boolean state(long tsc) {
+        if (!filter.active() || decoder == null) {
+            return false;
         }
+        if (filter.filtered(tsc, queuePos(decoder.offset()), decoder.time())) {
+            return true;
+        }
+        markItem(marks.unseenCbr(cpu, perf(tsc), insns));
+        return false;
     }
 
     private long queuePos(long offset) {
@@ -379,8 +387,12 @@ public final class BranchSink implements FlowSink {
     }
 
     private void take(Event ev, long psbOffset) {
-        state(sampleClock.time());
+        long shown = marks.shown();
+        boolean filtered = state(sampleClock.time());
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
+        if (filtered && marks.shown() != shown) {
+            marks.unseen(shown); // perf's filter made no sample here: its ratio stays unshown
+        }
         FlowItem.Mark cbr = marks.cbrInPsb();
         markItem(m);
         if (cbr != null) { // after the psb, which took the instructions before both

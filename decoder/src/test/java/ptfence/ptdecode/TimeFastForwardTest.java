@@ -13,8 +13,8 @@ import org.junit.jupiter.api.io.TempDir;
  * perf's fast forward before a --time start (intel_pt_fast_forward): at the first state before the start its decoder
  * jumps to the last PSB whose TSC is before it, so the failed walks in between never happen. On the quipper recording
  * (its code missing: most lines are those failures) and a HASE one, for starts all over the trace and in the views
- * perf users run, the perf entry's bytes and exit status must be perf 6.1's own. Before: quipper's --itrace=e
- * --time 641.2580, printed 115 errors, perf 17.
+ * perf users run, the call views included, the perf entry's bytes and exit status must be perf 6.1's own. Before:
+ * quipper's --itrace=e --time 641.2580, printed 115 errors, perf 17; --call-trace with it 3 lines, perf 21.
  */
 class TimeFastForwardTest {
     @TempDir
@@ -24,7 +24,9 @@ class TimeFastForwardTest {
     void errorsBeforeTheStartThatPerfJumpsOverAreNotPrinted() throws Exception {
         String quipper = RecordingRecoveryTest.quipper().resolve("perf.data.intel_pt-4.14").toString();
         List<List<String>> views = List.of(List.of("--itrace=e"), List.of("--itrace=be"),
-                List.of("--itrace=i1ie", "--ns"), List.of("--itrace=cepwx"), List.of());
+                List.of("--itrace=i1ie", "--ns"), List.of("--itrace=cepwx"), List.of(),
+                // the call views decode under the same filter: its fast forward, its stop, the ratio left unseen
+                List.of("--call-trace"), List.of("--call-ret-trace"));
         List<String> times = List.of("641.2569,", "641.25705,", "641.2571,641.2574", "641.25723,641.2575",
                 "641.2578,", "641.2580,", "641.2585,641.2590");
         int lines = 0;
