@@ -105,7 +105,7 @@ public final class EventMarks {
 
     /** The cbr of a ratio the trace gave that perf has not shown yet (a state inside the ranges now); else null. */
     public FlowItem.Mark unseenCbr(int cpu, long time, long insns) {
-        if (ratio < 0 || ratio == lastCbr || lastCbr == -1) {
+        if (ratio < 0 || ratio == lastCbr) {
             return null;
         }
         lastCbr = ratio;
