@@ -110,11 +110,49 @@ public final class BranchSink implements FlowSink {
         this.mergeTimes = new MergeTimes(out::time);
     }
 
+    /** perf's in-decoder --time filter (perf script's call views): none unless set. */
+    private ptfence.script.PerfTimeFilter filter = new ptfence.script.PerfTimeFilter();
+    /** The run of AUX buffers being decoded (0: the first). */
+    private long run = -1;
+
+    /**
+     * perf's --time filter inside its decoder, which the call views' decode also runs under: it fast-forwards over
+     * the trace before a range's start (no failed walk there happens) and stops the queue past the last end.
+     */
+    public void timeFilter(ptfence.script.PerfTimeFilter f) {
+        filter = f;
+    }
+
+    /**
+     * A state perf's decoder returns at TSC {@code tsc}: its time filter runs on it; true if it makes no sample. One
+     * inside the ranges first shows a ratio change perf's filter kept unseen.
+     */
+    private boolean state(long tsc) {
+        if (!filter.active() || decoder == null) {
+            return false;
+        }
+        if (filter.filtered(tsc, queuePos(decoder.offset()), decoder.time())) {
+            return true;
+        }
+        markItem(marks.unseenCbr(cpu, perf(tsc), insns));
+        return false;
+    }
+
+    private long queuePos(long offset) {
+        return filter.psbs() == null ? -1 : filter.psbs().queuePos(run, offset);
+    }
+
+    /** Whether perf never meets a failure at {@code offset}: its queue stopped, or its fast forward jumped past it. */
+    private boolean neverDecoded(long offset) {
+        return filter.active() && (filter.stopped() || filter.skipped(queuePos(offset)));
+    }
+
     /**
      * The decoder now reporting to this sink: its time in perf time ({@code toPerf} of its TSC; -1: unknown), its
      * own time (which the code is read with) and its last PSB.
      */
     public void decoder(FlowDecoder d, java.util.function.LongUnaryOperator toPerf) {
+        run++;
         held.clear();
         holding = false;
         judgedPsb = -1;
@@ -169,6 +207,7 @@ public final class BranchSink implements FlowSink {
 
     /** A branch at sample time {@code tsc} (TSC): a branch instruction's is the flow's time at the instruction. */
     private void branchAt(long tsc, long from, long to, int flags, int len) {
+        state(tsc);
         int f = flags | (inTx ? BranchFlags.IN_TX : 0);
         if (callsOnly && (f & ~CLOCK_ONLY) == 0 && !afterEnd) {
             dropped = true;
@@ -348,7 +387,12 @@ public final class BranchSink implements FlowSink {
     }
 
     private void take(Event ev, long psbOffset) {
+        long shown = marks.shown();
+        boolean filtered = state(sampleClock.time());
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
+        if (filtered && marks.shown() != shown) {
+            marks.unseen(shown); // perf's filter made no sample here: its ratio stays unshown
+        }
         FlowItem.Mark cbr = marks.cbrInPsb();
         markItem(m);
         if (cbr != null) { // after the psb, which took the instructions before both
@@ -392,7 +436,9 @@ public final class BranchSink implements FlowSink {
             }
             case Event.OVERFLOW -> {
                 pending = false;
-                loss("overflow", PtError.OVERFLOW, lastIp);
+                if (!filter.active() || !filter.stopped()) {
+                    loss("overflow", PtError.OVERFLOW, lastIp);
+                }
                 resync.lost();
             }
             case Event.TSX -> {
@@ -421,7 +467,10 @@ public final class BranchSink implements FlowSink {
         if (resync.beginBeforeError(code)) {
             branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
         }
-        loss(PtError.message(code), code, ip, perf(sampleClock.error())); // perf's decoder takes the error's time
+        long at = perf(sampleClock.error()); // perf's decoder takes the error's time
+        if (!neverDecoded(offset)) {
+            loss(PtError.message(code), code, ip, at);
+        }
         resync.lost();
     }
 

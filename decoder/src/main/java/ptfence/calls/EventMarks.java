@@ -17,6 +17,8 @@ public final class EventMarks {
     /** The core:bus ratio last shown (-1: none yet): perf shows cbr when it changes, also inside a PSB+. */
     private long lastCbr = -1;
     private FlowItem.Mark cbrInPsb;
+    /** The ratio the trace last gave (-1: none yet), shown or not. */
+    private long ratio = -1;
     /** Where the last PSB shown starts (-1: none). */
     private long lastPsb = -1;
 
@@ -36,6 +38,9 @@ public final class EventMarks {
      * {@code psbOffset} is where the PSB the flow last read starts in the CPU's trace.
      */
     public FlowItem.Mark of(Event ev, int cpu, long time, long insns, long psbOffset) {
+        if (ev.type == Event.CBR) {
+            ratio = ev.ratio;
+        }
         if (ev.statusUpdate) {
             if (ev.type == Event.CBR && ev.ratio != lastCbr) {
                 lastCbr = ev.ratio;
@@ -82,6 +87,29 @@ public final class EventMarks {
         }
         lastCbr = 0;
         return mark(cpu, time, "cbr", 0, insns, "ratio", 0);
+    }
+
+    /** The ratio last shown (-1: none): what {@link #unseen} puts back. */
+    public long shown() {
+        return lastCbr;
+    }
+
+    /**
+     * perf's time filter made no sample of the state that changed the ratio: perf's last shown ratio stays
+     * {@code before}, and the first state inside a range shows the change ({@link #unseenCbr}).
+     */
+    public void unseen(long before) {
+        lastCbr = before;
+        cbrInPsb = null;
+    }
+
+    /** The cbr of a ratio the trace gave that perf has not shown yet (a state inside the ranges now); else null. */
+    public FlowItem.Mark unseenCbr(int cpu, long time, long insns) {
+        if (ratio < 0 || ratio == lastCbr) {
+            return null;
+        }
+        lastCbr = ratio;
+        return mark(cpu, time, "cbr", 0, insns, "ratio", ratio);
     }
 
     /** True while no cbr was shown: the next instruction shows {@link #noCbrYet}. */

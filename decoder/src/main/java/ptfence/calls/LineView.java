@@ -52,6 +52,14 @@ abstract class LineView implements CallView {
     private int sampleNext;
     private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
 
+    /** The errors are not filtered by their own time: perf's decoder filter (BranchSink's) decided them. */
+    private boolean errorsUnfiltered;
+
+    /** perf script's --time: the errors its decoder meets print whatever their time (the sample views' rule). */
+    public final void errorsUnfiltered() {
+        errorsUnfiltered = true;
+    }
+
     /** Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}. */
     public final void recordedSamples(long[] times, int[][] tasks) {
         sampleTimes = times;
@@ -111,7 +119,8 @@ abstract class LineView implements CallView {
                 return;
             }
         }
-        if (item.time() >= 0 && (item.time() < options.from() || item.time() > options.to())) {
+        if (item.time() >= 0 && (item.time() < options.from() || item.time() > options.to())
+                && !(errorsUnfiltered && item instanceof FlowItem.Loss)) {
             return;
         }
         if (!jsonl) {

@@ -57,6 +57,9 @@ final class CallViews {
      */
     int branchFilter;
 
+    /** perf's --time ranges (perf script's entry): the recorded samples outside them are dropped, as the sample views'. */
+    ptfence.script.TimeRanges timeRanges = ptfence.script.TimeRanges.ALL;
+
     /** True if the command line asks for one of these views (given no --func). */
     boolean wanted(String format) {
         return callTrace || callRetTrace || branches || format.equals("perfetto") || format.equals("folded");
@@ -131,13 +134,19 @@ final class CallViews {
                     req.timeFrom(), req.timeTo());
             CallTraceView v = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
             if (!jsonl) {
-                recordReads(rd, v);
+                recordReads(rd, v, timeRanges);
             }
             view = v;
         }
         // perf's text call views need calls, returns and trace begins and ends only: other branches only move the
         // clock (the JSON form and the stack views count every branch's instructions in its thread)
-        run(rd, view, !jsonl && view instanceof CallTraceView);
+        // perf script's call views (text) decode under perf's --time filter: its fast forward and stop decide which
+        // failures happen, and the errors are not filtered by their own time (the sample views' rule)
+        boolean perfTime = !jsonl && view instanceof CallTraceView && !timeRanges.isEmpty() && rd.code.timed();
+        if (perfTime) {
+            ((CallTraceView) view).errorsUnfiltered();
+        }
+        run(rd, view, !jsonl && view instanceof CallTraceView, perfTime ? timeRanges : null);
     }
 
     /**
@@ -148,7 +157,8 @@ final class CallViews {
      * printed, else only at the view's first loss (the reads matter nowhere else): a recording of the trace alone
      * decoded without a loss is read once.
      */
-    private static void recordReads(RecordingDecode rd, CallTraceView view) throws IOException {
+    private static void recordReads(RecordingDecode rd, CallTraceView view, ptfence.script.TimeRanges time)
+            throws IOException {
         Set<Long> printed = new HashSet<>();
         boolean single = false; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
         for (int i = 0; i < rd.eventAttrs.size() && i < rd.eventIds.size(); i++) {
@@ -161,20 +171,23 @@ final class CallViews {
         if (printed.isEmpty() && !single) {
             view.fileReads(() -> {
                 try {
-                    return readRecords(rd, printed, false, null);
+                    return readRecords(rd, printed, false, null, time);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
             });
             return;
         }
-        RecordReads.Files reads = readRecords(rd, printed, single, view);
+        RecordReads.Files reads = readRecords(rd, printed, single, view, time);
         view.fileReads(() -> reads);
     }
 
-    /** One pass over the records: the file reads, and the printed samples handed to {@code view} (if not null). */
+    /**
+     * One pass over the records: the file reads, and the printed samples handed to {@code view} (if not null); a
+     * sample outside the --time ranges is neither (RecordReads.dropped, the sample views' rule).
+     */
     private static RecordReads.Files readRecords(RecordingDecode rd, Set<Long> printedIds, boolean single,
-            CallTraceView view) throws IOException {
+            CallTraceView view, ptfence.script.TimeRanges ranges) throws IOException {
         List<long[]> at = new ArrayList<>();
         List<String> files = new ArrayList<>();
         List<long[]> printed = new ArrayList<>();
@@ -184,7 +197,8 @@ final class CallViews {
                 while (r.hasNext()) {
                     PerfRecord rec = r.next();
                     if (rec instanceof PerfRecord.Sample s) {
-                        if (single || printedIds.contains(s.id() != 0 ? s.id() : s.identifier())) {
+                        if ((single || printedIds.contains(s.id() != 0 ? s.id() : s.identifier()))
+                                && !RecordReads.dropped(ranges, s.time())) {
                             printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
                             read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }
@@ -354,11 +368,15 @@ final class CallViews {
 
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */
     static void run(RecordingDecode rd, CallView view) throws Exception {
-        run(rd, view, false);
+        run(rd, view, false, null);
     }
 
-    /** As {@link #run(RecordingDecode, CallView)}; {@code callsOnly}: {@link BranchSink}'s items for the call views. */
-    static void run(RecordingDecode rd, CallView view, boolean callsOnly) throws Exception {
+    /**
+     * As {@link #run(RecordingDecode, CallView)}; {@code callsOnly}: {@link BranchSink}'s items for the call views;
+     * {@code perfTime}: the --time ranges perf's decoder filter runs with (null: none).
+     */
+    static void run(RecordingDecode rd, CallView view, boolean callsOnly, ptfence.script.TimeRanges perfTime)
+            throws Exception {
         Sideband sb = rd.sideband;
         CallStacks stacks = new CallStacks(new CpuTasks(sb), view);
         boolean timed = rd.code.timed();
@@ -376,6 +394,9 @@ final class CallViews {
             };
             BranchSink s = new BranchSink(t.cpu(), o, rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1),
                     callsOnly, rd.traces.size() > 1);
+            if (perfTime != null) {
+                s.timeFilter(PerfScript.timeFilter(rd, perfTime, t));
+            }
             return new RecordingDecode.CpuPart(s, d -> s.decoder(d, tsc -> timed ? rd.code.clock().toPerf(tsc) : -1),
                     () -> { });
         }, item -> {

@@ -85,6 +85,8 @@ public final class PerfEntry {
         cl.setOut(out);
         cl.setErr(err);
         cl.setCaseInsensitiveEnumValuesAllowed(false);
+        // perf's parse-options: an option given again replaces its value (--time A --time B is B)
+        cl.setOverwrittenOptionsAllowed(true);
         cl.setParameterExceptionHandler((ex, a) -> {
             err.println("  Error: " + perfWords(ex));
             usage(err);
@@ -105,11 +107,14 @@ public final class PerfEntry {
                 return EXIT_USAGE;
             }
             err.flush();
-            return EXIT_FAILED;
+            // a --time string perf refuses: its cmd_script returns -EINVAL there, not -1
+            return ex instanceof ptfence.script.TimeStringException ? ptfence.script.TimeStringException.PERF_STATUS
+                    : EXIT_FAILED;
         });
         int status = cl.execute(rest);
         // ptdecode's non-zero statuses (2: bad input, 70: internal) are perf's one failure status
-        return status == 0 || status == EXIT_USAGE ? status : EXIT_FAILED;
+        return status == 0 || status == EXIT_USAGE || status == ptfence.script.TimeStringException.PERF_STATUS
+                ? status : EXIT_FAILED;
     }
 
     /** picocli's complaint in parse-options' words where there are such. */

@@ -61,15 +61,7 @@ final class PerfScript {
                     SampleSink s = new SampleSink(cfg, t.cpu(), t.tid(), rd.sideband, rd.symbols,
                             rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1), producers.get(t));
                     if (timed && !cfg.time.isEmpty()) {
-                        List<TimeRanges.Range> rs = cfg.time.ranges();
-                        long[] starts = new long[rs.size()];
-                        long[] ends = new long[rs.size()];
-                        for (int i = 0; i < rs.size(); i++) {
-                            TimeRanges.Range r = rs.get(i);
-                            starts[i] = r.start() == 0 ? 0 : tscAtOrAfter(rd.code.clock(), r.start());
-                            ends[i] = r.end() == 0 ? 0 : tscAtOrBefore(rd.code.clock(), r.end());
-                        }
-                        s.tscRanges(starts, ends);
+                        s.timeFilter(timeFilter(rd, cfg.time, t));
                     }
                     sinks.put(t, s);
                     return s;
@@ -148,6 +140,19 @@ final class PerfScript {
             }
         }
         return side;
+    }
+
+    /** perf's in-decoder --time filter for CPU queue {@code t}: the ranges in TSC, the queue's PSBs. */
+    static ptfence.script.PerfTimeFilter timeFilter(RecordingDecode rd, TimeRanges time, RecordingDecode.CpuTrace t) {
+        List<TimeRanges.Range> rs = time.ranges();
+        long[] starts = new long[rs.size()];
+        long[] ends = new long[rs.size()];
+        for (int i = 0; i < rs.size(); i++) {
+            TimeRanges.Range r = rs.get(i);
+            starts[i] = r.start() == 0 ? 0 : tscAtOrAfter(rd.code.clock(), r.start());
+            ends[i] = r.end() == 0 ? 0 : tscAtOrBefore(rd.code.clock(), r.end());
+        }
+        return new ptfence.script.PerfTimeFilter(starts, ends, ptfence.script.PerfFastForward.of(t.runs()));
     }
 
     /** The least TSC whose perf time is {@code ns} or later (perf's time ranges in TSC). */

@@ -296,6 +296,9 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
             rd.load();
+            if (perfMode && cpus != null) {
+                perfCpuCheck(rd.eventAttrs, cpuSet(cpus), rd.nrCpusAvail, stderr);
+            }
             ptfence.script.TimeRanges ranges = ptfence.script.TimeRanges.parse(time, rd.firstSampleTime,
                     rd.lastSampleTime, perf.reltime);
             if (time != null) {
@@ -331,6 +334,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
                         + "filter sees the samples of --itrace's other views)");
             }
+            calls.timeRanges = ranges;
             calls.run(rd, rd.request(), "text", out);
             return done(rd, out);
         }
@@ -587,27 +591,95 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         return List.copyOf(byContent.values());
     }
 
+    /**
+     * A CPU list as perf reads -C (libperf's cpu map): numbers as strtoul reads them with base 0 (0x hex, a leading 0
+     * octal), ranges A-B (an empty B is 0), separated by single commas; a trailing comma is taken, a leading one or
+     * a blank is not; an empty list is the machine's online CPUs.
+     */
     static Set<Integer> cpuSet(String spec) {
         if (spec == null) {
             return null;
         }
         Set<Integer> out = new TreeSet<>();
-        try {
-            for (String part : spec.split(",")) {
-                int dash = part.indexOf('-');
-                int a = Integer.parseInt(dash < 0 ? part.trim() : part.substring(0, dash).trim());
-                int b = dash < 0 ? a : Integer.parseInt(part.substring(dash + 1).trim());
-                if (a < 0 || b < a) {
-                    throw new NumberFormatException(part);
-                }
-                for (int c = a; c <= b; c++) {
-                    out.add(c);
+        int[] at = {0};
+        while (at[0] < spec.length() && Character.isDigit(spec.charAt(at[0]))) {
+            long a = strtoul(spec, at);
+            char next = at[0] < spec.length() ? spec.charAt(at[0]) : 0;
+            if (a >= Integer.MAX_VALUE || next != 0 && next != ',' && next != '-') {
+                throw new BadInputException("Invalid cpu_list " + spec);
+            }
+            long b = a;
+            if (next == '-') {
+                at[0]++;
+                b = strtoul(spec, at);
+                next = at[0] < spec.length() ? spec.charAt(at[0]) : 0;
+                if (b >= Integer.MAX_VALUE || next != 0 && next != ',' || b < a) {
+                    throw new BadInputException("Invalid cpu_list " + spec);
                 }
             }
-        } catch (NumberFormatException e) {
-            throw new BadInputException("-C " + spec + ": expected CPUs like 0,2-3");
+            for (long c = a; c <= b; c++) {
+                out.add((int) c);
+            }
+            if (next != 0) {
+                at[0]++;
+            }
+        }
+        if (out.isEmpty()) {
+            if (at[0] < spec.length()) {
+                throw new BadInputException("Invalid cpu_list " + spec);
+            }
+            for (int c = 0; c < Runtime.getRuntime().availableProcessors(); c++) {
+                out.add(c);
+            }
         }
         return out;
+    }
+
+    /** C's strtoul(s + at, &end, 0) over digits only (the caller saw a digit or takes an empty number as 0). */
+    private static long strtoul(String s, int[] at) {
+        int i = at[0];
+        int radix = 10;
+        if (i + 1 < s.length() && s.charAt(i) == '0' && (s.charAt(i + 1) == 'x' || s.charAt(i + 1) == 'X')
+                && i + 2 < s.length() && Character.digit(s.charAt(i + 2), 16) >= 0) {
+            radix = 16;
+            i += 2;
+        } else if (i < s.length() && s.charAt(i) == '0') {
+            radix = 8;
+        }
+        long v = 0;
+        while (i < s.length() && Character.digit(s.charAt(i), radix) >= 0) {
+            v = Math.min((long) Integer.MAX_VALUE, v * radix + Character.digit(s.charAt(i), radix));
+            i++;
+        }
+        at[0] = i;
+        return v;
+    }
+
+    /**
+     * perf script's checks of -C against the recording (perf_session__cpu_bitmap): the first event of each of the
+     * kernel's generic types (hardware to breakpoint; Intel PT's own type is not among them) must record the CPU,
+     * and every CPU asked for must be below the recording's available CPUs.
+     */
+    static void perfCpuCheck(List<ptfence.perfdata.EventAttr> attrs, Set<Integer> cpus, int nrCpusAvail,
+            PrintStream err) {
+        for (int type = 0; type < 6; type++) { // PERF_TYPE_MAX
+            for (ptfence.perfdata.EventAttr a : attrs) {
+                if (a.type() == type) {
+                    if ((a.sampleType() & (1L << 7)) == 0) { // PERF_SAMPLE_CPU
+                        throw new BadInputException("File does not contain CPU events. Remove -C option to proceed.");
+                    }
+                    break;
+                }
+            }
+        }
+        for (int c : cpus) {
+            if (c >= 2048) { // perf's MAX_NR_CPUS: a warning first
+                err.println("Perf can support 2048 CPUs. Consider raising MAX_NR_CPUS");
+            }
+            if (c >= Math.min(nrCpusAvail > 0 ? nrCpusAvail : 2048, 2048)) {
+                throw new BadInputException("Requested CPU " + c + " too large. Consider raising MAX_NR_CPUS");
+            }
+        }
     }
 
     public static void main(String[] args) {

@@ -359,6 +359,8 @@ final class RecordingDecode {
     /** HEADER_SAMPLE_TIME's first and last sample time (0, 0 when absent). */
     long firstSampleTime;
     long lastSampleTime;
+    /** HEADER_NRCPUS's available CPUs (0 when absent): perf's bound for -C. */
+    int nrCpusAvail;
 
     private void readEvents(PerfDataFile f) {
         Map<Long, String> names = new java.util.HashMap<>();
@@ -373,6 +375,7 @@ final class RecordingDecode {
                         firstSampleTime = t.start();
                         lastSampleTime = t.end();
                     });
+            f.features().nrCpus().ifPresent(n -> nrCpusAvail = n.available());
         } catch (BadInputException e) {
             err.println("ptdecode: " + e.getMessage() + " (event names not used)");
         }

@@ -30,6 +30,14 @@ public final class RecordReads {
         return type != ptType && !(type == 1 && config == 9);
     }
 
+    /**
+     * Whether perf script drops a recorded sample at perf time {@code time} before anything else: process_sample_event
+     * leaves out a sample outside the --time ranges first, so it is neither printed nor its code's file read.
+     */
+    public static boolean dropped(TimeRanges time, long t) {
+        return !time.isEmpty() && t >= 0 && time.skip(t);
+    }
+
     /** The file perf reads for printed sample {@code s}'s code at perf time {@code time}, or null (no IP, unmapped). */
     public static String ofSample(Symbolizer symbols, PerfRecord.Sample s, long time) {
         return s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());

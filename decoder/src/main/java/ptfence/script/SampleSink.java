@@ -141,17 +141,8 @@ public final class SampleSink implements FlowSink {
     private long sampleInsnCnt;
     private long sampleCycCnt;
 
-    // perf's time filter inside its decoder loop (intel_pt_time_filter), on TSC times: the bound looked at next
-    private long[] selStarts = new long[0];
-    private long[] selEnds = new long[0];
-    private int selIdx;
-    private boolean selStart;
-    private long selTsc;
-    private long ffTsc;
-    /** A fast forward asked for: count from the last PSB before {@link #ffTsc} after the decoder's time then. */
-    private long ffAfter = -1;
-    /** Past the last range's end: perf stops decoding the queue. */
-    private boolean stopped;
+    /** perf's time filter inside its decoder loop (intel_pt_time_filter): none until {@link #tscRanges}. */
+    private PerfTimeFilter filter = new PerfTimeFilter();
 
     public SampleSink(ScriptConfig cfg, int cpu, int fixedTid, Sideband sideband, Symbolizer symbols,
             CodeSpace space, ScriptMerge.Producer out) {
@@ -187,18 +178,12 @@ public final class SampleSink implements FlowSink {
     }
 
     /**
-     * The --time ranges in TSC (starts and ends; 0: none), for the filter perf applies inside its decoder: a sample
-     * before a range's start is not made and the decoder fast-forwards to the last PSB before the start (the
-     * instructions before it are never counted); past the last end it stops.
+     * The filter perf applies inside its decoder for --time: a sample before a range's start is not made and the
+     * decoder fast-forwards to the last PSB before the start (the instructions before it are never counted); past
+     * the last end it stops.
      */
-    public void tscRanges(long[] starts, long[] ends) {
-        selStarts = starts;
-        selEnds = ends;
-        if (starts.length > 0) {
-            selIdx = 0;
-            selStart = starts[0] != 0;
-            selTsc = selStart ? starts[0] : ends[0];
-        }
+    public void timeFilter(PerfTimeFilter f) {
+        filter = f;
     }
 
     /**
@@ -215,58 +200,20 @@ public final class SampleSink implements FlowSink {
      * instructions: where code is missing there are no others, and past the last end the queue stops, its errors too.
      */
     private void stateTime() {
-        if (selStarts.length > 0) {
+        if (filter.active()) {
             timeFiltered(queueTsc);
         }
     }
 
-    /** perf's intel_pt_next_time: the next bound to look at; false when there is none. */
-    private boolean nextTime() {
-        if (selStart) {
-            selStart = false;
-            selTsc = selEnds[selIdx];
-            return true;
-        }
-        if (selIdx + 1 < selStarts.length) {
-            selStart = true;
-            selIdx++;
-            selTsc = selStarts[selIdx];
-            return true;
-        }
-        return false;
-    }
-
     /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
     private boolean timeFiltered(long ts) {
-        if (stopped) {
-            return true;
-        }
-        if (selTsc == 0 || ts < 0) {
-            return false;
-        }
-        while (true) {
-            if (selStart) {
-                if (ts >= selTsc) {
-                    nextTime();
-                    if (selTsc == 0) {
-                        return false;
-                    }
-                    continue;
-                }
-                if (selTsc > ffTsc) {
-                    ffTsc = selTsc;
-                    ffAfter = decoderTsc();
-                }
-                return true;
-            } else if (ts > selTsc) {
-                if (!nextTime()) {
-                    stopped = true;
-                    return true;
-                }
-            } else {
-                return false;
-            }
-        }
+        return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc());
+    }
+
+    /** Where offset {@code offset} of the current decoder lies in the CPU's queue (-1: not known). */
+    private long queuePos(long offset) {
+        PerfFastForward p = filter.psbs();
+        return p == null ? -1 : p.queuePos(traceNr - 1, offset);
     }
 
     /** The decoder now reporting here (one per run of AUX buffers) and its TSC → perf time conversion. */
@@ -365,7 +312,7 @@ public final class SampleSink implements FlowSink {
         }
         insnTotal++;
         boolean branch = InsnClass.isBranch(cls);
-        boolean filtered = selStarts.length > 0 ? timeFiltered(queueTsc) : timeSkipped();
+        boolean filtered = filter.active() ? timeFiltered(queueTsc) : timeSkipped();
         boolean sample = sampleInsns && due(branch) && !filtered;
         if (countIpc) {
             ipcState(ip, size, cls, sample);
@@ -716,15 +663,10 @@ public final class SampleSink implements FlowSink {
             return;
         }
         psbOpen = false;
-        if (ffAfter >= 0) {
-            long t = decoderTsc();
-            if (t < ffTsc && t > ffAfter) {
-                insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
-            } else if (t >= ffTsc) {
-                ffAfter = -1;
-            }
+        if (filter.restartsAt(queuePos(psbOffset), decoderTsc())) {
+            insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
         }
-        if (stopped || selStarts.length > 0 && timeFiltered(queueTsc)) {
+        if (filter.stopped() || filter.active() && timeFiltered(queueTsc)) {
             return; // perf's time filter: no sample of this state, so its CBR is not seen either
         }
         if (cfg.events.of(PerfEvents.Kind.PSB) != null && !timeSkipped()) {
@@ -778,7 +720,7 @@ public final class SampleSink implements FlowSink {
             String dso = lines.dsoOf(ip, perfTime(), task.pid());
             gate = dso == null ? 0 : cfg.dsoData.id(dso);
         }
-        if (perf != 7 || !cfg.itrace.suppressesOverflow()) {
+        if ((perf != 7 || !cfg.itrace.suppressesOverflow()) && !filter.skipped(queuePos(offset))) {
             error(perf, ip, gate);
         }
         resync.lost();
@@ -812,7 +754,7 @@ public final class SampleSink implements FlowSink {
     }
 
     private void error(int code, long ip, int gate) {
-        if (!cfg.itrace.errors || stopped) {
+        if (!cfg.itrace.errors || filter.stopped()) {
             if (gate != 0) {
                 // no line, but perf's walk still read the file: an empty line marks it at its time
                 out.line();
@@ -890,7 +832,7 @@ public final class SampleSink implements FlowSink {
 
     /** The thread, time, CPU and symbol filters of a sample at {@code ip}; moves the task to the sample's time. */
     private boolean keep(long ip) {
-        if (stopped) {
+        if (filter.stopped()) {
             return false;
         }
         long t = perfTime();

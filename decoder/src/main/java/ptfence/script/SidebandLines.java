@@ -284,8 +284,8 @@ public final class SidebandLines {
 
     /** A recorded event's sample, as perf script's process_event prints it. */
     private void sample(ScriptMerge.Producer out, PerfRecord.Sample s, PerfEvents.Event e, long time) {
-        if (!cfg.time.isEmpty() && time >= 0 && cfg.time.skip(time)) {
-            return; // perf's process_sample_event leaves it out first, so its file is not read either
+        if (RecordReads.dropped(cfg.time, time)) {
+            return;
         }
         if (cfg.script != null) {
             Symbol sym = s.ip() == 0 ? null : symbols.symbol(s.ip(), time, s.pid());

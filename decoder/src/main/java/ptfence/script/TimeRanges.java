@@ -2,7 +2,6 @@ package ptfence.script;
 
 import java.util.ArrayList;
 import java.util.List;
-import ptfence.cli.BadInputException;
 
 /**
  * perf script's {@code --time}: one or more ranges of perf time, as perf reads them (tools/perf/util/time-utils.c):
@@ -44,13 +43,13 @@ public final class TimeRanges {
         }
         boolean percent = spec.indexOf('%') >= 0;
         if ((percent || reltime) && first == 0 && last == 0) {
-            throw new BadInputException("--time " + spec + ": the recording does not say its first and last sample "
+            throw new TimeStringException("--time " + spec + ": the recording does not say its first and last sample "
                     + "time (perf record's HEADER_SAMPLE_TIME), which " + (percent ? "percentages" : "--reltime")
                     + " count from");
         }
         List<Range> out = percent ? percents(spec, first, last) : absolute(spec);
         if (out == null) {
-            throw new BadInputException("--time " + spec + ": invalid time string (perf's forms: start,stop in "
+            throw new TimeStringException("--time " + spec + ": invalid time string (perf's forms: start,stop in "
                     + "seconds, either empty; several separated by spaces; 10%/2; 0%-10%,30%-40%)");
         }
         if (reltime) {
@@ -168,7 +167,7 @@ public final class TimeRanges {
             }
         }
         if (end != 0 && end < start) {
-            throw new BadInputException("--time " + s + ": the end comes before the start");
+            throw new TimeStringException("--time " + s + ": the end comes before the start");
         }
         return new Range(start, end);
     }

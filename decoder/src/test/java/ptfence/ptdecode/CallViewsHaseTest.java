@@ -16,10 +16,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import ptfence.cli.JsonReader;
@@ -40,21 +38,11 @@ class CallViewsHaseTest {
     }
 
     private static String perf(Path tmp, String... args) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of("perf", "script", "-i", REC.toString(), "--symfs="
-                + DIR.resolve("symfs")));
+        List<String> cmd = new ArrayList<>(List.of("script", "-i", REC.toString(), "--symfs=" + DIR.resolve("symfs")));
         cmd.addAll(List.of(args));
-        Path out = tmp.resolve("perf.out");
-        Process p;
-        try {
-            p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(tmp.resolve("perf.err").toFile())
-                    .start();
-        } catch (IOException e) {
-            Assumptions.abort("perf is not installed (" + e.getMessage() + ")");
-            throw e;
-        }
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "perf did not finish");
-        assertEquals(0, p.exitValue(), Files.readString(tmp.resolve("perf.err")));
-        return Files.readString(out, StandardCharsets.ISO_8859_1);
+        PerfExitStatusTest.Outcome o = PerfExitStatusTest.perf(tmp, cmd);
+        assertEquals(0, o.status(), o.err());
+        return o.out();
     }
 
     private static List<Map<String, Object>> ours(String... view) {

@@ -1,0 +1,137 @@
+package ptfence.script;
+
+/**
+ * perf's --time filter inside its decoder loop (intel_pt_time_filter), one per CPU queue, on TSC times: it runs on
+ * every state the decoder returns (an instruction or branch, a trace begin, a PSB or CBR event; never on an error).
+ * A state before a range's start makes no sample and, once per start, fast-forwards the decoder to the last PSB before
+ * the start ({@link PerfFastForward}: what lies between is never decoded, its failed walks included); past the last
+ * range's end the queue stops (no more samples, no more errors). The one rule of the sample views
+ * ({@link SampleSink}) and the call views ({@code calls.BranchSink}).
+ */
+public final class PerfTimeFilter {
+    private long[] starts = new long[0];
+    private long[] ends = new long[0];
+    private int idx;
+    private boolean atStart;
+    /** The bound looked at next (0: none). */
+    private long selTsc;
+    private long ffTsc;
+    /** A fast forward asked for without the queue's PSBs: the decoder's TSC then (-1: none). */
+    private long ffAfter = -1;
+    private PerfFastForward psbs;
+    /** The PSB (queue position) the fast forward restarts at, while the decode has not reached it; -1: none. */
+    private long ffTarget = -1;
+    private boolean stopped;
+
+    /** The ranges in TSC (starts and ends; 0: an open end); {@code psbs}: the queue's PSBs (null: not known). */
+    public PerfTimeFilter(long[] starts, long[] ends, PerfFastForward psbs) {
+        this.starts = starts;
+        this.ends = ends;
+        this.psbs = psbs;
+        if (starts.length > 0) {
+            idx = 0;
+            atStart = starts[0] != 0;
+            selTsc = atStart ? starts[0] : ends[0];
+        }
+    }
+
+    /** No filter. */
+    public PerfTimeFilter() {
+    }
+
+    /** Whether there are ranges to filter by. */
+    public boolean active() {
+        return starts.length > 0;
+    }
+
+    /** Past the last range's end: perf stops decoding the queue. */
+    public boolean stopped() {
+        return stopped;
+    }
+
+    /** The queue's PSBs (null: not known). */
+    public PerfFastForward psbs() {
+        return psbs;
+    }
+
+    /** perf's intel_pt_next_time: the next bound to look at; false when there is none. */
+    private boolean nextTime() {
+        if (atStart) {
+            atStart = false;
+            selTsc = ends[idx];
+            return true;
+        }
+        if (idx + 1 < starts.length) {
+            atStart = true;
+            idx++;
+            selTsc = starts[idx];
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Whether perf makes no sample of a state at TSC {@code ts}; the decoder stands at queue position {@code pos}
+     * (-1: not known) with TSC {@code decoderTsc}, which a fast forward starts from.
+     */
+    public boolean filtered(long ts, long pos, long decoderTsc) {
+        if (stopped) {
+            return true;
+        }
+        if (selTsc == 0 || ts < 0) {
+            return false;
+        }
+        while (true) {
+            if (atStart) {
+                if (ts >= selTsc) {
+                    nextTime();
+                    if (selTsc == 0) {
+                        return false;
+                    }
+                    continue;
+                }
+                if (selTsc > ffTsc) {
+                    ffTsc = selTsc;
+                    ffAfter = decoderTsc;
+                    ffTarget = psbs == null || pos < 0 ? -1 : psbs.target(pos, selTsc);
+                }
+                return true;
+            } else if (ts > selTsc) {
+                if (!nextTime()) {
+                    stopped = true;
+                    return true;
+                }
+            } else {
+                return false;
+            }
+        }
+    }
+
+    /** Whether queue position {@code pos} lies where the fast forward has jumped over: perf never decodes it. */
+    public boolean skipped(long pos) {
+        return ffTarget >= 0 && pos >= 0 && pos < ffTarget;
+    }
+
+    /**
+     * Whether perf's decoding restarts at the PSB+ ending now (at queue position {@code pos}, the decoder's TSC
+     * {@code decoderTsc}): the fast forward's PSB, from which perf counts instructions afresh. Without the queue's
+     * PSBs, an estimate: the last PSB+ before the start's TSC after the decoder's time when it was asked for.
+     */
+    public boolean restartsAt(long pos, long decoderTsc) {
+        if (psbs != null) {
+            if (ffTarget >= 0 && pos >= ffTarget) {
+                ffTarget = -1;
+                return true;
+            }
+            return false;
+        }
+        if (ffAfter >= 0) {
+            if (decoderTsc < ffTsc && decoderTsc > ffAfter) {
+                return true;
+            } else if (decoderTsc >= ffTsc) {
+                ffAfter = -1;
+            }
+        }
+        return false;
+    }
+}
