@@ -159,6 +159,16 @@ public final class RegionTracker implements TextSink {
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE, MODULE_FREE -> {
                 Live current = live.get(key);
+                if (t.hook() == Hook.TRAMPOLINE_FREE && current == null && sidebandTime != Long.MIN_VALUE
+                        && at > sidebandTime) {
+                    // The fence's worker delivers a trampoline's FREE at once, the recorder's loop the image's
+                    // KSYMBOLs seconds later: a FREE of an image the loop has not registered yet waits for the loop
+                    // to pass its time (guest 6.1: taken for an older image of the same name at the address, ended
+                    // 20 s before, it made a version over the whole gap with the later image's bytes)
+                    if (freesAhead.size() >= 4096) freesAhead.remove(0);
+                    freesAhead.add(t);
+                    return;
+                }
                 if (t.hook() == Hook.TRAMPOLINE_FREE && current != null
                         && t.bytes().length > current.region().length()) {
                     // the image is the live version's length (TrampolineImages), the rest of the page neighbours
@@ -400,6 +410,24 @@ public final class RegionTracker implements TextSink {
         if (time <= sidebandTime) return;
         sidebandTime = time;
         settleFrees(time);
+        settleFreesAhead(time);
+    }
+
+    /** Trampoline FREEs that came before the loop's records reached their time ({@link #accept}). */
+    private final List<CapturedText> freesAhead = new ArrayList<>();
+
+    /** Takes the trampoline FREEs held for the loop, those before {@code time}, in their order. */
+    private void settleFreesAhead(long time) throws IOException {
+        if (freesAhead.isEmpty()) return;
+        List<CapturedText> due = new ArrayList<>();
+        for (var it = freesAhead.iterator(); it.hasNext(); ) {
+            CapturedText t = it.next();
+            if (fenceTime.applyAsLong(t.monotonicNs()) < time) {
+                due.add(t);
+                it.remove();
+            }
+        }
+        for (CapturedText t : due) accept(t);
     }
 
     /** Ends the waiting frees taken before {@code time}, oldest first. */
@@ -471,6 +499,12 @@ public final class RegionTracker implements TextSink {
      */
     public synchronized int closeUnfreed() throws IOException {
         settleFrees(Long.MAX_VALUE); // the recording's records are all handled
+        List<CapturedText> ahead = new ArrayList<>(freesAhead);
+        freesAhead.clear();
+        long was = sidebandTime;
+        sidebandTime = Long.MIN_VALUE; // none waits any more
+        for (CapturedText t : ahead) accept(t);
+        sidebandTime = was;
         int n = 0;
         for (var e : unregistered.entrySet()) {
             Live open = withLateSources(live.remove(e.getKey()));

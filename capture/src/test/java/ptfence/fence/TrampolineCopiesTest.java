@@ -441,6 +441,45 @@ class TrampolineCopiesTest {
         }
     }
 
+    /**
+     * Guest 6.1: one trampoline's images at one address again and again (one name); the fence's worker delivered a
+     * later image's FREE before the recorder's loop had registered that image, while the tracker still remembered an
+     * older image there ended 20 s before: the FREE's bytes became a version over the whole gap. Such a FREE waits
+     * for the loop to pass its time.
+     */
+    @Test
+    void aFreeAheadOfTheLoopWaitsForItsImage(@TempDir Path dir) throws Exception {
+        String boot = "boot-ahead";
+        try (Archive archive = Archive.open(dir.resolve("archive"))) {
+            archive.write(b -> {
+                Recordings.register(b, Recording.started("rec1", "", boot, 0));
+                return null;
+            });
+            try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
+                RegionTracker t = new RegionTracker(boot, sink);
+                t.accept(new CapturedText(Hook.KERNEL_READ, A, image(1), 0, 0, "bpf_trampoline_5", 10, 0, 1, 0, 0,
+                        true));
+                t.ksymbolUnregistered(A, "bpf_trampoline_5", 20);
+                t.textPoke(0xffffffff81000000L, new byte[] {(byte) 0xe8, 1, 2, 3, 4}, 30); // the loop at 30
+                t.accept(new CapturedText(Hook.TRAMPOLINE_FREE, A, image(2), 0, 0, "bpf_trampoline_5", 45, 0, 1, 0,
+                        0, true)); // the worker's, ahead
+                t.sidebandTime(40);
+                t.accept(new CapturedText(Hook.KERNEL_READ, A, image(2), 0, 0, "bpf_trampoline_5", 40, 0, 1, 0, 0,
+                        true));
+                t.ksymbolUnregistered(A, "bpf_trampoline_5", 46);
+                t.closeUnfreed();
+                sink.flush();
+            }
+            archive.read(s -> {
+                assertArrayEquals(image(1), bytesAt(s, boot, 15));
+                assertTrue(RegionIndex.bytesAt(s, boot, A, 30).isEmpty(), "nothing between the two images");
+                assertArrayEquals(image(2), bytesAt(s, boot, 41));
+                assertTrue(RegionIndex.bytesAt(s, boot, A, 46).isEmpty(), "ended at its FREE or unregister");
+                return null;
+            });
+        }
+    }
+
     private static byte[] bytesAt(ptfence.store.Snapshot s, String boot, long time) {
         Optional<ImageAt> at = RegionIndex.bytesAt(s, boot, A, time);
         assertTrue(at.isPresent(), "a version at " + time);
