@@ -14,8 +14,6 @@ import ptfence.perfdata.PerfDataWriter;
 import ptfence.perfdata.PerfRecord;
 import ptfence.perfdata.SampleId;
 import ptfence.perfdata.SampleType;
-import ptfence.recording.Recording;
-import ptfence.recording.Recordings;
 import ptfence.store.Archive;
 
 /**
@@ -31,11 +29,7 @@ class GuestFenceCheckTest {
         String boot = "boot-guestcheck";
         byte[] image = new byte[256];
         Arrays.fill(image, (byte) 0x90);
-        try (Archive archive = Archive.open(dir.resolve("archive"))) {
-            archive.write(b -> {
-                Recordings.register(b, Recording.started("rec1", "", boot, 0));
-                return null;
-            });
+        try (Archive archive = TrampolineCopiesTest.recordingArchive(dir.resolve("archive"), boot)) {
             try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
                 RegionTracker t = new RegionTracker(boot, sink);
                 t.accept(new CapturedText(Hook.KERNEL_READ, A, image, 0, 0, "bpf_trampoline_1", 10, 0, 1, 0, 0, true));

@@ -205,11 +205,7 @@ class TrampolineCopiesTest {
         built[100] = 0x0f; built[101] = 0x1f; built[102] = 0x44; built[103] = 0x00; built[104] = 0x00; // nop5
         byte[] retired = built.clone();
         System.arraycopy(JMP, 0, retired, 100, 5);
-        try (Archive archive = Archive.open(dir.resolve("archive"))) {
-            archive.write(b -> {
-                Recordings.register(b, Recording.started("rec1", "", boot, 0));
-                return null;
-            });
+        try (Archive archive = recordingArchive(dir.resolve("archive"), boot)) {
             try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
                 RegionTracker t = new RegionTracker(boot, sink);
                 t.accept(new CapturedText(Hook.KERNEL_READ, A, image(0xcc), 0, 0, "bpf_trampoline_7", 10, 0, 1, 0, 0,
@@ -391,11 +387,7 @@ class TrampolineCopiesTest {
             String boot = "boot-" + round;
             boolean readAtPoke = rnd.nextBoolean();
             int buildAt = 1 + rnd.nextInt(4), freeAt = rnd.nextInt(5); // after which loop step each comes
-            try (Archive archive = Archive.open(dir.resolve("a" + round))) {
-                archive.write(b -> {
-                    Recordings.register(b, Recording.started("rec1", "", boot, 0));
-                    return null;
-                });
+            try (Archive archive = recordingArchive(dir.resolve("a" + round), boot)) {
                 try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
                     RegionTracker t = new RegionTracker(boot, sink);
                     t.freeHookActive(true);
@@ -450,11 +442,7 @@ class TrampolineCopiesTest {
     @Test
     void aFreeAheadOfTheLoopWaitsForItsImage(@TempDir Path dir) throws Exception {
         String boot = "boot-ahead";
-        try (Archive archive = Archive.open(dir.resolve("archive"))) {
-            archive.write(b -> {
-                Recordings.register(b, Recording.started("rec1", "", boot, 0));
-                return null;
-            });
+        try (Archive archive = recordingArchive(dir.resolve("archive"), boot)) {
             try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
                 RegionTracker t = new RegionTracker(boot, sink);
                 t.accept(new CapturedText(Hook.KERNEL_READ, A, image(1), 0, 0, "bpf_trampoline_5", 10, 0, 1, 0, 0,
@@ -478,6 +466,16 @@ class TrampolineCopiesTest {
                 return null;
             });
         }
+    }
+
+    /** An archive at {@code dir} with recording "rec1" of {@code boot} registered, for a tracker's sink. */
+    static Archive recordingArchive(Path dir, String boot) throws java.io.IOException {
+        Archive archive = Archive.open(dir);
+        archive.write(b -> {
+            Recordings.register(b, Recording.started("rec1", "", boot, 0));
+            return null;
+        });
+        return archive;
     }
 
     private static byte[] bytesAt(ptfence.store.Snapshot s, String boot, long time) {
