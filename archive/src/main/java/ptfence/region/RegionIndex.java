@@ -128,6 +128,21 @@ public final class RegionIndex {
         return v == null ? 0 : ByteBuffer.wrap(v).getLong();
     }
 
+    /**
+     * Gives a stored region another end, open or closed, even where it was closed already (a closed region keeps its
+     * end otherwise, {@link #close}): the capture learnt late that a text's versions from some time were wrong (a
+     * BPF trampoline's exact in-kernel copy came after the versions its late read gave), and redraws them, a wrong
+     * one to no width. False if unknown.
+     */
+    public static boolean redraw(Batch b, long id, long validTo) {
+        Optional<Region> r = get(b, id);
+        if (r.isEmpty()) {
+            return false;
+        }
+        b.putRaw(Table.REGIONS, idKey(id), encodeStoring(b, r.get().closedAt(Math.max(validTo, r.get().validFrom()))));
+        return true;
+    }
+
     /** Closes a region: its bytes stopped being there at {@code validTo}. False if unknown or already closed. */
     public static boolean close(Batch b, long id, long validTo) {
         Optional<Region> r = get(b, id);

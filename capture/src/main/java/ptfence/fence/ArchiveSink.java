@@ -23,13 +23,15 @@ import java.util.concurrent.TimeUnit;
  * the last {@code maxDelay} of images; everything committed before stays.
  */
 public final class ArchiveSink implements RegionTracker.RegionWriter, AutoCloseable {
-    private sealed interface Op permits Opened, Closed, Enriched {}
+    private sealed interface Op permits Opened, Closed, Enriched, Redrawn {}
 
     private record Opened(Region region, byte[] bytes) implements Op {}
 
     private record Closed(Region region) implements Op {}
 
     private record Enriched(Region region) implements Op {}
+
+    private record Redrawn(Region region) implements Op {}
 
     private final Archive archive;
     private final String recordingId;
@@ -69,6 +71,12 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
     @Override
     public synchronized void closed(Region region) throws IOException {
         pending.add(new Closed(region));
+        if (pending.size() >= maxBatch) flush();
+    }
+
+    @Override
+    public synchronized void redrawn(Region region) throws IOException {
+        pending.add(new Redrawn(region));
         if (pending.size() >= maxBatch) flush();
     }
 
@@ -118,6 +126,8 @@ public final class ArchiveSink implements RegionTracker.RegionWriter, AutoClosea
                         if (RegionIndex.close(b, c.region().id(), c.region().validTo())) closed++;
                     } else if (op instanceof Enriched e) {
                         if (!RegionIndex.enrich(b, e.region())) unknown++;
+                    } else if (op instanceof Redrawn r) {
+                        if (!RegionIndex.redraw(b, r.region().id(), r.region().validTo())) unknown++;
                     }
                 }
                 return new long[] {added, closed, unknown};

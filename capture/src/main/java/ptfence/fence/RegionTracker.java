@@ -47,6 +47,14 @@ public final class RegionTracker implements TextSink {
         /** The same region (same id) with richer metadata, which arrived after {@link #opened}. */
         default void enriched(Region region) throws IOException {}
 
+        /**
+         * The same region (same id) with another end, open or closed, even where it was closed already: a late exact
+         * copy redrew its text's versions from some time on (a wrong one to no width).
+         */
+        default void redrawn(Region region) throws IOException {
+            closed(region);
+        }
+
         default void flush() throws IOException {}
     }
 
@@ -151,6 +159,16 @@ public final class RegionTracker implements TextSink {
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE, MODULE_FREE -> {
                 Live current = live.get(key);
+                if (t.hook() == Hook.TRAMPOLINE_FREE && current == null && sidebandTime != Long.MIN_VALUE
+                        && at > sidebandTime) {
+                    // The fence's worker delivers a trampoline's FREE at once, the recorder's loop the image's
+                    // KSYMBOLs seconds later: a FREE of an image the loop has not registered yet waits for the loop
+                    // to pass its time (guest 6.1: taken for an older image of the same name at the address, ended
+                    // 20 s before, it made a version over the whole gap with the later image's bytes)
+                    if (freesAhead.size() >= 4096) freesAhead.remove(0);
+                    freesAhead.add(t);
+                    return;
+                }
                 if (t.hook() == Hook.TRAMPOLINE_FREE && current != null
                         && t.bytes().length > current.region().length()) {
                     // the image is the live version's length (TrampolineImages), the rest of the page neighbours
@@ -183,6 +201,17 @@ public final class RegionTracker implements TextSink {
                 free(key, live.remove(key), t, at);
             }
             default -> {
+                if ((t.hook() == Hook.TRAMPOLINE_BUILD || t.hook() == Hook.TRAMPOLINE_UPDATE)
+                        && imageBuilt(key, t, at)) {
+                    return;
+                }
+                Long exactFrom = builtFrom.get(key);
+                if (t.hook() == Hook.KERNEL_READ && exactFrom != null && at >= exactFrom && live.containsKey(key)
+                        && live.get(key).bornAt() <= exactFrom) {
+                    // the loop's read at the attach poke, reaching the tracker after the consumer delivered the
+                    // image's late build copy: the copy is exact, and pokes inside the image come as pokes
+                    return;
+                }
                 Live previous = live.get(key);
                 long from = t.hook() == Hook.SCAN || t.hook() == Hook.MODULE_SCAN ? 0 : at;
                 if (previous != null && from != 0 && at < previous.region().validFrom()) {
@@ -208,10 +237,111 @@ public final class RegionTracker implements TextSink {
                 live.put(key, new Live(r, t.bytes(), awaitsFree, copiedAt, bornAt));
                 noteStart(key, r.validFrom());
                 writer.opened(r, t.bytes());
+                noteVersion(key, r, previous == null);
                 replayOrphans(key, at);
             }
         }
     }
+
+    /**
+     * A BPF trampoline image's in-kernel copy ({@link TrampolineCopies}) as its version from the attach poke at
+     * {@code at}. The copy can come after the tracker has handled later pokes (the fence's consumer behind the
+     * recorder's loop: guest 6.12 beside the BPF churn), which were applied to the late read the loop took at the
+     * poke instead, or, where that read was the KSYMBOL's one chunk of int3 fill, taken by an older text whose chunk
+     * the image reuses (guest 6.12: a program freed before the image was built, its FREE copy still behind, took
+     * the image's retirement jump at +0x4d). Nothing writes a live image but pokes inside it, so its versions from
+     * {@code at} are redrawn: the copy, then each poke inside its extent after it, in time order (its own, none
+     * taken, or taken by a text born before the image: that text's chunk was free when the image was allocated),
+     * up to its end; the versions from {@code at} the tracker had are cut to no width. False where the image's
+     * lifetime holding {@code at} is not known here (the ordinary path then places it).
+     */
+    private boolean imageBuilt(Key key, CapturedText t, long at) throws IOException {
+        Live l = live.get(key);
+        boolean ended = false;
+        if (l == null || l.bornAt() > at) {
+            l = endedAtUnregister.get(key);
+            if (l == null || l.bornAt() > at || l.region().validTo() <= at) return false;
+            ended = true;
+        }
+        long end = ended ? l.region().validTo() : Region.OPEN;
+        List<Seen> pokes = new ArrayList<>();
+        for (Seen p : seen) {
+            long off = p.address() - t.address();
+            if (p.time() <= at || p.time() >= end || off < 0 || off + p.bytes().length > t.bytes().length) continue;
+            if (p.taker() == null || p.taker().equals(key) || p.takerBornAt() < l.bornAt()) pokes.add(p);
+        }
+        pokes.sort(Comparator.comparingLong(Seen::time));
+        Region like = l.region();
+        List<Region> chain = new ArrayList<>();
+        List<byte[]> chainBytes = new ArrayList<>();
+        byte[] bytes = t.bytes();
+        long from = at;
+        for (Seen p : pokes) {
+            byte[] next = bytes.clone();
+            System.arraycopy(p.bytes(), 0, next, (int) (p.address() - t.address()), p.bytes().length);
+            if (Arrays.equals(next, bytes)) continue;
+            if (p.time() > from) {
+                chain.add(version(like, from, p.time(), bytes));
+                chainBytes.add(bytes);
+            }
+            bytes = next;
+            from = p.time();
+        }
+        chain.add(version(like, from, end, bytes));
+        chainBytes.add(bytes);
+        List<Region> versions = imageVersions.computeIfAbsent(key, k -> new ArrayList<>());
+        java.util.Set<Long> old = new java.util.HashSet<>();
+        for (Region v : versions) {
+            if (v.validFrom() < at) continue;
+            old.add(v.id());
+            if (chain.stream().noneMatch(c -> c.id() == v.id())) writer.redrawn(v.closedAt(v.validFrom()));
+        }
+        if (!ended && like.validFrom() < at) writer.closed(like.closedAt(at)); // the live version before the copy
+        for (int i = 0; i < chain.size(); i++) {
+            Region c = chain.get(i);
+            if (old.contains(c.id())) writer.redrawn(c);
+            else writer.opened(c, chainBytes.get(i));
+            noteStart(key, c.validFrom());
+        }
+        versions.removeIf(v -> v.validFrom() >= at);
+        versions.addAll(chain);
+        if (builtFrom.size() > 4096) builtFrom.clear(); // bounded: a guard against a late read only
+        builtFrom.put(key, at);
+        Region last = chain.get(chain.size() - 1);
+        if (ended) endedAtUnregister.put(key, new Live(last, bytes, false, Long.MIN_VALUE, l.bornAt()));
+        else live.put(key, new Live(last, bytes, l.awaitsFree(), l.copiedAt(), l.bornAt()));
+        return true;
+    }
+
+    private Region version(Region like, long from, long to, byte[] bytes) {
+        return new Region(bootId, like.address(), bytes.length, from, to, like.kind(), like.name(),
+                ContentKey.of(bytes), like.metadata());
+    }
+
+    /** Trampoline images whose version from this time is their in-kernel copy (a later read there is stale). */
+    private final Map<Key, Long> builtFrom = new HashMap<>();
+
+    /** Versions written per trampoline image (a bounded few per key, keys bounded), for a late copy to redraw. */
+    private final Map<Key, List<Region>> imageVersions = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Key, List<Region>> eldest) {
+            return size() > 4096;
+        }
+    };
+
+    /** Keeps a trampoline image's version ({@code first}: the image's first, at its address anew). */
+    private void noteVersion(Key key, Region r, boolean first) {
+        if (r.kind() != RegionKind.BPF_TRAMPOLINE) return;
+        List<Region> versions = imageVersions.computeIfAbsent(key, k -> new ArrayList<>());
+        if (first) versions.clear();
+        versions.add(r);
+        if (versions.size() > 64) versions.remove(0);
+    }
+
+    /** A poke the tracker handled: where, what, when, and the text that took it (null: no region but TEXT_POKE's). */
+    private record Seen(long address, byte[] bytes, long time, Key taker, long takerBornAt) {}
+
+    private final ArrayDeque<Seen> seen = new ArrayDeque<>();
 
     /**
      * A version stamped before the live one's start reached the tracker after it (guest, 6.1, module lane beside
@@ -280,6 +410,24 @@ public final class RegionTracker implements TextSink {
         if (time <= sidebandTime) return;
         sidebandTime = time;
         settleFrees(time);
+        settleFreesAhead(time);
+    }
+
+    /** Trampoline FREEs that came before the loop's records reached their time ({@link #accept}). */
+    private final List<CapturedText> freesAhead = new ArrayList<>();
+
+    /** Takes the trampoline FREEs held for the loop, those before {@code time}, in their order. */
+    private void settleFreesAhead(long time) throws IOException {
+        if (freesAhead.isEmpty()) return;
+        List<CapturedText> due = new ArrayList<>();
+        for (var it = freesAhead.iterator(); it.hasNext(); ) {
+            CapturedText t = it.next();
+            if (fenceTime.applyAsLong(t.monotonicNs()) < time) {
+                due.add(t);
+                it.remove();
+            }
+        }
+        for (CapturedText t : due) accept(t);
     }
 
     /** Ends the waiting frees taken before {@code time}, oldest first. */
@@ -351,6 +499,12 @@ public final class RegionTracker implements TextSink {
      */
     public synchronized int closeUnfreed() throws IOException {
         settleFrees(Long.MAX_VALUE); // the recording's records are all handled
+        List<CapturedText> ahead = new ArrayList<>(freesAhead);
+        freesAhead.clear();
+        long was = sidebandTime;
+        sidebandTime = Long.MIN_VALUE; // none waits any more
+        for (CapturedText t : ahead) accept(t);
+        sidebandTime = was;
         int n = 0;
         for (var e : unregistered.entrySet()) {
             Live open = withLateSources(live.remove(e.getKey()));
@@ -387,7 +541,11 @@ public final class RegionTracker implements TextSink {
             throws IOException {
         if (newBytes.length == 0) return false;
         sidebandTime(time);
+        taker = null;
         int held = patchLive(address, oldBytes, newBytes, time);
+        seen.addLast(new Seen(address, newBytes.clone(), time, taker == null ? null : taker.getKey(),
+                taker == null ? Long.MIN_VALUE : taker.getValue().bornAt()));
+        if (seen.size() > MAX_ORPHANS) seen.removeFirst();
         if ((held & HELD_BY_REGION) != 0) return true;
         orphans.addLast(new Poke(address, newBytes.clone(), time));
         if (orphans.size() > MAX_ORPHANS) orphans.removeFirst();
@@ -401,6 +559,8 @@ public final class RegionTracker implements TextSink {
     }
 
     private static final int HELD_BY_REGION = 1, HELD_BY_POKE = 2;
+    /** The region {@link #patchLive} gave its poke to (null: none). */
+    private Map.Entry<Key, Live> taker;
 
     /**
      * Patches the newest live region holding the range, as a decoder picks it, and every TEXT_POKE region there;
@@ -439,6 +599,7 @@ public final class RegionTracker implements TextSink {
             }
         }
         if (newest != null) {
+            taker = newest;
             patch(newest, address, oldBytes, newBytes, time);
             held |= HELD_BY_REGION;
         }
@@ -473,6 +634,7 @@ public final class RegionTracker implements TextSink {
                 e.getValue().bornAt()));
         noteStart(e.getKey(), at);
         writer.opened(next, patched);
+        noteVersion(e.getKey(), next, false);
     }
 
     /** A TEXT_POKE no live region but a TEXT_POKE region held when it came. */
@@ -524,6 +686,8 @@ public final class RegionTracker implements TextSink {
         e.setValue(new Live(next, bytes, e.getValue().awaitsFree(), e.getValue().copiedAt(),
                 e.getValue().bornAt()));
         writer.opened(next, bytes);
+        noteVersion(e.getKey(), held, false);
+        noteVersion(e.getKey(), next, false);
     }
 
     /** Regions still open (live programs at the end of a recording stay open in the archive). */

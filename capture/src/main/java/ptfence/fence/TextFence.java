@@ -424,7 +424,11 @@ public final class TextFence implements AutoCloseable {
         FenceRecord.Parsed r = FenceRecord.parse(data, offset, length);
         if (r.kind() == FenceRecord.KIND_TRAMP_BUILT || r.kind() == FenceRecord.KIND_TRAMP_UPDATED) {
             if (r.complete()) {
-                trampolineCopies.copied(new TrampolineCopies.Copy(r.start(), r.name(), r.monotonicNs(), r.image()));
+                TrampolineCopies.Late late = trampolineCopies.copied(
+                        new TrampolineCopies.Copy(r.start(), r.name(), r.monotonicNs(), r.image()));
+                // the loop passed the attach poke before this copy came: still that poke's version, from its time
+                // (the tracker places it and re-applies the pokes inside the image after it)
+                if (late != null) deliverBuilt(late.copy(), late.pokeNs());
             } else {
                 incomplete.incrementAndGet();
             }
@@ -766,6 +770,10 @@ public final class TextFence implements AutoCloseable {
         byte[] bytes = kernelMemory().read(address, length);
         if (name.startsWith(TRAMPOLINE_PREFIX)) {
             trampolines.put(name, new long[] {address, length});
+            // a new image at a reused address is copied again at its poke (a re-read at a poke is never of an exact
+            // one). Forgotten in the loop's order, not the peeker's: the peeker, seconds ahead, forgot the address
+            // before the loop marked the old image there exact, and the new image's attach poke then read nothing
+            exactImages.remove(address);
             bytes = TrampolineImages.image(address, bytes); // the KSYMBOL's page holds neighbours (6.12)
         }
         return kernelRead(name, address, bytes, monotonicNs);
@@ -811,6 +819,7 @@ public final class TextFence implements AutoCloseable {
     public void kernelRangeGone(String name, long address) {
         trampolines.computeIfPresent(name, (n, v) -> v[0] == address ? null : v);
         builtImages.remove(address);
+        exactImages.remove(address);
         dispatchers.remove(name);
         switchedByPoke.remove(name);
     }
@@ -910,21 +919,29 @@ public final class TextFence implements AutoCloseable {
             byte[] read = early != null && early.address() == target ? early.bytes() : null;
             // the ring's consumer normally has the build's copy long before the loop gets to the poke; where the loop
             // is right behind the kernel it may not yet
+            // the update rule's copy is taken after the poke and must be delivered before any later poke: waited
+            // for; a build's copy that is not there yet is judged when it comes (deliverParsed), so no wait
             TrampolineCopies.Copy c = trampolineCopies.attached(target, e.getKey(), monotonicNs, read,
-                    trampolineCopies.isAfterPoke() ? UPDATE_WAIT_NANOS : COPY_WAIT_NANOS);
+                    trampolineCopies.isAfterPoke() ? UPDATE_WAIT_NANOS : 0);
             if (c == null) return 0;
-            // the build returns the code plus BPF_INSN_SAFETY (6.12; the hook caps it at im->size): cut where the
-            // pack's int3 fill begins, as a read is, so the version is the image's code
-            deliver(new CapturedText(trampolineCopies.isAfterPoke() ? Hook.TRAMPOLINE_UPDATE : Hook.TRAMPOLINE_BUILD,
-                    target, TrampolineImages.image(target, c.bytes()), 0, 0,
-                    c.name(), monotonicNs, 0, 1, 0, 0, true));
-            builtImages.add(target);
+            deliverBuilt(c, monotonicNs);
             return target;
         }
         return 0;
     }
 
-    private static final long COPY_WAIT_NANOS = 100_000_000L;
+    /**
+     * An in-kernel trampoline copy as the version from its attach poke at {@code pokeNs}. The build returns the code
+     * plus BPF_INSN_SAFETY (6.12; the hook caps it at im->size): cut where the pack's int3 fill begins, as a read is,
+     * so the version is the image's code. The image is then left out of later reads at other pokes.
+     */
+    private void deliverBuilt(TrampolineCopies.Copy c, long pokeNs) {
+        deliver(new CapturedText(trampolineCopies.isAfterPoke() ? Hook.TRAMPOLINE_UPDATE : Hook.TRAMPOLINE_BUILD,
+                c.image(), TrampolineImages.image(c.image(), c.bytes()), 0, 0, c.name(), pokeNs, 0, 1, 0, 0, true));
+        long[] registered = trampolines.get(c.name());
+        // a late copy: only while the loop still has the image registered (not a later image at the address)
+        if (registered != null && registered[0] == c.image()) builtImages.add(c.image());
+    }
     /**
      * The update hook's copy is taken after the poke (after the old image's retirement poke too, which under an
      * emulated guest can take a while): the loop, when right behind the kernel, waits longer for it.
@@ -952,7 +969,6 @@ public final class TextFence implements AutoCloseable {
     /** The recorder's peeker saw a KSYMBOL (un)register of {@code name} before its loop got there. */
     public void ksymbolPeeked(long address, int length, String name, boolean unregister) {
         if (!name.startsWith(DISPATCHER_PREFIX) && !name.startsWith(TRAMPOLINE_PREFIX) || length <= 0) return;
-        exactImages.remove(address); // a new image at a reused address, or one freed: copied again
         if (unregister) peekedRanges.remove(address);
         else peekedRanges.put(address, name.startsWith(DISPATCHER_PREFIX) ? -length : length);
     }

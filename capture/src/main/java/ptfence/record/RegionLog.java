@@ -36,6 +36,12 @@ final class RegionLog implements RegionTracker.RegionWriter {
     }
 
     @Override
+    public void redrawn(Region region) throws IOException {
+        archive.redrawn(region);
+        remember(region);
+    }
+
+    @Override
     public void enriched(Region region) throws IOException {
         archive.enriched(region);
     }

@@ -2,8 +2,6 @@ package ptfence.fence;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import ptfence.recording.Recording;
-import ptfence.recording.Recordings;
 import ptfence.region.ImageAt;
 import ptfence.region.RegionIndex;
 import ptfence.store.Archive;
@@ -137,11 +135,7 @@ class DispatcherCopiesTest {
     @Test
     void theArchivePrefersTheInKernelCopy(@TempDir Path dir) throws Exception {
         String boot = "boot-r29c";
-        try (Archive archive = Archive.open(dir.resolve("archive"))) {
-            archive.write(b -> {
-                Recordings.register(b, Recording.started("rec1", "", boot, 0));
-                return null;
-            });
+        try (Archive archive = TrampolineCopiesTest.recordingArchive(dir.resolve("archive"), boot)) {
             DispatcherCopies c = new DispatcherCopies();
             try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
                 RegionTracker t = new RegionTracker(boot, sink);

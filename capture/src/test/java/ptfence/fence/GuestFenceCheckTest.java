@@ -14,6 +14,7 @@ import ptfence.perfdata.PerfDataWriter;
 import ptfence.perfdata.PerfRecord;
 import ptfence.perfdata.SampleId;
 import ptfence.perfdata.SampleType;
+import ptfence.store.Archive;
 
 /**
  * The guest check's verdicts on kcore copies, against an archive written through the tracker and a perf.data with
@@ -28,10 +29,14 @@ class GuestFenceCheckTest {
         String boot = "boot-guestcheck";
         byte[] image = new byte[256];
         Arrays.fill(image, (byte) 0x90);
-        TrackedArchive.write(dir.resolve("archive"), boot, t -> {
-            t.accept(new CapturedText(Hook.KERNEL_READ, A, image, 0, 0, "bpf_trampoline_1", 10, 0, 1, 0, 0, true));
-            t.ksymbolUnregistered(A, "bpf_trampoline_1", 100);
-        }).close();
+        try (Archive archive = TrampolineCopiesTest.recordingArchive(dir.resolve("archive"), boot)) {
+            try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
+                RegionTracker t = new RegionTracker(boot, sink);
+                t.accept(new CapturedText(Hook.KERNEL_READ, A, image, 0, 0, "bpf_trampoline_1", 10, 0, 1, 0, 0, true));
+                t.ksymbolUnregistered(A, "bpf_trampoline_1", 100);
+                sink.flush();
+            }
+        }
         Path kcore = Files.createDirectories(dir.resolve("kcore"));
         Files.write(kcore.resolve("bpf_trampoline_1.0"), image);
         Files.write(kcore.resolve("bpf_trampoline_1.1"), image);
