@@ -604,9 +604,14 @@ public final class SampleSink implements FlowSink {
                 resync.lost();
             }
             case Event.CBR -> {
+                // perf's decoder returns a state for a CBR packet only when the ratio changes: one giving the same
+                // ratio is no state, so a ratio its time filter left unseen waits for the next state
+                boolean change = ev.ratio != cbr;
                 cbr = ev.ratio;
                 consume();
-                maybeCbr(decoderIp());
+                if (change) {
+                    maybeCbr(decoderIp());
+                }
             }
             case Event.PTWRITE -> {
                 consume();
