@@ -336,8 +336,10 @@ public final class BranchSink implements FlowSink {
     }
 
     /**
-     * A path with no call or return in it (a TNT packet's, or the code up to a TIP; the call views): what {@link #insn}
-     * would do for each of its instructions, at once. Its branches are all left out ({@link #CLOCK_ONLY}): the one
+     * A path (a TNT packet's, or the code up to a TIP; the call views): what {@link #insn} would do for each of its
+     * instructions, at once. One with direct calls or compressed returns in it (a TNT packet's) gives every branch
+     * that moved the flow ({@link ptfence.insn.TntPaths#moves}), each settled as {@link #insn} would at the next
+     * instruction; for one without, the rest of this note. Its branches are all left out ({@link #CLOCK_ONLY}): the one
      * before it is settled by its first instruction as usual; of those in it only the last one taken is kept (as
      * {@link #branchAt} would leave it), with the instructions up to it carried; the path's last instruction (a
      * conditional branch, a jump up to a TIP, a direct jump out of the content) waits as usual. Times: a jump ahead of
@@ -360,7 +362,23 @@ public final class BranchSink implements FlowSink {
         long ahead = sampleClock.insn(InsnClass.OTHER);
         int lastCls = CodeCache.clsOf(t.lastInsn);
         long tnt = sampleClock.insn(lastCls); // (a path's conditional branches all take the one packet's time)
-        if (t.taken >= 0) {
+        if (t.moveCount > 0) {
+            // calls and returns in it: each branch that moved the flow, as insn would settle it at the next one
+            long[] mv = t.moves;
+            int before = 0;
+            for (int i = 0; i < 3 * t.moveCount; i += 3) {
+                long w = mv[i];
+                long packed = mv[i + 1];
+                long to = mv[i + 2];
+                int upTo = (int) (w >>> 32);
+                insns += upTo - before;
+                before = upTo;
+                long at = base + (int) w;
+                branchAt((to & 1L << 32) != 0 ? ahead : tnt, at, base + (int) to,
+                        flagsOf(CodeCache.clsOf(packed), at), CodeCache.lengthOf(packed));
+            }
+            insns += t.insns - before;
+        } else if (t.taken >= 0) {
             if (t.takenAhead && !t.lastTakenAhead && timeMarks) {
                 mergeTimes.left(perf(ahead));
             }

@@ -1719,7 +1719,7 @@ public final class FlowDecoder {
             // A TNT-64 goes through the memo 8 bits at a time, oldest first, as TNT-8s with nothing between them.
             int chunk = Math.min(size, 8);
             long bits = (ev.tntBits >>> (size - chunk)) & ((1L << chunk) - 1);
-            if (plainPaths ? !t.lookupPlain(c, off, bits, chunk, x86)
+            if (plainPaths ? !t.lookupCarrying(c, off, bits, chunk, cfg.noRetComp, x86)
                     : !t.lookup(c, off, bits, chunk, cfg.noRetComp, edgeMode, x86)) {
                 return progress;
             }

@@ -86,18 +86,21 @@ public interface FlowSink {
 
     /**
      * True if the sink looks at calls and returns only, beside branches as a clock (perf's call views): a {@link
-     * #branchesOnly} sink that may be given whole TNT paths without calls or returns through {@link #plainPath}.
+     * #branchesOnly} sink that may be given whole TNT paths, those with direct calls and compressed returns too, through
+     * {@link #plainPath}.
      */
     default boolean plainPaths() {
         return false;
     }
 
     /**
-     * A path of a {@link #plainPaths} sink, made of straight-line code, conditional branches and direct jumps only
-     * ({@link TntPaths#lookupPlain}, {@link TntPaths#lookupTail}): it starts at {@code first} and runs {@code
-     * paths.insns} instructions, its last (a conditional branch that took the TNT packet's last bit, an indirect jump
-     * a TIP is for, or a direct jump out of the content) at {@code base + paths.last}; the last branch before it that
-     * moved the flow elsewhere is {@code paths.taken} (offsets from {@code base} in {@code code}). The sink takes it as
+     * A path of a {@link #plainPaths} sink, made of straight-line code, conditional branches and direct jumps, and in a
+     * TNT packet's path direct calls and compressed returns ({@link TntPaths#lookupCarrying}, {@link
+     * TntPaths#lookupTail}): it starts at {@code first} and runs {@code paths.insns} instructions, its last (a
+     * conditional branch or a return that took the TNT packet's last bit, an indirect jump a TIP is for, or a direct
+     * jump out of the content) at {@code base + paths.last}; where it holds a call or a return, every branch before
+     * that that moved the flow is in {@code paths.moves}, else the last one is {@code paths.taken} (offsets from {@code
+     * base} in {@code code}). The sink takes it as
      * the instructions one by one and returns true, or returns false and is given them one by one (nothing changed).
      */
     default boolean plainPath(long base, CodeCache code, TntPaths paths, long first) {

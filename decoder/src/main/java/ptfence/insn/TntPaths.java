@@ -79,6 +79,24 @@ public final class TntPaths {
      */
     public long lastInsn;
     public long takenInsn;
+    /**
+     * A plain TNT path that carries calls and returns ({@link #lookupCarrying}: direct calls, compressed returns): every
+     * branch in it that moved the flow elsewhere than the next instruction, the path's last left out, in order, as
+     * {@link #moveCount} triples of {@link #moves}: offset | instructions up to and with it << 32; the instruction as
+     * {@link CodeCache#packed}; the target's offset | 1 << 32 where it ran ahead of the packet's first conditional
+     * branch or return (its sample time is the one from before the packet). 0 moves: the path has no call or return
+     * ({@link #taken} and the fields beside it say all). The memo's array, never changed.
+     */
+    public long[] moves;
+    public int moveCount;
+    private static final long[] NO_MOVES = new long[0];
+    private static final int MAX_MOVES = 32;
+    private final long[] moveBuffer = new long[3 * MAX_MOVES];
+    private boolean carries;
+    /** More moves than {@link #MAX_MOVES} (or one out of an int's reach): a carrying path is not kept as one. */
+    private boolean tooMany;
+    /** The lookup being made may carry calls and returns ({@link #lookupCarrying}; its paths are kept apart). */
+    private boolean carrying;
     /** The lookup being made is {@link #lookupPlain}'s (its paths are kept apart: slot word 2 holds the above). */
     private boolean plain;
     /** Lowest and highest offsets the path being simulated touched. */
@@ -182,6 +200,8 @@ public final class TntPaths {
         final int[][] edges;
         /** Per slot, a plain path's {@link #lastInsn} and {@link #takenInsn}; made with the first plain path. */
         long[] more;
+        /** Per slot, a plain path's {@link #moves} where it carries calls or returns (null: none); made with the first. */
+        long[][] moves;
         /** Under the table's lock. */
         int used;
         int pathIds;
@@ -220,7 +240,16 @@ public final class TntPaths {
      * {@link #taken} and the fields beside it filled; a path with a call or a return in it is no plain path (false).
      */
     public boolean lookupPlain(CodeCache cc, int off, long bits, int size, X86Decoder dec) {
-        return lookupPlainPath(cc, off, bits, size, dec);
+        return lookupPlainPath(cc, off, bits, size, true, false, dec);
+    }
+
+    /**
+     * As {@link #lookupPlain}, also for a path with direct calls and compressed returns (none if {@code noRetComp}):
+     * those it carries as {@link #moves}, with the calls it leaves open in {@link #pushes} or the return that ends it
+     * ({@link #pops}), as {@link #lookup} gives them.
+     */
+    public boolean lookupCarrying(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
+        return lookupPlainPath(cc, off, bits, size, noRetComp, true, dec);
     }
 
     /**
@@ -229,15 +258,18 @@ public final class TntPaths {
      * target is {@link #end}; the flow goes on from there).
      */
     public boolean lookupTail(CodeCache cc, int off, X86Decoder dec) {
-        return lookupPlainPath(cc, off, 0, 0, dec);
+        return lookupPlainPath(cc, off, 0, 0, true, false, dec);
     }
 
-    private boolean lookupPlainPath(CodeCache cc, int off, long bits, int size, X86Decoder dec) {
+    private boolean lookupPlainPath(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean carry,
+            X86Decoder dec) {
         plain = true;
+        carrying = carry;
         try {
-            return lookup(cc, off, bits, size, false, false, dec);
+            return lookup(cc, off, bits, size, noRetComp, false, dec);
         } finally {
             plain = false;
+            carrying = false;
         }
     }
 
@@ -248,15 +280,17 @@ public final class TntPaths {
         int r = cc.serial & (RECENT_TABLES - 1);
         Table t = recentCaches[r] == cc ? recentTables[r] : table(cc);
         long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63
-                | (withEdges ? 1L << 62 : 0) | (plain ? 1L << 61 : 0);
+                | (withEdges ? 1L << 62 : 0) | (plain ? 1L << 61 : 0) | (carrying ? 1L << 60 : 0);
         Store st = t.store;
         int h = find(st, key);
         if (h >= 0) {
             return hit(st, h);
         }
         misses++;
-        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec) && end == (int) end;
-        int[] ownPushes = ok && pushCount > 2 ? Arrays.copyOf(pushes, pushCount) : null;
+        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec) && end == (int) end
+                && !(carries && tooMany);
+        int[] ownPushes = ok && (pushCount > 2 || plain && pushCount > 0) ? Arrays.copyOf(pushes, pushCount) : null;
+        long[] ownMoves = ok && plain && carries ? Arrays.copyOf(moveBuffer, 3 * moveCount) : null;
         int[] ownEdges = ok && withEdges ? Arrays.copyOf(edgeBuffer, 2 * edgeCount) : null;
         synchronized (t) {
             st = t.store;
@@ -296,8 +330,20 @@ public final class TntPaths {
                 }
                 st.more[2 * h] = lastInsn;
                 st.more[2 * h + 1] = takenInsn;
+                if (ownMoves != null) {
+                    if (st.moves == null) {
+                        st.moves = new long[st.capacity()][];
+                    }
+                    st.moves[h] = ownMoves;
+                }
             }
             SLOT.setRelease(slots, s, key);
+        }
+        if (plain && !carries) {
+            moves = NO_MOVES;
+            moveCount = 0;
+        } else if (plain) {
+            moves = ownMoves;
         }
         hitStore = st;
         hitSlot = h;
@@ -352,6 +398,13 @@ public final class TntPaths {
             long[] more = st.more;
             lastInsn = more[2 * h];
             takenInsn = more[2 * h + 1];
+            long[][] mv = st.moves;
+            long[] m = mv == null ? null : mv[h];
+            moves = m == null ? NO_MOVES : m;
+            moveCount = moves.length / 3;
+            if (pushCount > 0) {
+                System.arraycopy(st.pushes[h], 0, pushes, 0, pushCount);
+            }
         } else if (pushCount > 2) {
             System.arraycopy(st.pushes[h], 0, pushes, 0, pushCount);
         } else if (pushCount > 0) {
@@ -399,6 +452,9 @@ public final class TntPaths {
         takenAhead = false;
         lastTakenAhead = false;
         boolean jccSeen = false;
+        carries = false;
+        tooMany = false;
+        moveCount = 0;
         tail = false;
         boolean toTip = size == 0; // lookupTail: no bits, up to the instruction the TIP is for
         while (left > 0 || toTip) {
@@ -445,6 +501,9 @@ public final class TntPaths {
                         takenInsn = cc.packed(bl);
                         takenInsns = n;
                         lastTakenAhead = false;
+                        if (plain) {
+                            move(bl, n, takenInsn, at, false);
+                        }
                     }
                 }
                 case InsnClass.JUMP -> {
@@ -458,10 +517,17 @@ public final class TntPaths {
                     takenInsns = n;
                     lastTakenAhead = !jccSeen;
                     takenAhead |= !jccSeen;
+                    if (plain) {
+                        move(bl, n, takenInsn, at, !jccSeen);
+                    }
                 }
                 case InsnClass.CALL -> {
+                    if (plain && (toTip || !carrying)) {
+                        return false; // (code up to a TIP carries none: the decoder takes pushes from no tail path)
+                    }
                     if (plain) {
-                        return false;
+                        move(bl, n, cc.packed(bl), (long) bl + ln + disp, !jccSeen);
+                        carries = true;
                     }
                     if (disp != 0) {
                         if (depth == calls.length) {
@@ -474,17 +540,22 @@ public final class TntPaths {
                 case InsnClass.RETURN -> {
                     // A compressed return: one taken bit, back to a call this path made, or (ending the path) to
                     // one made before it, whose address the decoder's return stack holds.
-                    if (noRetComp || plain) {
+                    if (noRetComp || plain && (toTip || !carrying)) {
                         return false;
                     }
                     left--;
                     if (((bits >>> left) & 1) == 0) {
                         return false;
                     }
+                    carries |= plain;
+                    jccSeen = true; // (a return takes the packet: what follows has its time)
                     if (depth == 0) {
                         return ended(0, n, lastOff, lo, hi, size - left, true, 0);
                     }
                     at = calls[--depth];
+                    if (plain && left > 0) { // (the path's last: its sink holds it as the walk would)
+                        move(bl, n, cc.packed(bl), at, false);
+                    }
                 }
                 case InsnClass.JUMP_INDIRECT -> {
                     if (!toTip) {
@@ -509,6 +580,18 @@ public final class TntPaths {
             pushes[i] = (int) calls[i];
         }
         return true;
+    }
+
+    /** A branch of a plain path that moved the flow to {@code target} (see {@link #moves}). */
+    private void move(int off, int upTo, long packed, long target, boolean ahead) {
+        if (moveCount == MAX_MOVES || target != (int) target) {
+            tooMany = true;
+            return;
+        }
+        int i = 3 * moveCount++;
+        moveBuffer[i] = (off & 0xffffffffL) | (long) upTo << 32;
+        moveBuffer[i + 1] = packed;
+        moveBuffer[i + 2] = (target & 0xffffffffL) | (ahead ? 1L << 32 : 0);
     }
 
     /** A path's result: its last instruction at {@code lastOff}, the flow next at {@code next} (unused if it pops). */
@@ -550,6 +633,12 @@ public final class TntPaths {
                 }
                 t.more[2 * h] = old.more[2 * i];
                 t.more[2 * h + 1] = old.more[2 * i + 1];
+            }
+            if (old.moves != null) {
+                if (t.moves == null) {
+                    t.moves = new long[n][];
+                }
+                t.moves[h] = old.moves[i];
             }
         }
         return t;
