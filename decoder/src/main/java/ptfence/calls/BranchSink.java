@@ -125,16 +125,22 @@ public final class BranchSink implements FlowSink {
 
     /**
      * A state perf's decoder returns at TSC {@code tsc}: its time filter runs on it; true if it makes no sample. One
-     * inside the ranges first shows a ratio change perf's filter kept unseen.
+     * inside the ranges first shows a ratio change perf's filter kept unseen (unless the state is a CBR packet's,
+     * {@code newRatio}: its own cbr shows the ratio it brings). Where the state is a branch's perf samples with
+     * {@code flags} (else -1), that cbr line carries them, a trace end's included, as perf's cbr sample takes its
+     * state's (none where the state's from IP is 0, a trace begin).
      */
-    private boolean state(long tsc) {
+    private boolean state(long tsc, int flags, boolean newRatio) {
         if (!filter.active() || decoder == null) {
             return false;
         }
         if (filter.filtered(tsc, queuePos(decoder.offset()), decoder.time())) {
             return true;
         }
-        markItem(marks.unseenCbr(cpu, perf(tsc), insns));
+        if (!newRatio) {
+            FlowItem.Mark cbr = marks.unseenCbr(cpu, perf(tsc), insns);
+            markItem(cbr == null || flags < 0 ? cbr : cbr.withFlags(flags));
+        }
         return false;
     }
 
@@ -207,7 +213,21 @@ public final class BranchSink implements FlowSink {
 
     /** A branch at sample time {@code tsc} (TSC): a branch instruction's is the flow's time at the instruction. */
     private void branchAt(long tsc, long from, long to, int flags, int len) {
-        state(tsc);
+        if (state(tsc, from == 0 ? 0 : flags | (inTx ? BranchFlags.IN_TX : 0), false)) {
+            // perf's filter made no sample of this state, so its thread stack (fed only by the samples' states)
+            // never sees the branch: the stack and the flags events show begin at the first state inside a range
+            carried += insns;
+            insns = 0;
+            dropped = false;
+            afterEnd = false;
+            // perf's state flags change all the same: the next event shows this branch's kind (the view's rule)
+            filteredFlags = (flags | (inTx ? BranchFlags.IN_TX : 0)) & ~BranchFlags.TRACE_END;
+            filteredEnded = (flags & BranchFlags.TRACE_END) != 0 && to == 0;
+            if (timeMarks) {
+                mergeTimes.left(perf(tsc));
+            }
+            return;
+        }
         int f = flags | (inTx ? BranchFlags.IN_TX : 0);
         if (callsOnly && (f & ~CLOCK_ONLY) == 0 && !afterEnd) {
             dropped = true;
@@ -247,12 +267,27 @@ public final class BranchSink implements FlowSink {
     private void markItem(FlowItem.Mark m) {
         if (m != null) {
             keepDropped();
+            if (filteredFlags >= 0 && m.flags() < 0) {
+                // the last branch was one perf's filter made no sample of, so no item told the view its kind
+                boolean psb = m.name().equals("psb");
+                if (psb && filteredEnded) {
+                    filteredFlags = 0; // a trace end with no IP, then a PSB+: perf shows its cbr with no flags
+                }
+                m = m.withFlags(psb ? 0 : filteredFlags);
+            }
             add(m);
             insns = 0;
         }
     }
 
+    /** The flags of the last branch perf's filter made no sample of, until an item follows (-1: none). */
+    private int filteredFlags = -1;
+    private boolean filteredEnded;
+
     private void add(FlowItem item) {
+        if (!(item instanceof FlowItem.Mark)) {
+            filteredFlags = -1; // the view has a branch's kind again (a loss: none)
+        }
         if (timeMarks) {
             mergeTimes.item(item.time());
         }
@@ -405,8 +440,12 @@ public final class BranchSink implements FlowSink {
     }
 
     private void take(Event ev, long psbOffset) {
+        if (marks.noState(ev)) {
+            return; // no state, no sample: a ratio perf's filter left unseen waits for the next state
+        }
         long shown = marks.shown();
-        boolean filtered = state(sampleClock.time());
+        boolean filtered = state(sampleClock.time(), ev.statusUpdate ? -1 : branchFlags(ev),
+                ev.type == Event.CBR && !ev.statusUpdate);
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
         if (filtered && marks.shown() != shown) {
             marks.unseen(shown); // perf's filter made no sample here: its ratio stays unshown
@@ -466,6 +505,24 @@ public final class BranchSink implements FlowSink {
             }
             default -> { }
         }
+    }
+
+    /**
+     * The flags of the branch event {@code ev} makes below (-1: none), for a ratio shown at its state; 0 where its
+     * from IP is 0 (a trace begin), as {@link #branchAt} gives them.
+     */
+    private int branchFlags(Event ev) {
+        int tx = inTx ? BranchFlags.IN_TX : 0;
+        return switch (ev.type) {
+            case Event.ENABLED -> 0;
+            case Event.DISABLED -> pending ? flagsOf(pCls, pIp) | BranchFlags.TRACE_END | tx
+                    : lastIp == 0 ? 0 : BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END | tx;
+            case Event.ASYNC_DISABLED -> BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END | tx;
+            case Event.ASYNC_BRANCH -> BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.ASYNC
+                    | BranchFlags.INTERRUPT | tx;
+            case Event.TSX -> ev.aborted ? BranchFlags.BRANCH | BranchFlags.TX_ABORT | tx : -1;
+            default -> -1;
+        };
     }
 
     private void loss(String reason, int code, long ip) {

@@ -89,6 +89,14 @@ public final class EventMarks {
         return mark(cpu, time, "cbr", 0, insns, "ratio", 0);
     }
 
+    /**
+     * True if {@code ev} is a CBR packet outside a PSB+ that gives the ratio the trace gave last: perf's decoder
+     * returns a state for a CBR only when the ratio changes, so its time filter does not run there.
+     */
+    public boolean noState(Event ev) {
+        return ev.type == Event.CBR && !ev.statusUpdate && ev.ratio == ratio;
+    }
+
     /** The ratio last shown (-1: none): what {@link #unseen} puts back. */
     public long shown() {
         return lastCbr;

@@ -25,10 +25,20 @@ public sealed interface FlowItem permits FlowItem.Branch, FlowItem.Mark, FlowIte
 
     /**
      * An event the trace carries besides control flow (cbr, psb, ptwrite, mwait, pwre, pwrx, exstop, tsx):
-     * {@code ip} 0 when it has none; {@code keys}/{@code values} its numbers, in order.
+     * {@code ip} 0 when it has none; {@code keys}/{@code values} its numbers, in order. {@code flags}: the branch
+     * flags perf shows it with where its decoder state is known here (a ratio shown at a branch's state), else -1
+     * (the view shows its CPU's last branch kind).
      */
-    record Mark(int cpu, long time, String name, long ip, String[] keys, long[] values, long insns)
+    record Mark(int cpu, long time, String name, long ip, String[] keys, long[] values, long insns, int flags)
             implements FlowItem {
+        public Mark(int cpu, long time, String name, long ip, String[] keys, long[] values, long insns) {
+            this(cpu, time, name, ip, keys, values, insns, -1);
+        }
+
+        /** This mark shown with the flags {@code f}. */
+        public Mark withFlags(int f) {
+            return new Mark(cpu, time, name, ip, keys, values, insns, f);
+        }
     }
 
     /**

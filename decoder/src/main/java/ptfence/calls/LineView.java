@@ -136,7 +136,8 @@ abstract class LineView implements CallView {
                     // perf shows a PSB with no flags, other events with their CPU's last branch kind
                     int c = Math.max(0, m.cpu() + 1);
                     boolean psb = m.name().equals("psb");
-                    int flags = psb || c >= lastFlags.length || ended[c] && afterPsb[c] ? 0 : lastFlags[c];
+                    int flags = m.flags() >= 0 ? m.flags()
+                            : psb || c >= lastFlags.length || ended[c] && afterPsb[c] ? 0 : lastFlags[c];
                     perf.mark(t, m, flags);
                     if (c < afterPsb.length) {
                         afterPsb[c] = psb || afterPsb[c] && m.name().equals("cbr");

@@ -430,6 +430,9 @@ public final class SampleSink implements FlowSink {
             instruction(pIp, taken ? to : 0, flags, pSize, pBytes, pLen, pPeriod);
         }
         if ((wantBranches || calls != null) && (taken || (extra & BranchFlags.TRACE_END) != 0)) {
+            if ((extra & BranchFlags.TRACE_END) != 0) {
+                maybeCbr(pIp); // the trace end's state: perf checks the ratio there too
+            }
             branch(pIp, to, flags, pSize, pBytes, pLen);
         }
         queueTsc = saved;
@@ -568,6 +571,7 @@ public final class SampleSink implements FlowSink {
                     resolve(ev.ipSuppressed ? 0 : ev.ip, BranchFlags.TRACE_END);
                 } else {
                     consume();
+                    maybeCbr(decoderIp()); // a trace end is a state perf checks the ratio with, before its branch
                     branch(decoderIp(), 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0, null, 0);
                 }
             }
@@ -578,6 +582,7 @@ public final class SampleSink implements FlowSink {
                     resolve(ev.from, 0);
                 }
                 consume();
+                maybeCbr(ev.from);
                 branch(ev.from, 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0, null, 0);
             }
             case Event.ASYNC_BRANCH -> {
@@ -604,9 +609,14 @@ public final class SampleSink implements FlowSink {
                 resync.lost();
             }
             case Event.CBR -> {
+                // perf's decoder returns a state for a CBR packet only when the ratio changes: one giving the same
+                // ratio is no state, so a ratio its time filter left unseen waits for the next state
+                boolean change = ev.ratio != cbr;
                 cbr = ev.ratio;
                 consume();
-                maybeCbr(decoderIp());
+                if (change) {
+                    maybeCbr(decoderIp());
+                }
             }
             case Event.PTWRITE -> {
                 consume();
