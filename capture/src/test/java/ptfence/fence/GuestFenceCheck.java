@@ -7,6 +7,7 @@ import ptfence.region.RegionKind;
 import ptfence.store.Archive;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -26,11 +27,11 @@ public final class GuestFenceCheck {
     /** What was found: dumps whose region is archived with equal bytes, different bytes, none; regions by kind. */
     public record Result(int equal, List<String> differ, List<String> missing, Map<RegionKind, Integer> regions,
                          Map<RegionKind, Integer> closed, Map<String, Integer> equalByWhat,
-                         List<String> afterUnregister) {
+                         List<String> afterUnregister, List<String> midPoke) {
         public String summary() {
             return String.format("kcore copies: %d equal to the archive %s, %d differ, %d not archived, %d read "
-                    + "after their symbol's unregister; regions %s (closed %s)", equal, equalByWhat, differ.size(),
-                    missing.size(), afterUnregister.size(), regions, closed);
+                    + "after their symbol's unregister, %d read mid-poke; regions %s (closed %s)", equal, equalByWhat,
+                    differ.size(), missing.size(), afterUnregister.size(), midPoke.size(), regions, closed);
         }
 
         /** Copies equal to the archive whose file name starts with {@code what} (a module, a page's symbol). */
@@ -55,10 +56,17 @@ public final class GuestFenceCheck {
      * The same, with the recording's perf.data: a copy no archived region holds, read after the kernel's KSYMBOL
      * unregister of a symbol at its address (and before any new symbol there), is text the kernel had already
      * said was gone (the churn's reader races a retired image that kallsyms still lists): counted apart, in
-     * {@link Result#afterUnregister}, not as missing. The times are the kernel's own records', not the archive's.
+     * {@link Result#afterUnregister}, not as missing. A copy that differs from the archived version only by INT3s,
+     * each at the first byte of a TEXT_POKE the kernel recorded within {@link #POKE_WINDOW_NS} of the read, where the
+     * archive holds that poke's old or new first byte, caught {@code text_poke_bp} half done: the INT3 stands from
+     * before the record (one sync and the tail's write) to after it (two syncs), a state the kernel never publishes
+     * as a version, and under TCG two reads in a row can both fall inside it (6.12, the kprobes lane's ftrace
+     * trampoline re-poked by another ftrace user: 0xcc at +0x94, two reads 3 ms apart, the record 2 ms after):
+     * counted apart, in {@link Result#midPoke}. The times are the kernel's own records', not the archive's.
      */
     public static Result check(Path archiveDir, List<Path> kcoreDirs, Path perfData) throws IOException {
         Map<Long, java.util.TreeMap<Long, Boolean>> symbols = perfData == null ? Map.of() : ksymbols(perfData);
+        Map<Long, java.util.TreeMap<Long, int[]>> pokes = perfData == null ? Map.of() : pokeFirstBytes(perfData);
         List<String[]> index = new ArrayList<>(); // {line, folder}
         for (Path d : kcoreDirs) {
             if (!Files.exists(d.resolve("index"))) continue;
@@ -77,7 +85,8 @@ public final class GuestFenceCheck {
                         .findFirst().orElse("");
                 int equal = 0;
                 Map<String, Integer> byWhat = new java.util.TreeMap<>();
-                List<String> differ = new ArrayList<>(), missing = new ArrayList<>(), afterUnregister = new ArrayList<>();
+                List<String> differ = new ArrayList<>(), missing = new ArrayList<>(), afterUnregister = new ArrayList<>(),
+                        midPoke = new ArrayList<>();
                 for (String[] entry : index) {
                     Path kcoreDir = Path.of(entry[1]);
                     String[] f = entry[0].trim().split("\\s+");
@@ -103,13 +112,15 @@ public final class GuestFenceCheck {
                     } else if (matches(at0, addr, dump) || matches(at1, addr, dump)) {
                         equal++;
                         byWhat.merge(f[4].substring(0, Math.max(0, f[4].indexOf('.'))), 1, Integer::sum);
+                    } else if (midPoke(at0.isEmpty() ? at1 : at0, addr, dump, pokes, t0, t1)) {
+                        midPoke.add(what + " (INT3 at a TEXT_POKE's first byte)");
                     } else {
                         List<ImageAt> at = at0.isEmpty() ? at1 : at0;
                         differ.add(what + " vs " + at.stream().map(i -> i.region() + " " + differences(i, addr, dump))
                                 .toList());
                     }
                 }
-                return new Result(equal, differ, missing, kinds, closed, byWhat, afterUnregister);
+                return new Result(equal, differ, missing, kinds, closed, byWhat, afterUnregister, midPoke);
             });
         }
     }
@@ -161,6 +172,51 @@ public final class GuestFenceCheck {
             });
         }
         return out;
+    }
+
+    /** How far from a read a TEXT_POKE record may be for an INT3 in the copy to be that poke's (TCG's slow syncs). */
+    static final long POKE_WINDOW_NS = 1_000_000_000L;
+
+    /** Per poke address, the TEXT_POKE records' times there and their {old, new} first bytes (no bytes: -1). */
+    private static Map<Long, java.util.TreeMap<Long, int[]>> pokeFirstBytes(Path perfData) throws IOException {
+        Map<Long, java.util.TreeMap<Long, int[]>> out = new java.util.HashMap<>();
+        try (ptfence.perfdata.PerfDataFile f = ptfence.perfdata.PerfDataFile.open(perfData)) {
+            f.stream().forEach(r -> {
+                if (r instanceof ptfence.perfdata.PerfRecord.TextPoke p && p.sampleId() != null) {
+                    ByteBuffer o = p.oldBytes(), n = p.newBytes();
+                    int[] firsts = {o.hasRemaining() ? o.get(o.position()) & 0xff : -1,
+                            n.hasRemaining() ? n.get(n.position()) & 0xff : -1};
+                    out.computeIfAbsent(p.addr(), a -> new java.util.TreeMap<>()).putIfAbsent(p.sampleId().time(), firsts);
+                }
+            });
+        }
+        return out;
+    }
+
+    /**
+     * Whether every byte where the pieces and the dump differ is an INT3 in the dump at the first byte of a poke
+     * recorded within the window of the read {@code [t0, t1]}, with the archive holding that poke's old or new byte.
+     */
+    private static boolean midPoke(List<ImageAt> pieces, long addr, byte[] dump,
+                                   Map<Long, java.util.TreeMap<Long, int[]>> pokes, long t0, long t1) {
+        if (pieces.isEmpty() || pokes.isEmpty()) return false;
+        int differing = 0;
+        for (ImageAt at : pieces) {
+            byte[] img = at.bytes();
+            long start = Math.max(addr, at.region().address());
+            int from = at.offsetOf(start), d = (int) (start - addr);
+            int n = Math.min(img.length - from, dump.length - d);
+            for (int i = 0; i < n; i++) {
+                int archived = img[from + i] & 0xff;
+                if (archived == (dump[d + i] & 0xff)) continue;
+                differing++;
+                if (dump[d + i] != (byte) 0xcc) return false;
+                var near = pokes.getOrDefault(addr + d + i, new java.util.TreeMap<>())
+                        .subMap(t0 - POKE_WINDOW_NS, true, t1 + POKE_WINDOW_NS, true).values();
+                if (near.stream().noneMatch(b -> b[0] == archived || b[1] == archived)) return false;
+            }
+        }
+        return differing > 0;
     }
 
     /**
@@ -221,5 +277,6 @@ public final class GuestFenceCheck {
         r.differ().stream().limit(10).forEach(d -> System.out.println("  differ: " + d));
         r.missing().stream().limit(10).forEach(d -> System.out.println("  missing: " + d));
         r.afterUnregister().stream().limit(10).forEach(d -> System.out.println("  after its unregister: " + d));
+        r.midPoke().stream().limit(10).forEach(d -> System.out.println("  mid-poke: " + d));
     }
 }
