@@ -58,7 +58,7 @@ public final class PerfEvents {
         boolean tl = pt.tscBit() == 0 || !pt.capUserTimeZero() || itrace.timeless;
         for (int i = 0; i < attrs.size(); i++) {
             EventAttr a = attrs.get(i);
-            String name = names.get(i) != null ? names.get(i) : ptfence.perfdata.EventNames.name(a);
+            String name = names.get(i) != null ? names.get(i) : ptfence.perfdata.EventNames.perfName(a);
             boolean dummy = a.type() == 1 && a.config() == 9;
             events.add(new Event(a.type(), name, a.sampleType(), Kind.RECORDED, a.config(), dummy));
             if (a.type() == pt.pmuType() && ptAttr == null) {
