@@ -53,9 +53,24 @@ public final class PerfEvents {
      * @param recorded every recorded event's attr and name (EVENT_DESC's name, or null to make perf's)
      * @param pt the intel_pt AUXTRACE_INFO
      */
+    /**
+     * perf's timeless decoding (intel_pt_timeless_decoding): no TSC in the trace's config, no usable conversion, or
+     * an event without time; perf then decodes each queue after the sideband, as of its last state.
+     */
+    public static boolean timeless(List<EventAttr> attrs, IntelPtInfo pt) {
+        if (pt.tscBit() == 0 || !pt.capUserTimeZero()) {
+            return true;
+        }
+        for (EventAttr a : attrs) {
+            if ((a.sampleType() & SampleType.TIME) == 0 || a.type() == pt.pmuType() && (a.config() & pt.tscBit()) == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     public PerfEvents(List<EventAttr> attrs, List<String> names, IntelPtInfo pt, ItraceOptions itrace) {
         EventAttr ptAttr = null;
-        boolean tl = pt.tscBit() == 0 || !pt.capUserTimeZero() || itrace.timeless;
         for (int i = 0; i < attrs.size(); i++) {
             EventAttr a = attrs.get(i);
             String name = names.get(i) != null ? names.get(i) : ptfence.perfdata.EventNames.perfName(a);
@@ -64,11 +79,8 @@ public final class PerfEvents {
             if (a.type() == pt.pmuType() && ptAttr == null) {
                 ptAttr = a;
             }
-            if ((a.sampleType() & SampleType.TIME) == 0 || a.type() == pt.pmuType() && (a.config() & pt.tscBit()) == 0) {
-                tl = true;
-            }
         }
-        timeless = tl;
+        timeless = timeless(attrs, pt) || itrace.timeless;
         useCallchain = itrace.callchain;
         lastBranch = itrace.lastBranch;
         // intel_pt_synth_events copies these of the intel_pt event's attr into the events it makes
