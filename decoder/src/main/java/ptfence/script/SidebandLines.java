@@ -286,6 +286,10 @@ public final class SidebandLines {
         return e.type() == 1 && e.config() == ptfence.perfdata.BpfOutput.SW_BPF_OUTPUT;
     }
 
+    private static final long DATA_SRC = 1L << 15; // PERF_SAMPLE_DATA_SRC
+    /** A map's [start, end) as {@link Symbolizer#mapOf} gives it. */
+    private final long[] span = new long[4];
+
     // --dlfilter: the recorded sample handed to the filter, and what the filter printed
     private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
     private final java.io.ByteArrayOutputStream dlPrinted = new java.io.ByteArrayOutputStream();
@@ -350,9 +354,21 @@ public final class SidebandLines {
             Symbol sym = s.ip() == 0 ? null : symbols.symbol(s.ip(), time, s.pid());
             String d = sym != null ? sym.dso() : s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());
             int cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
-            out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(e.name(), comm(s.tid(), time),
-                    PythonScript.sample(s.pid(), s.tid(), cpu, s.ip(), time, s.period(), s.addr(), 0), new byte[0], d,
-                    sym == null ? null : sym.name(), sym == null ? 0 : s.ip() - sym.start(), null, 0)).nl();
+            // as perf's Python engine hands a recorded event's sample: the event's attr as read from the file, the
+            // data_src its parse leaves, its RAW bytes, the map's build id and extent where one covers the ip
+            ptfence.cli.Json sample = (s.sampleType() & DATA_SRC) == 0
+                    ? PythonScript.recordedSample(s.pid(), s.tid(), cpu, s.ip(), time, s.period(), s.addr())
+                    : PythonScript.sample(s.pid(), s.tid(), cpu, s.ip(), time, s.period(), s.addr(), 0);
+            String bid = s.ip() == 0 ? null : symbols.mapOf(s.ip(), time, s.pid(), span);
+            ptfence.cli.Json where = new ptfence.cli.Json();
+            PythonScript.symbol(where, "", d, bid, span, sym == null ? null : sym.name(),
+                    sym == null ? 0 : s.ip() - sym.start());
+            ByteBuffer rawBuf = ptfence.perfdata.BpfOutput.payload(s, null); // PERF_SAMPLE_RAW (empty without)
+            byte[] raw = new byte[rawBuf.remaining()];
+            rawBuf.get(raw);
+            out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(e.name(),
+                    cfg.events.recordedAttrBytes(e), comm(s.tid(), time), sample, raw, where, null, 0, "[]", "[]",
+                    "[]")).nl();
             out.commit(time, false);
             return;
         }
