@@ -14,8 +14,8 @@ import ptfence.ptarchive.PtarchiveCommand;
 /**
  * Programs run as perf event overflow handlers on the kernels users run (issue 29): the guest's holder
  * (perf-attach.py, plain syscalls, no project code) attaches four, by PERF_EVENT_IOC_SET_BPF and by a BPF link, to
- * CPU-wide cpu-clock events, a page-faults event following one process (by frequency) and a kprobe opened through the
- * kprobe PMU, before {@link FenceChurnCheck}'s ptrec starts, and holds them until it ends; ptrec reads each event out
+ * CPU-wide cpu-clock events, a page-faults event following one process (by frequency), a kprobe opened through the
+ * kprobe PMU and a tracepoint (named by their trace events, "kprobes:FUNC", "sched:sched_process_exec"), before {@link FenceChurnCheck}'s ptrec starts, and holds them until it ends; ptrec reads each event out
  * of the kernel's struct perf_event (through /proc/kcore on 6.1, which lacks the fence's read kfuncs). Judged from
  * that run's folder: for each program, what the holder says it attached (its own ids from BPF_OBJ_GET_INFO_BY_FD)
  * is what {@code ptarchive show} prints under the program and what ptrec's summary says.
@@ -57,7 +57,7 @@ final class PerfAttachCheck implements GuestCheck {
                 : "") + why);
         String ptrec = Files.readString(dir.resolve("ptrec.out"));
         List<String> lines = Files.readAllLines(expected).stream().filter(l -> !l.isBlank()).toList();
-        assertEquals(4, lines.size(), "ioctl, link, task, kprobe: " + lines);
+        assertEquals(5, lines.size(), "ioctl, link, task, kprobe, tracepoint: " + lines);
         for (String line : lines) {
             String[] f = line.split(" ");
             String progId = f[0], tag = f[1], name = f[2], via = f[3], linkId = f[4];
@@ -66,9 +66,9 @@ final class PerfAttachCheck implements GuestCheck {
             String period = f[7];
             boolean freq = f[8].equals("1");
             int cpu = Integer.parseInt(f[9]), pid = Integer.parseInt(f[10]);
-            // the line as docs/ptrec.md gives it: perf's names for the generic events, "type T config 0xC" else
+            // the line as docs/ptrec.md gives it: perf's names for the generic events, a trace event's system:name
             String event = type == 1 && config == 0 ? "cpu-clock" : type == 1 && config == 2 ? "page-faults"
-                    : "type " + type + " config 0x" + Long.toHexString(config);
+                    : !f[11].equals("-") ? f[11] : "type " + type + " config 0x" + Long.toHexString(config);
             String on = event + (freq ? ", freq " : ", period ") + period + (cpu >= 0 ? ", cpu " + cpu : "")
                     + (pid >= 0 ? ", pid " + pid : "") + (via.equals("link") ? " (link " + linkId + ")" : " (ioctl)");
             StringWriter out = new StringWriter(), err = new StringWriter();

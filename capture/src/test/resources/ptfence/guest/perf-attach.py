@@ -7,15 +7,18 @@
     the kernel turns a clock event's frequency into the period 1e9/freq, and keeps only that);
   - a kprobe program to a kprobe PMU event (perf_event_open, no tracefs) past a function's ftrace site, first CPU,
     by ioctl (an insn slot: at the entry it would ride on the kprobe ftrace ops and, held for the whole run, keep the
-    kprobe lane's kretprobe from allocating and freeing that ops' trampoline each round).
+    kprobe lane's kretprobe from allocating and freeing that ops' trampoline each round);
+  - a tracepoint program to sched:sched_process_exec (perf_event_open of the tracepoint's id, as bpftrace and BCC
+    attach), first CPU, by ioctl.
 Writes what it attached, as the kernel reports the ids (BPF_OBJ_GET_INFO_BY_FD), to OUT/expected, a line each:
-PROG_ID TAG_HEX NAME VIA LINK_ID TYPE CONFIG PERIOD FREQ CPU PID; then OUT/ready. Plain syscalls through ctypes."""
+PROG_ID TAG_HEX NAME VIA LINK_ID TYPE CONFIG PERIOD FREQ CPU PID TRACE_EVENT (system:name, - for none); then
+OUT/ready. Plain syscalls through ctypes."""
 import ctypes, os, signal, struct, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bpfsys import bpf, libc
 
 PROG_LOAD, OBJ_GET_INFO_BY_FD, LINK_CREATE = 5, 15, 28
-PROG_TYPE_KPROBE, PROG_TYPE_PERF_EVENT = 2, 7
+PROG_TYPE_KPROBE, PROG_TYPE_TRACEPOINT, PROG_TYPE_PERF_EVENT = 2, 5, 7
 ATTACH_PERF_EVENT = 41
 NR_PERF_EVENT_OPEN = 298
 IOC_SET_BPF = 0x40042408
@@ -73,14 +76,17 @@ def main():
             pass
     else:
         raise SystemExit('perf-attach: no kprobe site in %s' % KPROBE_FUNC.decode())
-    # name, program type, (type, config, period, freq, pid, cpu, config1, config2), how
-    wanted = [('ptf_pa_ioctl', PROG_TYPE_PERF_EVENT, (1, 0, 10000003, False, -1, first, 0, 0), 'ioctl'),
-              ('ptf_pa_link', PROG_TYPE_PERF_EVENT, (1, 0, 20000003, False, -1, last, 0, 0), 'link'),
-              ('ptf_pa_task', PROG_TYPE_PERF_EVENT, (1, 2, 97, True, os.getpid(), -1, 0, 0), 'ioctl'),
+    tp_id = int(open('/sys/kernel/tracing/events/sched/sched_process_exec/id').read())
+    # name, program type, (type, config, period, freq, pid, cpu, config1, config2), how, the trace event's name
+    wanted = [('ptf_pa_ioctl', PROG_TYPE_PERF_EVENT, (1, 0, 10000003, False, -1, first, 0, 0), 'ioctl', '-'),
+              ('ptf_pa_link', PROG_TYPE_PERF_EVENT, (1, 0, 20000003, False, -1, last, 0, 0), 'link', '-'),
+              ('ptf_pa_task', PROG_TYPE_PERF_EVENT, (1, 2, 97, True, os.getpid(), -1, 0, 0), 'ioctl', '-'),
               ('ptf_pa_kprobe', PROG_TYPE_KPROBE, (kprobe_type, 0, 1, False, -1, first, ctypes.addressof(func), off),
-               'ioctl')]
+               'ioctl', 'kprobes:' + KPROBE_FUNC.decode()),
+              ('ptf_pa_tp', PROG_TYPE_TRACEPOINT, (2, tp_id, 1, False, -1, first, 0, 0), 'ioctl',
+               'sched:sched_process_exec')]
     held, lines = [], []
-    for name, prog_type, (t, c, period, freq, pid, cpu, c1, c2), via in wanted:
+    for name, prog_type, (t, c, period, freq, pid, cpu, c1, c2), via, trace_event in wanted:
         prog = load(prog_type, name)
         event = perf_event_open(t, c, period, freq, pid, cpu, c1, c2)
         link_id = 0
@@ -93,8 +99,8 @@ def main():
         pinfo = info(prog, 80)                                         # bpf_prog_info: type, id, tag[8], ...
         prog_id, = struct.unpack_from('<I', pinfo, 4)
         held += [prog, event]
-        lines.append('%d %s %s %s %d %d %d %d %d %d %d' % (prog_id, pinfo[8:16].hex(), name, via, link_id, t, c,
-                                                           period, 1 if freq else 0, cpu, pid))
+        lines.append('%d %s %s %s %d %d %d %d %d %d %d %s' % (prog_id, pinfo[8:16].hex(), name, via, link_id, t, c,
+                                                              period, 1 if freq else 0, cpu, pid, trace_event))
     with open(os.path.join(out, 'expected'), 'w') as f:
         f.write('\n'.join(lines) + '\n')
     open(os.path.join(out, 'ready'), 'w').close()
