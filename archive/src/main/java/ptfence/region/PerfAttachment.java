@@ -25,9 +25,17 @@ import ptfence.store.Table;
  * @param freq    perf_event_attr.freq
  * @param cpu     the event's CPU, -1 for any
  * @param pid     the process the event follows, -1 for a CPU-wide event
+ * @param traceEvent the trace event behind a tracepoint or probe event as the kernel names it ("sched:sched_switch",
+ *     "kprobes:vfs_read" for a probe opened through the kprobe PMU), null for other events or where unknown
  */
 public record PerfAttachment(int progId, String via, int linkId, int type, long config, long period, boolean freq,
-        int cpu, int pid) {
+        int cpu, int pid, String traceEvent) {
+    /** An event that is no trace event (or whose trace event is unknown). */
+    public PerfAttachment(int progId, String via, int linkId, int type, long config, long period, boolean freq,
+            int cpu, int pid) {
+        this(progId, via, linkId, type, config, period, freq, cpu, pid, null);
+    }
+
     private static final String PREFIX = "perf-attach:";
     private static final String[] HARDWARE = {"cycles", "instructions", "cache-references", "cache-misses",
         "branches", "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend", "ref-cycles"};
@@ -35,8 +43,9 @@ public record PerfAttachment(int progId, String via, int linkId, int type, long 
         "cpu-migrations", "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy",
         "bpf-output", "cgroup-switches"};
 
-    /** The event's name as perf names the generic events, else "type T config 0xC". */
+    /** The event's name as perf names the generic events, a trace event's, else "type T config 0xC". */
     public String eventName() {
+        if (traceEvent != null) return traceEvent;
         if (type == 0 && config >= 0 && config < HARDWARE.length) return HARDWARE[(int) config];
         if (type == 1 && config >= 0 && config < SOFTWARE.length) return SOFTWARE[(int) config];
         return "type " + type + " config 0x" + Long.toHexString(config);
@@ -53,14 +62,14 @@ public record PerfAttachment(int progId, String via, int linkId, int type, long 
 
     private String line() {
         return via + " " + linkId + " " + type + " " + Long.toUnsignedString(config) + " " + Long.toUnsignedString(period)
-                + " " + (freq ? 1 : 0) + " " + cpu + " " + pid;
+                + " " + (freq ? 1 : 0) + " " + cpu + " " + pid + (traceEvent == null ? "" : " " + traceEvent);
     }
 
     private static PerfAttachment parse(int progId, String line) {
         String[] f = line.split(" ");
         return new PerfAttachment(progId, f[0], Integer.parseInt(f[1]), Integer.parseInt(f[2]),
                 Long.parseUnsignedLong(f[3]), Long.parseUnsignedLong(f[4]), f[5].equals("1"), Integer.parseInt(f[6]),
-                Integer.parseInt(f[7]));
+                Integer.parseInt(f[7]), f.length > 8 ? f[8] : null); // archives before the trace event: 8 fields
     }
 
     private static byte[] key(String bootId, int progId) {

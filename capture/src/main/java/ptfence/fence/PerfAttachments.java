@@ -45,6 +45,10 @@ public final class PerfAttachments implements AutoCloseable {
     private final KernelLayout layout;
     private final BpfFd taskMap, taskProg;
     private final int evAttr, evCpu, evProg, evTarget, taskTgid, perfLinkFile;
+    /** The trace event behind a tracepoint or probe event (-1 where the kernel's BTF lacks a member). */
+    private final int evTpEvent, callName, callFlags, callClass, classSystem, tracepointName;
+    /** trace_event_call.flags' TRACE_EVENT_FL_TRACEPOINT (its name is then the tracepoint's), 0 if unknown. */
+    private final long flTracepoint;
     private Map<Integer, Integer> softwareTypes = Map.of();
 
     private PerfAttachments(KernelMemory memory, Btf btf, KernelLayout layout, BpfFd taskMap, BpfFd taskProg) {
@@ -59,6 +63,14 @@ public final class PerfAttachments implements AutoCloseable {
         evTarget = optionalOffset("perf_event", "hw.target");
         taskTgid = btf.offsetOf("task_struct", "tgid");
         perfLinkFile = optionalOffset("bpf_perf_link", "perf_file") - optionalOffset("bpf_perf_link", "link");
+        evTpEvent = optionalOffset("perf_event", "tp_event");
+        callName = optionalOffset("trace_event_call", "name"); // a union with tp, the struct tracepoint
+        callFlags = optionalOffset("trace_event_call", "flags");
+        callClass = optionalOffset("trace_event_call", "class");
+        classSystem = optionalOffset("trace_event_class", "system");
+        tracepointName = optionalOffset("tracepoint", "name");
+        java.util.OptionalLong bit = btf.enumValue("TRACE_EVENT_FL_TRACEPOINT_BIT");
+        flTracepoint = bit.isPresent() ? 1L << bit.getAsLong() : 0;
     }
 
     private int optionalOffset(String struct, String path) {
@@ -197,7 +209,49 @@ public final class PerfAttachments implements AutoCloseable {
         Integer software = softwareTypes.get(type);
         if (software != null && config == software) type = 1;
         return java.util.Optional.of(new PerfAttachment(progId, via, linkId, type, attr.getLong(8),
-                attr.getLong(16), freq, cpu, pid));
+                attr.getLong(16), freq, cpu, pid, traceEvent(event)));
+    }
+
+    /**
+     * "system:name" of the trace event behind the event (a tracepoint, a tracefs probe, a probe opened through the
+     * kprobe or uprobe PMU, whose system is "kprobes" or "uprobes" and name the probed function), else null: the
+     * event's tp_event, its class's system, and its name (the tracepoint's where the call is a tracepoint's).
+     */
+    private String traceEvent(long event) {
+        if (evTpEvent < 0 || callName < 0 || callFlags < 0 || callClass < 0 || classSystem < 0 || tracepointName < 0
+                || flTracepoint == 0) {
+            return null;
+        }
+        try {
+            long call = u64(event + evTpEvent);
+            if (call == 0) {
+                return null;
+            }
+            long namePtr = u64(call + callName);
+            if ((u32(call + callFlags) & flTracepoint) != 0) {
+                namePtr = u64(namePtr + tracepointName);
+            }
+            String system = string(u64(u64(call + callClass) + classSystem));
+            String name = string(namePtr);
+            return system.isEmpty() || name.isEmpty() ? null : system + ":" + name;
+        } catch (IOException e) {
+            return null; // named by type and config then
+        }
+    }
+
+    /** A kernel C string (up to 255 bytes), as an event name: no spaces (the archive's line splits on them). */
+    private String string(long address) throws IOException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        for (int chunk = 0; chunk < 4; chunk++) { // 64 bytes at a time: a short name near a page's end stays readable
+            byte[] b = memory.read(address + 64L * chunk, 64);
+            for (byte x : b) {
+                if (x == 0) {
+                    return out.toString(java.nio.charset.StandardCharsets.UTF_8).replace(' ', '_');
+                }
+                out.write(x);
+            }
+        }
+        return out.toString(java.nio.charset.StandardCharsets.UTF_8).replace(' ', '_');
     }
 
     /** The struct file's private_data behind our descriptor {@code fd}. */

@@ -72,5 +72,10 @@ class BtfTest {
         assertEquals(112, btf.offsetOf("bpf_prog_info", "jited_ksyms"));
         KernelLayout layout = KernelLayout.from(btf);
         assertTrue(layout.auxWork() > layout.auxKsymName(), layout.toString());
+        // uapi enum constants are ABI too (include/uapi/linux/bpf.h, perf_event.h)
+        assertEquals(7, btf.enumValue("BPF_PROG_TYPE_PERF_EVENT").orElseThrow());
+        assertEquals(41, btf.enumValue("BPF_PERF_EVENT").orElseThrow());
+        assertEquals(2, btf.enumValue("PERF_TYPE_TRACEPOINT").orElseThrow());
+        assertTrue(btf.enumValue("NO_SUCH_CONSTANT").isEmpty());
     }
 }

@@ -70,7 +70,7 @@ final class FenceChurnCheck implements GuestCheck {
         return new FenceChurnCheck(c, bpf, seconds);
     }
 
-    private static String resource(String file) {
+    static String resource(String file) {
         try {
             return Path.of(FenceChurnCheck.class.getResource("/ptfence/guest/" + file).toURI()).toString();
         } catch (URISyntaxException e) {
@@ -92,10 +92,13 @@ final class FenceChurnCheck implements GuestCheck {
                 "export CHURN_TIMES=$OUT/times CHURN_BPF=" + GuestKernel.quote(BpfChurnCheck.command(bpf)),
                 // one lane after another, each lane's own time (-Dptfence.guest.churnSerial=true: measuring)
                 Boolean.getBoolean("ptfence.guest.churnSerial") ? "export CHURN_SERIAL=1" : "",
+                // programs on perf events, attached before ptrec starts and held until it ends (PerfAttachCheck)
+                PerfAttachCheck.start(),
                 "echo \"ptrec starts at $(up) s\" > times",
                 // the kernel text copy (19 MB through kcore) is not what this checks, and costs minutes under TCG
                 GuestKernel.java("ptfence.ptrec.PtrecCommand", cmd.toArray(String[]::new))
                         + " > ptrec.out 2>&1; echo $? > ptrec.rc",
+                PerfAttachCheck.stop(),
                 "echo \"ptrec ended at $(up) s\" >> times",
                 "cp -r --sparse=always /tmp/fence-archive archive; for k in " + String.join(" ", churns.keySet())
                         + "; do cp -r /tmp/churn/$k/kcore kcore-$k; done; cp /tmp/churn/*.rc . ;"

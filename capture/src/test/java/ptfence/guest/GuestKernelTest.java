@@ -50,7 +50,10 @@ class GuestKernelTest {
         FenceChurnCheck fence = fenceChurns != null ? FenceChurnCheck.of(fenceChurns, churn, SHARED_RUN_BOUND)
                 : FenceChurnCheck.scaled(fencePercent, churn, SHARED_RUN_BOUND);
         if (churn > 0) checks.add(new BpfChurnCheck(churn));
-        if (churn > 0 || fenceChurns != null || fencePercent > 0) checks.add(fence);
+        if (churn > 0 || fenceChurns != null || fencePercent > 0) {
+            checks.add(fence);
+            checks.add(new PerfAttachCheck()); // held during the fence churn's ptrec
+        }
         return checks;
     }
 

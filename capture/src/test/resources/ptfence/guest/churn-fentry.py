@@ -69,8 +69,13 @@ def main():
     # not vfs_write or ksys_write: the kprobes churn, running beside this one, puts its kretprobes there (ftrace
     # sites). Five functions a round: a kallsyms read (~5 s on 6.12 under TCG) per round, so per ten cycles
     names = os.environ.get('FENTRY_FUNCS', 'vfs_read do_sys_openat2 vfs_open vfs_getattr do_filp_open').split()
-    ids = func_ids(names)
+    # fmod_ret attaches only where the kernel allows a return to be changed (error-injection sites, LSM hooks):
+    # security_file_open, an LSM hook the round's open runs through, on a trampoline of its own (FMODRET=0: none)
+    fmodret = os.environ.get('FMODRET_FUNC', 'security_file_open') if os.environ.get('FMODRET', '1') != '0' else None
+    ids = func_ids(names + ([fmodret] if fmodret else []))
     names = [fn for fn in names if fn in ids]
+    if fmodret and fmodret not in ids:
+        sys.exit('churn: no BTF FUNC %s for fmod_ret' % fmodret)
     f = open('/proc/kcore', 'rb', buffering=0)
     segs = kr.segments(f)
     ix = open(os.path.join(kdir, 'index'), 'a')
@@ -78,7 +83,8 @@ def main():
     for fn in names:
         progs.append(load(TRACE_FENTRY, ids[fn], 'ptf_fentry'))
         progs.append(load(TRACE_FEXIT, ids[fn], 'ptf_fexit'))
-    progs.append(load(MODIFY_RETURN, ids[names[0]], 'ptf_fmodret')) if 'FMODRET' in os.environ else None
+    if fmodret:
+        progs.append(load(MODIFY_RETURN, ids[fmodret], 'ptf_fmodret'))
     cycles = 0
     phase = kr.Phases()
     i = -1
@@ -99,6 +105,7 @@ def main():
         for l in links:                  # detach: rewrites, the last one of a function frees its trampoline
             os.close(l)
         phase('detach')
-    print('churn: %d fentry/fexit attach/detach cycles on %s; %s' % (cycles, ' '.join(names), phase))
+    print('churn: %d fentry/fexit attach/detach cycles on %s%s; %s' % (cycles, ' '.join(names),
+                                                                       ', fmod_ret on ' + fmodret if fmodret else '', phase))
 
 main()

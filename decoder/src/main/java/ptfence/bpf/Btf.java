@@ -36,6 +36,8 @@ public final class Btf {
     private final List<Type> types = new ArrayList<>(); // index = id; id 0 is void
     private final Map<String, Integer> firstStructByName = new HashMap<>();
     private final Map<String, Integer> funcByName = new HashMap<>();
+    /** Every 32-bit enum's constants by name (the first where two enums share one). */
+    private final Map<String, Long> enumValues = new HashMap<>();
     /** Per INT: its encoding word (signedness, bits); per ARRAY: {element type, count}. */
     private final Map<Integer, int[]> layout = new HashMap<>();
 
@@ -81,7 +83,11 @@ public final class Btf {
                     }
                     members = List.copyOf(members);
                 }
-                case KIND_ENUM -> p += 8 * vlen;
+                case KIND_ENUM -> {
+                    for (int i = 0; i < vlen; i++, p += 8) {
+                        enumValues.putIfAbsent(string(b, strs0, strLen, b.getInt(p)), (long) b.getInt(p + 4));
+                    }
+                }
                 case KIND_FUNC_PROTO -> { // parameters as members: name and type, in order (bit offset: the index)
                     members = new ArrayList<>(vlen);
                     for (int i = 0; i < vlen; i++, p += 8) {
@@ -116,6 +122,12 @@ public final class Btf {
     }
 
     public int typeCount() { return types.size() - 1; }
+
+    /** The value of enum constant {@code name} (TRACE_EVENT_FL_TRACEPOINT_BIT), if the BTF has it. */
+    public java.util.OptionalLong enumValue(String name) {
+        Long v = enumValues.get(name);
+        return v == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(v);
+    }
 
     public Type type(int id) {
         if (id <= 0 || id >= types.size()) throw new IllegalArgumentException("no BTF type " + id);

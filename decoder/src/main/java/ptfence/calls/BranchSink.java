@@ -55,6 +55,8 @@ public final class BranchSink implements FlowSink {
     /** The held branch instruction's sample time (TSC, -1: none), made perf time only if it becomes an item. */
     private long pTsc;
     private long lastIp;
+    /** Where the trace was turned off, while it is (-1: on): what perf reports an overflow then at. */
+    private long offIp = -1;
     private long insns;
     private boolean inTx;
     private final EventMarks marks = new EventMarks();
@@ -464,6 +466,7 @@ public final class BranchSink implements FlowSink {
         }
         switch (ev.type) {
             case Event.ENABLED -> {
+                offIp = -1;
                 pending = false;
                 resync.inStep();
                 // perf shows a trace's cbr 0 at the first state it returns, before that state's branch: the trace
@@ -474,6 +477,7 @@ public final class BranchSink implements FlowSink {
                 branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
             }
             case Event.DISABLED -> {
+                offIp = ev.ipSuppressed ? lastIp : ev.ip;
                 if (pending) {
                     pending = false;
                     branchAt(pTsc, pIp, ev.ipSuppressed ? 0 : ev.ip, flagsOf(pCls, pIp) | BranchFlags.TRACE_END, pSize);
@@ -482,6 +486,7 @@ public final class BranchSink implements FlowSink {
                 }
             }
             case Event.ASYNC_DISABLED -> {
+                offIp = ev.from;
                 resolve(ev.from);
                 branch(ev.from, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
             }
@@ -492,9 +497,15 @@ public final class BranchSink implements FlowSink {
                         | BranchFlags.INTERRUPT, 0);
             }
             case Event.OVERFLOW -> {
+                // perf's decoder reports where its flow stands: past a branch whose outcome came before the overflow
+                // (it returned that branch), else where the trace was turned off (as SampleSink)
+                long at = offIp != -1 ? offIp : decoder == null ? lastIp : decoder.ip();
+                if (pending && offIp == -1) {
+                    resolve(at);
+                }
                 pending = false;
                 if (!filter.active() || !filter.stopped()) {
-                    loss("overflow", PtError.OVERFLOW, lastIp);
+                    loss("overflow", PtError.OVERFLOW, at);
                 }
                 resync.lost();
             }

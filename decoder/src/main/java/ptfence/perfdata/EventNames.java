@@ -27,6 +27,20 @@ public final class EventNames {
         return base + modifiers(a);
     }
 
+    /**
+     * perf 6.1's name for it ({@code perf script}'s lines): its evsel__sw_names stop at dummy, so bpf-output and
+     * cgroup-switches stored without a name are "unknown-software" there, modifiers and all; ptdecode's own views
+     * keep {@link #name}.
+     */
+    public static String perfName(EventAttr a) {
+        if (a.type() == 1 && a.config() > DUMMY) {
+            return "unknown-software" + modifiers(a);
+        }
+        return name(a);
+    }
+
+    private static final long DUMMY = 9;
+
     /** The synthesized event {@code base} ("branches", "instructions") of the PT event {@code pt}: its modifiers. */
     public static String synthesized(String base, EventAttr pt) {
         return base + modifiers(pt);

@@ -303,7 +303,7 @@ final class CallViews {
         String branches = rd.ptAttr == null ? "branches"
                 : ptfence.perfdata.EventNames.synthesized("branches", rd.ptAttr);
         int width = branches.length();
-        for (String n : rd.eventNames) {
+        for (String n : rd.perfEventNames) {
             width = Math.max(width, n.length());
         }
         long mult = rd.pt.timeMult();
@@ -329,12 +329,19 @@ final class CallViews {
         private long[] lastSpan;
         private int[] lastTask;
 
-        CpuTasks(Sideband sb) {
+        /** perf's timeless decoding: a CPU's task is the one its sideband ends with, whatever the item's time. */
+        private final boolean timeless;
+
+        CpuTasks(Sideband sb, boolean timeless) {
             this.sb = sb;
+            this.timeless = timeless;
         }
 
         @Override
         public int[] at(int cpu, long time) {
+            if (timeless) {
+                time = Long.MAX_VALUE - 1; // as the sample views' task time (SampleSink.taskTime)
+            }
             long[] s = cpu == lastCpu ? lastSpan : span.get(cpu);
             if (s != null && time >= s[0] && time < s[1]) {
                 return cpu == lastCpu ? lastTask : task.get(cpu);
@@ -343,9 +350,9 @@ final class CallViews {
             long from;
             long until;
             if (time < 0) {
-                // untimed: the CPU's one task, if it ran only one
-                List<Sideband.Task> all = sb.tasks(cpu);
-                Sideband.Task only = all.size() == 1 ? all.get(0) : null;
+                // untimed: the CPU's one task, if it ran only one (as the sample views' TaskCursor: perf's thread
+                // there is the same for both)
+                Sideband.Task only = sb.onlyTask(cpu);
                 t = only == null || only.pid() < 0 ? null : new int[] {only.pid(), only.tid()};
                 from = Long.MIN_VALUE;
                 until = 0;
@@ -378,7 +385,8 @@ final class CallViews {
     static void run(RecordingDecode rd, CallView view, boolean callsOnly, ptfence.script.TimeRanges perfTime)
             throws Exception {
         Sideband sb = rd.sideband;
-        CallStacks stacks = new CallStacks(new CpuTasks(sb), view);
+        CallStacks stacks = new CallStacks(new CpuTasks(sb,
+                ptfence.script.PerfEvents.timeless(rd.eventAttrs, rd.pt)), view);
         boolean timed = rd.code.timed();
         rd.<FlowItem>decodeMerged((t, q) -> {
             BranchSink.Out o = new BranchSink.Out() {

@@ -75,9 +75,10 @@ final class RecordingDecode {
     /** Names for the recording's code (every view asks here). */
     ptfence.symbol.Symbolizer symbols = ptfence.symbol.Symbolizer.NONE;
     IntelPtInfo pt;
-    /** The intel_pt event (perf's synthesized events take its modifiers), and every event's name as perf gives it. */
+    /** The intel_pt event (perf's synthesized events take its modifiers). */
     ptfence.perfdata.EventAttr ptAttr;
-    List<String> eventNames = new ArrayList<>();
+    /** Every event's name: EVENT_DESC's, else made from the attr ({@code perf script}'s lines: perf 6.1's). */
+    List<String> eventNames = new ArrayList<>(), perfEventNames = new ArrayList<>();
     /** The sample type of the recording's first hardware event (-1: none), which decides perf's hardware fields. */
     long hardwareSampleType = -1;
     FlowConfig config;
@@ -390,6 +391,7 @@ final class RecordingDecode {
                 }
             }
             eventNames.add(n != null && !n.isEmpty() ? n : ptfence.perfdata.EventNames.name(a.attr()));
+            perfEventNames.add(n != null && !n.isEmpty() ? n : ptfence.perfdata.EventNames.perfName(a.attr()));
         }
     }
 

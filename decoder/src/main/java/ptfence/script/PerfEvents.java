@@ -40,6 +40,8 @@ public final class PerfEvents {
     public enum Kind { RECORDED, BRANCHES, INSTRUCTIONS, TRANSACTIONS, PTWRITE, CBR, PSB, MWAIT, PWRE, EXSTOP, PWRX }
 
     private final List<Event> events = new ArrayList<>();
+    /** Each recorded event's attr, by its place in {@link #events}. */
+    private final List<EventAttr> recordedAttrs = new ArrayList<>();
     private final int nameWidth;
     /** perf's symbol_conf.use_callchain: --itrace=g turns it on (intel_pt_process_auxtrace_info). */
     private final boolean useCallchain;
@@ -53,22 +55,35 @@ public final class PerfEvents {
      * @param recorded every recorded event's attr and name (EVENT_DESC's name, or null to make perf's)
      * @param pt the intel_pt AUXTRACE_INFO
      */
+    /**
+     * perf's timeless decoding (intel_pt_timeless_decoding): no TSC in the trace's config, no usable conversion, or
+     * an event without time; perf then decodes each queue after the sideband, as of its last state.
+     */
+    public static boolean timeless(List<EventAttr> attrs, IntelPtInfo pt) {
+        if (pt.tscBit() == 0 || !pt.capUserTimeZero()) {
+            return true;
+        }
+        for (EventAttr a : attrs) {
+            if ((a.sampleType() & SampleType.TIME) == 0 || a.type() == pt.pmuType() && (a.config() & pt.tscBit()) == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     public PerfEvents(List<EventAttr> attrs, List<String> names, IntelPtInfo pt, ItraceOptions itrace) {
         EventAttr ptAttr = null;
-        boolean tl = pt.tscBit() == 0 || !pt.capUserTimeZero() || itrace.timeless;
         for (int i = 0; i < attrs.size(); i++) {
             EventAttr a = attrs.get(i);
-            String name = names.get(i) != null ? names.get(i) : ptfence.perfdata.EventNames.name(a);
+            String name = names.get(i) != null ? names.get(i) : ptfence.perfdata.EventNames.perfName(a);
             boolean dummy = a.type() == 1 && a.config() == 9;
             events.add(new Event(a.type(), name, a.sampleType(), Kind.RECORDED, a.config(), dummy));
+            recordedAttrs.add(a);
             if (a.type() == pt.pmuType() && ptAttr == null) {
                 ptAttr = a;
             }
-            if ((a.sampleType() & SampleType.TIME) == 0 || a.type() == pt.pmuType() && (a.config() & pt.tscBit()) == 0) {
-                tl = true;
-            }
         }
-        timeless = tl;
+        timeless = timeless(attrs, pt) || itrace.timeless;
         useCallchain = itrace.callchain;
         lastBranch = itrace.lastBranch;
         // intel_pt_synth_events copies these of the intel_pt event's attr into the events it makes
@@ -124,6 +139,20 @@ public final class PerfEvents {
     /** The width of perf script's event-name column: the longest event name. */
     public int nameWidth() {
         return nameWidth;
+    }
+
+    /**
+     * The perf_event_attr perf 6.1 hands a script as "attr" for a recorded event: the file's attr as perf read it
+     * into its struct (128 bytes; its size field as recorded, the rest zero).
+     */
+    public byte[] recordedAttrBytes(Event e) {
+        int i = events.indexOf(e);
+        byte[] out = new byte[128];
+        if (i >= 0 && i < recordedAttrs.size()) {
+            java.nio.ByteBuffer raw = recordedAttrs.get(i).raw();
+            raw.get(out, 0, Math.min(out.length, raw.remaining()));
+        }
+        return out;
     }
 
     /**

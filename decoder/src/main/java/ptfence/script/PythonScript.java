@@ -216,12 +216,26 @@ public final class PythonScript implements AutoCloseable {
      * empty; the host gives an object printed as perf's <NULL>), data_src 0 and its text.
      */
     public static Json sample(int pid, int tid, int cpu, long ip, long time, long period, long addr, int flags) {
+        return sample(pid, tid, cpu, ip, time, period, addr, 0, "|OP No|LVL N/A|SNP N/A|TLB N/A|LCK No|BLK  N/A");
+    }
+
+    /**
+     * A recorded event's sample without PERF_SAMPLE_DATA_SRC: perf's parse leaves data_src at
+     * PERF_MEM_DATA_SRC_NONE (a synthesized one is zeroed: {@link #sample}).
+     */
+    public static Json recordedSample(int pid, int tid, int cpu, long ip, long time, long period, long addr) {
+        return sample(pid, tid, cpu, ip, time, period, addr, 0x5080021L,
+                "|OP N/A|LVL N/A|SNP N/A|TLB N/A|LCK N/A|BLK  N/A");
+    }
+
+    private static Json sample(int pid, int tid, int cpu, long ip, long time, long period, long addr, long datasrc,
+            String datasrcDecode) {
         Json j = new Json().field("pid", pid).field("tid", tid).field("cpu", Integer.toUnsignedLong(cpu))
                 .raw("ip", Long.toUnsignedString(ip)).raw("time", Long.toUnsignedString(time == -1 ? 0 : time))
                 .raw("period", Long.toUnsignedString(period)).field("phys_addr", 0)
                 .raw("addr", Long.toUnsignedString(addr)).raw("values", "[{\"t\":[0,0,{\"null\":0}]}]")
-                .field("weight", 0).field("transaction", 0).field("datasrc", 0)
-                .field("datasrc_decode", "|OP No|LVL N/A|SNP N/A|TLB N/A|LCK No|BLK  N/A")
+                .field("weight", 0).field("transaction", 0).field("datasrc", datasrc)
+                .field("datasrc_decode", datasrcDecode)
                 // intel_pt_cpumode: the kernel's half of the address space, by ip (by addr where ip is 0)
                 .field("cpumode", (ip != 0 ? ip : addr) < 0 ? 1 : 2);
         return j;

@@ -256,6 +256,10 @@ public final class SidebandLines {
     /** perf_sample__fprintf_start for a record: comm, tid, cpu and the time field. */
     private LineBytes start(ScriptMerge.Producer out, long fields, String comm, int pid, int tid, int cpu, long time) {
         LineBytes b = out.line();
+        if (dlPrinted.size() > 0) {
+            b.bytes(dlPrinted.toByteArray());
+            dlPrinted.reset();
+        }
         if ((fields & FieldSet.COMM) != 0) {
             b.right(comm, 16).ch(' ');
         }
@@ -282,23 +286,95 @@ public final class SidebandLines {
         return e.type() == 1 && e.config() == ptfence.perfdata.BpfOutput.SW_BPF_OUTPUT;
     }
 
+    private static final long DATA_SRC = 1L << 15; // PERF_SAMPLE_DATA_SRC
+    /** A map's [start, end) as {@link Symbolizer#mapOf} gives it. */
+    private final long[] span = new long[4];
+
+    // --dlfilter: the recorded sample handed to the filter, and what the filter printed
+    private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
+    private final java.io.ByteArrayOutputStream dlPrinted = new java.io.ByteArrayOutputStream();
+
+    /** What the filter printed for a sample that gets no line, as its own. */
+    private void printedAlone(ScriptMerge.Producer out, long time) {
+        if (dlPrinted.size() > 0) {
+            out.line().bytes(dlPrinted.toByteArray());
+            dlPrinted.reset();
+            out.commit(time, false);
+        }
+    }
+
+    /**
+     * The recorded sample as perf's dlfilter sees it: no branch flags, no instruction, and an address that names a
+     * symbol only for the events perf says so of (sample_addr_correlates_sym: the page-fault events; BTS, the
+     * other, is no recording ptdecode reads).
+     */
+    private void dlSample(PerfRecord.Sample s, PerfEvents.Event e, long time) {
+        ptfence.dlfilter.DlFilter.Sample d = dlSample;
+        d.ip = s.ip();
+        d.addr = s.addr();
+        d.pid = s.pid();
+        d.tid = s.tid();
+        d.time = time;
+        d.cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
+        d.flags = 0;
+        d.period = s.period();
+        d.event = e.name();
+        d.addrCorrelatesSym = e.type() == 1 && (e.config() == 2 || e.config() == 5 || e.config() == 6);
+        d.comm = comm(s.tid(), time);
+        d.insn = null;
+        d.insnLen = 0;
+        d.insnCnt = 0;
+        d.cycCnt = 0;
+        int pid = s.pid();
+        d.resolver = a -> {
+            Symbol sym = a == 0 ? null : symbols.symbol(a, time, pid);
+            String dso = sym != null && sym.dso() != null ? sym.dso() : a == 0 ? null : symbols.dso(a, time, pid);
+            return new ptfence.dlfilter.DlFilter.Location(sym == null ? null : sym.name(),
+                    sym == null ? 0 : sym.start(), sym == null ? 0 : sym.end(), dso, a);
+        };
+    }
+
     /** A recorded event's sample, as perf script's process_event prints it. */
     private void sample(ScriptMerge.Producer out, PerfRecord.Sample s, PerfEvents.Event e, long time) {
         if (RecordReads.dropped(cfg.time, time)) {
             return;
         }
+        if (cfg.dlfilter != null) {
+            // perf's process_sample_event hands every sample to the filter, a recorded event's too, before printing;
+            // what the filter printed goes ahead of the sample's line (start), or alone where no line follows
+            dlSample(s, e, time);
+            dlPrinted.reset();
+            if (!cfg.dlfilter.keep(dlSample, dlPrinted)) {
+                printedAlone(out, time);
+                return;
+            }
+        }
         if (cfg.script != null) {
+            printedAlone(out, time);
             Symbol sym = s.ip() == 0 ? null : symbols.symbol(s.ip(), time, s.pid());
             String d = sym != null ? sym.dso() : s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());
             int cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
-            out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(e.name(), comm(s.tid(), time),
-                    PythonScript.sample(s.pid(), s.tid(), cpu, s.ip(), time, s.period(), s.addr(), 0), new byte[0], d,
-                    sym == null ? null : sym.name(), sym == null ? 0 : s.ip() - sym.start(), null, 0)).nl();
+            // as perf's Python engine hands a recorded event's sample: the event's attr as read from the file, the
+            // data_src its parse leaves, its RAW bytes, the map's build id and extent where one covers the ip
+            ptfence.cli.Json sample = (s.sampleType() & DATA_SRC) == 0
+                    ? PythonScript.recordedSample(s.pid(), s.tid(), cpu, s.ip(), time, s.period(), s.addr())
+                    : PythonScript.sample(s.pid(), s.tid(), cpu, s.ip(), time, s.period(), s.addr(), 0);
+            String bid = s.ip() == 0 ? null : symbols.mapOf(s.ip(), time, s.pid(), span);
+            ptfence.cli.Json where = new ptfence.cli.Json();
+            PythonScript.symbol(where, "", d, bid, span, sym == null ? null : sym.name(),
+                    sym == null ? 0 : s.ip() - sym.start());
+            ByteBuffer rawBuf = ptfence.perfdata.BpfOutput.payload(s, null); // PERF_SAMPLE_RAW (empty without)
+            byte[] raw = new byte[rawBuf.remaining()];
+            rawBuf.get(raw);
+            out.line().ch((char) PythonScript.MARK).str(PythonScript.processEvent(e.name(),
+                    cfg.events.recordedAttrBytes(e), comm(s.tid(), time), sample, raw, where, null, 0, "[]", "[]",
+                    "[]")).nl();
             out.commit(time, false);
             return;
         }
         long fields = cfg.fields.fields(e.outputType());
         if (fields == 0) {
+            printedAlone(out, time);
             return;
         }
         // a sample without CPU: perf's sample->cpu stays (u32)-1, printed as [-01]

@@ -276,6 +276,21 @@ public final class Sideband {
         return List.copyOf(tasks.getOrDefault(cpu, List.of()));
     }
 
+    /**
+     * The one task {@code cpu} ran all along (every entry of its timeline the same pid and tid), else null: all an
+     * untimed trace can be given, having no time to follow its switches by.
+     */
+    public Task onlyTask(int cpu) {
+        Task one = null;
+        for (Task t : tasks.getOrDefault(cpu, List.of())) {
+            if (one != null && (t.pid() != one.pid() || t.tid() != one.tid())) {
+                return null;
+            }
+            one = t;
+        }
+        return one;
+    }
+
     /** Earliest and latest record time, or MAX/MIN if no record was timed. */
     public long firstTime() {
         return firstTime;

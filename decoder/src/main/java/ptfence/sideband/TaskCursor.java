@@ -22,16 +22,7 @@ public final class TaskCursor {
         this.sideband = sideband;
         this.cpu = cpu;
         this.fixedTid = fixedTid;
-        java.util.List<Sideband.Task> all = sideband.tasks(cpu);
-        Sideband.Task one = null;
-        for (Sideband.Task t : all) {
-            if (one != null && (t.pid() != one.pid() || t.tid() != one.tid())) {
-                one = null;
-                break;
-            }
-            one = t;
-        }
-        this.only = one;
+        this.only = sideband.onlyTask(cpu);
     }
 
     /** Moves to perf time {@code time} (-1: unknown). */

@@ -175,19 +175,45 @@ public final class RecordingSymbols implements Symbolizer {
         if (address < 0) {
             // a BPF program is a map of its own in perf, from its ksymbol
             Symbol s = symbol(address, time, pid);
-            if (s == null || s.dso() == null || !s.dso().startsWith("bpf_prog_")) {
+            if (s != null && s.dso() != null && s.dso().startsWith("bpf_prog_")) {
+                span[0] = s.start();
+                span[1] = s.end();
+                return "";
+            }
+            // the kernel's or a module's map, from its MMAP record (perf record makes the kernel's reach the first
+            // module), with the build id the recording lists for it ([kernel.kallsyms] for the kernel's text)
+            Sideband.Mapping m = newest(namesByPid.get(KERNEL_PID), address, -1);
+            if (m == null || !m.kernel()) {
                 return null;
             }
-            span[0] = s.start();
-            span[1] = s.end();
-            return "";
+            span[0] = m.address();
+            span[1] = m.address() + m.length();
+            byte[] id = buildIds.get(m.file().startsWith(KERNEL_DSO) ? KERNEL_DSO : m.file());
+            return id == null ? "" : java.util.HexFormat.of().formatHex(id);
         }
-        Mapped mm = mapping(address, time, pid);
-        if (mm == null) {
+        Mapped[] ms = mappings(pid);
+        int i = ms == null ? -1 : newestAt(ms, address, time);
+        if (i < 0) {
             return null;
         }
-        span[0] = mm.m.address();
-        span[1] = mm.m.address() + mm.m.length();
+        Mapped mm = ms[i];
+        long start = mm.m.address(), end = mm.m.address() + mm.m.length();
+        // perf splits a map where a later one of the process lands over it (maps__fixup_overlappings: ld.so's
+        // reservation, then the libraries mapped into its tail): the piece holding the address is the map
+        for (int j = i + 1; pid >= 0 && j < ms.length; j++) {
+            Sideband.Mapping n = ms[j].m;
+            long ns = n.address(), ne = n.address() + n.length();
+            if (time >= 0 && n.time() > time || ne <= start || ns >= end) {
+                continue;
+            }
+            if (ne <= address) {
+                start = ne;
+            } else if (ns > address) {
+                end = ns;
+            }
+        }
+        span[0] = start;
+        span[1] = end;
         byte[] id = buildIds.get(mm.m.file());
         return id == null ? "" : java.util.HexFormat.of().formatHex(id);
     }
