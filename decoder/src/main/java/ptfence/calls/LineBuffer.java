@@ -1,15 +1,21 @@
 package ptfence.calls;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.Writer;
+import java.nio.charset.StandardCharsets;
 
 /**
- * One output line being built, as characters (the views' text is ASCII but for names), with perf's printf
- * conversions written out by hand: no String per field, and whole lines go to the writer in large chunks.
+ * One output line being built, as UTF-8 bytes (the views' text is ASCII but for names), with perf's printf
+ * conversions written out by hand: no String per field, and whole lines go out in large chunks. Widths count bytes,
+ * as C's printf does. The bytes go straight to the command's output stream where there is one ({@link #bytesTo}),
+ * else they are decoded once more for a Writer (tests, callers without a stream).
  */
 final class LineBuffer {
     private final Writer out;
-    private char[] c = new char[512];
+    /** The output's bytes, below {@link #out} (flushed before each write here), or null. */
+    private OutputStream raw;
+    private byte[] c = new byte[1 << 16];
     private int n;
     /** Where the current line started. */
     private int lineStart;
@@ -18,7 +24,12 @@ final class LineBuffer {
         this.out = out;
     }
 
-    /** Characters written on the current line so far. */
+    /** Writes to {@code stream}, the bytes under the writer given at construction (skips an encoder per line). */
+    void bytesTo(OutputStream stream) {
+        this.raw = stream;
+    }
+
+    /** Bytes written on the current line so far. */
     int column() {
         return n - lineStart;
     }
@@ -31,61 +42,83 @@ final class LineBuffer {
 
     LineBuffer ch(char x) {
         room(1);
-        c[n++] = x;
+        c[n++] = (byte) x;
         return this;
     }
 
+    /** Text as UTF-8 (perf writes names as it read them). */
     LineBuffer str(String s) {
         int l = s.length();
         room(l);
-        s.getChars(0, l, c, n);
-        n += l;
+        for (int i = 0; i < l; i++) {
+            char x = s.charAt(i);
+            if (x >= 0x80) {
+                return utf8(s.substring(i)); // rare: the rest through the encoder
+            }
+            c[n++] = (byte) x;
+        }
         return this;
     }
 
     LineBuffer chars(StringBuilder s) {
         int l = s.length();
         room(l);
-        s.getChars(0, l, c, n);
-        n += l;
+        for (int i = 0; i < l; i++) {
+            char x = s.charAt(i);
+            if (x >= 0x80) {
+                return utf8(s.substring(i));
+            }
+            c[n++] = (byte) x;
+        }
         return this;
+    }
+
+    private LineBuffer utf8(String s) {
+        return bytes(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The length of {@code s} in UTF-8 (what printf's widths count). */
+    static int byteLength(String s) {
+        int l = s.length();
+        for (int i = 0; i < l; i++) {
+            if (s.charAt(i) >= 0x80) {
+                return i + s.substring(i).getBytes(StandardCharsets.UTF_8).length;
+            }
+        }
+        return l;
     }
 
     LineBuffer spaces(int k) {
         if (k > 0) {
             room(k);
-            if (k <= SPACES.length) {
-                System.arraycopy(SPACES, 0, c, n, k);
-            } else {
-                java.util.Arrays.fill(c, n, n + k, ' ');
-            }
+            java.util.Arrays.fill(c, n, n + k, (byte) ' ');
             n += k;
         }
         return this;
     }
 
-    private static final char[] SPACES = " ".repeat(256).toCharArray();
-
-    LineBuffer chars(char[] s) {
+    LineBuffer bytes(byte[] s) {
         room(s.length);
         System.arraycopy(s, 0, c, n, s.length);
         n += s.length;
         return this;
     }
 
-    /** The characters of the current line from {@code column} on. */
-    char[] lineFrom(int column) {
+    /** The bytes of the current line from {@code column} on. */
+    byte[] lineFrom(int column) {
         return java.util.Arrays.copyOfRange(c, lineStart + column, n);
     }
 
     /** {@code %-Ns}: {@code s} then spaces to {@code width}. */
     LineBuffer left(String s, int width) {
-        return str(s).spaces(width - s.length());
+        int at = n;
+        str(s);
+        return spaces(width - (n - at));
     }
 
     /** {@code %Ns}: spaces to {@code width}, then {@code s}. */
     LineBuffer right(String s, int width) {
-        return spaces(width - s.length()).str(s);
+        return spaces(width - byteLength(s)).str(s);
     }
 
     /** {@code %Nd} (width may be 0). */
@@ -102,7 +135,7 @@ final class LineBuffer {
         int i = end;
         do {
             long q = x / 10;
-            c[--i] = (char) ('0' + Math.abs((int) (x - q * 10)));
+            c[--i] = (byte) ('0' + Math.abs((int) (x - q * 10)));
             x = q;
         } while (x != 0);
         n = end;
@@ -149,9 +182,9 @@ final class LineBuffer {
         return this;
     }
 
-    private static final char[] HEX = "0123456789abcdef".toCharArray();
+    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
 
-    /** Ends the line; writes out when enough has gathered. */
+    /** Ends the line; writes out when enough has gathered (always whole lines: no UTF-8 sequence is split). */
     void endLine() throws IOException {
         ch('\n');
         lineStart = n;
@@ -161,7 +194,12 @@ final class LineBuffer {
     }
 
     void flush() throws IOException {
-        out.write(c, 0, n);
+        if (raw != null) {
+            out.flush(); // what the writer holds comes first
+            raw.write(c, 0, n);
+        } else {
+            out.write(new String(c, 0, n, StandardCharsets.UTF_8));
+        }
         n = 0;
         lineStart = 0;
     }

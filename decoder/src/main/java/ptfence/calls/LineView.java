@@ -46,6 +46,14 @@ abstract class LineView implements CallView {
         this.perf = new PerfLines(buf, options.fields(), options.eventFields(), names, comms, rec);
     }
 
+    /**
+     * Lines go to {@code stream} as bytes: the stream under the writer given at construction (the command's output),
+     * which saves encoding every line's characters once more.
+     */
+    public final void bytesTo(java.io.OutputStream stream) {
+        buf.bytesTo(stream);
+    }
+
     /** Recorded samples of other events to print among the lines (perf time ascending; pid, tid, cpu). */
     private long[] sampleTimes = new long[0];
     private int[][] sampleTasks = new int[0][];

@@ -52,12 +52,12 @@ public final class PerfLines {
 
     /**
      * perf_sample__fprintf_start: comm, pid/tid, [cpu], time. All but the time stay the same over a thread's lines on
-     * one CPU: they are kept as characters in the thread and copied while its comm, CPU and the fields are unchanged.
+     * one CPU: they are kept as bytes in the thread and copied while its comm, CPU and the fields are unchanged.
      */
     private void start(ThreadStack t, int cpu, long time) {
         String comm = f.has(SampleFields.COMM) ? comm(t, time) : null;
         if (t.head != null && t.headComm == comm && t.headCpu == cpu && t.headFields == f) {
-            buf.chars(t.head);
+            buf.bytes(t.head);
         } else {
             int at = buf.column();
             who(t, cpu, comm);
@@ -239,14 +239,16 @@ public final class PerfLines {
         }
         if (d != paddedDso) { // lines repeat a few files: the padded form of the last one is kept
             paddedDso = d;
-            String cut = d.length() > pad - 1 ? d.substring(0, pad - 1) : d;
-            padded = (cut + " ".repeat(pad - cut.length())).toCharArray();
+            byte[] name = d.getBytes(java.nio.charset.StandardCharsets.UTF_8); // perf cuts and pads by bytes
+            padded = new byte[pad];
+            java.util.Arrays.fill(padded, (byte) ' ');
+            System.arraycopy(name, 0, padded, 0, Math.min(name.length, pad - 1));
         }
-        buf.chars(padded);
+        buf.bytes(padded);
     }
 
     private String paddedDso;
-    private char[] padded;
+    private byte[] padded;
 
     /**
      * A synthesized event (psb, cbr, ptwrite, power events); false for one perf does not show (tsx). {@code flags}:

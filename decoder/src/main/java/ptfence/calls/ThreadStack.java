@@ -40,7 +40,7 @@ public final class ThreadStack {
     long commFrom;
     long commUntil;
     /** A line printer's head for this thread (comm, pid/tid, [cpu]) and what it was made for. */
-    char[] head;
+    byte[] head;
     String headComm;
     int headCpu;
     SampleFields headFields;

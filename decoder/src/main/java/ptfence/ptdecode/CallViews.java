@@ -59,6 +59,8 @@ final class CallViews {
 
     /** perf's --time ranges (perf script's entry): the recorded samples outside them are dropped, as the sample views'. */
     ptfence.script.TimeRanges timeRanges = ptfence.script.TimeRanges.ALL;
+    /** The output's bytes under the writer the text views are given (null: the writer alone): lines skip an encoder. */
+    java.io.OutputStream bytes;
 
     /** True if the command line asks for one of these views (given no --func). */
     boolean wanted(String format) {
@@ -124,7 +126,11 @@ final class CallViews {
         } else if (branches) {
             LineOptions o = options != null ? options : new LineOptions(defaults(rd, SampleFields.branches()),
                     events(rd, SampleFields.branches()), false, false, req.timeFrom(), req.timeTo());
-            view = new BranchView(out, jsonl, names, comms, rec, o);
+            BranchView v = new BranchView(out, jsonl, names, comms, rec, o);
+            if (bytes != null) {
+                v.bytesTo(bytes);
+            }
+            view = v;
             if (branchFilter != 0) {
                 view = filtered(view, branchFilter);
             }
@@ -133,6 +139,9 @@ final class CallViews {
             LineOptions o = options != null ? options : new LineOptions(defaults(rd, f), events(rd, f), true, true,
                     req.timeFrom(), req.timeTo());
             CallTraceView v = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
+            if (bytes != null) {
+                v.bytesTo(bytes);
+            }
             if (!jsonl) {
                 recordReads(rd, v, timeRanges);
             }

@@ -305,6 +305,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 long[] h = hull(ranges);
                 rd.timeRange(h[0], h[1]);
             }
+            calls.bytes = co.stream();
             int status = perfMode ? perfScript(rd, ranges, co) : decode(rd, co.writer());
             return co.finish(status); // a failed --strict leaves an existing -o file as it was
         }

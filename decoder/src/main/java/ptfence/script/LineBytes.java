@@ -78,16 +78,28 @@ public final class LineBytes {
         return this;
     }
 
-    /** {@code %*s}: right-aligned in {@code width} (a longer text is kept whole). */
+    /** {@code %*s}: right-aligned in {@code width} bytes, as C's printf counts (a longer text is kept whole). */
     public LineBytes right(String s, int width) {
-        spaces(width - s.length());
+        spaces(width - utf8Length(s));
         return str(s);
     }
 
-    /** {@code %-*s}. */
+    /** {@code %-*s} (width in bytes). */
     public LineBytes left(String s, int width) {
+        int at = len;
         str(s);
-        return spaces(width - s.length());
+        return spaces(width - (len - at));
+    }
+
+    /** The length of {@code s} in UTF-8. */
+    private static int utf8Length(String s) {
+        int n = s.length();
+        for (int i = 0; i < n; i++) {
+            if (s.charAt(i) >= 0x80) {
+                return i + s.substring(i).getBytes(StandardCharsets.UTF_8).length;
+            }
+        }
+        return n;
     }
 
     /** {@code %*s} of bytes. */

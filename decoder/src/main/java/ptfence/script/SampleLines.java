@@ -34,10 +34,14 @@ final class SampleLines {
     private int prefixTid = Integer.MIN_VALUE;
     private final byte[][] prefix = new byte[4][]; // hw, synth, each with a call chain
 
-    // the symbol last printed and its text
-    private Symbol lastSym;
-    private byte[] lastName;
-    private byte[] lastDso;
+    /**
+     * The names of the last few symbols as bytes (a branch line names two: its source's and its target's, and code
+     * calling between functions alternates among a few), so that a line copies them instead of encoding them again.
+     */
+    private final Symbol[] named = new Symbol[4];
+    private final byte[][] namedName = new byte[4][];
+    private final byte[][] namedDso = new byte[4][];
+    private int namedNext;
     private long unknownFrom = 1;
     private long unknownTo;
     private int unknownPid;
@@ -161,12 +165,7 @@ final class SampleLines {
         if (on(fields, FieldSet.SYM)) {
             b.ch(' ');
             if (s != null) {
-                if (s != lastSym) {
-                    lastSym = s;
-                    lastName = s.name().getBytes(StandardCharsets.UTF_8);
-                    lastDso = null;
-                }
-                b.bytes(lastName);
+                b.bytes(namedName[named(s)]);
                 if (on(fields, FieldSet.SYMOFFSET)) {
                     b.ch('+').ch('0').ch('x').hex(ip - s.start());
                 }
@@ -177,20 +176,27 @@ final class SampleLines {
         if (on(fields, FieldSet.DSO)) {
             b.ch(' ').ch('(');
             if (s != null) {
-                if (s != lastSym) {
-                    lastSym = s;
-                    lastName = s.name().getBytes(StandardCharsets.UTF_8);
-                    lastDso = null;
-                }
-                if (lastDso == null) {
-                    lastDso = (s.dso() == null ? "[unknown]" : s.dso()).getBytes(StandardCharsets.UTF_8);
-                }
-                b.bytes(lastDso);
+                b.bytes(namedDso[named(s)]);
             } else {
                 b.bytes(miss >= 0 ? missDso[miss] : unknownDso(ip, time, pid));
             }
             b.ch(')');
         }
+    }
+
+    /** {@code s}'s slot among {@link #named}, its name and file encoded there if it was not among them. */
+    private int named(Symbol s) {
+        for (int i = 0; i < named.length; i++) {
+            if (named[i] == s) {
+                return i;
+            }
+        }
+        int i = namedNext;
+        namedNext = (i + 1) & (named.length - 1);
+        named[i] = s;
+        namedName[i] = s.name().getBytes(StandardCharsets.UTF_8);
+        namedDso[i] = (s.dso() == null ? "[unknown]" : s.dso()).getBytes(StandardCharsets.UTF_8);
+        return i;
     }
 
     /** The remembered range no symbol names that holds {@code ip} for {@code pid} at {@code time}, or -1. */

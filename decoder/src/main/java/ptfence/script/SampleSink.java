@@ -108,6 +108,8 @@ public final class SampleSink implements FlowSink {
     private long lastDecoderTsc = Long.MIN_VALUE;
 
     private final byte[] code = new byte[16];
+    /** Branch lines show or hand on the instruction's bytes (-F insn, --dlfilter, -s): read them for every branch. */
+    private final boolean branchBytes;
 
     // perf's IPC (insn_cnt/cyc_cnt of instruction and branch samples): each state perf's decoder returns carries the
     // instructions walked so far and the cycle count it last took; a sample counts from its kind's last sample
@@ -161,6 +163,7 @@ public final class SampleSink implements FlowSink {
                 || f.has(FieldSet.Type.HW, FieldSet.CALLINDENT)
                 || sampleInsns && (f.flags() || f.has(FieldSet.Type.HW, FieldSet.ADDR));
         this.countIpc = cfg.fields.has(FieldSet.Type.HW, FieldSet.IPC) || cfg.dlfilter != null || cfg.script != null;
+        this.branchBytes = f.has(FieldSet.Type.HW, FieldSet.INSN) || cfg.dlfilter != null || cfg.script != null;
         this.calls = cfg.fields.has(FieldSet.Type.HW, FieldSet.CALLINDENT) || it.callchain || it.lastBranch
                 ? new CallDepth(it.lastBranch ? it.lastBranchSize : 0, it.callchain) : null;
         if (it.lastBranch) {
@@ -320,8 +323,10 @@ public final class SampleSink implements FlowSink {
         if (!sample && !(branch && (wantBranches || calls != null))) {
             return;
         }
-        int len = read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, Math.min(size,
-                code.length));
+        // a branch that is not sampled needs its bytes only for its line's insn field, a filter, or its far kind
+        int len = sample || branchBytes || cls == InsnClass.FAR_CALL || cls == InsnClass.FAR_RETURN
+                ? read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, Math.min(size, code.length))
+                : 0;
         if (branch && holdForTarget) {
             pending = true;
             pIp = ip;
