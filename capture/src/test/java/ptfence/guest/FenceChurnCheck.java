@@ -35,7 +35,7 @@ final class FenceChurnCheck implements GuestCheck {
 
     /**
      * @param churns kind -> count (modules: rounds, kprobes: rounds, fentry: cycles, xdp: changes, statickeys:
-     *     flips); see churn-all.sh
+     *     flips, ftrace: users made and removed); see churn-all.sh
      * @param bpf programs per BPF churn in the run's {@code bpf} lane ({@link BpfChurnCheck}), 0 for none
      */
     FenceChurnCheck(Map<String, Integer> churns, int bpf, int seconds) {
@@ -60,7 +60,7 @@ final class FenceChurnCheck implements GuestCheck {
         return new FenceChurnCheck(c, bpf, seconds);
     }
 
-    /** {@code kind=N,kind=N...} (modules, kprobes, fentry, xdp, statickeys). */
+    /** {@code kind=N,kind=N...} (modules, kprobes, fentry, xdp, statickeys, ftrace). */
     static FenceChurnCheck of(String spec, int bpf, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
         for (String kv : spec.split(",")) {
@@ -165,6 +165,18 @@ final class FenceChurnCheck implements GuestCheck {
         }
         if (churns.containsKey("kprobes")) {
             assertTrue(r.equal("kprobe_insn_page") >= churns.get("kprobes") / 4, "insn slot pages: " + why);
+            // every other round through the kprobe PMU (perf_event_open), the rest through tracefs
+            assertTrue(ptrec.contains("(" + churns.get("kprobes") / 2 + " through the kprobe PMU)"),
+                    "kprobes through perf_event_open: " + why);
+        }
+        if (churns.containsKey("ftrace")) {
+            int n = churns.get("ftrace");
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("churn: " + n + " ftrace users on \\S+ "
+                    + "\\(function (\\d+), function_graph (\\d+)\\), (\\d+) kcore copies").matcher(ptrec);
+            assertTrue(m.find() && Integer.parseInt(m.group(1)) == (n + 1) / 2 && Integer.parseInt(m.group(2)) == n / 2
+                    && Integer.parseInt(m.group(3)) >= n, "a trampoline copy per ftrace user: " + why);
+            // the ftrace lane's own trampolines, besides the kprobes lane's kretprobe one
+            assertTrue(r.equal("ftrace_trampoline") >= n, "ftrace trampolines equal to kcore's: " + why);
         }
         if (churns.containsKey("fentry")) {
             // a kcore copy of every live image after each round's attaches (a round: 2 programs on each function)
