@@ -14,7 +14,14 @@ T = '/sys/kernel/tracing'
 
 def write(path, text):
     with open(path, 'w') as f:
-        f.write(text)
+        f.write(text + '\n')
+
+
+def set_filter(where, func):
+    write(os.path.join(where, 'set_ftrace_filter'), func)
+    got = open(os.path.join(where, 'set_ftrace_filter')).read().split()
+    if got != [func]:
+        sys.exit('churn-ftrace: %s/set_ftrace_filter holds %r after writing %s' % (where, ' '.join(got)[:80], func))
 
 
 def trampolines():
@@ -30,7 +37,9 @@ def main():
     n, out = int(sys.argv[1]), sys.argv[2]
     kdir = os.path.join(out, 'kcore')
     os.makedirs(kdir, exist_ok=True)
-    func = os.environ.get('FTRACE_FUNC', '__x64_sys_getpid')
+    func = os.environ.get('FTRACE_FUNC', '__do_sys_getpid')
+    if func not in (l.split()[0] for l in open(os.path.join(T, 'available_filter_functions'))):
+        sys.exit('churn-ftrace: %s is not a function ftrace can trace here' % func)
     f = open('/proc/kcore', 'rb', buffering=0)
     segs = kr.segments(f)
     ix = open(os.path.join(kdir, 'index'), 'a')
@@ -44,8 +53,10 @@ def main():
         where = inst
         if graph and 'function_graph' not in open(os.path.join(inst, 'available_tracers')).read().split():
             where = T  # this kernel gives function_graph to the top level only
-        write(os.path.join(where, 'set_ftrace_filter'), func)
+        set_filter(where, func)
         write(os.path.join(where, 'current_tracer'), tracer)
+        if not any(l.split()[0] == func for l in open(os.path.join(T, 'enabled_functions'))):
+            sys.exit('churn-ftrace: %s is not in enabled_functions with the %s tracer on' % (func, tracer))
         kinds[tracer] += 1
         os.getpid()                                    # through the traced function
         for addr, name in trampolines():
@@ -54,8 +65,6 @@ def main():
         ix.flush()
         write(os.path.join(where, 'current_tracer'), 'nop')
         write(os.path.join(where, 'set_ftrace_filter'), '')
-        if where == T:
-            write(os.path.join(T, 'set_ftrace_filter'), '')
         os.rmdir(inst)
     print('churn: %d ftrace users on %s (function %d, function_graph %d), %d kcore copies of ftrace trampolines'
           % (n, func, kinds['function'], kinds['function_graph'], copies))
