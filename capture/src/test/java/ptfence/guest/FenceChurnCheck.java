@@ -47,7 +47,8 @@ final class FenceChurnCheck implements GuestCheck {
     /**
      * The counts of issue 29's "done when" scaled by {@code percent} (100: the full counts): 50 module loads (25
      * rounds of dummy and veth), 200 kprobe registrations (100 rounds of a kprobe at an offset and a kretprobe), 200
-     * fentry/fexit attach/detach cycles, 100 dispatcher changes (netlink and bpf links in turn), 200 static-key flips.
+     * fentry/fexit attach/detach cycles, 100 dispatcher changes (netlink and bpf links in turn), 200 static-key flips;
+     * and 20 ftrace users (trace instances' function tracers and function_graph in turn: the issue names no count).
      */
     static FenceChurnCheck scaled(int percent, int bpf, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
@@ -57,6 +58,7 @@ final class FenceChurnCheck implements GuestCheck {
         c.put("fentry", Math.max(12, 200 * percent / 100));
         c.put("xdp", Math.max(6, 100 * percent / 100));
         c.put("statickeys", Math.max(4, 200 * percent / 100));
+        c.put("ftrace", Math.max(2, 20 * percent / 100));
         return new FenceChurnCheck(c, bpf, seconds);
     }
 
