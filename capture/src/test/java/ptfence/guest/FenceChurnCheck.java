@@ -35,7 +35,7 @@ final class FenceChurnCheck implements GuestCheck {
 
     /**
      * @param churns kind -> count (modules: rounds, kprobes: rounds, fentry: cycles, xdp: changes, statickeys:
-     *     flips); see churn-all.sh
+     *     flips, ftrace: users made and removed); see churn-all.sh
      * @param bpf programs per BPF churn in the run's {@code bpf} lane ({@link BpfChurnCheck}), 0 for none
      */
     FenceChurnCheck(Map<String, Integer> churns, int bpf, int seconds) {
@@ -47,7 +47,8 @@ final class FenceChurnCheck implements GuestCheck {
     /**
      * The counts of issue 29's "done when" scaled by {@code percent} (100: the full counts): 50 module loads (25
      * rounds of dummy and veth), 200 kprobe registrations (100 rounds of a kprobe at an offset and a kretprobe), 200
-     * fentry/fexit attach/detach cycles, 100 dispatcher changes (netlink and bpf links in turn), 200 static-key flips.
+     * fentry/fexit attach/detach cycles, 100 dispatcher changes (netlink and bpf links in turn), 200 static-key flips;
+     * and 20 ftrace users (trace instances' function tracers and function_graph in turn: the issue names no count).
      */
     static FenceChurnCheck scaled(int percent, int bpf, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
@@ -57,10 +58,11 @@ final class FenceChurnCheck implements GuestCheck {
         c.put("fentry", Math.max(12, 200 * percent / 100));
         c.put("xdp", Math.max(6, 100 * percent / 100));
         c.put("statickeys", Math.max(4, 200 * percent / 100));
+        c.put("ftrace", Math.max(2, 20 * percent / 100));
         return new FenceChurnCheck(c, bpf, seconds);
     }
 
-    /** {@code kind=N,kind=N...} (modules, kprobes, fentry, xdp, statickeys). */
+    /** {@code kind=N,kind=N...} (modules, kprobes, fentry, xdp, statickeys, ftrace). */
     static FenceChurnCheck of(String spec, int bpf, int seconds) {
         Map<String, Integer> c = new LinkedHashMap<>();
         for (String kv : spec.split(",")) {
@@ -165,6 +167,18 @@ final class FenceChurnCheck implements GuestCheck {
         }
         if (churns.containsKey("kprobes")) {
             assertTrue(r.equal("kprobe_insn_page") >= churns.get("kprobes") / 4, "insn slot pages: " + why);
+            // every other round through the kprobe PMU (perf_event_open), the rest through tracefs
+            assertTrue(ptrec.contains("(" + churns.get("kprobes") / 2 + " through the kprobe PMU)"),
+                    "kprobes through perf_event_open: " + why);
+        }
+        if (churns.containsKey("ftrace")) {
+            int n = churns.get("ftrace");
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("churn: " + n + " ftrace users on \\S+ "
+                    + "\\(function (\\d+), function_graph (\\d+)\\), (\\d+) kcore copies").matcher(ptrec);
+            assertTrue(m.find() && Integer.parseInt(m.group(1)) == (n + 1) / 2 && Integer.parseInt(m.group(2)) == n / 2
+                    && Integer.parseInt(m.group(3)) >= n, "a trampoline copy per ftrace user: " + why);
+            // the ftrace lane's own trampolines, besides the kprobes lane's kretprobe one
+            assertTrue(r.equal("ftrace_trampoline") >= n, "ftrace trampolines equal to kcore's: " + why);
         }
         if (churns.containsKey("fentry")) {
             // a kcore copy of every live image after each round's attaches (a round: 2 programs on each function)

@@ -37,7 +37,9 @@ class GuestKernelTest {
         // rounds of dummy+veth: 50 loads, symbols copied at load; beside the XDP lane since the tracker places a
         // version arriving after a later one at its own time) and fentry/fexit trampolines (200 cycles, each image
         // copied in the kernel: at its build on 6.12, judged also where the copy comes after the loop passed the
-        // attach poke, at its update on 6.1; a trampoline FREE ahead of the loop waits for it; docs/fence.md).
+        // attach poke, at its update on 6.1; a trampoline FREE ahead of the loop waits for it; docs/fence.md); half the
+        // kprobe rounds go through the kprobe PMU (perf_event_open), and 20 ftrace users (a trace instance's function
+        // tracer, function_graph) each make and free an ftrace trampoline.
         // -Dptfence.guest.fencePercent=N runs N% of every kind's counts (100: issue 29's), -Dptfence.guest.fenceChurns=
         // kind=N,... exact counts, -Dptfence.guest.churn=N the BPF churn's (0: none). The verifier's walk of the fence
         // programs is measured only when asked for (-Dptfence.guest.verifierCost=callbacks|both).
@@ -58,7 +60,7 @@ class GuestKernelTest {
     }
 
     /** The kinds churned when no count is asked for: those that pass at the full counts (above). */
-    private static final String DEFAULT_CHURNS = "modules=25,kprobes=100,statickeys=200,xdp=100,fentry=200";
+    private static final String DEFAULT_CHURNS = "modules=25,kprobes=100,statickeys=200,xdp=100,fentry=200,ftrace=20";
 
     /**
      * The shared churn run's bound in the guest: a bound for a hung guest, not a speed goal (at the full counts it

@@ -2,7 +2,8 @@
 # churn-all.sh OUT KIND=N...: runs the named churns under one ptrec (its start costs minutes under TCG on a loaded
 # machine): modules=N rounds (churn-modules.py), kprobes=N rounds (churn-kprobes.sh), fentry=N attach/detach cycles
 # (churn-fentry.py), xdp=N dispatcher changes (churn-xdp.py), statickeys=N static-key flips (churn-statickeys.py, a
-# lane of its own: its own tracepoints and module, nbd), bpf=N BPF programs loaded and closed by each of two churns
+# lane of its own: its own tracepoints and module, nbd), ftrace=N ftrace users made and removed (churn-ftrace.py: a
+# trace instance's function tracer, function_graph, each on a function of its own), bpf=N BPF programs loaded and closed by each of two churns
 # ($CHURN_BPF, a command line run in OUT/bpf: BpfChurnCheck's). The lanes run at once: modules then xdp, kprobes,
 # fentry, statickeys, bpf. Much of a churn's time is the kernel waiting (RCU grace periods, ftrace's tasks-RCU, the
 # kprobe optimizer), which the other lanes fill. The lanes keep apart what would interfere: modules and xdp both use veth (a veth pair
@@ -27,6 +28,7 @@ run() {
     fentry) python3 "$here/churn-fentry.py" "$count" "$out/$kind" ;;
     xdp) python3 "$here/churn-xdp.py" "$count" "$out/$kind" ;;
     statickeys) python3 "$here/churn-statickeys.py" "$count" "$out/$kind" ;;
+    ftrace) python3 "$here/churn-ftrace.py" "$count" "$out/$kind" ;;
     bpf) (cd "$out/$kind" && eval "$CHURN_BPF" > ns) ;;
   esac
   echo $? > "$out/$kind.rc"
@@ -35,16 +37,17 @@ run() {
 }
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd   # a bare devtmpfs has none: <(...) and coproc need it (once, not per lane)
 for kind in "${!n[@]}"; do
-  case $kind in modules|kprobes|fentry|xdp|statickeys|bpf) ;; *) echo "churn-all: unknown churn $kind" >&2; exit 2 ;; esac
+  case $kind in modules|kprobes|fentry|xdp|statickeys|ftrace|bpf) ;; *) echo "churn-all: unknown churn $kind" >&2; exit 2 ;; esac
 done
 echo "lanes start at $(up) s" >> "$times"
 if [ -n "$CHURN_SERIAL" ]; then
-  for kind in modules kprobes fentry xdp statickeys bpf; do run $kind; done
+  for kind in modules kprobes fentry xdp statickeys ftrace bpf; do run $kind; done
 else
   { run modules; run xdp; } &
   run kprobes &
   run fentry &
   run statickeys &
+  run ftrace &
   run bpf &
   wait
 fi
