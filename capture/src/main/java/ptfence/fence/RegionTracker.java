@@ -14,7 +14,6 @@ import java.util.AbstractMap;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -58,7 +57,7 @@ public final class RegionTracker implements TextSink {
         default void flush() throws IOException {}
     }
 
-    private record Key(long address, String name) {}
+    record Key(long address, String name) {}
 
     /**
      * A region still open; {@code awaitsFree}: the FREE hook will deliver its end; {@code copiedAt}: for module
@@ -66,7 +65,7 @@ public final class RegionTracker implements TextSink {
      * {@link Long#MIN_VALUE}; {@code bornAt}: when its first version began (the text's own start, kept through
      * its later versions).
      */
-    private record Live(Region region, byte[] bytes, boolean awaitsFree, long copiedAt, long bornAt) {
+    record Live(Region region, byte[] bytes, boolean awaitsFree, long copiedAt, long bornAt) {
         Live withRegion(Region r) { return new Live(r, bytes, awaitsFree, copiedAt, bornAt); }
 
         /** A poke made at {@code time} is in these bytes already: the copy was read after it. */
@@ -83,7 +82,7 @@ public final class RegionTracker implements TextSink {
 
     private final String bootId;
     private final RegionWriter writer;
-    private final Map<Key, Live> live = new HashMap<>();
+    private final LiveRegions live = new LiveRegions();
     private final List<Freeing> freeing = new ArrayList<>();
     /** The newest perf time of the recorder's kernel-text records handled (they come in time order). */
     private long sidebandTime = Long.MIN_VALUE;
@@ -575,14 +574,12 @@ public final class RegionTracker implements TextSink {
     private int patchLive(long address, byte[] oldBytes, byte[] newBytes, long time) throws IOException {
         int held = 0;
         Map.Entry<Key, Live> newest = null;
-        Collection<Map.Entry<Key, Live>> candidates = live.entrySet();
-        if (!freeing.isEmpty()) { // all freed after this poke (those before it ended first)
-            candidates = new ArrayList<>(candidates);
-            for (Freeing f : freeing) candidates.add(f.entry());
+        List<Map.Entry<Key, Live>> candidates = live.holding(address, newBytes.length);
+        for (Freeing f : freeing) { // all freed after this poke (those before it ended first)
+            if (LiveRegions.holds(f.entry().getValue().region(), address, newBytes.length)) candidates.add(f.entry());
         }
         for (var e : candidates) {
             Region r = e.getValue().region();
-            if (!holds(r, address, newBytes.length)) continue;
             if (r.kind() == RegionKind.TEXT_POKE) {
                 patch(e, address, oldBytes, newBytes, time);
                 held |= HELD_BY_POKE;
@@ -604,11 +601,6 @@ public final class RegionTracker implements TextSink {
             held |= HELD_BY_REGION;
         }
         return held;
-    }
-
-    private static boolean holds(Region r, long address, int length) {
-        long off = address - r.address();
-        return off >= 0 && off + length <= r.length();
     }
 
     /** Applies the poke to this live region, which holds its range (a new version where its bytes change). */
@@ -657,7 +649,7 @@ public final class RegionTracker implements TextSink {
         }
         if (missed.isEmpty()) return;
         missed.sort(Comparator.comparingLong(Poke::time));
-        var entry = live.entrySet().stream().filter(e -> e.getKey().equals(key)).findFirst().orElseThrow();
+        var entry = live.entry(key);
         for (Poke p : missed) patch(entry, p.address(), null, p.bytes(), p.time());
     }
 
