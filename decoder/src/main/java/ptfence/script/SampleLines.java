@@ -747,8 +747,10 @@ final class SampleLines {
         d.addrCorrelatesSym = kind == PerfEvents.Kind.BRANCHES; // perf: a branches event sampled every branch
         d.comm = s.comm();
         d.insn(bytes, len);
-        d.insnCnt = s.sampleInsnCnt();
-        d.cycCnt = s.sampleCycCnt();
+        // perf counts IPC on its instruction and branch samples only; the others' counts stay 0
+        boolean ipc = kind == PerfEvents.Kind.INSTRUCTIONS || kind == PerfEvents.Kind.BRANCHES;
+        d.insnCnt = ipc ? s.sampleInsnCnt() : 0;
+        d.cycCnt = ipc ? s.sampleCycCnt() : 0;
         if (cfg.script != null) {
             long time = s.time();
             int pid = s.pid();
