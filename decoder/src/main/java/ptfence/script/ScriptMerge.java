@@ -294,8 +294,7 @@ public final class ScriptMerge {
             int i = pos[best]++;
             // the call before the gate: a read of a file's data (a negative gate) is made for printed samples only;
             // a line the initial skip takes is never handed to the call (perf skips before it delivers)
-            if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0)
-                    && !lineCall.keep(b.calls[i], buf)) {
+            if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0) && !call(b.calls[i], buf, out)) {
                 continue;
             }
             if (b.gates[i] != 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
@@ -321,6 +320,17 @@ public final class ScriptMerge {
             }
         }
         out.write(buf.b, 0, buf.len);
+    }
+
+    /** The line's call; where it stops the run (a filter's error), what was merged before it is written first. */
+    private boolean call(Object state, LineBytes buf, OutputStream out) throws IOException {
+        try {
+            return lineCall.keep(state, buf);
+        } catch (RuntimeException e) {
+            out.write(buf.b, 0, buf.len);
+            buf.len = 0;
+            throw e;
+        }
     }
 
     /** Whether source {@code i}'s line at {@code t} goes before the best so far (perf's order on ties). */
