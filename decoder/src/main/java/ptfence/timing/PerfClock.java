@@ -437,13 +437,22 @@ public final class PerfClock {
 
     /** The branch was taken: its state takes the count it had then; returns whether it carries an IPC. */
     public boolean condTaken() {
-        if (condSample) {
-            sampleTotCyc = condTot;
-            if (cycSets == condSets) {
+        return stateTaken(condTot, condSample, condSets);
+    }
+
+    /**
+     * A state perf returned at a point behind the clock now, whose count then was {@code tot} ({@code sample}: moved
+     * since the state before, after {@code sets} moves): it takes that count, and a count moved since is the next
+     * state's. Returns whether it carries an IPC, as {@link #cycSampleTime}.
+     */
+    private boolean stateTaken(long tot, boolean sample, long sets) {
+        if (sample) {
+            sampleTotCyc = tot;
+            if (cycSets == sets) {
                 sampleCyc = false;
             }
         }
-        return condSample || !haveCyc;
+        return sample || !haveCyc;
     }
 
     /** Not taken, so no state: perf drops the moved count (a later one counts again). */
@@ -469,13 +478,7 @@ public final class PerfClock {
      * since is the next state's; returns whether it carries an IPC, as {@link #cycSampleTime}.
      */
     public boolean stateAtIp() {
-        if (ipSample) {
-            sampleTotCyc = ipTot;
-            if (cycSets == ipSets) {
-                sampleCyc = false;
-            }
-        }
-        return ipSample || !haveCyc;
+        return stateTaken(ipTot, ipSample, ipSets);
     }
 
     /** The cycle count the last state took (perf's state tot_cyc_cnt). */
