@@ -46,7 +46,10 @@ public final class DlFilter implements AutoCloseable {
     /** struct perf_dlfilter_fns: 8 callbacks and 120 reserved pointers. */
     static final int FNS_SIZE = 128 * 8;
 
-    /** One sample as perf gives it to the filter; SampleLines fills one per CPU and reuses it. */
+    /**
+     * One sample as perf gives it to the filter; filled where the sample is made and kept with its line until the
+     * line's turn to be printed (ptfence.script.DlFilterCalls), then reused.
+     */
     public static final class Sample {
         public long ip;
         public long addr;
@@ -59,13 +62,22 @@ public final class DlFilter implements AutoCloseable {
         public String event;
         public boolean addrCorrelatesSym;
         public String comm;
-        public byte[] insn;
+        /** The instruction's bytes (a copy: the sample outlives the decoder's buffer), insnLen of them. */
+        public final byte[] insn = new byte[16];
         public int insnLen;
         /** perf's IPC counts of the sample (0: none). */
         public long insnCnt;
         public long cycCnt;
         /** Symbol lookup for resolve_ip/resolve_addr/resolve_address: null where no symbol covers it. */
         public Resolver resolver;
+
+        /** Copies the instruction's bytes ({@code src} null or {@code len} 0: none). */
+        public void insn(byte[] src, int len) {
+            insnLen = src == null ? 0 : Math.max(0, Math.min(len, insn.length));
+            if (insnLen > 0) {
+                System.arraycopy(src, 0, insn, 0, insnLen);
+            }
+        }
     }
 
     /** What perf's addr_location says about an address. */
@@ -344,7 +356,7 @@ public final class DlFilter implements AutoCloseable {
 
     private long insn(long lenPtr) {
         Sample s = current;
-        if (s == null || s.insn == null || s.insnLen <= 0) {
+        if (s == null || s.insnLen <= 0) {
             if (lenPtr != 0) {
                 MEM.putInt(lenPtr, 0);
             }

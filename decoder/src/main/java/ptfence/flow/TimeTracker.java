@@ -102,6 +102,7 @@ public final class TimeTracker {
         } finally {
             in.seek(save);
         }
+        perf.markIp(aheadClock); // the state perf returns at that packet takes its cycle count there
         return aheadClock.tsc();
     }
 

@@ -33,6 +33,9 @@ final class PerfScript {
         SidebandLines side = sidebandLines(rd, cfg, show);
         ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
         merge.gates(cfg.dsoData);
+        if (cfg.dlfilter != null) {
+            merge.calls(new ptfence.script.DlFilterCalls(cfg.dlfilter, rd.symbols));
+        }
         Thread sideThread = null;
         if (!side.isEmpty()) {
             ScriptMerge.Producer p = merge.producer(traces.size(), true);

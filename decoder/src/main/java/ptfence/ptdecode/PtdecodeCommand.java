@@ -413,13 +413,18 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         // --xed: perf pipes its lines through xed -F insn: -A -64; the project's disassembler stands in for XED
         java.io.OutputStream lines = perf.xed ? new ptfence.script.XedFilter(co.stream()) : co.stream();
-        PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
-                perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), lines, !perf.noItrace);
-        if (perf.xed) {
-            lines.close();
-        }
-        if (cfg.dlfilter != null) {
-            cfg.dlfilter.stop(co.stream()); // what stop() prints comes after every line, as in perf
+        try {
+            PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
+                    perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), lines, !perf.noItrace);
+            if (perf.xed) {
+                lines.close();
+            }
+        } finally {
+            if (cfg.dlfilter != null) {
+                // what stop() prints comes after every line, as in perf; perf's cleanup calls it after a failed run
+                // too (a filter_event that stopped it)
+                cfg.dlfilter.stop(co.stream());
+            }
         }
         return done(rd, out);
     }

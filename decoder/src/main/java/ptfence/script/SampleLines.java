@@ -63,9 +63,8 @@ final class SampleLines {
     private int missCount;
     private final long[] span = new long[4];
     private final LineBytes scratch = new LineBytes(256);
-    // --dlfilter: the sample handed to the filter, and what the filter printed (it goes ahead of the line)
+    // -s: the sample handed to the script (--dlfilter's travel with their lines: DlFilterCalls)
     private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
-    private final java.io.ByteArrayOutputStream dlPrinted = new java.io.ByteArrayOutputStream();
 
     SampleLines(ScriptConfig cfg, Symbolizer symbols) {
         this.cfg = cfg;
@@ -98,10 +97,6 @@ final class SampleLines {
     private LineBytes start(SampleSink s, long fields) {
         ScriptMerge.Producer out = s.out();
         LineBytes b = out.line();
-        if (dlPrinted.size() > 0) {
-            b.bytes(dlPrinted.toByteArray());
-            dlPrinted.reset();
-        }
         boolean chained = s.chain() != null && on(fields, FieldSet.IP) && chainLine;
         int kind = fields == hw ? (chained ? 2 : 0) : chained ? 3 : 1;
         String comm = s.comm();
@@ -730,13 +725,15 @@ final class SampleLines {
     }
 
     /**
-     * perf's --dlfilter on this sample: true if the filter drops it. What the filter printed goes ahead of the
-     * sample's line (or alone, where the sample is dropped), as on perf's shared stdout.
+     * perf's --dlfilter (or -s) on this sample. With -s the script's call replaces the line: true. With --dlfilter the
+     * sample goes with its line (or alone, where its event prints none) and the filter is called when the line's turn
+     * to be printed comes ({@link DlFilterCalls}): false, the line is built.
      */
     private boolean dlDrops(SampleSink s, long ip, long addr, int f, long period, PerfEvents.Kind kind, byte[] bytes,
             int len) {
         s.moveTask();
-        ptfence.dlfilter.DlFilter.Sample d = dlSample;
+        ptfence.dlfilter.DlFilter.Sample d = cfg.script != null ? dlSample
+                : (ptfence.dlfilter.DlFilter.Sample) s.out().call();
         PerfEvents.Event ev = cfg.events.of(kind);
         d.ip = ip;
         d.addr = addr;
@@ -749,31 +746,32 @@ final class SampleLines {
         d.event = ev == null ? kind.name().toLowerCase(java.util.Locale.ROOT) : ev.name();
         d.addrCorrelatesSym = kind == PerfEvents.Kind.BRANCHES; // perf: a branches event sampled every branch
         d.comm = s.comm();
-        d.insn = bytes;
-        d.insnLen = len;
-        d.insnCnt = s.sampleInsnCnt();
-        d.cycCnt = s.sampleCycCnt();
-        long time = s.time();
-        int pid = s.pid();
-        d.resolver = a -> {
-            Symbol sym = cursor.symbol(a, time, pid);
-            String dso = sym != null && sym.dso() != null ? sym.dso() : symbols.dso(a, time, pid);
-            return new ptfence.dlfilter.DlFilter.Location(sym == null ? null : sym.name(),
-                    sym == null ? 0 : sym.start(), sym == null ? 0 : sym.end(), dso, a);
-        };
+        d.insn(bytes, len);
+        // perf counts IPC on its instruction and branch samples only; the others' counts stay 0
+        boolean ipc = kind == PerfEvents.Kind.INSTRUCTIONS || kind == PerfEvents.Kind.BRANCHES;
+        d.insnCnt = ipc ? s.sampleInsnCnt() : 0;
+        d.cycCnt = ipc ? s.sampleCycCnt() : 0;
         if (cfg.script != null) {
+            long time = s.time();
+            int pid = s.pid();
+            d.resolver = a -> {
+                Symbol sym = cursor.symbol(a, time, pid);
+                String dso = sym != null && sym.dso() != null ? sym.dso() : symbols.dso(a, time, pid);
+                return new ptfence.dlfilter.DlFilter.Location(sym == null ? null : sym.name(),
+                        sym == null ? 0 : sym.start(), sym == null ? 0 : sym.end(), dso, a);
+            };
             scriptCall(s, d, kind);
             return true;
         }
-        dlPrinted.reset();
-        boolean keep = cfg.dlfilter.keep(d, dlPrinted);
-        if (!keep && dlPrinted.size() > 0) {
-            ScriptMerge.Producer out = s.out();
-            out.line().bytes(dlPrinted.toByteArray());
-            dlPrinted.reset();
-            out.commit(time, true);
+        boolean lineFollows = switch (kind) {
+            case INSTRUCTIONS, BRANCHES, TRANSACTIONS -> hw != 0;
+            case PSB, CBR, PTWRITE -> synthShown();
+            default -> true;
+        };
+        if (!lineFollows) {
+            s.out().commit(s.time(), false); // no line for the event: the call alone
         }
-        return !keep;
+        return false;
     }
 
     /** -s: the raw_buf of the sample being made (perf's perf_synth_intel_* layouts), or null. */

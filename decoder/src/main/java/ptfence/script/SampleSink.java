@@ -727,6 +727,9 @@ public final class SampleSink implements FlowSink {
         ptfence.timing.PerfClock pc = countIpc && decoder != null ? decoder.perfClock() : null;
         if (pc != null) {
             pc.cycError();
+            if (perf == 5) {
+                pc.walkFailed();
+            }
         }
         // missing code in a file: whether perf reports it depends on the file's data status, which the merge keeps in
         // time order over every CPU (DsoData); the line carries the file as its gate
@@ -762,7 +765,15 @@ public final class SampleSink implements FlowSink {
             queueTsc = tsc >= 0 ? clock.eventAt(tsc) : clock.event();
             stateTime();
             if (countIpc) {
-                cycState(true);
+                ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+                if (tsc >= 0 && pc != null) {
+                    // the full IP's state: its time and its cycle count are the IP packet's, not the failing walk's
+                    stIpc = pc.stateAtIp();
+                    stCyc = pc.sampleCycles();
+                    stInsn = insnTotal;
+                } else {
+                    cycState(true);
+                }
             }
             traceBegin(ip);
         }

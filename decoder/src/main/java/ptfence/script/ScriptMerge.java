@@ -29,6 +29,9 @@ public final class ScriptMerge {
         final boolean[] skippable = new boolean[BATCH_LINES];
         /** A line's {@link DsoData} gate (0: none): perf's per-file state decides there whether it is printed. */
         final int[] gates = new int[BATCH_LINES];
+        /** A line's {@link LineCall} state (made on first use, reused with the batch) and whether it has one. */
+        final Object[] calls = new Object[BATCH_LINES];
+        final boolean[] called = new boolean[BATCH_LINES];
         final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
         int count;
         boolean end;
@@ -40,6 +43,7 @@ public final class ScriptMerge {
     private final Semaphore turns;
     private volatile boolean abandoned;
     private DsoData dsoData;
+    private LineCall lineCall;
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -63,6 +67,24 @@ public final class ScriptMerge {
         dsoData = d;
     }
 
+    /** The call made on a line as it is printed (perf's --dlfilter), before {@link #producer}. */
+    public void calls(LineCall c) {
+        lineCall = c;
+    }
+
+    /**
+     * A call made on a line when its turn to be printed comes, in the printed order: perf hands each sample to its
+     * --dlfilter in the order it delivers them (its queues merged by time, as printed), not in the order a CPU's
+     * decoder makes them, so a filter whose state spans CPUs counts as under perf.
+     */
+    public interface LineCall {
+        /** A new state object for one line (filled by the producer, reused). */
+        Object fresh();
+
+        /** The call on {@code call}: what it prints goes to {@code out} ahead of the line; false drops the line. */
+        boolean keep(Object call, LineBytes out);
+    }
+
     /** The producing end of source {@code i}; {@code isSideband}: it wins ties with CPU lines. */
     public Producer producer(int i, boolean isSideband) {
         sideband[i] = isSideband;
@@ -78,6 +100,7 @@ public final class ScriptMerge {
         private int start;
         private int split = -1;
         private int gate;
+        private boolean calling;
 
         private Producer(int index, boolean holdsTurn) {
             this.index = index;
@@ -110,6 +133,22 @@ public final class ScriptMerge {
             gate = g;
         }
 
+        /**
+         * The line being built (committed next, possibly empty) gets the merge's {@link LineCall}: the state to fill
+         * for it.
+         */
+        public Object call() {
+            line();
+            Batch b = batch;
+            Object c = b.calls[b.count];
+            if (c == null) {
+                c = lineCall.fresh();
+                b.calls[b.count] = c;
+            }
+            calling = true;
+            return c;
+        }
+
         /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
         public void commit(long time, boolean skippable) {
             Batch b = batch;
@@ -119,8 +158,10 @@ public final class ScriptMerge {
             b.splits[i] = split;
             b.skippable[i] = skippable;
             b.gates[i] = gate;
+            b.called[i] = calling;
             split = -1;
             gate = 0;
+            calling = false;
             start = b.ends[i];
             if (b.count == BATCH_LINES || b.text.length() >= BATCH_BYTES) {
                 flush();
@@ -134,6 +175,7 @@ public final class ScriptMerge {
             }
             split = -1;
             gate = 0;
+            calling = false;
         }
 
         private void flush() {
@@ -250,6 +292,11 @@ public final class ScriptMerge {
             current = best;
             Batch b = head[best];
             int i = pos[best]++;
+            // the call before the gate: a read of a file's data (a negative gate) is made for printed samples only;
+            // a line the initial skip takes is never handed to the call (perf skips before it delivers)
+            if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0) && !call(b.calls[i], buf, out)) {
+                continue;
+            }
             if (b.gates[i] != 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
                 continue;
             }
@@ -273,6 +320,17 @@ public final class ScriptMerge {
             }
         }
         out.write(buf.b, 0, buf.len);
+    }
+
+    /** The line's call; where it stops the run (a filter's error), what was merged before it is written first. */
+    private boolean call(Object state, LineBytes buf, OutputStream out) throws IOException {
+        try {
+            return lineCall.keep(state, buf);
+        } catch (RuntimeException e) {
+            out.write(buf.b, 0, buf.len);
+            buf.len = 0;
+            throw e;
+        }
     }
 
     /** Whether source {@code i}'s line at {@code t} goes before the best so far (perf's order on ties). */

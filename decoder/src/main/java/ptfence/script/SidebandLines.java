@@ -256,10 +256,6 @@ public final class SidebandLines {
     /** perf_sample__fprintf_start for a record: comm, tid, cpu and the time field. */
     private LineBytes start(ScriptMerge.Producer out, long fields, String comm, int pid, int tid, int cpu, long time) {
         LineBytes b = out.line();
-        if (dlPrinted.size() > 0) {
-            b.bytes(dlPrinted.toByteArray());
-            dlPrinted.reset();
-        }
         if ((fields & FieldSet.COMM) != 0) {
             b.right(comm, 16).ch(' ');
         }
@@ -290,26 +286,12 @@ public final class SidebandLines {
     /** A map's [start, end) as {@link Symbolizer#mapOf} gives it. */
     private final long[] span = new long[4];
 
-    // --dlfilter: the recorded sample handed to the filter, and what the filter printed
-    private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
-    private final java.io.ByteArrayOutputStream dlPrinted = new java.io.ByteArrayOutputStream();
-
-    /** What the filter printed for a sample that gets no line, as its own. */
-    private void printedAlone(ScriptMerge.Producer out, long time) {
-        if (dlPrinted.size() > 0) {
-            out.line().bytes(dlPrinted.toByteArray());
-            dlPrinted.reset();
-            out.commit(time, false);
-        }
-    }
-
     /**
      * The recorded sample as perf's dlfilter sees it: no branch flags, no instruction, and an address that names a
      * symbol only for the events perf says so of (sample_addr_correlates_sym: the page-fault events; BTS, the
      * other, is no recording ptdecode reads).
      */
-    private void dlSample(PerfRecord.Sample s, PerfEvents.Event e, long time) {
-        ptfence.dlfilter.DlFilter.Sample d = dlSample;
+    private void dlSample(ptfence.dlfilter.DlFilter.Sample d, PerfRecord.Sample s, PerfEvents.Event e, long time) {
         d.ip = s.ip();
         d.addr = s.addr();
         d.pid = s.pid();
@@ -321,17 +303,9 @@ public final class SidebandLines {
         d.event = e.name();
         d.addrCorrelatesSym = e.type() == 1 && (e.config() == 2 || e.config() == 5 || e.config() == 6);
         d.comm = comm(s.tid(), time);
-        d.insn = null;
-        d.insnLen = 0;
+        d.insn(null, 0);
         d.insnCnt = 0;
         d.cycCnt = 0;
-        int pid = s.pid();
-        d.resolver = a -> {
-            Symbol sym = a == 0 ? null : symbols.symbol(a, time, pid);
-            String dso = sym != null && sym.dso() != null ? sym.dso() : a == 0 ? null : symbols.dso(a, time, pid);
-            return new ptfence.dlfilter.DlFilter.Location(sym == null ? null : sym.name(),
-                    sym == null ? 0 : sym.start(), sym == null ? 0 : sym.end(), dso, a);
-        };
     }
 
     /** A recorded event's sample, as perf script's process_event prints it. */
@@ -340,17 +314,11 @@ public final class SidebandLines {
             return;
         }
         if (cfg.dlfilter != null) {
-            // perf's process_sample_event hands every sample to the filter, a recorded event's too, before printing;
-            // what the filter printed goes ahead of the sample's line (start), or alone where no line follows
-            dlSample(s, e, time);
-            dlPrinted.reset();
-            if (!cfg.dlfilter.keep(dlSample, dlPrinted)) {
-                printedAlone(out, time);
-                return;
-            }
+            // perf's process_sample_event hands every sample to the filter, a recorded event's too, before printing:
+            // the sample goes with its line (or alone, below) and is filtered in the printed order (DlFilterCalls)
+            dlSample((ptfence.dlfilter.DlFilter.Sample) out.call(), s, e, time);
         }
         if (cfg.script != null) {
-            printedAlone(out, time);
             Symbol sym = s.ip() == 0 ? null : symbols.symbol(s.ip(), time, s.pid());
             String d = sym != null ? sym.dso() : s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());
             int cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
@@ -374,7 +342,9 @@ public final class SidebandLines {
         }
         long fields = cfg.fields.fields(e.outputType());
         if (fields == 0) {
-            printedAlone(out, time);
+            if (cfg.dlfilter != null) {
+                out.commit(time, false); // no line for the event: the filter's call alone
+            }
             return;
         }
         // a sample without CPU: perf's sample->cpu stays (u32)-1, printed as [-01]

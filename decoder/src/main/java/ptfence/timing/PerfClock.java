@@ -45,12 +45,18 @@ public final class PerfClock {
     private boolean sampleCyc;
     private boolean pge;
     private boolean inPsb;
+    /** The last flow packet was a TIP.PGD (or TRACESTOP) that turned the count off: a walk failing there undoes it. */
+    private boolean offByPgd;
     private long sampleTotCyc;
     /** Times the count moved (sampleCyc set); and what a conditional branch's state would take, with its mark. */
     private long cycSets;
     private long condTot;
     private boolean condSample;
     private long condSets;
+    /** What perf's state at a full IP found after an error took there (the packet is behind the clock now). */
+    private long ipTot;
+    private boolean ipSample;
+    private long ipSets;
 
     /**
      * @param mtcShift the MTC period as a power of two of CTC ticks
@@ -97,6 +103,7 @@ public final class PerfClock {
         sampleCyc = o.sampleCyc;
         pge = o.pge;
         inPsb = o.inPsb;
+        offByPgd = o.offByPgd;
         sampleTotCyc = o.sampleTotCyc;
         cycSets = o.cycSets;
     }
@@ -326,6 +333,7 @@ public final class PerfClock {
      * PSB+ (whose FUP says tracing is on).
      */
     public void flowPacket(int kind) {
+        offByPgd = kind == FLOW_PGD && pge;
         switch (kind) {
             case FLOW_PGE -> {
                 pge = true;
@@ -340,6 +348,18 @@ public final class PerfClock {
                 }
             }
             default -> { }
+        }
+    }
+
+    /**
+     * perf's walk to the packet in hand failed (no code): its decoder takes the error before it handles that packet,
+     * so a TIP.PGD it was walking to leaves tracing on for the count (MTCs in the scan after move it) until the scan
+     * meets a packet that turns it off.
+     */
+    public void walkFailed() {
+        if (offByPgd) {
+            pge = true;
+            offByPgd = false;
         }
     }
 
@@ -364,10 +384,16 @@ public final class PerfClock {
         if (!pge || Long.compareUnsigned(timestamp, cycCntTimestamp) <= 0) {
             return;
         }
-        long c = toU64((timestamp - cycCntTimestamp) * tscToCyc) + baseCyc;
+        // all in double as perf's C (u64 * double + u64), truncated once: adding the base after truncating loses the
+        // last cycle where the product's fraction rounds up at the sum's magnitude
+        long c = toU64(unsigned(timestamp - cycCntTimestamp) * tscToCyc + unsigned(baseCyc));
         if (Long.compareUnsigned(c, totCyc) > 0) {
             totCyc = c;
         }
+    }
+
+    private static double unsigned(long v) {
+        return v >= 0 ? v : (v >>> 1) * 2.0 + (v & 1);
     }
 
     private static long toU64(double d) {
@@ -411,13 +437,22 @@ public final class PerfClock {
 
     /** The branch was taken: its state takes the count it had then; returns whether it carries an IPC. */
     public boolean condTaken() {
-        if (condSample) {
-            sampleTotCyc = condTot;
-            if (cycSets == condSets) {
+        return stateTaken(condTot, condSample, condSets);
+    }
+
+    /**
+     * A state perf returned at a point behind the clock now, whose count then was {@code tot} ({@code sample}: moved
+     * since the state before, after {@code sets} moves): it takes that count, and a count moved since is the next
+     * state's. Returns whether it carries an IPC, as {@link #cycSampleTime}.
+     */
+    private boolean stateTaken(long tot, boolean sample, long sets) {
+        if (sample) {
+            sampleTotCyc = tot;
+            if (cycSets == sets) {
                 sampleCyc = false;
             }
         }
-        return condSample || !haveCyc;
+        return sample || !haveCyc;
     }
 
     /** Not taken, so no state: perf drops the moved count (a later one counts again). */
@@ -425,6 +460,25 @@ public final class PerfClock {
         if (condSample && cycSets == condSets) {
             sampleCyc = false;
         }
+    }
+
+    /**
+     * The clock as it stood at the full IP perf's scan after an error found ({@code there}: this clock carried up to
+     * that packet). perf returns its trace begin state at that packet; ptdecode makes it only once the walk from it
+     * fails, when later packets (an MTC) may have moved the count: {@link #stateAtIp} takes what perf's state took.
+     */
+    public void markIp(PerfClock there) {
+        ipTot = there.totCyc;
+        ipSample = there.sampleCyc;
+        ipSets = there.cycSets;
+    }
+
+    /**
+     * The trace begin state at the full IP {@link #markIp} saw: it takes the count it had there, and a count moved
+     * since is the next state's; returns whether it carries an IPC, as {@link #cycSampleTime}.
+     */
+    public boolean stateAtIp() {
+        return stateTaken(ipTot, ipSample, ipSets);
     }
 
     /** The cycle count the last state took (perf's state tot_cyc_cnt). */
