@@ -312,7 +312,7 @@ final class CallViews {
         String branches = rd.ptAttr == null ? "branches"
                 : ptfence.perfdata.EventNames.synthesized("branches", rd.ptAttr);
         int width = branches.length();
-        for (String n : rd.perfEventNames) {
+        for (String n : rd.perfEventNames()) {
             width = Math.max(width, n.length());
         }
         long mult = rd.pt.timeMult();

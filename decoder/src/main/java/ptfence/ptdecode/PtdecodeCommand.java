@@ -362,7 +362,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         for (String f : perf.fields) {
             fields.parse(f);
         }
-        ptfence.script.PerfEvents events = new ptfence.script.PerfEvents(rd.eventAttrs, rd.perfEventNames, rd.pt, itrace);
+        ptfence.script.PerfEvents events = new ptfence.script.PerfEvents(rd.eventAttrs, rd.perfEventNames(), rd.pt, itrace);
         events.check(fields, true);
         fields.warn(stderr);
         ptfence.script.PerfConfig.load(System.getenv(), stderr).check(stderr); // perf's ~/.perfconfig and others

@@ -77,8 +77,8 @@ final class RecordingDecode {
     IntelPtInfo pt;
     /** The intel_pt event (perf's synthesized events take its modifiers). */
     ptfence.perfdata.EventAttr ptAttr;
-    /** Every event's name: EVENT_DESC's, else made from the attr ({@code perf script}'s lines: perf 6.1's). */
-    List<String> eventNames = new ArrayList<>(), perfEventNames = new ArrayList<>();
+    /** Every event's name as EVENT_DESC stored it, null where it stored none (in the order of eventAttrs). */
+    private final List<String> storedEventNames = new ArrayList<>();
     /** The sample type of the recording's first hardware event (-1: none), which decides perf's hardware fields. */
     long hardwareSampleType = -1;
     FlowConfig config;
@@ -390,8 +390,7 @@ final class RecordingDecode {
                     break;
                 }
             }
-            eventNames.add(n != null && !n.isEmpty() ? n : ptfence.perfdata.EventNames.name(a.attr()));
-            perfEventNames.add(n != null && !n.isEmpty() ? n : ptfence.perfdata.EventNames.perfName(a.attr()));
+            storedEventNames.add(n != null && !n.isEmpty() ? n : null);
         }
     }
 
@@ -1136,5 +1135,24 @@ final class RecordingDecode {
 
     void merged(PrintWriter out) throws Exception {
         MergedFlow.print(this, out, req, threads);
+    }
+
+    /** Every event's name: EVENT_DESC's, else made from the attr ({@link ptfence.perfdata.EventNames#name}). */
+    List<String> eventNames() {
+        return namesOr(ptfence.perfdata.EventNames::name);
+    }
+
+    /** Every event's name as perf 6.1's script lines give it: EVENT_DESC's, else perf's for the attr. */
+    List<String> perfEventNames() {
+        return namesOr(ptfence.perfdata.EventNames::perfName);
+    }
+
+    private List<String> namesOr(java.util.function.Function<ptfence.perfdata.EventAttr, String> made) {
+        List<String> names = new ArrayList<>(storedEventNames.size());
+        for (int i = 0; i < storedEventNames.size(); i++) {
+            String n = storedEventNames.get(i);
+            names.add(n != null ? n : made.apply(eventAttrs.get(i)));
+        }
+        return names;
     }
 }

@@ -26,7 +26,7 @@ final class RecordingOutputs {
         for (int i = 0; i < rd.eventAttrs.size(); i++) {
             attrs.add(new AttrIds(rd.eventAttrs.get(i), rd.eventIds.get(i)));
         }
-        BpfOutputs kept = new BpfOutputs(attrs, rd.eventNames);
+        BpfOutputs kept = new BpfOutputs(attrs, rd.eventNames());
         if (attrs.stream().noneMatch(a -> ptfence.perfdata.BpfOutput.isBpfOutput(a.attr()))) {
             return kept;
         }
