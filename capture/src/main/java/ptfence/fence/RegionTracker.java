@@ -158,12 +158,13 @@ public final class RegionTracker implements TextSink {
         switch (t.hook()) {
             case FREE, TRAMPOLINE_FREE, MODULE_FREE -> {
                 Live current = live.get(key);
-                if (t.hook() == Hook.TRAMPOLINE_FREE && current == null && sidebandTime != Long.MIN_VALUE
-                        && at > sidebandTime) {
+                if (t.hook() == Hook.TRAMPOLINE_FREE && sidebandTime != Long.MIN_VALUE && at > sidebandTime) {
                     // The fence's worker delivers a trampoline's FREE at once, the recorder's loop the image's
-                    // KSYMBOLs seconds later: a FREE of an image the loop has not registered yet waits for the loop
-                    // to pass its time (guest 6.1: taken for an older image of the same name at the address, ended
-                    // 20 s before, it made a version over the whole gap with the later image's bytes)
+                    // KSYMBOLs and pokes seconds later: a FREE ahead of the loop waits for the loop to pass its time,
+                    // so it meets the image it freed. Taken for an older image of the same name at the address it
+                    // made a version with the later image's bytes: over the whole gap where that one had ended 20 s
+                    // before (guest 6.1), beside that one's last version where it was still live (guest 6.12 under
+                    // an overload: 188 bytes of the next image over a 304-byte image's last 16 s)
                     if (freesAhead.size() >= 4096) freesAhead.remove(0);
                     freesAhead.add(t);
                     return;
@@ -288,10 +289,13 @@ public final class RegionTracker implements TextSink {
         }
         chain.add(version(like, from, end, bytes));
         chainBytes.add(bytes);
+        // only this image's versions: where it has ended, a later image at the address with the same name (the
+        // versions are kept per address and name) is another lifetime (guest 6.12 under an overload: an image's
+        // build copy came after the next image there was live, and the redraw cut that image's versions)
         List<Region> versions = imageVersions.computeIfAbsent(key, k -> new ArrayList<>());
         java.util.Set<Long> old = new java.util.HashSet<>();
         for (Region v : versions) {
-            if (v.validFrom() < at) continue;
+            if (v.validFrom() < at || v.validFrom() >= end) continue;
             old.add(v.id());
             if (chain.stream().noneMatch(c -> c.id() == v.id())) writer.redrawn(v.closedAt(v.validFrom()));
         }
@@ -302,10 +306,12 @@ public final class RegionTracker implements TextSink {
             else writer.opened(c, chainBytes.get(i));
             noteStart(key, c.validFrom());
         }
-        versions.removeIf(v -> v.validFrom() >= at);
+        versions.removeIf(v -> v.validFrom() >= at && v.validFrom() < end);
         versions.addAll(chain);
-        if (builtFrom.size() > 4096) builtFrom.clear(); // bounded: a guard against a late read only
-        builtFrom.put(key, at);
+        if (!ended) { // the live image's guard: a later read of it is stale
+            if (builtFrom.size() > 4096) builtFrom.clear(); // bounded: a guard against a late read only
+            builtFrom.put(key, at);
+        }
         Region last = chain.get(chain.size() - 1);
         if (ended) endedAtUnregister.put(key, new Live(last, bytes, false, Long.MIN_VALUE, l.bornAt()));
         else live.put(key, new Live(last, bytes, l.awaitsFree(), l.copiedAt(), l.bornAt()));

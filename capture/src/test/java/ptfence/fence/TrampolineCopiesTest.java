@@ -468,6 +468,117 @@ class TrampolineCopiesTest {
         }
     }
 
+    /**
+     * Guest 6.12 under an overload (kept run, 28 Nov): one trampoline's images at one address, one after the other
+     * (the second a different size), each build copy and FREE copy reaching the tracker anywhere after its image's
+     * KSYMBOL, the loop's records in time order: at every time the archive answers the image then in force, as
+     * built, then retired; never the other image's bytes.
+     */
+    @Test
+    void twoImagesAtOneAddressWithCopiesInAnyOrder(@TempDir Path dir) throws Exception {
+        Random rnd = new Random(6442495068L);
+        for (int round = 0; round < 200; round++) {
+            String boot = "boot-" + round;
+            byte[][] built = {sized(304, 0x21), sized(188, 0x42)};
+            byte[][] retired = new byte[2][];
+            for (int i = 0; i < 2; i++) {
+                retired[i] = built[i].clone();
+                System.arraycopy(JMP, 0, retired[i], 0x8d, 5);
+            }
+            long[] k = {1000, 5000}, p = {1100, 5100}, r = {2000, 6000}, u = {3000, 7000};
+            // the loop's records, in time order; each image's copies join at a random step after its KSYMBOL
+            List<Runnable> steps = new ArrayList<>();
+            List<List<Runnable>> extra = new ArrayList<>();
+            RegionTracker[] t = new RegionTracker[1];
+            for (int i = 0; i < 2; i++) {
+                int n = i;
+                steps.add(() -> { // the KSYMBOL: the loop's read of the image's chunk, then its time (as Recorder)
+                    accept(t[0], new CapturedText(Hook.KERNEL_READ, A, sized(64, 0xcc), 0, 0, "bpf_trampoline_9",
+                            k[n], 0, 1, 0, 0, true));
+                    sideband(t[0], k[n]);
+                });
+                steps.add(() -> poke(t[0], 0xffffffff81000000L, new byte[] {(byte) 0xe8, 1, 2, 3, (byte) n}, null,
+                        p[n]));
+                steps.add(() -> poke(t[0], A + 0x8d, JMP, Arrays.copyOfRange(built[n], 0x8d, 0x92), r[n]));
+                steps.add(() -> unregistered(t[0], u[n]));
+            }
+            for (int i = 0; i < steps.size() + 1; i++) extra.add(new ArrayList<>());
+            StringBuilder order = new StringBuilder();
+            for (int i = 0; i < 2; i++) {
+                int n = i;
+                int b = 1 + 4 * i + rnd.nextInt(steps.size() - 4 * i), f = 1 + 4 * i + rnd.nextInt(steps.size() - 4 * i);
+                order.append(" image ").append(i).append(": build before step ").append(b).append(", free before step ")
+                        .append(f);
+                extra.get(b).add(() -> accept(t[0], new CapturedText(
+                        Hook.TRAMPOLINE_BUILD, A, built[n], 0, 0, "bpf_trampoline_9", p[n], 0, 1, 0, 0, true)));
+                extra.get(f).add(() -> accept(t[0], new CapturedText(
+                        Hook.TRAMPOLINE_FREE, A, retired[n], 0, 0, "bpf_trampoline_9", u[n] + 10, 0, 1, 0, 0, true)));
+            }
+            for (List<Runnable> e : extra) Collections.shuffle(e, rnd);
+            try (Archive archive = recordingArchive(dir.resolve("a" + round), boot)) {
+                try (ArchiveSink sink = new ArchiveSink(archive, "rec1")) {
+                    t[0] = new RegionTracker(boot, sink);
+                    t[0].freeHookActive(true);
+                    for (int i = 0; i <= steps.size(); i++) {
+                        extra.get(i).forEach(Runnable::run);
+                        if (i < steps.size()) steps.get(i).run();
+                    }
+                    t[0].closeUnfreed();
+                    sink.flush();
+                }
+                String what = "round " + round + order + " (steps: KSYMBOL, attach, retire, unregister per image)";
+                archive.read(s -> {
+                    for (int i = 0; i < 2; i++) {
+                        assertArrayEquals(built[i], bytesAt(s, boot, p[i], what), what + ": image " + i + " as built");
+                        assertArrayEquals(built[i], bytesAt(s, boot, r[i] - 1), what + ": image " + i);
+                        assertArrayEquals(retired[i], bytesAt(s, boot, r[i]), what + ": image " + i + " retired");
+                        assertArrayEquals(retired[i], bytesAt(s, boot, u[i] - 1), what + ": image " + i);
+                    }
+                    return null;
+                });
+            }
+        }
+    }
+
+    private static byte[] sized(int length, int fill) {
+        byte[] b = new byte[length];
+        Arrays.fill(b, (byte) fill);
+        return b;
+    }
+
+    private static void accept(RegionTracker t, CapturedText c) {
+        try {
+            t.accept(c);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static void sideband(RegionTracker t, long time) {
+        try {
+            t.sidebandTime(time);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static void unregistered(RegionTracker t, long time) {
+        try {
+            t.ksymbolUnregistered(A, "bpf_trampoline_9", time);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static void poke(RegionTracker t, long at, byte[] bytes, byte[] old, long time) {
+        try {
+            if (old == null) t.textPoke(at, bytes, time);
+            else t.textPoke(at, old, bytes, time);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /** An archive at {@code dir} with recording "rec1" of {@code boot} registered, for a tracker's sink. */
     static Archive recordingArchive(Path dir, String boot) throws java.io.IOException {
         Archive archive = Archive.open(dir);
@@ -479,8 +590,12 @@ class TrampolineCopiesTest {
     }
 
     private static byte[] bytesAt(ptfence.store.Snapshot s, String boot, long time) {
+        return bytesAt(s, boot, time, "");
+    }
+
+    private static byte[] bytesAt(ptfence.store.Snapshot s, String boot, long time, String what) {
         Optional<ImageAt> at = RegionIndex.bytesAt(s, boot, A, time);
-        assertTrue(at.isPresent(), "a version at " + time);
+        assertTrue(at.isPresent(), what + ": a version at " + time);
         return at.get().bytes();
     }
 }
