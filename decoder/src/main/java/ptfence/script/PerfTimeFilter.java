@@ -94,6 +94,10 @@ public final class PerfTimeFilter {
                     ffTsc = selTsc;
                     ffAfter = decoderTsc;
                     ffTarget = psbs == null || pos < 0 ? -1 : psbs.target(pos, selTsc);
+                    // the first start's jump is perf's queue set-up (intel_pt_setup_queue), before any buffer is read: the
+                    // buffer it moves to brings its reference time
+                    ffStale = ffTarget >= 0 && idx > 0 && psbs.staysInBuffer(pos, selTsc);
+                    ffPlanned = true;
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -106,6 +110,30 @@ public final class PerfTimeFilter {
             }
         }
     }
+
+    /** A fast forward was planned since the last call (the decoder's clock then is what perf's keeps). */
+    public boolean planned() {
+        boolean p = ffPlanned;
+        ffPlanned = false;
+        return p;
+    }
+
+    /**
+     * Whether the PSB at queue position {@code pos} is the fast forward's target and the jump stayed within the buffer
+     * perf's decoder reads: intel_pt_reposition then zeroes its time with no buffer's reference time left, so the
+     * PSB+'s TSC is ignored (intel_pt_calc_tsc_timestamp needs one or the other) and its TMA counts from the last TSC
+     * perf decoded before the jump, until the next TSC. Once per target.
+     */
+    public boolean restartsStale(long pos) {
+        if (ffStale && ffTarget >= 0 && pos >= ffTarget) {
+            ffStale = false;
+            return true;
+        }
+        return false;
+    }
+
+    private boolean ffStale;
+    private boolean ffPlanned;
 
     /** Whether queue position {@code pos} lies where the fast forward has jumped over: perf never decodes it. */
     public boolean skipped(long pos) {

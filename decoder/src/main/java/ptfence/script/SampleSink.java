@@ -210,7 +210,29 @@ public final class SampleSink implements FlowSink {
 
     /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
     private boolean timeFiltered(long ts) {
-        return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc());
+        boolean f = filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc());
+        if (filter.planned() && decoder != null && decoder.perfClock() != null) {
+            ffLastTsc = decoder.perfClock().lastTsc(); // the last TSC perf decoded before its fast forward
+            ffQueue = clock.time();
+        }
+        return f;
+    }
+
+    /** perf's clock's last TSC and the queue's time when its fast forward was planned. */
+    private long ffLastTsc;
+    private long ffQueue;
+
+    /**
+     * The PSB+ at offset {@code at} opens: where it is the one perf's fast forward moved to within the buffer it read,
+     * perf's decoder ignores its TSC (no reference time is left to widen it by) and counts its TMA from the last TSC it
+     * decoded before the jump, so its times run early until the next TSC; its queue never saw what lies between (so
+     * the PSB event, whose time is that old TSC, moves nothing).
+     */
+    private void staleRestart(long at) {
+        if (filter.restartsStale(queuePos(at)) && decoder != null && decoder.perfClock() != null) {
+            decoder.perfClock().repositioned(ffLastTsc);
+            clock.rewind(ffQueue);
+        }
     }
 
     /** Where offset {@code offset} of the current decoder lies in the CPU's queue (-1: not known). */
@@ -539,6 +561,7 @@ public final class SampleSink implements FlowSink {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
+                staleRestart(at);
                 // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
                 psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
                 psbAddr = decoder != null && at == scanPsb ? decoder.psbIp() : 0; // its to_ip stays the FUP's
