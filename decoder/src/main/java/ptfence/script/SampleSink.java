@@ -255,6 +255,18 @@ public final class SampleSink implements FlowSink {
         return decoder == null ? -1 : decoder.time();
     }
 
+    /**
+     * A PSB event's time: perf gives it the last TSC its decoder took (intel_pt_decode: a PSB event always has the TSC
+     * timestamp), not the time the decoder has when it returns the event, which a timing packet read after the PSB+
+     * may have moved (a PSB its scan for an IP met); after a fast forward that left perf's clock early, the TSC from
+     * before the jump.
+     */
+    private long psbTsc() {
+        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
+        long t = pc == null ? 0 : pc.lastTsc();
+        return t != 0 ? t : decoderTsc();
+    }
+
     /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
     private void consume() {
         queueTsc = clock.event();
@@ -569,13 +581,18 @@ public final class SampleSink implements FlowSink {
                 psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
             if (psbAhead) {
-                psbAheadTsc = decoderTsc();
+                psbAheadTsc = psbTsc();
                 if (ev.type == Event.CBR) {
                     psbAheadCbr = ev.ratio;
                 }
                 return;
             }
-            consume(); // perf returns its PSB event with the time the PSB+ gave
+            // perf returns its PSB event with the time of the PSB+'s TSC
+            queueTsc = clock.eventAt(psbTsc());
+            stateTime();
+            if (countIpc) {
+                cycState(true);
+            }
             if (ev.type == Event.CBR) {
                 cbr = ev.ratio;
             }
@@ -732,6 +749,7 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void error(String kind, int codeNo, long offset, long ip) {
+        closePsb(0); // perf returned the PSB+'s event before the walk after it failed, with its own time
         pending = false;
         continuous = false;
         int perf = switch (codeNo) {
