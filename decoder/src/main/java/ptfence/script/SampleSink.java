@@ -210,29 +210,8 @@ public final class SampleSink implements FlowSink {
 
     /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
     private boolean timeFiltered(long ts) {
-        boolean f = filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc());
-        if (filter.planned() && decoder != null && decoder.perfClock() != null) {
-            ffLastTsc = decoder.perfClock().lastTsc(); // the last TSC perf decoded before its fast forward
-            ffQueue = clock.time();
-        }
-        return f;
-    }
-
-    /** perf's clock's last TSC and the queue's time when its fast forward was planned. */
-    private long ffLastTsc;
-    private long ffQueue;
-
-    /**
-     * The PSB+ at offset {@code at} opens: where it is the one perf's fast forward moved to within the buffer it read,
-     * perf's decoder ignores its TSC (no reference time is left to widen it by) and counts its TMA from the last TSC it
-     * decoded before the jump, so its times run early until the next TSC; its queue never saw what lies between (so
-     * the PSB event, whose time is that old TSC, moves nothing).
-     */
-    private void staleRestart(long at) {
-        if (filter.restartsStale(queuePos(at)) && decoder != null && decoder.perfClock() != null) {
-            decoder.perfClock().repositioned(ffLastTsc);
-            clock.rewind(ffQueue);
-        }
+        return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc(),
+                decoder == null ? null : decoder.perfClock(), clock);
     }
 
     /** Where offset {@code offset} of the current decoder lies in the CPU's queue (-1: not known). */
@@ -253,18 +232,6 @@ public final class SampleSink implements FlowSink {
 
     private long decoderTsc() {
         return decoder == null ? -1 : decoder.time();
-    }
-
-    /**
-     * A PSB event's time: perf gives it the last TSC its decoder took (intel_pt_decode: a PSB event always has the TSC
-     * timestamp), not the time the decoder has when it returns the event, which a timing packet read after the PSB+
-     * may have moved (a PSB its scan for an IP met); after a fast forward that left perf's clock early, the TSC from
-     * before the jump.
-     */
-    private long psbTsc() {
-        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
-        long t = pc == null ? 0 : pc.lastTsc();
-        return t != 0 ? t : decoderTsc();
     }
 
     /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
@@ -573,7 +540,7 @@ public final class SampleSink implements FlowSink {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
-                staleRestart(at);
+                filter.restart(queuePos(at), decoder == null ? null : decoder.perfClock(), clock);
                 // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
                 psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
                 psbAddr = decoder != null && at == scanPsb ? decoder.psbIp() : 0; // its to_ip stays the FUP's
@@ -581,14 +548,13 @@ public final class SampleSink implements FlowSink {
                 psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
             if (psbAhead) {
-                psbAheadTsc = psbTsc();
+                psbAheadTsc = decoder.psbTime();
                 if (ev.type == Event.CBR) {
                     psbAheadCbr = ev.ratio;
                 }
                 return;
             }
-            // perf returns its PSB event with the time of the PSB+'s TSC
-            queueTsc = clock.eventAt(psbTsc());
+            queueTsc = clock.eventAt(decoder == null ? -1 : decoder.psbTime()); // perf's PSB event: its TSC's time
             stateTime();
             if (countIpc) {
                 cycState(true);
