@@ -194,6 +194,9 @@ public final class SampleSink implements FlowSink {
      * ratio still unseen here is one whose PSB state --time left out.
      */
     private void traceBegin(long ip) {
+        if (stateOut) {
+            return; // perf's filter made no sample of the state (its time may lie in an earlier range, after an error)
+        }
         maybeCbr(0);
         branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
     }
@@ -203,10 +206,11 @@ public final class SampleSink implements FlowSink {
      * instructions: where code is missing there are no others, and past the last end the queue stops, its errors too.
      */
     private void stateTime() {
-        if (filter.active()) {
-            timeFiltered(queueTsc);
-        }
+        stateOut = filter.active() && timeFiltered(queueTsc);
     }
+
+    /** The last state {@link #stateTime} judged: perf's filter made no sample of it. */
+    private boolean stateOut;
 
     /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
     private boolean timeFiltered(long ts) {
