@@ -456,6 +456,9 @@ public final class BranchSink implements FlowSink {
         boolean filtered = state(sampleClock.time(), ev.statusUpdate ? -1 : branchFlags(ev),
                 ev.type == Event.CBR && !ev.statusUpdate);
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
+        if (filtered && ev.statusUpdate) {
+            m = null; // perf's filter made no sample of the PSB's state (its time may lie in an earlier range)
+        }
         if (filtered && marks.shown() != shown) {
             marks.unseen(shown); // perf's filter made no sample here: its ratio stays unshown
         }
