@@ -98,8 +98,8 @@ public final class PerfTimeFilter {
                     ffTsc = selTsc;
                     ffAfter = decoderTsc;
                     ffTarget = psbs == null || pos < 0 ? -1 : psbs.target(pos, selTsc);
-                    // the first start's jump is perf's queue set-up (intel_pt_setup_queue), before any buffer is read: the
-                    // buffer it moves to brings its reference time
+                    // the first start's jump is perf's queue set-up (intel_pt_setup_queue), before any buffer is
+                    // read: the buffer it moves to brings its reference time
                     ffStale = ffTarget >= 0 && idx > 0 && clock != null && psbs.staysInBuffer(pos, selTsc);
                     ffLastTsc = clock == null ? 0 : clock.lastTsc();
                     ffQueue = queue.time();

@@ -99,6 +99,7 @@ public final class PerfClock {
         inPsb = o.inPsb;
         sampleTotCyc = o.sampleTotCyc;
         cycSets = o.cycSets;
+        noReference = o.noReference;
     }
 
     /** The time now (TSC ticks), or -1 before any TSC. */
@@ -152,10 +153,11 @@ public final class PerfClock {
     }
 
     /**
-     * perf's decoder was moved to the PSB+ being read without a reference time (intel_pt_reposition on a fast forward
-     * within its buffer): it has no time until the next MTC, a TSC read meanwhile is ignored (intel_pt_calc_tsc_timestamp
-     * widens one by the reference time or the time, and has neither), so the last TSC it kept is {@code tsc} and a TMA
-     * counts from there. A TSC and TMA of this PSB+ already applied are taken back the same way.
+     * perf's decoder was moved to the PSB+ being read without a reference time (intel_pt_reposition on a fast
+     * forward within its buffer): it has no time until the next MTC, a TSC read meanwhile is ignored
+     * (intel_pt_calc_tsc_timestamp widens one by the reference time or the time, and has neither), so the last TSC it
+     * kept is {@code tsc} and a TMA counts from there. A TSC and TMA of this PSB+ already applied are taken back the
+     * same way.
      */
     public void repositioned(long tsc) {
         ctcTimestamp += tsc - tscTimestamp;

@@ -35,16 +35,9 @@ class TimeFastForwardTest {
         int errors = 0;
         for (String t : times) {
             for (List<String> v : views) {
-                List<String> line = new ArrayList<>(List.of("script", "-i", quipper));
-                line.addAll(v);
-                line.addAll(List.of("--time", t));
-                PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
-                assertEquals(0, want.status(), want.err());
-                PerfExitStatusTest.Outcome got = PerfExitStatusTest.ours(line);
-                assertEquals(0, got.status(), got.err());
-                assertEquals(want.out(), got.out(), "perf " + String.join(" ", line));
-                lines += (int) want.out().lines().count();
-                errors += (int) want.out().lines().filter(l -> l.contains("Failed to get instruction")).count();
+                String perf = perfsBytes(quipper, v, t);
+                lines += (int) perf.lines().count();
+                errors += (int) perf.lines().filter(l -> l.contains("Failed to get instruction")).count();
             }
         }
         assertTrue(lines > 500 && errors > 300, "perf's lines " + lines + ", errors " + errors);
@@ -110,15 +103,7 @@ class TimeFastForwardTest {
         for (String t : times) {
             // (the 3-range sets in the error views only: on CPU 0 one line of the others still differs, docs/script.md)
             for (List<String> v : t.split(" ").length > 2 ? views.subList(0, 2) : views) {
-                List<String> line = new ArrayList<>(List.of("script", "-i", quipper));
-                line.addAll(v);
-                line.addAll(List.of("--time", t));
-                PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
-                assertEquals(0, want.status(), want.err());
-                PerfExitStatusTest.Outcome got = PerfExitStatusTest.ours(line);
-                assertEquals(0, got.status(), got.err());
-                assertEquals(want.out(), got.out(), "perf " + String.join(" ", line));
-                lines += (int) want.out().lines().count();
+                lines += (int) perfsBytes(quipper, v, t).lines().count();
             }
         }
         assertTrue(lines > 2000, "perf's lines " + lines);
@@ -130,5 +115,18 @@ class TimeFastForwardTest {
         PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, all);
         assertTrue(want.out().contains("641.257676734:        psb:  psb offs: 0x18190"), "perf's PSB line");
         assertEquals(want.out(), PerfExitStatusTest.ours(all).out(), "perf " + String.join(" ", all));
+    }
+
+    /** perf script on {@code rec}, {@code view}, {@code --time t}: perf 6.1's bytes, which ours must equal. */
+    private String perfsBytes(String rec, List<String> view, String t) throws Exception {
+        List<String> line = new ArrayList<>(List.of("script", "-i", rec));
+        line.addAll(view);
+        line.addAll(List.of("--time", t));
+        PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
+        assertEquals(0, want.status(), want.err());
+        PerfExitStatusTest.Outcome got = PerfExitStatusTest.ours(line);
+        assertEquals(0, got.status(), got.err());
+        assertEquals(want.out(), got.out(), "perf " + String.join(" ", line));
+        return want.out();
     }
 }
