@@ -136,7 +136,7 @@ public final class BranchSink implements FlowSink {
         if (!filter.active() || decoder == null) {
             return false;
         }
-        if (filter.filtered(tsc, queuePos(decoder.offset()), decoder.time())) {
+        if (filter.filtered(tsc, queuePos(decoder.offset()), decoder.time(), decoder.perfClock(), sampleClock)) {
             return true;
         }
         if (!newRatio) {
@@ -411,6 +411,9 @@ public final class BranchSink implements FlowSink {
             }
             if (!holding && at != judgedPsb) {
                 judgedPsb = at;
+                if (filter.active()) {
+                    filter.restart(queuePos(at), decoder.perfClock(), sampleClock);
+                }
                 holding = decoder.psbIp() != 0 && decoder.psbIp() != decoder.ip();
                 heldIp = decoder.psbIp();
                 heldPsb = at;
@@ -419,12 +422,16 @@ public final class BranchSink implements FlowSink {
                 Event copy = new Event();
                 copy.copyFrom(ev);
                 held.add(copy);
-                heldTsc = decoder.time();
+                heldTsc = decoder.psbTime();
                 return;
             }
         }
         releaseHeld();
-        sampleClock.event();
+        if (ev.statusUpdate && decoder != null) {
+            sampleClock.eventAt(decoder.psbTime()); // perf's PSB event: its TSC's time
+        } else {
+            sampleClock.event();
+        }
         take(ev, psb.getAsLong());
     }
 
@@ -449,6 +456,9 @@ public final class BranchSink implements FlowSink {
         boolean filtered = state(sampleClock.time(), ev.statusUpdate ? -1 : branchFlags(ev),
                 ev.type == Event.CBR && !ev.statusUpdate);
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
+        if (filtered && ev.statusUpdate) {
+            m = null; // perf's filter made no sample of the PSB's state (its time may lie in an earlier range)
+        }
         if (filtered && marks.shown() != shown) {
             marks.unseen(shown); // perf's filter made no sample here: its ratio stays unshown
         }

@@ -219,6 +219,17 @@ public final class FlowDecoder {
         return evd.time().perf();
     }
 
+    /**
+     * The time of the PSB event of the PSB+ just read: with perf's clock, the last TSC it took (intel_pt_decode gives a
+     * PSB event that, not the time a timing packet read after the PSB+ moved it to, as where its scan for an IP met
+     * the PSB; after a fast forward that left perf's clock early, the TSC from before the jump); else {@link #time()}.
+     */
+    public long psbTime() {
+        ptfence.timing.PerfClock pc = perfClock();
+        long t = pc == null ? 0 : pc.lastTsc();
+        return t != 0 ? t : time();
+    }
+
     /** Offset of the last PSB read (in this decoder's input), or -1 before the first. */
     public long psbOffset() {
         long at = evd.syncOffset();

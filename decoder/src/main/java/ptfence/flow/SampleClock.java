@@ -54,12 +54,25 @@ public final class SampleClock {
     }
 
     /**
-     * A decode error: its time is that of the last state perf returned, which is where the flow resumed when nothing
-     * ran since (perf returns a trace begin there, then fails); the queue keeps it.
+     * A decode error: its time is the decoder's now (where the flow resumed when nothing ran since: perf returns a
+     * trace begin there, then fails), and perf's queue takes it even when earlier (intel_pt_run_decoder sets its
+     * timestamp to the error's, where a state only moves it forward): after a fast forward that left perf's clock
+     * early, the errors keep those early times.
      */
     public long error() {
         sample = now();
-        return Math.max(queue, sample);
+        if (sample >= 0) {
+            queue = sample;
+        }
+        return queue;
+    }
+
+    /**
+     * perf's decoder moved on without decoding what this clock saw since its queue time was {@code time} (a fast
+     * forward): the queue keeps that time, not the later ones.
+     */
+    public void rewind(long time) {
+        queue = time;
     }
 
     /** The time of the last sample (TSC, -1: none yet). */

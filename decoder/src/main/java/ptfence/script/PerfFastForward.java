@@ -114,20 +114,8 @@ public final class PerfFastForward {
      * {@code tsc}; -1 where it does not move.
      */
     public long target(long pos, long tsc) {
-        int cur = 0;
-        while (cur + 1 < bufStart.length && pos >= bufEnd[cur]) {
-            cur++;
-        }
-        int buf = -1;
-        for (int i = cur + 1; i < bufStart.length; i++) {
-            if (bufFirstTsc[i] < 0) {
-                continue; // no PSB with a TSC: perf's look-ahead goes on
-            }
-            if (Long.compareUnsigned(bufFirstTsc[i], tsc) >= 0) {
-                break;
-            }
-            buf = i;
-        }
+        int cur = current(pos);
+        int buf = laterBuffer(cur, tsc);
         long from = buf >= 0 ? bufStart[buf] : pos;
         int b = buf >= 0 ? buf : cur;
         long target = -1;
@@ -145,5 +133,36 @@ public final class PerfFastForward {
             target = psbAt[b][i];
         }
         return target == -1 && buf >= 0 ? bufStart[buf] : target;
+    }
+
+    /**
+     * Whether the fast forward from queue position {@code pos} towards {@code tsc} stays in the buffer the decoder
+     * reads: perf then moves without reading a buffer, so no reference time comes with it.
+     */
+    public boolean staysInBuffer(long pos, long tsc) {
+        return laterBuffer(current(pos), tsc) < 0;
+    }
+
+    private int current(long pos) {
+        int cur = 0;
+        while (cur + 1 < bufStart.length && pos >= bufEnd[cur]) {
+            cur++;
+        }
+        return cur;
+    }
+
+    /** The last buffer after {@code cur} whose first PSB+'s TSC is before {@code tsc} (-1: none). */
+    private int laterBuffer(int cur, long tsc) {
+        int buf = -1;
+        for (int i = cur + 1; i < bufStart.length; i++) {
+            if (bufFirstTsc[i] < 0) {
+                continue; // no PSB with a TSC: perf's look-ahead goes on
+            }
+            if (Long.compareUnsigned(bufFirstTsc[i], tsc) >= 0) {
+                break;
+            }
+            buf = i;
+        }
+        return buf;
     }
 }

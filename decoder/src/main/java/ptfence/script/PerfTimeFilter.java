@@ -1,5 +1,8 @@
 package ptfence.script;
 
+import ptfence.flow.SampleClock;
+import ptfence.timing.PerfClock;
+
 /**
  * perf's --time filter inside its decoder loop (intel_pt_time_filter), one per CPU queue, on TSC times: it runs on
  * every state the decoder returns (an instruction or branch, a trace begin, a PSB or CBR event; never on an error).
@@ -72,9 +75,10 @@ public final class PerfTimeFilter {
 
     /**
      * Whether perf makes no sample of a state at TSC {@code ts}; the decoder stands at queue position {@code pos}
-     * (-1: not known) with TSC {@code decoderTsc}, which a fast forward starts from.
+     * (-1: not known) with TSC {@code decoderTsc}, which a fast forward starts from; {@code clock} (perf's, null: none)
+     * and {@code queue} are what a fast forward within the buffer leaves perf's decoder with ({@link #restart}).
      */
-    public boolean filtered(long ts, long pos, long decoderTsc) {
+    public boolean filtered(long ts, long pos, long decoderTsc, PerfClock clock, SampleClock queue) {
         if (stopped) {
             return true;
         }
@@ -94,6 +98,11 @@ public final class PerfTimeFilter {
                     ffTsc = selTsc;
                     ffAfter = decoderTsc;
                     ffTarget = psbs == null || pos < 0 ? -1 : psbs.target(pos, selTsc);
+                    // the first start's jump is perf's queue set-up (intel_pt_setup_queue), before any buffer is
+                    // read: the buffer it moves to brings its reference time
+                    ffStale = ffTarget >= 0 && idx > 0 && clock != null && psbs.staysInBuffer(pos, selTsc);
+                    ffLastTsc = clock == null ? 0 : clock.lastTsc();
+                    ffQueue = queue.time();
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -106,6 +115,27 @@ public final class PerfTimeFilter {
             }
         }
     }
+
+    /**
+     * The PSB+ at queue position {@code pos} opens. Where it is the fast forward's target and the jump stayed within
+     * the buffer perf's decoder reads, intel_pt_reposition zeroed its time with no buffer's reference time left, so
+     * the PSB+'s TSC is ignored (intel_pt_calc_tsc_timestamp widens one by the one or the other) and its TMA counts
+     * from the last TSC perf decoded before the jump: {@code clock} is set back to that, its times run early until
+     * the next TSC; {@code queue} goes back to its time at the jump (perf's queue never saw what lies between). Once
+     * per target.
+     */
+    public void restart(long pos, PerfClock clock, SampleClock queue) {
+        if (ffStale && ffTarget >= 0 && pos >= ffTarget && clock != null) {
+            ffStale = false;
+            clock.repositioned(ffLastTsc);
+            queue.rewind(ffQueue);
+        }
+    }
+
+    private boolean ffStale;
+    /** perf's clock's last TSC and the queue's time when the fast forward was asked for. */
+    private long ffLastTsc;
+    private long ffQueue;
 
     /** Whether queue position {@code pos} lies where the fast forward has jumped over: perf never decodes it. */
     public boolean skipped(long pos) {

@@ -194,6 +194,9 @@ public final class SampleSink implements FlowSink {
      * ratio still unseen here is one whose PSB state --time left out.
      */
     private void traceBegin(long ip) {
+        if (stateOut) {
+            return; // perf's filter made no sample of the state (its time may lie in an earlier range, after an error)
+        }
         maybeCbr(0);
         branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
     }
@@ -203,14 +206,16 @@ public final class SampleSink implements FlowSink {
      * instructions: where code is missing there are no others, and past the last end the queue stops, its errors too.
      */
     private void stateTime() {
-        if (filter.active()) {
-            timeFiltered(queueTsc);
-        }
+        stateOut = filter.active() && timeFiltered(queueTsc);
     }
+
+    /** The last state {@link #stateTime} judged: perf's filter made no sample of it. */
+    private boolean stateOut;
 
     /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
     private boolean timeFiltered(long ts) {
-        return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc());
+        return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc(),
+                decoder == null ? null : decoder.perfClock(), clock);
     }
 
     /** Where offset {@code offset} of the current decoder lies in the CPU's queue (-1: not known). */
@@ -539,6 +544,7 @@ public final class SampleSink implements FlowSink {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
+                filter.restart(queuePos(at), decoder == null ? null : decoder.perfClock(), clock);
                 // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
                 psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
                 psbAddr = decoder != null && at == scanPsb ? decoder.psbIp() : 0; // its to_ip stays the FUP's
@@ -546,13 +552,17 @@ public final class SampleSink implements FlowSink {
                 psbAhead = psbIp != 0 && offIp == -1 && decoder != null && psbIp != decoder.ip();
             }
             if (psbAhead) {
-                psbAheadTsc = decoderTsc();
+                psbAheadTsc = decoder.psbTime();
                 if (ev.type == Event.CBR) {
                     psbAheadCbr = ev.ratio;
                 }
                 return;
             }
-            consume(); // perf returns its PSB event with the time the PSB+ gave
+            queueTsc = clock.eventAt(decoder == null ? -1 : decoder.psbTime()); // perf's PSB event: its TSC's time
+            stateTime();
+            if (countIpc) {
+                cycState(true);
+            }
             if (ev.type == Event.CBR) {
                 cbr = ev.ratio;
             }
@@ -709,6 +719,7 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void error(String kind, int codeNo, long offset, long ip) {
+        closePsb(0); // perf returned the PSB+'s event before the walk after it failed, with its own time
         pending = false;
         continuous = false;
         int perf = switch (codeNo) {

@@ -9,7 +9,7 @@ import java.util.List;
  * ({@code "1.5,2 3,"}); or percentages of the recording's sample time span: {@code 10%/2} (the second tenth),
  * {@code 10%/1,10%/3}, {@code 0%-10%,30%-40%}, {@code 25%}. With {@code --reltime} the times count from the first
  * sample. A sample's time decides ({@link #skip}): in a range, inclusive at both ends; of several ranges the ends but
- * the last are exclusive, as in perf.
+ * the last are exclusive, as in perf, and the last may be open ({@code "1.5,2 3,"} keeps every sample from 3 on).
  */
 public final class TimeRanges {
     /** perf time ns [start, end]; 0 is an open end. */
@@ -80,7 +80,8 @@ public final class TimeRanges {
             Range r = ranges.get(i);
             boolean last = i == n - 1;
             if (Long.compareUnsigned(t, r.start()) >= 0
-                    && (last ? Long.compareUnsigned(t, r.end()) <= 0 : Long.compareUnsigned(t, r.end()) < 0)) {
+                    && (last ? r.end() == 0 || Long.compareUnsigned(t, r.end()) <= 0
+                            : Long.compareUnsigned(t, r.end()) < 0)) {
                 return false;
             }
         }

@@ -106,6 +106,7 @@ public final class PerfClock {
         offByPgd = o.offByPgd;
         sampleTotCyc = o.sampleTotCyc;
         cycSets = o.cycSets;
+        noReference = o.noReference;
     }
 
     /** The time now (TSC ticks), or -1 before any TSC. */
@@ -123,6 +124,14 @@ public final class PerfClock {
     public void tsc(long payload) {
         haveTma = false;
         long t;
+        if (timestamp == 0 && noReference) {
+            if (lastWasCyc) {
+                cycRef = 0;
+                cycleCount = 0;
+                haveCalc = false;
+            }
+            return;
+        }
         if (timestamp == 0) {
             t = payload;
             tscTimestamp = t;
@@ -144,6 +153,28 @@ public final class PerfClock {
             haveCalc = false; // perf computes a new rate only after an MTC
         }
     }
+
+    /** The last TSC packet's time (perf's tsc_timestamp). */
+    public long lastTsc() {
+        return tscTimestamp;
+    }
+
+    /**
+     * perf's decoder was moved to the PSB+ being read without a reference time (intel_pt_reposition on a fast
+     * forward within its buffer): it has no time until the next MTC, a TSC read meanwhile is ignored
+     * (intel_pt_calc_tsc_timestamp widens one by the reference time or the time, and has neither), so the last TSC it
+     * kept is {@code tsc} and a TMA counts from there. A TSC and TMA of this PSB+ already applied are taken back the
+     * same way.
+     */
+    public void repositioned(long tsc) {
+        ctcTimestamp += tsc - tscTimestamp;
+        tscTimestamp = tsc;
+        timestamp = 0;
+        noReference = true;
+    }
+
+    /** The buffer's reference time is used up and the time was zeroed (perf's decoder then ignores a TSC). */
+    private boolean noReference;
 
     public void tma(int ctc, int fc) {
         if (ratioD == 0) {
