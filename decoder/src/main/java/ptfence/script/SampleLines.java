@@ -608,14 +608,14 @@ final class SampleLines {
         synthEnd(s, b, ip, addr, true);
     }
 
-    void cbr(SampleSink s, long ip, int cbr) {
+    void cbr(SampleSink s, long ip, long to, int cbr) {
         synthStacks(s, ip);
         if (cfg.script != null) {
             // perf_synth_intel_cbr: cbr, max non-turbo ratio, the frequency in kHz
             scriptRaw = raw((cbr & 0xff) | (cfg.pt.maxNonTurboRatio() & 0xff) << 16,
                     cbr * cfg.cbr2khz & 0xffffffffL);
         }
-        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.CBR, null, 0)) {
+        if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, to, s.lastFlags(ip), 1, PerfEvents.Kind.CBR, null, 0)) {
             return;
         }
         if (!synthShown()) {
@@ -633,7 +633,7 @@ final class SampleLines {
             }
             ptSpacing(b, from);
         }
-        synthEnd(s, b, ip, 0, false);
+        synthEnd(s, b, ip, to, false);
     }
 
     void ptwrite(SampleSink s, long ip, long payload, boolean fupIp) {

@@ -197,7 +197,7 @@ public final class SampleSink implements FlowSink {
         if (stateOut) {
             return; // perf's filter made no sample of the state (its time may lie in an earlier range, after an error)
         }
-        maybeCbr(0);
+        maybeCbr(0, ip);
         branch(0, ip, FLAG_BRANCH | BranchFlags.TRACE_BEGIN, 0, null, 0);
     }
 
@@ -697,17 +697,25 @@ public final class SampleSink implements FlowSink {
         if (cfg.events.of(PerfEvents.Kind.PSB) != null && !timeSkipped()) {
             lines.psb(this, psbIp, psbAddr, psbOffset);
         }
-        maybeCbr(psbIp);
+        maybeCbr(psbIp, psbAddr); // the PSB's state: the cbr sample takes its IP and address as the psb one does
     }
 
     private void maybeCbr(long ip) {
+        maybeCbr(ip, 0);
+    }
+
+    /**
+     * A state perf checks the ratio with, from {@code ip} to {@code to}: perf's cbr sample takes the state's from_ip
+     * as its IP and its to_ip as its address (a trace begin's target: shown where --time left the ratio unseen).
+     */
+    private void maybeCbr(long ip, long to) {
         if (cbr != cbrSeen) {
             if (timeSkipped()) {
                 return; // perf's time filter made no sample of this state: the ratio stays unseen
             }
             cbrSeen = cbr;
             if (cfg.events.of(PerfEvents.Kind.CBR) != null) {
-                lines.cbr(this, ip, cbr);
+                lines.cbr(this, ip, to, cbr);
             }
         }
     }

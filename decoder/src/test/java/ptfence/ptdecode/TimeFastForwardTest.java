@@ -117,6 +117,35 @@ class TimeFastForwardTest {
         assertEquals(want.out(), PerfExitStatusTest.ours(all).out(), "perf " + String.join(" ", all));
     }
 
+    /**
+     * magic-trace's current line with a start inside the trace: the ratio --time left unseen shows at the first state
+     * inside, and perf's cbr sample takes that state's to_ip as its address (a trace begin's target, a PSB's FUP IP);
+     * ptdecode printed 0 there in every one of 27 such runs. Starts 300 ns past states all over the trace.
+     */
+    @Test
+    void aRatioShownAtTheFirstStateInsideHasThatStatesAddress() throws Exception {
+        String quipper = RecordingRecoveryTest.quipper().resolve("perf.data.intel_pt-4.14").toString();
+        List<String> view = List.of("--ns", "--itrace=bep", "-F",
+                "pid,tid,time,flags,ip,addr,sym,symoff,synth,dso,event,period");
+        List<String> all = new ArrayList<>(List.of("script", "-i", quipper));
+        all.addAll(view);
+        String full = PerfExitStatusTest.perf(tmp, all).out();
+        List<String> starts = new ArrayList<>();
+        for (String l : full.split("\n")) {
+            String[] f = l.trim().split("\\s+");
+            if (f.length > 1 && f[1].startsWith("641.") && f[1].endsWith(":") && starts.size() < 400) {
+                starts.add(String.format("%.9f", Double.parseDouble(f[1].substring(0, f[1].length() - 1)) + 3e-7));
+            }
+        }
+        int shown = 0;
+        for (int i = 0; i < starts.size(); i += 23) {
+            String out = perfsBytes(quipper, view, starts.get(i) + ",");
+            // the case is there: a cbr line whose address is not 0
+            if (out.lines().anyMatch(l -> l.contains("cbr:") && !l.matches(".*%\\)\\s+0 .*"))) shown++;
+        }
+        assertTrue(shown >= 10, "runs with a cbr line at a state's address: " + shown);
+    }
+
     /** perf script on {@code rec}, {@code view}, {@code --time t}: perf 6.1's bytes, which ours must equal. */
     private String perfsBytes(String rec, List<String> view, String t) throws Exception {
         List<String> line = new ArrayList<>(List.of("script", "-i", rec));
