@@ -348,9 +348,7 @@ final class CallViews {
 
         @Override
         public int[] at(int cpu, long time) {
-            if (timeless) {
-                time = Long.MAX_VALUE - 1; // as the sample views' task time (SampleSink.taskTime)
-            }
+            time = Sideband.taskTime(time, timeless);
             long[] s = cpu == lastCpu ? lastSpan : span.get(cpu);
             if (s != null && time >= s[0] && time < s[1]) {
                 return cpu == lastCpu ? lastTask : task.get(cpu);

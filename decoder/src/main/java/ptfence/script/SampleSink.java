@@ -287,12 +287,9 @@ public final class SampleSink implements FlowSink {
         return queueTsc < 0 || cfg.events.timeless ? -1 : toPerf.applyAsLong(queueTsc);
     }
 
-    /**
-     * The time the thread is looked up at: the sample's; without timing, the end of the recording (perf decodes an
-     * untimed trace after all the sideband, so its thread is the CPU's last).
-     */
+    /** The time the thread is looked up at ({@link ptfence.sideband.Sideband#taskTime}). */
     private long taskTime() {
-        return cfg.events.timeless ? Long.MAX_VALUE - 1 : perfTime();
+        return ptfence.sideband.Sideband.taskTime(perfTime(), cfg.events.timeless);
     }
 
     // ------------------------------------------------------------------ flow

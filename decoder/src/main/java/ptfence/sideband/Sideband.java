@@ -242,6 +242,15 @@ public final class Sideband {
         return t != null && t <= time ? t : Long.MIN_VALUE;
     }
 
+    /**
+     * The time to look a CPU's task up at for an item at {@code time}: the item's own, or where the trace has no
+     * timing, the end of the recording (perf decodes an untimed trace after all the sideband, so its thread is the
+     * CPU's last). One rule for the sample and call views.
+     */
+    public static long taskTime(long time, boolean timeless) {
+        return timeless ? Long.MAX_VALUE - 1 : time;
+    }
+
     /** The task running on {@code cpu} at {@code time}, or null if the sideband does not say. */
     public Task taskAt(int cpu, long time) {
         List<Task> l = tasks.get(cpu);
