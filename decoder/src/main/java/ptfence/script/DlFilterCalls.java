@@ -23,7 +23,7 @@ public final class DlFilterCalls implements ScriptMerge.LineCall {
     }
 
     @Override
-    public Object fresh() {
+    public DlFilter.Sample fresh() {
         DlFilter.Sample d = new DlFilter.Sample();
         // resolve_ip, resolve_addr, resolve_address: the sample's process at the sample's time, looked up when the
         // filter asks (on the printing thread: the symbol tables are shared)
@@ -37,9 +37,9 @@ public final class DlFilterCalls implements ScriptMerge.LineCall {
     }
 
     @Override
-    public boolean keep(Object call, LineBytes out) {
+    public boolean keep(DlFilter.Sample call, LineBytes out) {
         printed.reset();
-        boolean keep = filter.keep((DlFilter.Sample) call, printed);
+        boolean keep = filter.keep(call, printed);
         if (printed.size() > 0) {
             out.bytes(printed.toByteArray()); // ahead of the line, or alone where the filter drops it
         }

@@ -733,7 +733,7 @@ final class SampleLines {
             int len) {
         s.moveTask();
         ptfence.dlfilter.DlFilter.Sample d = cfg.script != null ? dlSample
-                : (ptfence.dlfilter.DlFilter.Sample) s.out().call();
+                : s.out().call();
         PerfEvents.Event ev = cfg.events.of(kind);
         d.ip = ip;
         d.addr = addr;

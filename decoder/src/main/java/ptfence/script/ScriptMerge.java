@@ -8,6 +8,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import ptfence.dlfilter.DlFilter;
 
 /**
  * perf script's lines of every CPU (and of the sideband) in time order, with bounded memory: each source builds its
@@ -30,7 +31,7 @@ public final class ScriptMerge {
         /** A line's {@link DsoData} gate (0: none): perf's per-file state decides there whether it is printed. */
         final int[] gates = new int[BATCH_LINES];
         /** A line's {@link LineCall} state (made on first use, reused with the batch) and whether it has one. */
-        final Object[] calls = new Object[BATCH_LINES];
+        final DlFilter.Sample[] calls = new DlFilter.Sample[BATCH_LINES];
         final boolean[] called = new boolean[BATCH_LINES];
         final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
         int count;
@@ -79,10 +80,10 @@ public final class ScriptMerge {
      */
     public interface LineCall {
         /** A new state object for one line (filled by the producer, reused). */
-        Object fresh();
+        DlFilter.Sample fresh();
 
         /** The call on {@code call}: what it prints goes to {@code out} ahead of the line; false drops the line. */
-        boolean keep(Object call, LineBytes out);
+        boolean keep(DlFilter.Sample call, LineBytes out);
     }
 
     /** The producing end of source {@code i}; {@code isSideband}: it wins ties with CPU lines. */
@@ -137,10 +138,10 @@ public final class ScriptMerge {
          * The line being built (committed next, possibly empty) gets the merge's {@link LineCall}: the state to fill
          * for it.
          */
-        public Object call() {
+        public DlFilter.Sample call() {
             line();
             Batch b = batch;
-            Object c = b.calls[b.count];
+            DlFilter.Sample c = b.calls[b.count];
             if (c == null) {
                 c = lineCall.fresh();
                 b.calls[b.count] = c;
@@ -323,7 +324,7 @@ public final class ScriptMerge {
     }
 
     /** The line's call; where it stops the run (a filter's error), what was merged before it is written first. */
-    private boolean call(Object state, LineBytes buf, OutputStream out) throws IOException {
+    private boolean call(DlFilter.Sample state, LineBytes buf, OutputStream out) throws IOException {
         try {
             return lineCall.keep(state, buf);
         } catch (RuntimeException e) {

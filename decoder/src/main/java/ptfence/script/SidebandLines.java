@@ -316,7 +316,7 @@ public final class SidebandLines {
         if (cfg.dlfilter != null) {
             // perf's process_sample_event hands every sample to the filter, a recorded event's too, before printing:
             // the sample goes with its line (or alone, below) and is filtered in the printed order (DlFilterCalls)
-            dlSample((ptfence.dlfilter.DlFilter.Sample) out.call(), s, e, time);
+            dlSample(out.call(), s, e, time);
         }
         if (cfg.script != null) {
             Symbol sym = s.ip() == 0 ? null : symbols.symbol(s.ip(), time, s.pid());
