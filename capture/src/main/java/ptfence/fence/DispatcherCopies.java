@@ -85,12 +85,30 @@ final class DispatcherCopies {
             }
             matched++;
             if (!Arrays.equals(v.bytes(), c.bytes())) replaced++;
-            Version exact = new Version(c.half(), c.name(), v.monotonicNs(), c.bytes());
-            toHalf.put(v.monotonicNs(), exact);
-            out.add(exact);
+            // every poke of that update: it switches the static call's trampoline and then its call sites (6.1: two
+            // pokes), each a switch to this half here, all after the last switch to the other half (updates
+            // alternate the halves); the copy is the version from each, else the read at the first stands over the
+            // time up to the last
+            long since = lastSwitchElsewhere(c.half(), c.name(), e.getKey());
+            for (long at : List.copyOf(toHalf.subMap(since, false, e.getKey(), true).keySet())) {
+                Version exact = new Version(c.half(), c.name(), at, c.bytes());
+                toHalf.put(at, exact);
+                out.add(exact);
+            }
         }
         pending.subList(0, n).clear();
         return out;
+    }
+
+    /** The latest switch of this dispatcher to another half before {@code before}; else just before it. */
+    private long lastSwitchElsewhere(long half, String name, long before) {
+        long last = Long.MIN_VALUE;
+        for (var h : switches.entrySet()) {
+            if (h.getKey() == half) continue;
+            Map.Entry<Long, Version> e = h.getValue().lowerEntry(before);
+            if (e != null && e.getValue().name().equals(name)) last = Math.max(last, e.getKey());
+        }
+        return last == Long.MIN_VALUE ? before - 1 : last;
     }
 
     /** Every copy still pending (the recording ended: every switch is known). */

@@ -1045,7 +1045,7 @@ public final class TextFence implements AutoCloseable {
         }
     }
 
-    private long[] readStats() {
+    long[] readStats() { // package-private: tests wait on the kernel's own counts
         long[] out = new long[FencePrograms.STATS];
         if (stats == null || stats.isClosed()) return out;
         byte[] key = new byte[4], value = new byte[8];

@@ -45,6 +45,25 @@ class DispatcherCopiesTest {
         assertEquals("1 in-kernel copies at the switch, 1 replaced the user-space read, 0 unmatched", c.summary());
     }
 
+    /**
+     * Debian's 6.1 switches with two pokes (the static call's trampoline, then the call site in the dispatcher
+     * function), both to the half: the copy is the version from each, so the read at the first (late, another
+     * update's bytes) stands nowhere. Pokes to the half before the last switch to the other half are earlier updates.
+     */
+    @Test
+    void aSwitchOfTwoPokesGetsTheCopyFromBoth() {
+        DispatcherCopies c = new DispatcherCopies(0);
+        c.switched(A, XDP, 20, half(7));
+        c.switched(B, XDP, 50, half(8));
+        c.switched(A, XDP, 100, half(1));
+        c.switched(A, XDP, 101, half(1));
+        c.copied(new DispatcherCopies.Copy(A, XDP, 130, half(2)));
+        List<DispatcherCopies.Version> v = c.settle(200);
+        assertEquals(List.of(100L, 101L), v.stream().map(DispatcherCopies.Version::monotonicNs).toList());
+        v.forEach(x -> assertArrayEquals(half(2), x.bytes()));
+        assertEquals("1 in-kernel copies at the switch, 1 replaced the user-space read, 0 unmatched", c.summary());
+    }
+
     @Test
     void anEqualCopyIsMatchedNotCountedAsReplacing() {
         DispatcherCopies c = new DispatcherCopies(0);

@@ -52,6 +52,13 @@ class ModuleTextOrderTest {
             if (stored.isOpen()) regions.put(r.id(), stored.closedAt(r.validTo()));
         }
 
+        /** As RegionIndex.redraw: the stored region takes this end, closed already or not. */
+        @Override public synchronized void redrawn(Region r) {
+            Region stored = regions.get(r.id());
+            assertNotNull(stored, "redrawing a region never opened: " + r);
+            regions.put(r.id(), stored.closedAt(r.validTo()));
+        }
+
         /** The byte a decoder gets at this address and time; fails where the newest regions disagree. */
         Byte at(long address, long time) {
             long newest = Long.MIN_VALUE;

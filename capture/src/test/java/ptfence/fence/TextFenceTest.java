@@ -414,7 +414,17 @@ class TextFenceTest {
                 .withPollInterval(Duration.ofSeconds(30)), sink);
         try {
             for (int i = 0; i < n; i++) Bpf.get().progLoad(TestPrograms.constant("full" + i, i)).close();
-            Thread.sleep(1500); // FREE work runs after an RCU grace period
+            // FREE work runs after an RCU grace period and in a workqueue: under load that took longer than the
+            // 1.5 s this test once slept (65 of 400 FREEs not yet run at the close). The kernel's own counts say
+            // when every hook has run (each load an image and a metadata record, each free an image, every record
+            // submitted or counted as a failed reserve); the consumer, asleep, delivers at the close
+            long deadline = System.nanoTime() + MAX_WAIT.toNanos();
+            while (System.nanoTime() < deadline) {
+                long[] s = fence.readStats();
+                if (s[FencePrograms.STAT_SUBMITTED] + s[FencePrograms.STAT_META_SUBMITTED]
+                        + s[FencePrograms.STAT_RESERVE_FAILED] >= 3L * n) break;
+                Thread.sleep(50);
+            }
         } finally {
             fence.close();
             c = fence.finalCounters();
