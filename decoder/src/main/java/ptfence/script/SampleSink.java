@@ -860,6 +860,15 @@ public final class SampleSink implements FlowSink {
         if (!keep(from)) {
             return;
         }
+        if (size == 0 && from != 0) {
+            // an asynchronous branch or an abort has no instruction (perf's insn_len 0): perf script fetches the
+            // code at its IP to print it (script_fetch_insn), a read of that file's data, kept in time order by the
+            // merge (DsoData) as a recorded sample's is
+            String dso = lines.dsoOf(from, perfTime(), task.pid());
+            if (dso != null) {
+                out.gate(-cfg.dsoData.id(dso));
+            }
+        }
         lines.branch(this, from, to, f, size, bytes, len);
     }
 
