@@ -139,6 +139,12 @@ public final class BranchSink implements FlowSink {
         if (filter.filtered(tsc, queuePos(decoder.offset()), decoder.time(), decoder.perfClock(), sampleClock)) {
             return true;
         }
+        if (filter.setUpState()) {
+            // perf's queue set-up sampled it without the filter, perf script's --time dropped the samples: no line,
+            // but a ratio they showed is shown (ptfence.script.PerfTimeFilter)
+            marks.unseenCbr(cpu, perf(tsc), insns);
+            return false;
+        }
         if (!newRatio) {
             FlowItem.Mark cbr = marks.unseenCbr(cpu, perf(tsc), insns);
             markItem(cbr == null || flags < 0 ? cbr : cbr.withFlags(flags));
@@ -215,7 +221,12 @@ public final class BranchSink implements FlowSink {
 
     /** A branch at sample time {@code tsc} (TSC): a branch instruction's is the flow's time at the instruction. */
     private void branchAt(long tsc, long from, long to, int flags, int len) {
-        if (state(tsc, from == 0 ? 0 : flags | (inTx ? BranchFlags.IN_TX : 0), false)) {
+        if (filter.active()) {
+            filter.newState();
+        }
+        // a branch perf's queue set-up sampled outside the ranges (no PSB state before it) prints no line either;
+        // its thread stack would see it, this one does not
+        if (state(tsc, from == 0 ? 0 : flags | (inTx ? BranchFlags.IN_TX : 0), false) || filter.setUpState()) {
             // perf's filter made no sample of this state, so its thread stack (fed only by the samples' states)
             // never sees the branch: the stack and the flags events show begin at the first state inside a range
             carried += insns;
@@ -453,16 +464,23 @@ public final class BranchSink implements FlowSink {
             return; // no state, no sample: a ratio perf's filter left unseen waits for the next state
         }
         long shown = marks.shown();
+        if (!ev.statusUpdate && filter.active()) {
+            filter.newState(); // a PSB+'s updates are one state of perf's, the PSB's
+        }
         boolean filtered = state(sampleClock.time(), ev.statusUpdate ? -1 : branchFlags(ev),
                 ev.type == Event.CBR && !ev.statusUpdate);
+        boolean setUp = !filtered && filter.active() && filter.setUpState();
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
-        if (filtered && ev.statusUpdate) {
+        if (filtered && ev.statusUpdate || setUp) {
             m = null; // perf's filter made no sample of the PSB's state (its time may lie in an earlier range)
         }
         if (filtered && marks.shown() != shown) {
             marks.unseen(shown); // perf's filter made no sample here: its ratio stays unshown
         }
         FlowItem.Mark cbr = marks.cbrInPsb();
+        if (setUp) {
+            cbr = null; // sampled by perf's queue set-up and dropped by perf script's --time: shown, unprinted
+        }
         markItem(m);
         if (cbr != null) { // after the psb, which took the instructions before both
             markItem(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),

@@ -27,13 +27,18 @@ public final class DlFilterCalls implements ScriptMerge.LineCall {
         DlFilter.Sample d = new DlFilter.Sample();
         // resolve_ip, resolve_addr, resolve_address: the sample's process at the sample's time, looked up when the
         // filter asks (on the printing thread: the symbol tables are shared)
-        d.resolver = a -> {
-            Symbol sym = a == 0 ? null : symbols.symbol(a, d.time, d.pid);
-            String dso = sym != null && sym.dso() != null ? sym.dso() : a == 0 ? null : symbols.dso(a, d.time, d.pid);
-            return new DlFilter.Location(sym == null ? null : sym.name(), sym == null ? 0 : sym.start(),
-                    sym == null ? 0 : sym.end(), dso, a);
-        };
+        d.resolver = a -> location(a, a == 0 ? null : symbols.symbol(a, d.time, d.pid), symbols, d.time, d.pid);
         return d;
+    }
+
+    /**
+     * What a filter's (or a script's) resolve_ip/resolve_addr gets for address {@code a} of process {@code pid} at
+     * {@code time}: its symbol {@code sym} (null: none), and its file, the symbol's or the mapping's.
+     */
+    static DlFilter.Location location(long a, Symbol sym, Symbolizer symbols, long time, int pid) {
+        String dso = sym != null && sym.dso() != null ? sym.dso() : a == 0 ? null : symbols.dso(a, time, pid);
+        return new DlFilter.Location(sym == null ? null : sym.name(), sym == null ? 0 : sym.start(),
+                sym == null ? 0 : sym.end(), dso, a);
     }
 
     @Override

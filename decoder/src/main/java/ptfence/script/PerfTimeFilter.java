@@ -47,6 +47,33 @@ public final class PerfTimeFilter {
         return starts.length > 0;
     }
 
+    /** The TSC of the queue's first timed state (-1: not yet met), and whether the state asked about is that one. */
+    private long setUpTsc = -1;
+    private boolean setUpPending;
+
+    /** Whether TSC {@code ts} lies in one of the ranges (perf script's own check, on TSC times). */
+    private boolean inRange(long ts) {
+        for (int i = 0; i < starts.length; i++) {
+            if (ts >= starts[i] && (ends[i] == 0 || ts <= ends[i])) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A new state of perf's decoder begins: the set-up state, if that was the last, is over. */
+    public void newState() {
+        setUpPending = false;
+    }
+
+    /**
+     * Whether the state now is the one perf's queue set-up sampled without this filter outside every range: perf
+     * script's own --time check drops its samples, what they change stays.
+     */
+    public boolean setUpState() {
+        return setUpPending;
+    }
+
     /** Past the last range's end: perf stops decoding the queue. */
     public boolean stopped() {
         return stopped;
@@ -82,8 +109,23 @@ public final class PerfTimeFilter {
         if (stopped) {
             return true;
         }
+        if (setUpPending && ts == setUpTsc) {
+            return false;
+        }
+        setUpPending = false;
         if (selTsc == 0 || ts < 0) {
             return false;
+        }
+        if (setUpTsc < 0) {
+            // perf's queue set-up (intel_pt_setup_queue) decodes up to the first state with a time and samples it
+            // without this filter, unless it lies before the first start: samples outside every range then, which
+            // perf script's own --time check drops unprinted, but what they change stays (the ratio seen: quipper,
+            // three ranges, CPU 0 starting between the second and the third, printed no cbr line at the third)
+            setUpTsc = ts;
+            if (!atStart || ts >= selTsc) {
+                setUpPending = !inRange(ts); // inside a range it is an ordinary state: its samples print
+                return false;
+            }
         }
         while (true) {
             if (atStart) {

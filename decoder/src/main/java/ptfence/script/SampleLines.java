@@ -754,12 +754,7 @@ final class SampleLines {
         if (cfg.script != null) {
             long time = s.time();
             int pid = s.pid();
-            d.resolver = a -> {
-                Symbol sym = cursor.symbol(a, time, pid);
-                String dso = sym != null && sym.dso() != null ? sym.dso() : symbols.dso(a, time, pid);
-                return new ptfence.dlfilter.DlFilter.Location(sym == null ? null : sym.name(),
-                        sym == null ? 0 : sym.start(), sym == null ? 0 : sym.end(), dso, a);
-            };
+            d.resolver = a -> DlFilterCalls.location(a, cursor.symbol(a, time, pid), symbols, time, pid);
             scriptCall(s, d, kind);
             return true;
         }

@@ -240,6 +240,7 @@ public final class SampleSink implements FlowSink {
 
     /** A state perf returns after taking a packet (an event): its time is the decoder's now. */
     private void consume() {
+        filter.newState();
         queueTsc = clock.event();
         stateTime();
         if (countIpc) {
@@ -312,6 +313,7 @@ public final class SampleSink implements FlowSink {
             traceBegin(ip);
         }
         queueTsc = clock.insn(cls);
+        filter.newState();
         if (cbr != cbrSeen) {
             maybeCbr(ip); // perf checks the ratio with every state it returns
         }
@@ -555,6 +557,7 @@ public final class SampleSink implements FlowSink {
                 }
                 return;
             }
+            filter.newState();
             queueTsc = clock.eventAt(decoder == null ? -1 : decoder.psbTime()); // perf's PSB event: its TSC's time
             stateTime();
             if (countIpc) {
@@ -708,6 +711,9 @@ public final class SampleSink implements FlowSink {
     private void maybeCbr(long ip, long to) {
         if (cbr != cbrSeen) {
             if (timeSkipped()) {
+                if (filter.setUpState()) {
+                    cbrSeen = cbr; // sampled by perf's queue set-up, dropped by perf script's --time: seen, unprinted
+                }
                 return; // perf's time filter made no sample of this state: the ratio stays unseen
             }
             cbrSeen = cbr;
@@ -859,6 +865,15 @@ public final class SampleSink implements FlowSink {
         ipcCounts(lastBr);
         if (!keep(from)) {
             return;
+        }
+        if (size == 0 && from != 0) {
+            // an asynchronous branch or an abort has no instruction (perf's insn_len 0): perf script fetches the
+            // code at its IP to print it (script_fetch_insn), a read of that file's data, kept in time order by the
+            // merge (DsoData) as a recorded sample's is
+            String dso = lines.dsoOf(from, perfTime(), task.pid());
+            if (dso != null) {
+                out.gate(-cfg.dsoData.id(dso));
+            }
         }
         lines.branch(this, from, to, f, size, bytes, len);
     }

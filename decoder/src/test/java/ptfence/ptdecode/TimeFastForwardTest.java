@@ -88,21 +88,24 @@ class TimeFastForwardTest {
      * 0x18190, met by the scan for an IP). A state perf's filter leaves out makes no trace begin or psb line even
      * where its early time lies in an earlier range. Before (diff lines, perf's and ours): the 2-range set's
      * --itrace=e 12 (6 of its 73 errors 267 us late), the 3-range sets 26, '641.2572,641.2573 641.2576,'
-     * --itrace=bep 238 (the open end), the call views 8-24; the PSB line 55 ns late in --itrace=bep --ns.
+     * --itrace=bep 238 (the open end), the call views 8-24; the PSB line 55 ns late in --itrace=bep --ns. The 3-range
+     * sets in be, bep, cepwx and the call views: 1-3 lines on CPU 0 differed, two rules of perf's found: an
+     * asynchronous branch's printed sample reads its IP's file (script_fetch_insn: a libselinux walk failure then
+     * fails quietly), and the queue's first timed state is sampled by perf's set-up without the decoder's filter
+     * (outside every range perf script drops its cbr sample, but the ratio is seen: no cbr line at the third start).
      */
     @Test
     void severalRangesTakePerfsTimesAfterALaterFastForward() throws Exception {
         String quipper = RecordingRecoveryTest.quipper().resolve("perf.data.intel_pt-4.14").toString();
         List<List<String>> views = List.of(List.of("--itrace=e"), List.of("--itrace=i1ie", "--ns"),
-                List.of("--itrace=bep", "--ns"), List.of("--itrace=cepwx"), List.of("--call-trace"),
-                List.of("--call-ret-trace"));
+                List.of("--itrace=be", "--ns"), List.of("--itrace=bep", "--ns"), List.of("--itrace=cepwx"),
+                List.of("--call-trace"), List.of("--call-ret-trace"));
         List<String> times = List.of("641.2570,641.2572 641.2575,641.2578", "641.2572,641.2573 641.2576,",
                 "641.25705,641.2571 641.2573,", "641.2569,641.2571 641.2574,641.2576 641.2579,641.2581",
                 "641.2571,641.25712 641.25745,641.2575 641.2580,641.2582");
         int lines = 0;
         for (String t : times) {
-            // (the 3-range sets in the error views only: on CPU 0 one line of the others still differs, docs/script.md)
-            for (List<String> v : t.split(" ").length > 2 ? views.subList(0, 2) : views) {
+            for (List<String> v : views) {
                 lines += (int) perfsBytes(quipper, v, t).lines().count();
             }
         }
