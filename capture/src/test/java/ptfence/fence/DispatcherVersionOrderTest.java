@@ -28,25 +28,43 @@ class DispatcherVersionOrderTest {
 
     @Test
     void versionsDeliveredAfterALaterCopyKeepTheirTime() throws Exception {
-        Random rnd = new Random(29);
+        rounds(29, DispatcherVersionOrderTest::check);
+    }
+
+    private interface History {
+        void check(Random rnd, String why) throws Exception;
+    }
+
+    /** 200 random histories, each from a seed of its own (named where one fails). */
+    private static void rounds(long seed, History h) throws Exception {
+        Random rnd = new Random(seed);
         for (int round = 0; round < 200; round++) {
-            long seed = rnd.nextLong();
-            check(new Random(seed), "seed " + seed);
+            long s = rnd.nextLong();
+            h.check(new Random(s), "seed " + s);
         }
     }
 
-    private static void check(Random rnd, String why) throws Exception {
+    /**
+     * 4-43 switches from {@code t}, each update writing the idle half and switching to it, up to {@code maxGap} ns
+     * apart; {@code again}: a third of them write what their half held before (a round's same program).
+     */
+    private static List<Written> switches(Random rnd, long t, int maxGap, boolean again) {
         int switches = 4 + rnd.nextInt(40);
         List<Written> truth = new ArrayList<>();
-        long t = 200_000_000_000L;
         for (int i = 0; i < switches; i++) {
-            t += 1_000_000 + rnd.nextInt(500_000_000);
-            long half = PAGE + (long) (i % 2) * HALF; // each update writes the idle half and switches to it
-            byte[] b = new byte[HALF];
-            rnd.nextBytes(b);
+            t += 1_000_000 + rnd.nextInt(maxGap);
+            long half = PAGE + (long) (i % 2) * HALF;
+            byte[] same = again && i >= 2 && rnd.nextInt(3) == 0 ? truth.get(i - 2).bytes() : null;
+            byte[] b = same != null ? same : new byte[HALF];
+            if (same == null) rnd.nextBytes(b);
             truth.add(new Written(half, t, b));
         }
-        long end = t + 1_000_000_000L;
+        return truth;
+    }
+
+    private static void check(Random rnd, String why) throws Exception {
+        List<Written> truth = switches(rnd, 200_000_000_000L, 500_000_000, false);
+        long end = truth.get(truth.size() - 1).time() + 1_000_000_000L;
         // the loop's deliveries, in time order
         List<CapturedText> arrivals = new ArrayList<>();
         for (Written w : truth) arrivals.add(version(w.half(), w.bytes(), w.time()));
@@ -80,26 +98,13 @@ class DispatcherVersionOrderTest {
      */
     @Test
     void anInKernelCopyArrivingAfterLaterSwitchesReplacesTheLateRead() throws Exception {
-        Random rnd = new Random(44);
-        for (int round = 0; round < 200; round++) {
-            long seed = rnd.nextLong();
-            checkLateCopies(new Random(seed), "seed " + seed);
-        }
+        rounds(44, DispatcherVersionOrderTest::checkLateCopies);
     }
 
     private static void checkLateCopies(Random rnd, String why) throws Exception {
-        int switches = 4 + rnd.nextInt(40);
-        List<Written> truth = new ArrayList<>();
-        long t = 90_000_000_000L;
-        for (int i = 0; i < switches; i++) {
-            t += 1_000_000 + rnd.nextInt(200_000_000);
-            long half = PAGE + (long) (i % 2) * HALF;
-            byte[] again = i >= 2 && rnd.nextInt(3) == 0 ? truth.get(i - 2).bytes() : null; // a round's same program
-            byte[] b = again != null ? again : new byte[HALF];
-            if (again == null) rnd.nextBytes(b);
-            truth.add(new Written(half, t, b));
-        }
-        long end = t + 1_000_000_000L;
+        List<Written> truth = switches(rnd, 90_000_000_000L, 200_000_000, true);
+        int switches = truth.size();
+        long end = truth.get(switches - 1).time() + 1_000_000_000L;
         // per switch, where its in-kernel copy arrives: after the loop's delivery of this switch or a later one,
         // in the copies' time order (DispatcherCopies judges them so)
         List<List<CapturedText>> after = new ArrayList<>();

@@ -147,10 +147,19 @@ public final class BranchSink implements FlowSink {
         }
         if (!newRatio) {
             FlowItem.Mark cbr = marks.unseenCbr(cpu, perf(tsc), insns);
-            markItem(cbr == null || flags < 0 ? cbr : cbr.withFlags(flags));
+            if (flags == PSB_STATE) {
+                unseenAtPsb = cbr; // perf samples a PSB state's psb before its cbr: shown after the psb line
+            } else {
+                markItem(cbr == null || flags < 0 ? cbr : cbr.withFlags(flags));
+            }
         }
         return false;
     }
+
+    /** {@link #state}'s flags for a PSB+'s state (no branch's flags). */
+    private static final int PSB_STATE = -2;
+    /** The ratio a PSB state shows first inside a range, marked after its psb (null: none). */
+    private FlowItem.Mark unseenAtPsb;
 
     private long queuePos(long offset) {
         return filter.psbs() == null ? -1 : filter.psbs().queuePos(run, offset);
@@ -467,7 +476,8 @@ public final class BranchSink implements FlowSink {
         if (!ev.statusUpdate && filter.active()) {
             filter.newState(); // a PSB+'s updates are one state of perf's, the PSB's
         }
-        boolean filtered = state(sampleClock.time(), ev.statusUpdate ? -1 : branchFlags(ev),
+        unseenAtPsb = null;
+        boolean filtered = state(sampleClock.time(), ev.statusUpdate ? PSB_STATE : branchFlags(ev),
                 ev.type == Event.CBR && !ev.statusUpdate);
         boolean setUp = !filtered && filter.active() && filter.setUpState();
         FlowItem.Mark m = marks.of(ev, cpu, clock.getAsLong(), insns, psbOffset);
@@ -478,6 +488,9 @@ public final class BranchSink implements FlowSink {
             marks.unseen(shown); // perf's filter made no sample here: its ratio stays unshown
         }
         FlowItem.Mark cbr = marks.cbrInPsb();
+        if (cbr == null) {
+            cbr = unseenAtPsb;
+        }
         if (setUp) {
             cbr = null; // sampled by perf's queue set-up and dropped by perf script's --time: shown, unprinted
         }

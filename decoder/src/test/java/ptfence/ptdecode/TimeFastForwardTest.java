@@ -121,6 +121,56 @@ class TimeFastForwardTest {
     }
 
     /**
+     * Every range holds its end, the middle ones too (perf since 5.3: before, all but the last left it out, as ptdecode
+     * did): with a third range after it, a second range ending at a PSB+'s time lost that PSB period's 19 branch lines
+     * (HASE 2018-05 control_flow). Found by a sweep of random range sets against perf 6.1 over the bundled recordings
+     * (240 runs: 80 differed before, 27 after; docs/script.md).
+     */
+    @Test
+    void aMiddleRangeHoldsItsEnd() throws Exception {
+        Path hase = RecordingPacketsTest.hase("control_flow-20180515T180451");
+        String rec = hase.resolve("perf.data.1").toString();
+        String t = "16554.665819510,16554.665864618 16554.665866609,16554.665867646 16554.665869481,16554.665871332";
+        for (List<String> v : List.of(List.of("--itrace=be", "--ns"), List.of("--itrace=i1ie", "--ns"),
+                List.of("--itrace=cepwx"))) {
+            List<String> line = new ArrayList<>(List.of("script", "-i", rec, "--symfs=" + hase.resolve("symfs")));
+            line.addAll(v);
+            line.addAll(List.of("--time", t));
+            PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
+            assertEquals(0, want.status(), want.err());
+            assertEquals(want.out(), PerfExitStatusTest.ours(line).out(), "perf " + String.join(" ", line));
+            if (v.get(0).equals("--itrace=be")) {
+                // the case is there: lines at the second range's very end
+                assertTrue(want.out().lines().filter(l -> l.contains(" 16554.665867646:")).count() >= 10, want.out());
+            }
+        }
+    }
+
+    /**
+     * The call views with a start inside the trace at a PSB+: perf samples the PSB state's psb, then its cbr (the ratio
+     * its filter left unseen); ptdecode printed the cbr line first (HASE 2018-05 control_flow, every start at a PSB).
+     * --call-ret-trace, which shows flags, still differs where the trace ended before that PSB+: perf's cbr takes the
+     * PSB state's flags (its last instruction's kind, "syscall"), ptdecode's the no-flags rule of a ratio inside a
+     * PSB+ after a trace end (docs/script.md).
+     */
+    @Test
+    void aPsbStatesFirstRatioInsideFollowsItsPsbLine() throws Exception {
+        Path hase = RecordingPacketsTest.hase("control_flow-20180515T180451");
+        String rec = hase.resolve("perf.data.1").toString();
+        for (String t : List.of("16554.665869782,16554.665874886", "16554.665856220,16554.665867946")) {
+            for (String v : List.of("--call-trace")) {
+                List<String> line = List.of("script", "-i", rec, "--symfs=" + hase.resolve("symfs"), v, "--time", t);
+                PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
+                assertEquals(0, want.status(), want.err());
+                // the case is there: the first two lines are the psb, then the cbr
+                List<String> first = want.out().lines().limit(2).toList();
+                assertTrue(first.get(0).contains("psb offs") && first.get(1).contains("cbr:"), want.out());
+                assertEquals(want.out(), PerfExitStatusTest.ours(line).out(), "perf " + String.join(" ", line));
+            }
+        }
+    }
+
+    /**
      * magic-trace's current line with a start inside the trace: the ratio --time left unseen shows at the first state
      * inside, and perf's cbr sample takes that state's to_ip as its address (a trace begin's target, a PSB's FUP IP);
      * ptdecode printed 0 there in every one of 27 such runs. Starts 300 ns past states all over the trace.
