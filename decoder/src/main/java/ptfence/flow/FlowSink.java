@@ -107,6 +107,15 @@ public interface FlowSink {
         return false;
     }
 
+    /**
+     * True if the sink shows every branch taken (perf's branch view): a {@link #branchesOnly} sink, not a {@link
+     * #plainPaths} one, that may be given whole TNT paths through {@link #plainPath}, each with every branch in it that
+     * moved the flow in {@code paths.moves} ({@link TntPaths#lookupMoving}); the code up to a TIP is walked.
+     */
+    default boolean movingPaths() {
+        return false;
+    }
+
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     /**
      * perf's recovery: the flow stands at {@code ip}, where there is no code, and is about to fail there; {@code tsc}
