@@ -795,7 +795,8 @@ public final class FlowDecoder {
                             && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
-                    if (plainPaths && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TIP
+                    if ((plainPaths || movingPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
+                            && ev.type == Event.TIP
                             && tipFast()) {
                         continue;
                     }
@@ -1797,7 +1798,8 @@ public final class FlowDecoder {
             int off = (int) (ip - secBase);
             CodeCache c = cc;
             TntPaths t = tntPaths;
-            if (!t.lookupTail(c, off, x86) || !t.within(pieceStart - secBase, pieceEnd - secBase - 1, c.code().length)
+            if (!(movingPaths ? t.lookupTailMoving(c, off, x86) : t.lookupTail(c, off, x86))
+                    || !t.within(pieceStart - secBase, pieceEnd - secBase - 1, c.code().length)
                     || !sink.plainPath(secBase, c, t, ip)) {
                 return false;
             }

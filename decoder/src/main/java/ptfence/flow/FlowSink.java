@@ -109,8 +109,9 @@ public interface FlowSink {
 
     /**
      * True if the sink shows every branch taken (perf's branch view): a {@link #branchesOnly} sink, not a {@link
-     * #plainPaths} one, that may be given whole TNT paths through {@link #plainPath}, each with every branch in it that
-     * moved the flow in {@code paths.moves} ({@link TntPaths#lookupMoving}); the code up to a TIP is walked.
+     * #plainPaths} one, that may be given whole paths through {@link #plainPath} (a TNT packet's, the code up to a
+     * TIP), each with every branch in it that moved the flow in {@code paths.moves} ({@link TntPaths#lookupMoving},
+     * {@link TntPaths#lookupTailMoving}).
      */
     default boolean movingPaths() {
         return false;

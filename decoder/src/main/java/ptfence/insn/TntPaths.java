@@ -277,6 +277,16 @@ public final class TntPaths {
         return lookupPlainPath(cc, off, 0, 0, true, false, dec);
     }
 
+    /** As {@link #lookupTail}, with {@link #moves} for every path ({@link #lookupMoving}'s sink). */
+    public boolean lookupTailMoving(CodeCache cc, int off, X86Decoder dec) {
+        moving = true;
+        try {
+            return lookupTail(cc, off, dec);
+        } finally {
+            moving = false;
+        }
+    }
+
     private boolean lookupPlainPath(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean carry,
             X86Decoder dec) {
         plain = true;

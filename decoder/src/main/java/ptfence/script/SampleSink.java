@@ -540,12 +540,13 @@ public final class SampleSink implements FlowSink {
     }
 
     /**
-     * A TNT path (see {@link FlowSink#plainPath}): what {@link #insn} would do for each of its instructions, at once.
-     * Its first settles the branch held before it, each branch in it that moved the flow ({@link
-     * ptfence.insn.TntPaths#moves}: a taken conditional branch, a direct jump or call, a compressed return) is settled
-     * as {@link #insn} would at the next instruction, and its last waits for where it went. Times ({@link
-     * SampleClock}): a move ahead of the packet's first conditional branch or return has the time from before the
-     * packet, the rest the packet's. Not taken where something waits for an instruction: a PSB+'s IP, a trace begin
+     * A path, a TNT packet's or the code up to a TIP (see {@link FlowSink#plainPath}): what {@link #insn} would do for
+     * each of its instructions, at once. Its first settles the branch held before it, each branch in it that moved the
+     * flow ({@link ptfence.insn.TntPaths#moves}: a taken conditional branch, a direct jump or call, a compressed
+     * return) is settled as {@link #insn} would at the next instruction, and its last (the conditional branch or
+     * return that took the packet's last bit, the indirect jump the TIP is for, a direct jump out of the content)
+     * waits for where it went. Times ({@link SampleClock}): a move ahead of the packet's first conditional branch or
+     * return (every move up to a TIP) has the time from before the packet, the rest the packet's. Not taken where something waits for an instruction: a PSB+'s IP, a trace begin
      * after a loss, a ratio not yet shown.
      */
     @Override
