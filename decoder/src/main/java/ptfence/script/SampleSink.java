@@ -296,6 +296,9 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        if (psbAhead && pending) {
+            resolve(ip, 0); // it ran before the PSB+ the flow still walks to: perf returned it before the PSB's state
+        }
         closePsb(ip);
         lastIp = ip;
         lastCls = cls;
@@ -602,6 +605,11 @@ public final class SampleSink implements FlowSink {
                 closePsb(0); // the next PSB+ right after the last one: each is an event
             }
             if (!inPsb) {
+                if (pending && offIp == -1 && decoder != null) {
+                    // the held branch took its packet before the PSB+ (a TIP whose target is where the flow stands):
+                    // perf returned it then, before the PSB's state
+                    resolve(decoder.ip(), 0);
+                }
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
