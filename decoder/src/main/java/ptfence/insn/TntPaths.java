@@ -318,7 +318,8 @@ public final class TntPaths {
         boolean keepMoves = plain && (carries || moving);
         ok &= !(keepMoves && tooMany);
         int[] ownPushes = ok && (pushCount > 2 || plain && pushCount > 0) ? Arrays.copyOf(pushes, pushCount) : null;
-        long[] ownMoves = !ok || !keepMoves ? null : moveCount == 0 ? NO_MOVES : Arrays.copyOf(moveBuffer, 3 * moveCount);
+        long[] ownMoves = !ok || !keepMoves ? null
+                : moveCount == 0 ? NO_MOVES : Arrays.copyOf(moveBuffer, 3 * moveCount);
         int[] ownEdges = ok && withEdges ? Arrays.copyOf(edgeBuffer, 2 * edgeCount) : null;
         synchronized (t) {
             st = t.store;

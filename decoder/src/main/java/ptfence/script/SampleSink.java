@@ -534,8 +534,8 @@ public final class SampleSink implements FlowSink {
     }
 
     /**
-     * Branch lines alone (no bytes to read for them: no -F insn, dlfilter or script): the decoder may hand over TNT paths
-     * whole, with every branch that moved the flow ({@link #plainPath}).
+     * Branch lines alone (no bytes to read for them: no -F insn, dlfilter or script): the decoder may hand over paths
+     * (a TNT packet's, the code up to a TIP) whole, with every branch that moved the flow ({@link #plainPath}).
      */
     @Override
     public boolean movingPaths() {
@@ -549,8 +549,8 @@ public final class SampleSink implements FlowSink {
      * return) is settled as {@link #insn} would at the next instruction, and its last (the conditional branch or
      * return that took the packet's last bit, the indirect jump the TIP is for, a direct jump out of the content)
      * waits for where it went. Times ({@link SampleClock}): a move ahead of the packet's first conditional branch or
-     * return (every move up to a TIP) has the time from before the packet, the rest the packet's. Not taken where something waits for an instruction: a PSB+'s IP, a trace begin
-     * after a loss, a ratio not yet shown.
+     * return (every move up to a TIP) has the time from before the packet, the rest the packet's. Not taken where
+     * something waits for an instruction: a PSB+'s IP, a trace begin after a loss, a ratio not yet shown.
      */
     @Override
     public boolean plainPath(long base, CodeCache cc, ptfence.insn.TntPaths t, long first) {
