@@ -56,6 +56,8 @@ public final class FlowDecoder {
     private final boolean branchesOnly;
     /** The sink takes TNT paths without calls or returns whole ({@link FlowSink#plainPath}): the memo's fast path. */
     private final boolean plainPaths;
+    /** The sink takes TNT paths whole with every branch that moved the flow ({@link FlowSink#movingPaths}). */
+    private final boolean movingPaths;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] slowBuf = new byte[15];
 
@@ -261,6 +263,11 @@ public final class FlowDecoder {
         return ip;
     }
 
+    /** The execution mode the flow runs in now ({@link ptfence.insn.ExecMode}), as the sink's instructions get it. */
+    public int mode() {
+        return mode;
+    }
+
     static final long TSC_SLIP = 0x10000;
     private long reportedTime = Long.MIN_VALUE;
 
@@ -286,6 +293,7 @@ public final class FlowDecoder {
         this.edgeMode = !blockMode && sink.edgesOnly();
         this.branchesOnly = !blockMode && sink.branchesOnly();
         this.plainPaths = branchesOnly && !countOnly && !edgeMode && sink.plainPaths();
+        this.movingPaths = branchesOnly && !countOnly && !edgeMode && !plainPaths && sink.movingPaths();
         this.tntPaths = cfg.pathMemo.handle();
     }
 
@@ -783,11 +791,12 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if ((countOnly || edgeMode || plainPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
+                    if ((countOnly || edgeMode || plainPaths || movingPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
                             && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
-                    if (plainPaths && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents && ev.type == Event.TIP
+                    if ((plainPaths || movingPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
+                            && ev.type == Event.TIP
                             && tipFast()) {
                         continue;
                     }
@@ -1730,7 +1739,8 @@ public final class FlowDecoder {
             // A TNT-64 goes through the memo 8 bits at a time, oldest first, as TNT-8s with nothing between them.
             int chunk = Math.min(size, 8);
             long bits = (ev.tntBits >>> (size - chunk)) & ((1L << chunk) - 1);
-            if (plainPaths ? !t.lookupCarrying(c, off, bits, chunk, cfg.noRetComp, x86)
+            if (movingPaths ? !t.lookupMoving(c, off, bits, chunk, cfg.noRetComp, x86)
+                    : plainPaths ? !t.lookupCarrying(c, off, bits, chunk, cfg.noRetComp, x86)
                     : !t.lookup(c, off, bits, chunk, cfg.noRetComp, edgeMode, x86)) {
                 return progress;
             }
@@ -1741,7 +1751,7 @@ public final class FlowDecoder {
             }
             if (edgeMode) {
                 sink.path(secBase, t, ip, secBase + t.last);
-            } else if (plainPaths && !sink.plainPath(secBase, c, t, ip)) {
+            } else if ((plainPaths || movingPaths) && !sink.plainPath(secBase, c, t, ip)) {
                 return progress; // the sink wants this one walked
             }
             instructions += t.insns;
@@ -1788,7 +1798,8 @@ public final class FlowDecoder {
             int off = (int) (ip - secBase);
             CodeCache c = cc;
             TntPaths t = tntPaths;
-            if (!t.lookupTail(c, off, x86) || !t.within(pieceStart - secBase, pieceEnd - secBase - 1, c.code().length)
+            if (!(movingPaths ? t.lookupTailMoving(c, off, x86) : t.lookupTail(c, off, x86))
+                    || !t.within(pieceStart - secBase, pieceEnd - secBase - 1, c.code().length)
                     || !sink.plainPath(secBase, c, t, ip)) {
                 return false;
             }

@@ -107,6 +107,16 @@ public interface FlowSink {
         return false;
     }
 
+    /**
+     * True if the sink shows every branch taken (perf's branch view): a {@link #branchesOnly} sink, not a {@link
+     * #plainPaths} one, that may be given whole paths through {@link #plainPath} (a TNT packet's, the code up to a
+     * TIP), each with every branch in it that moved the flow in {@code paths.moves} ({@link TntPaths#lookupMoving},
+     * {@link TntPaths#lookupTailMoving}).
+     */
+    default boolean movingPaths() {
+        return false;
+    }
+
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     /**
      * perf's recovery: the flow stands at {@code ip}, where there is no code, and is about to fail there; {@code tsc}

@@ -85,7 +85,8 @@ public final class TntPaths {
      * {@link #moveCount} triples of {@link #moves}: offset | instructions up to and with it << 32; the instruction as
      * {@link CodeCache#packed}; the target's offset | 1 << 32 where it ran ahead of the packet's first conditional
      * branch or return (its sample time is the one from before the packet). 0 moves: the path has no call or return
-     * ({@link #taken} and the fields beside it say all). The memo's array, never changed.
+     * ({@link #taken} and the fields beside it say all), except for {@link #lookupMoving}'s paths, which keep their
+     * moves whatever they hold. The memo's array, never changed.
      */
     public long[] moves;
     public int moveCount;
@@ -97,6 +98,8 @@ public final class TntPaths {
     private boolean tooMany;
     /** The lookup being made may carry calls and returns ({@link #lookupCarrying}; its paths are kept apart). */
     private boolean carrying;
+    /** The lookup being made keeps every path's moves ({@link #lookupMoving}; its paths are kept apart). */
+    private boolean moving;
     /** The lookup being made is {@link #lookupPlain}'s (its paths are kept apart: slot word 2 holds the above). */
     private boolean plain;
     /** Lowest and highest offsets the path being simulated touched. */
@@ -253,12 +256,35 @@ public final class TntPaths {
     }
 
     /**
+     * As {@link #lookupCarrying}, with {@link #moves} for every path, one without calls or returns too (a sink that
+     * shows every branch taken, perf's branch view; a path with more than {@link #MAX_MOVES} is not one).
+     */
+    public boolean lookupMoving(CodeCache cc, int off, long bits, int size, boolean noRetComp, X86Decoder dec) {
+        moving = true;
+        try {
+            return lookupPlainPath(cc, off, bits, size, noRetComp, true, dec);
+        } finally {
+            moving = false;
+        }
+    }
+
+    /**
      * As {@link #lookupPlain}, for the code that runs up to a TIP (no TNT bit): straight-line code and direct jumps,
      * ending at an indirect jump ({@link #tail}: its target is the TIP's) or at a direct jump out of the content (its
      * target is {@link #end}; the flow goes on from there).
      */
     public boolean lookupTail(CodeCache cc, int off, X86Decoder dec) {
         return lookupPlainPath(cc, off, 0, 0, true, false, dec);
+    }
+
+    /** As {@link #lookupTail}, with {@link #moves} for every path ({@link #lookupMoving}'s sink). */
+    public boolean lookupTailMoving(CodeCache cc, int off, X86Decoder dec) {
+        moving = true;
+        try {
+            return lookupTail(cc, off, dec);
+        } finally {
+            moving = false;
+        }
     }
 
     private boolean lookupPlainPath(CodeCache cc, int off, long bits, int size, boolean noRetComp, boolean carry,
@@ -280,17 +306,20 @@ public final class TntPaths {
         int r = cc.serial & (RECENT_TABLES - 1);
         Table t = recentCaches[r] == cc ? recentTables[r] : table(cc);
         long key = ((long) off << 17) | (noRetComp ? 1L << 16 : 0) | ((long) size << 8) | (bits & 0xff) | 1L << 63
-                | (withEdges ? 1L << 62 : 0) | (plain ? 1L << 61 : 0) | (carrying ? 1L << 60 : 0);
+                | (withEdges ? 1L << 62 : 0) | (plain ? 1L << 61 : 0) | (carrying ? 1L << 60 : 0)
+                | (moving ? 1L << 59 : 0);
         Store st = t.store;
         int h = find(st, key);
         if (h >= 0) {
             return hit(st, h);
         }
         misses++;
-        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec) && end == (int) end
-                && !(carries && tooMany);
+        boolean ok = simulate(cc, off, bits, size, noRetComp, withEdges, dec) && end == (int) end;
+        boolean keepMoves = plain && (carries || moving);
+        ok &= !(keepMoves && tooMany);
         int[] ownPushes = ok && (pushCount > 2 || plain && pushCount > 0) ? Arrays.copyOf(pushes, pushCount) : null;
-        long[] ownMoves = ok && plain && carries ? Arrays.copyOf(moveBuffer, 3 * moveCount) : null;
+        long[] ownMoves = !ok || !keepMoves ? null
+                : moveCount == 0 ? NO_MOVES : Arrays.copyOf(moveBuffer, 3 * moveCount);
         int[] ownEdges = ok && withEdges ? Arrays.copyOf(edgeBuffer, 2 * edgeCount) : null;
         synchronized (t) {
             st = t.store;
@@ -339,7 +368,7 @@ public final class TntPaths {
             }
             SLOT.setRelease(slots, s, key);
         }
-        if (plain && !carries) {
+        if (plain && !keepMoves) {
             moves = NO_MOVES;
             moveCount = 0;
         } else if (plain) {

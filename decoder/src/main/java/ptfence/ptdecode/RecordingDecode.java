@@ -898,6 +898,10 @@ final class RecordingDecode {
                 return inner.plainPath(base, c, t, first);
             }
 
+            public boolean movingPaths() {
+                return inner.movingPaths();
+            }
+
             public void event(ptfence.flow.Event ev) {
                 inner.event(ev);
             }

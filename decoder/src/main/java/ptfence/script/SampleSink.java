@@ -297,6 +297,9 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        if (psbAhead && pending) {
+            resolve(ip, 0); // it ran before the PSB+ the flow still walks to: perf returned it before the PSB's state
+        }
         closePsb(ip);
         lastIp = ip;
         lastCls = cls;
@@ -532,6 +535,70 @@ public final class SampleSink implements FlowSink {
         insnEach(ip, count, cc, off, mode, speculative, x86); // a PSB+ waits for its IP: it may be among these
     }
 
+    /**
+     * Branch lines alone (no bytes to read for them: no -F insn, dlfilter or script): the decoder may hand over paths
+     * (a TNT packet's, the code up to a TIP) whole, with every branch that moved the flow ({@link #plainPath}).
+     */
+    @Override
+    public boolean movingPaths() {
+        return branchesOnly() && !branchBytes && (wantBranches || calls != null);
+    }
+
+    /**
+     * A path, a TNT packet's or the code up to a TIP (see {@link FlowSink#plainPath}): what {@link #insn} would do for
+     * each of its instructions, at once. Its first settles the branch held before it, each branch in it that moved the
+     * flow ({@link ptfence.insn.TntPaths#moves}: a taken conditional branch, a direct jump or call, a compressed
+     * return) is settled as {@link #insn} would at the next instruction, and its last (the conditional branch or
+     * return that took the packet's last bit, the indirect jump the TIP is for, a direct jump out of the content)
+     * waits for where it went. Times ({@link SampleClock}): a move ahead of the packet's first conditional branch or
+     * return (every move up to a TIP) has the time from before the packet, the rest the packet's. Not taken where
+     * something waits for an instruction: a PSB+'s IP, a trace begin after a loss, a ratio not yet shown.
+     */
+    @Override
+    public boolean plainPath(long base, CodeCache cc, ptfence.insn.TntPaths t, long first) {
+        if (psbAhead || resync.resuming() || !movingPaths()) {
+            return false;
+        }
+        closePsb(first); // (as insn would first: the walk after a refusal finds it closed)
+        if (cbr != cbrSeen) {
+            return false; // its line takes the first instruction's time, which the walk gives
+        }
+        if (pending) {
+            resolve(first, 0);
+        }
+        long ahead = clock.insn(InsnClass.OTHER);
+        long lastInsn = t.lastInsn;
+        int cls = CodeCache.clsOf(lastInsn);
+        long tnt = clock.insn(cls); // (a path's conditional branches and returns all take the one packet's time)
+        long[] mv = t.moves;
+        for (int i = 0; i < 3 * t.moveCount; i += 3) {
+            long w = mv[i];
+            long packed = mv[i + 1];
+            long to = mv[i + 2];
+            long at = base + (int) w;
+            queueTsc = (to & 1L << 32) != 0 ? ahead : tnt;
+            branch(at, base + (int) to, insnFlags(CodeCache.clsOf(packed), code, 0), CodeCache.lengthOf(packed), code,
+                    0);
+        }
+        queueTsc = tnt;
+        insnTotal += t.insns;
+        lastIp = base + t.last;
+        lastCls = cls;
+        lastSize = CodeCache.lengthOf(lastInsn);
+        if (decoder != null) {
+            lastMode = decoder.mode();
+        }
+        pending = true;
+        pIp = lastIp;
+        pSize = lastSize;
+        pCls = cls;
+        pTsc = tnt;
+        pSample = false;
+        pPeriod = 0;
+        pLen = 0;
+        return true;
+    }
+
     @Override
     public void event(Event ev) {
         if (ev.statusUpdate) {
@@ -540,6 +607,11 @@ public final class SampleSink implements FlowSink {
                 closePsb(0); // the next PSB+ right after the last one: each is an event
             }
             if (!inPsb) {
+                if (pending && offIp == -1 && decoder != null) {
+                    // the held branch took its packet before the PSB+ (a TIP whose target is where the flow stands):
+                    // perf returned it then, before the PSB's state
+                    resolve(decoder.ip(), 0);
+                }
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
