@@ -138,9 +138,7 @@ abstract class LineView implements CallView {
                     perf.branch(t, b, depth(t, b), insnsSince[c], cyclesSince[c]);
                     insnsSince[c] = 0;
                     cyclesSince[c] = 0;
-                    if (b.insnLen() == 0 && b.from() != 0) {
-                        // no instruction (asynchronous, an abort): perf script fetches the code at its IP to print
-                        // it (script_fetch_insn), a read of that file's data
+                    if (ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
                         String dso = names.dso(b.from(), b.time(), t.pid());
                         if (dso != null) {
                             dsoData.probe(dsoData.id(dso));

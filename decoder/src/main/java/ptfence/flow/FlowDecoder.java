@@ -791,13 +791,12 @@ public final class FlowDecoder {
                     if (!enabled) {
                         return PtError.NO_ENABLE;
                     }
-                    if ((countOnly || edgeMode || plainPaths || movingPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
-                            && ev.type == Event.TNT && tntFast()) {
+                    if ((countOnly || edgeMode || plainPaths || movingPaths) && !cfg.endOnCall && !cfg.endOnJump
+                            && !cfg.tickEvents && ev.type == Event.TNT && tntFast()) {
                         continue;
                     }
                     if ((plainPaths || movingPaths) && !cfg.endOnCall && !cfg.endOnJump && !cfg.tickEvents
-                            && ev.type == Event.TIP
-                            && tipFast()) {
+                            && ev.type == Event.TIP && tipFast()) {
                         continue;
                     }
                     err = walk(WALK_NONE, 0, 0);

@@ -54,7 +54,7 @@ public final class PerfTimeFilter {
     /** Whether TSC {@code ts} lies in one of the ranges (perf script's own check, on TSC times). */
     private boolean inRange(long ts) {
         for (int i = 0; i < starts.length; i++) {
-            if (ts >= starts[i] && (ends[i] == 0 || ts <= ends[i])) {
+            if (TimeRanges.holds(starts[i], ends[i], ts)) {
                 return true;
             }
         }

@@ -43,6 +43,15 @@ public final class RecordReads {
         return s.ip() == 0 ? null : symbols.dso(s.ip(), time, s.pid());
     }
 
+    /**
+     * Whether perf script reads the code at a printed synthesized branch from {@code from} whose instruction is
+     * {@code insnLen} bytes: one without an instruction (asynchronous, an abort: perf's insn_len 0) has its code
+     * fetched to be printed (script_fetch_insn); a trace begin (from 0) has no code to fetch.
+     */
+    public static boolean readsBranchCode(long from, int insnLen) {
+        return insnLen == 0 && from != 0;
+    }
+
     /** Whether {@code r} is a mapping of the vdso. */
     public static boolean vdso(PerfRecord r) {
         return VDSO.equals(r instanceof PerfRecord.Mmap m ? m.filename()

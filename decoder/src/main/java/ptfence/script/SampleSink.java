@@ -335,18 +335,11 @@ public final class SampleSink implements FlowSink {
                 ? read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, Math.min(size, code.length))
                 : 0;
         if (branch && holdForTarget) {
-            pending = true;
-            pIp = ip;
-            pSize = size;
-            pCls = cls;
-            pTsc = queueTsc;
-            pSample = sample;
-            pPeriod = sample ? insnTotal - insnAtLastSample : 0;
+            hold(ip, size, cls, queueTsc, sample, sample ? insnTotal - insnAtLastSample : 0, len);
             pStIpc = stIpc;
             pStCyc = stCyc;
             pStInsn = stInsn;
             System.arraycopy(code, 0, pBytes, 0, len);
-            pLen = len;
             if (sample) {
                 insnAtLastSample = insnTotal;
             }
@@ -588,15 +581,23 @@ public final class SampleSink implements FlowSink {
         if (decoder != null) {
             lastMode = decoder.mode();
         }
-        pending = true;
-        pIp = lastIp;
-        pSize = lastSize;
-        pCls = cls;
-        pTsc = tnt;
-        pSample = false;
-        pPeriod = 0;
-        pLen = 0;
+        hold(lastIp, lastSize, cls, tnt, false, 0, 0);
         return true;
+    }
+
+    /**
+     * Holds the branch at {@code ip} until the flow shows where it went: its size, class, sample time, whether it is
+     * an instruction sample (of {@code period}), and how many of its bytes {@link #pBytes} keeps.
+     */
+    private void hold(long ip, int size, int cls, long tsc, boolean sample, long period, int len) {
+        pending = true;
+        pIp = ip;
+        pSize = size;
+        pCls = cls;
+        pTsc = tsc;
+        pSample = sample;
+        pPeriod = period;
+        pLen = len;
     }
 
     @Override
@@ -938,10 +939,8 @@ public final class SampleSink implements FlowSink {
         if (!keep(from)) {
             return;
         }
-        if (size == 0 && from != 0) {
-            // an asynchronous branch or an abort has no instruction (perf's insn_len 0): perf script fetches the
-            // code at its IP to print it (script_fetch_insn), a read of that file's data, kept in time order by the
-            // merge (DsoData) as a recorded sample's is
+        if (RecordReads.readsBranchCode(from, size)) {
+            // a read of that file's data, kept in time order by the merge (DsoData) as a recorded sample's is
             String dso = lines.dsoOf(from, perfTime(), task.pid());
             if (dso != null) {
                 out.gate(-cfg.dsoData.id(dso));

@@ -76,14 +76,21 @@ public final class TimeRanges {
             return r.start() != 0 && Long.compareUnsigned(t, r.start()) < 0
                     || r.end() != 0 && Long.compareUnsigned(t, r.end()) > 0;
         }
-        // every range holds its end (perf since 5.3, perf_time__ranges_skip_sample; before, all but the last did not)
         for (int i = 0; i < n; i++) {
-            Range r = ranges.get(i);
-            if (Long.compareUnsigned(t, r.start()) >= 0 && (r.end() == 0 || Long.compareUnsigned(t, r.end()) <= 0)) {
+            if (holds(ranges.get(i).start(), ranges.get(i).end(), t)) {
                 return false;
             }
         }
         return true;
+    }
+
+    /**
+     * Whether the range from {@code start} to {@code end} (0: open) holds time {@code t}, its end included: every range
+     * holds its end (perf since 5.3, perf_time__ranges_skip_sample; before, all but the last did not). Perf times or
+     * TSCs alike ({@link PerfTimeFilter}'s).
+     */
+    static boolean holds(long start, long end, long t) {
+        return Long.compareUnsigned(t, start) >= 0 && (end == 0 || Long.compareUnsigned(t, end) <= 0);
     }
 
     /** The earliest time a sample can be kept at (0: no lower bound). */
