@@ -12,7 +12,8 @@ import java.util.Map;
  * with the switches (TEXT_POKEs) that put those halves in force, and says which copies replace the bytes the
  * recorder read in user space at the switch.
  * <p>
- * A copy taken at time c of half h belongs to the latest switch to h at or before c: the update that switched to h
+ * A copy taken at time c of half h belongs to the latest switch to h at or before c (and to every poke of that update
+ * to h: on 6.1 the static call's trampoline, then the call site), since the update that switched to h
  * sets image_off only after the switch and an RCU grace period, and returns before another update can write h again
  * (that needs a switch to the other half first); where a concurrent update got in before the copy was taken, the
  * copy is of that update's half, and that update's switch is then the latest one to it. So a copy can be judged
