@@ -347,7 +347,16 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             if (perf.dlfilter != null || perf.dumpRaw || perf.dumpUnsorted) {
                 throw new BadInputException("-s with " + (perf.dlfilter != null ? "--dlfilter" : "-D") + ": give one");
             }
-            script = ptfence.script.PythonScript.start(perf.script, scriptArgs);
+            try {
+                script = ptfence.script.PythonScript.start(perf.script, scriptArgs);
+            } catch (ptfence.script.PythonScript.Ended e) {
+                co.stream().write(e.takePrinted());
+                co.stream().flush();
+                if (e.status == 0) {
+                    return done(rd, out); // sys.exit(0): the script's own normal end
+                }
+                throw e;
+            }
         }
         List<String> specs = perf.itraceSpecs();
         if (script != null && perf.itrace == null && perf.insnTrace == null && script.itrace() != null) {
@@ -404,6 +413,18 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(false, false, false, false, false,
                         false), py.output(co.stream()), !perf.noItrace);
                 co.stream().write(py.end());
+            } catch (Exception ex) {
+                // however the merge wrapped it: the script ended the run
+                ptfence.script.PythonScript.Ended e = ptfence.script.PythonScript.Ended.in(ex);
+                if (e == null) {
+                    throw ex;
+                }
+                co.stream().write(e.takePrinted()); // (nothing where a handler's call already wrote it)
+                co.stream().flush();
+                if (e.status == 0) {
+                    return done(rd, out);
+                }
+                throw e;
             }
             return done(rd, out);
         }
