@@ -336,6 +336,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                         + "filter sees the samples of --itrace's other views)");
             }
             calls.timeRanges = ranges;
+            calls.filters = sampleFilters();
             calls.run(rd, rd.request(), "text", out);
             return done(rd, out);
         }
@@ -375,32 +376,9 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         events.check(fields, true);
         fields.warn(stderr);
         ptfence.script.PerfConfig.load(System.getenv(), stderr).check(stderr); // perf's ~/.perfconfig and others
-        ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
-        if (perf.symbols != null) {
-            java.util.Set<String> names = new java.util.LinkedHashSet<>();
-            List<Long> addrs = new java.util.ArrayList<>();
-            for (String s : perf.symbols) {
-                String v = s.trim();
-                if (v.matches("(0[xX])?[0-9a-fA-F]+") && (v.startsWith("0x") || v.startsWith("0X")
-                        || !names.contains(v))) {
-                    try {
-                        addrs.add(Long.parseUnsignedLong(v.replaceFirst("^0[xX]", ""), 16));
-                    } catch (NumberFormatException e) {
-                        names.add(v);
-                    }
-                }
-                names.add(v);
-            }
-            symbolFilter = new ptfence.script.ScriptConfig.SymbolFilter(names,
-                    addrs.stream().mapToLong(Long::longValue).toArray(), perf.addrRange == null ? 0 : perf.addrRange);
-        }
-        java.util.Set<Integer> pids = threadOptions.pids == null ? null : ints(threadOptions.pids);
-        java.util.Set<Integer> tids = threadOptions.tids == null ? null : ints(threadOptions.tids);
-        java.util.Set<String> comms = threadOptions.comms == null ? null
-                : new java.util.LinkedHashSet<>(threadOptions.comms);
+        ptfence.script.SampleFilters filters = sampleFilters();
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
-                perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
-                perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+                perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), filters);
         cfg.maxBlocks = perf.maxBlocks == null ? 0 : perf.maxBlocks;
         if (perf.dumpRaw || perf.dumpUnsorted) {
             PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
@@ -580,6 +558,35 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
      * matched nothing; with --strict, any decode error or damage to the recording makes the exit status 2 (an -o
      * file is then left as it was).
      */
+    /** perf script's filters of samples by who and where: --pid, --tid, --comms, --dsos, -S with --addr-range. */
+    private ptfence.script.SampleFilters sampleFilters() {
+        ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
+        if (perf.symbols != null) {
+            java.util.Set<String> names = new java.util.LinkedHashSet<>();
+            List<Long> addrs = new java.util.ArrayList<>();
+            for (String s : perf.symbols) {
+                String v = s.trim();
+                if (v.matches("(0[xX])?[0-9a-fA-F]+") && (v.startsWith("0x") || v.startsWith("0X")
+                        || !names.contains(v))) {
+                    try {
+                        addrs.add(Long.parseUnsignedLong(v.replaceFirst("^0[xX]", ""), 16));
+                    } catch (NumberFormatException e) {
+                        names.add(v);
+                    }
+                }
+                names.add(v);
+            }
+            symbolFilter = new ptfence.script.ScriptConfig.SymbolFilter(names,
+                    addrs.stream().mapToLong(Long::longValue).toArray(), perf.addrRange == null ? 0 : perf.addrRange);
+        }
+        java.util.Set<Integer> pids = threadOptions.pids == null ? null : ints(threadOptions.pids);
+        java.util.Set<Integer> tids = threadOptions.tids == null ? null : ints(threadOptions.tids);
+        java.util.Set<String> comms = threadOptions.comms == null ? null
+                : new java.util.LinkedHashSet<>(threadOptions.comms);
+        return new ptfence.script.SampleFilters(pids, tids, comms,
+                perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+    }
+
     private int done(RecordingDecode rd, PrintWriter out) {
         out.flush();
         long errors = rd.reportErrors();
