@@ -92,10 +92,16 @@ public final class PerfEntry {
             usage(err);
             return EXIT_USAGE;
         });
-        int[] scriptStatus = {-1};
+        int[] scriptStatus = {-1}; // an exit status perf gives in its own words: -s's, evswitch's
         cl.setExecutionExceptionHandler((ex, c, parsed) -> {
             if (ReaderGone.in(ex)) {
                 return 0;
+            }
+            for (Throwable t = ex; t != null; t = t.getCause()) {
+                if (t instanceof PtdecodeCommand.PerfStatus ps) {
+                    scriptStatus[0] = ps.status; // perf's own words are on stderr
+                    return ps.status;
+                }
             }
             ptfence.script.PythonScript.Ended ended = ptfence.script.PythonScript.Ended.in(ex);
             if (ended != null) {

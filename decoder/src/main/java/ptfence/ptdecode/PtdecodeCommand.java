@@ -168,6 +168,18 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
 
     @Override
     public Integer call() throws Exception {
+        if (perf.list || perf.listDlfilters) {
+            // perf answers these while it reads its options, whatever else the line says
+            java.io.PrintStream ps = new java.io.PrintStream(stdout, false, java.nio.charset.StandardCharsets.UTF_8);
+            if (perf.list) {
+                ptfence.script.InstalledTools.scripts(ps);
+            } else {
+                // perf lists while it parses its options, so a -v after it is not yet seen: the short list
+                ptfence.script.InstalledTools.dlfilters(ps, false);
+            }
+            ps.flush();
+            return Tool.EXIT_OK;
+        }
         scriptArgs = perf.scriptArgs(recording, moreArgs);
         if (scriptArgs == null) {
             // with -i the first positional is the extra one ('ptdecode script -i FILE': perf's word, not the entry)
@@ -330,6 +342,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     /** perf script's view of the recording, as its options ask. */
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
+        perfOptionsOnRecording(rd);
         if (calls.callTrace || calls.callRetTrace) {
             if (perf.dlfilter != null) {
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
@@ -558,6 +571,56 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
      * matched nothing; with --strict, any decode error or damage to the recording makes the exit status 2 (an -o
      * file is then left as it was).
      */
+    /** The perf script options whose meaning depends on the recording's events, as perf checks them. */
+    private void perfOptionsOnRecording(RecordingDecode rd) {
+        List<String> names = rd.perfEventNames();
+        for (String[] sw : new String[][] {{"on", perf.switchOn}, {"off", perf.switchOff}}) {
+            if (sw[1] != null && !names.contains(sw[1])) {
+                // perf's evswitch__init: its words, and cmd_script's status for it (-2)
+                stderr.println("ERROR: switch-" + sw[0] + " event not found (" + sw[1] + ")");
+                stderr.println("HINT:  use 'perf evlist' to see the available event names");
+                throw new PerfStatus(254);
+            }
+        }
+        if (perf.switchOn != null || perf.switchOff != null) {
+            throw new BadInputException("--switch-" + (perf.switchOn != null ? "on " + perf.switchOn : "off "
+                    + perf.switchOff) + ": not done yet (perf's evswitch, which drops the samples between the events)");
+        }
+        if (perf.stitchLbr) {
+            boolean lbrStacks = rd.eventAttrs.stream().anyMatch(a -> (a.sampleType()
+                    & ptfence.perfdata.SampleType.BRANCH_STACK) != 0 && (a.branchSampleType() & (1L << 11)) != 0);
+            if (lbrStacks) {
+                throw new BadInputException("--stitch-lbr: not done yet (the recording has LBR call stacks; ptdecode "
+                        + "prints no recorded call chains)");
+            }
+            // perf's words where there is no LBR call stack (PERF_SAMPLE_BRANCH_CALL_STACK) to stitch; it goes on
+            stderr.println("Can't find LBR callchain. Switch off --stitch-lbr.");
+            stderr.println("Please apply --call-graph lbr when recording.");
+        }
+        if (perf.perEventDump) {
+            for (String n : names) {
+                if (n.contains("/")) {
+                    // perf opens FILE.EVENT.dump per event: a name with a '/' (intel_pt//u) names no such file
+                    stderr.println("Couldn't create the per event dump files");
+                    throw new PerfStatus(255);
+                }
+            }
+            throw new BadInputException("--per-event-dump: not done yet (perf writes each event's lines to "
+                    + recording + ".EVENT.dump)");
+        }
+    }
+
+    /** perf's exit status for a failure perf reports in its own words (already printed); ptdecode adds none. */
+    static final class PerfStatus extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final int status;
+
+        PerfStatus(int status) {
+            super(null, null, false, false);
+            this.status = status;
+        }
+    }
+
     /** perf script's filters of samples by who and where: --pid, --tid, --comms, --dsos, -S with --addr-range. */
     private ptfence.script.SampleFilters sampleFilters() {
         ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
