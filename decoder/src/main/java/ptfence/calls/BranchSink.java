@@ -190,8 +190,12 @@ public final class BranchSink implements FlowSink {
         marks.restart();
     }
 
+    /** The IP of perf's state the marks made now are samples of (its --dsos and -S filters look at it). */
+    private long stateIp;
+
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        stateIp = ip;
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
@@ -297,7 +301,7 @@ public final class BranchSink implements FlowSink {
                 }
                 m = m.withFlags(psb ? 0 : filteredFlags);
             }
-            add(m);
+            add(m.sampledAt(stateIp));
             insns = 0;
         }
     }
@@ -447,6 +451,9 @@ public final class BranchSink implements FlowSink {
             }
         }
         releaseHeld();
+        stateIp = ev.statusUpdate && decoder != null ? (decoder.psbOffset() == scanPsb ? 0 : decoder.psbIp())
+                : offIp != -1 ? offIp
+                : decoder == null ? lastIp : decoder.ip();
         if (ev.statusUpdate && decoder != null) {
             sampleClock.eventAt(decoder.psbTime()); // perf's PSB event: its TSC's time
         } else {
@@ -461,6 +468,7 @@ public final class BranchSink implements FlowSink {
             return;
         }
         holding = false;
+        stateIp = heldIp;
         sampleClock.eventAt(heldTsc);
         for (Event e : held) {
             take(e, heldPsb);
@@ -510,6 +518,7 @@ public final class BranchSink implements FlowSink {
                 offIp = -1;
                 pending = false;
                 resync.inStep();
+                stateIp = 0; // a trace begin's state comes from no IP
                 // perf shows a trace's cbr 0 at the first state it returns, before that state's branch: the trace
                 // begin comes after it, and the cbr line's flags are the ones before it (none at the start)
                 if (marks.noCbrShown()) {
@@ -603,7 +612,11 @@ public final class BranchSink implements FlowSink {
     @Override
     public void resumedAtPsb() {
         resync.inStep();
+        scanPsb = decoder == null ? -1 : decoder.psbOffset();
     }
+
+    /** The PSB+ (its offset) where perf's scan after an error stopped: its PSB event has IP 0 (-1: none). */
+    private long scanPsb = -1;
 
     @Override
     public void noCode(long ip, long at) {

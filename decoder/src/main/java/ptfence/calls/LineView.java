@@ -37,6 +37,9 @@ abstract class LineView implements CallView {
     public record FileReads(long[] times, String[] files) {
     }
 
+    /** perf's filters of samples by who and where: a filtered branch or event prints no line (its state moves on). */
+    private ptfence.script.SampleFilters filters = ptfence.script.SampleFilters.NONE;
+
     LineView(Writer out, boolean jsonl, Symbolizer names, PerfLines.Comms comms, PerfLines.Recording rec,
             LineOptions options) {
         this.buf = new LineBuffer(out);
@@ -59,6 +62,19 @@ abstract class LineView implements CallView {
     private int[][] sampleTasks = new int[0][];
     private int sampleNext;
     private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
+
+    /** perf script's --pid, --tid, --comms, --dsos and -S (text views): the errors stay, as perf's. */
+    public final void filters(ptfence.script.SampleFilters f) {
+        filters = f;
+    }
+
+    /** Whether perf's filters keep a sample of thread {@code t} at {@code ip}, perf time {@code time}. */
+    private boolean kept(ThreadStack t, long ip, long time) {
+        if (!filters.byThread() && !filters.byPlace()) {
+            return true;
+        }
+        return filters.kept(names, t.pid(), t.tid(), perf.comm(t, time), ip, time);
+    }
 
     /** The errors are not filtered by their own time: perf's decoder filter (BranchSink's) decided them. */
     private boolean errorsUnfiltered;
@@ -135,10 +151,13 @@ abstract class LineView implements CallView {
             if (item instanceof FlowItem.Branch b) {
                 if (shows(b)) {
                     int c = Math.max(0, b.cpu() + 1);
-                    perf.branch(t, b, depth(t, b), insnsSince[c], cyclesSince[c]);
-                    insnsSince[c] = 0;
+                    boolean kept = kept(t, b.from(), b.time());
+                    if (kept) {
+                        perf.branch(t, b, depth(t, b), insnsSince[c], cyclesSince[c]);
+                    }
+                    insnsSince[c] = 0; // perf's decoder counted from this sample, printed or not
                     cyclesSince[c] = 0;
-                    if (ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
+                    if (kept && ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
                         String dso = names.dso(b.from(), b.time(), t.pid());
                         if (dso != null) {
                             dsoData.probe(dsoData.id(dso));
@@ -152,7 +171,9 @@ abstract class LineView implements CallView {
                     boolean psb = m.name().equals("psb");
                     int flags = m.flags() >= 0 ? m.flags()
                             : psb || c >= lastFlags.length || ended[c] && afterPsb[c] ? 0 : lastFlags[c];
-                    perf.mark(t, m, flags);
+                    if (kept(t, m.sampleIp(), m.time())) {
+                        perf.mark(t, m, flags);
+                    }
                     if (c < afterPsb.length) {
                         afterPsb[c] = psb || afterPsb[c] && m.name().equals("cbr");
                     }

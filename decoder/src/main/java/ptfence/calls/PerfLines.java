@@ -99,7 +99,7 @@ public final class PerfLines {
     }
 
     /** perf's comm: the thread's name, "swapper" for the idle task, ":tid" for a thread never named. */
-    private String comm(ThreadStack t, long time) {
+    String comm(ThreadStack t, long time) {
         if (t.comm != null && time >= t.commFrom && time < t.commUntil) {
             return t.comm;
         }

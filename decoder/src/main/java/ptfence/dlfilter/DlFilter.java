@@ -199,6 +199,41 @@ public final class DlFilter implements AutoCloseable {
         return f;
     }
 
+    private static final CallContext PTR_P = CallContext.getCallContext(Type.POINTER, new Type[] {Type.POINTER},
+            CallingConvention.DEFAULT, false);
+
+    /**
+     * What perf's --list-dlfilters says of {@code file}: its filter_description's short and long text (null where it
+     * has none), or null where it is no filter (no dlopen, or neither filter_event nor filter_event_early).
+     */
+    public static String[] describe(Path file) {
+        Library lib = Library.openLibrary(file.toString(), Library.NOW | Library.LOCAL);
+        if (lib == null || lib.getSymbolAddress("filter_event") == 0
+                && lib.getSymbolAddress("filter_event_early") == 0) {
+            return null;
+        }
+        long fn = lib.getSymbolAddress("filter_description");
+        if (fn == 0) {
+            return new String[] {null, null};
+        }
+        long longOut = MEM.allocateMemory(8, true);
+        try {
+            long desc = CALL.invokeN1(PTR_P, fn, longOut);
+            long longDesc = MEM.getAddress(longOut);
+            return new String[] {cString(desc), cString(longDesc)};
+        } finally {
+            MEM.freeMemory(longOut);
+        }
+    }
+
+    private static String cString(long address) {
+        if (address == 0) {
+            return null;
+        }
+        byte[] b = MEM.getZeroTerminatedByteArray(address);
+        return new String(b, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     static Path find(String file) {
         Path p = Path.of(file);
         if (file.contains("/") || Files.isRegularFile(p)) {

@@ -59,6 +59,8 @@ final class CallViews {
 
     /** perf's --time ranges (perf script's entry): the recorded samples outside them are dropped, as the sample views'. */
     ptfence.script.TimeRanges timeRanges = ptfence.script.TimeRanges.ALL;
+    /** perf script's filters of samples by who and where (the text call views). */
+    ptfence.script.SampleFilters filters = ptfence.script.SampleFilters.NONE;
     /** The output's bytes under the writer the text views are given (null: the writer alone): lines skip an encoder. */
     java.io.OutputStream bytes;
 
@@ -143,7 +145,8 @@ final class CallViews {
                 v.bytesTo(bytes);
             }
             if (!jsonl) {
-                recordReads(rd, v, timeRanges);
+                v.filters(filters);
+                recordReads(rd, v, timeRanges, filters);
             }
             view = v;
         }
@@ -166,7 +169,8 @@ final class CallViews {
      * printed, else only at the view's first loss (the reads matter nowhere else): a recording of the trace alone
      * decoded without a loss is read once.
      */
-    private static void recordReads(RecordingDecode rd, CallTraceView view, ptfence.script.TimeRanges time)
+    private static void recordReads(RecordingDecode rd, CallTraceView view, ptfence.script.TimeRanges time,
+            ptfence.script.SampleFilters filters)
             throws IOException {
         Set<Long> printed = new HashSet<>();
         boolean single = false; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
@@ -180,14 +184,14 @@ final class CallViews {
         if (printed.isEmpty() && !single) {
             view.fileReads(() -> {
                 try {
-                    return readRecords(rd, printed, false, null, time);
+                    return readRecords(rd, printed, false, null, time, filters);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
             });
             return;
         }
-        RecordReads.Files reads = readRecords(rd, printed, single, view, time);
+        RecordReads.Files reads = readRecords(rd, printed, single, view, time, filters);
         view.fileReads(() -> reads);
     }
 
@@ -196,7 +200,8 @@ final class CallViews {
      * sample outside the --time ranges is neither (RecordReads.dropped, the sample views' rule).
      */
     private static RecordReads.Files readRecords(RecordingDecode rd, Set<Long> printedIds, boolean single,
-            CallTraceView view, ptfence.script.TimeRanges ranges) throws IOException {
+            CallTraceView view, ptfence.script.TimeRanges ranges,
+            ptfence.script.SampleFilters filters) throws IOException {
         List<long[]> at = new ArrayList<>();
         List<String> files = new ArrayList<>();
         List<long[]> printed = new ArrayList<>();
@@ -207,7 +212,8 @@ final class CallViews {
                     PerfRecord rec = r.next();
                     if (rec instanceof PerfRecord.Sample s) {
                         if ((single || printedIds.contains(s.id() != 0 ? s.id() : s.identifier()))
-                                && !RecordReads.dropped(ranges, s.time())) {
+                                && !RecordReads.dropped(ranges, s.time()) && filters.kept(rd.symbols, s.pid(), s.tid(),
+                                        rd.sideband.commAt(s.tid(), s.time()), s.ip(), s.time())) {
                             printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
                             read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }

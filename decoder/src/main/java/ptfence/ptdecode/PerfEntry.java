@@ -92,9 +92,22 @@ public final class PerfEntry {
             usage(err);
             return EXIT_USAGE;
         });
+        int[] scriptStatus = {-1}; // an exit status perf gives in its own words: -s's, evswitch's
         cl.setExecutionExceptionHandler((ex, c, parsed) -> {
             if (ReaderGone.in(ex)) {
                 return 0;
+            }
+            for (Throwable t = ex; t != null; t = t.getCause()) {
+                if (t instanceof PtdecodeCommand.PerfStatus ps) {
+                    scriptStatus[0] = ps.status; // perf's own words are on stderr
+                    return ps.status;
+                }
+            }
+            ptfence.script.PythonScript.Ended ended = ptfence.script.PythonScript.Ended.in(ex);
+            if (ended != null) {
+                // -s: the script's sys.exit status, or perf's for its exception (the host printed perf's lines)
+                scriptStatus[0] = ended.status;
+                return ended.status;
             }
             String line = Tool.describe(ex);
             err.println("ptdecode: " + line);
@@ -112,6 +125,9 @@ public final class PerfEntry {
                     : EXIT_FAILED;
         });
         int status = cl.execute(rest);
+        if (scriptStatus[0] >= 0) {
+            return scriptStatus[0];
+        }
         // ptdecode's non-zero statuses (2: bad input, 70: internal) are perf's one failure status
         return status == 0 || status == EXIT_USAGE || status == ptfence.script.TimeStringException.PERF_STATUS
                 ? status : EXIT_FAILED;

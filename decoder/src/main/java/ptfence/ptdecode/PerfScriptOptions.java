@@ -189,6 +189,24 @@ public final class PerfScriptOptions {
     boolean perEventDump;
     @Option(names = {"-d", "--debug-mode"}, hidden = true)
     boolean debugMode;
+    // a recording without guest samples, which is all ptdecode decodes (--guest-code is refused): nothing to do
+    @Option(names = {"--guestmount", "--guestvmlinux", "--guestkallsyms", "--guestmodules"}, hidden = true,
+            paramLabel = "PATH")
+    List<String> guestFiles;
+    @Option(names = "--stitch-lbr", hidden = true)
+    boolean stitchLbr;
+    @Option(names = {"-l", "--list"}, hidden = true)
+    boolean list;
+    @Option(names = "--list-dlfilters", hidden = true)
+    boolean listDlfilters;
+    @Option(names = {"-g", "--gen-script"}, hidden = true, paramLabel = "LANG")
+    String genScript;
+    @Option(names = "--switch-on", hidden = true, paramLabel = "EVENT")
+    String switchOn;
+    @Option(names = "--switch-off", hidden = true, paramLabel = "EVENT")
+    String switchOff;
+    @Option(names = "--show-on-off-events", hidden = true)
+    boolean showOnOffEvents;
     @Option(names = "--addr2line", hidden = true, paramLabel = "PATH")
     String addr2line;
 
@@ -204,7 +222,8 @@ public final class PerfScriptOptions {
                 || dumpUnsorted || fullSourcePath || vmlinux != null || hideCallGraph || stopBt != null
                 || maxStack != null || inline != null || demangle != null || demangleKernel || force
                 || allCpus || showInfo || showKernelPath || maxBlocks != null || perEventDump || debugMode
-                || addr2line != null;
+                || addr2line != null || guestFiles != null || stitchLbr || list || listDlfilters
+                || genScript != null || switchOn != null || switchOff != null || showOnOffEvents;
     }
 
     /**
@@ -229,6 +248,14 @@ public final class PerfScriptOptions {
         }
         if (fullSourcePath) {
             return "--full-source-path: not done yet";
+        }
+        if (genScript != null) {
+            return "-g/--gen-script " + genScript + ": not done (ptdecode runs perf's scripts with -s, unchanged, but "
+                    + "writes no script skeleton; 'perf script -g python' writes one)";
+        }
+        if (debugMode) {
+            return "-d/--debug-mode: not done yet (perf's check of the samples' order; ptdecode merges them in perf's "
+                    + "order)";
         }
         return null;
     }

@@ -168,6 +168,18 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
 
     @Override
     public Integer call() throws Exception {
+        if (perf.list || perf.listDlfilters) {
+            // perf answers these while it reads its options, whatever else the line says
+            java.io.PrintStream ps = new java.io.PrintStream(stdout, false, java.nio.charset.StandardCharsets.UTF_8);
+            if (perf.list) {
+                ptfence.script.InstalledTools.scripts(ps);
+            } else {
+                // perf lists while it parses its options, so a -v after it is not yet seen: the short list
+                ptfence.script.InstalledTools.dlfilters(ps, false);
+            }
+            ps.flush();
+            return Tool.EXIT_OK;
+        }
         scriptArgs = perf.scriptArgs(recording, moreArgs);
         if (scriptArgs == null) {
             // with -i the first positional is the extra one ('ptdecode script -i FILE': perf's word, not the entry)
@@ -330,12 +342,14 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     /** perf script's view of the recording, as its options ask. */
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
+        perfOptionsOnRecording(rd);
         if (calls.callTrace || calls.callRetTrace) {
             if (perf.dlfilter != null) {
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
                         + "filter sees the samples of --itrace's other views)");
             }
             calls.timeRanges = ranges;
+            calls.filters = sampleFilters();
             calls.run(rd, rd.request(), "text", out);
             return done(rd, out);
         }
@@ -347,7 +361,16 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             if (perf.dlfilter != null || perf.dumpRaw || perf.dumpUnsorted) {
                 throw new BadInputException("-s with " + (perf.dlfilter != null ? "--dlfilter" : "-D") + ": give one");
             }
-            script = ptfence.script.PythonScript.start(perf.script, scriptArgs);
+            try {
+                script = ptfence.script.PythonScript.start(perf.script, scriptArgs);
+            } catch (ptfence.script.PythonScript.Ended e) {
+                co.stream().write(e.takePrinted());
+                co.stream().flush();
+                if (e.status == 0) {
+                    return done(rd, out); // sys.exit(0): the script's own normal end
+                }
+                throw e;
+            }
         }
         List<String> specs = perf.itraceSpecs();
         if (script != null && perf.itrace == null && perf.insnTrace == null && script.itrace() != null) {
@@ -366,32 +389,9 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         events.check(fields, true);
         fields.warn(stderr);
         ptfence.script.PerfConfig.load(System.getenv(), stderr).check(stderr); // perf's ~/.perfconfig and others
-        ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
-        if (perf.symbols != null) {
-            java.util.Set<String> names = new java.util.LinkedHashSet<>();
-            List<Long> addrs = new java.util.ArrayList<>();
-            for (String s : perf.symbols) {
-                String v = s.trim();
-                if (v.matches("(0[xX])?[0-9a-fA-F]+") && (v.startsWith("0x") || v.startsWith("0X")
-                        || !names.contains(v))) {
-                    try {
-                        addrs.add(Long.parseUnsignedLong(v.replaceFirst("^0[xX]", ""), 16));
-                    } catch (NumberFormatException e) {
-                        names.add(v);
-                    }
-                }
-                names.add(v);
-            }
-            symbolFilter = new ptfence.script.ScriptConfig.SymbolFilter(names,
-                    addrs.stream().mapToLong(Long::longValue).toArray(), perf.addrRange == null ? 0 : perf.addrRange);
-        }
-        java.util.Set<Integer> pids = threadOptions.pids == null ? null : ints(threadOptions.pids);
-        java.util.Set<Integer> tids = threadOptions.tids == null ? null : ints(threadOptions.tids);
-        java.util.Set<String> comms = threadOptions.comms == null ? null
-                : new java.util.LinkedHashSet<>(threadOptions.comms);
+        ptfence.script.SampleFilters filters = sampleFilters();
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
-                perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), pids, tids, comms,
-                perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+                perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), filters);
         cfg.maxBlocks = perf.maxBlocks == null ? 0 : perf.maxBlocks;
         if (perf.dumpRaw || perf.dumpUnsorted) {
             PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
@@ -404,6 +404,18 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(false, false, false, false, false,
                         false), py.output(co.stream()), !perf.noItrace);
                 co.stream().write(py.end());
+            } catch (Exception ex) {
+                // however the merge wrapped it: the script ended the run
+                ptfence.script.PythonScript.Ended e = ptfence.script.PythonScript.Ended.in(ex);
+                if (e == null) {
+                    throw ex;
+                }
+                co.stream().write(e.takePrinted()); // (nothing where a handler's call already wrote it)
+                co.stream().flush();
+                if (e.status == 0) {
+                    return done(rd, out);
+                }
+                throw e;
             }
             return done(rd, out);
         }
@@ -559,6 +571,85 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
      * matched nothing; with --strict, any decode error or damage to the recording makes the exit status 2 (an -o
      * file is then left as it was).
      */
+    /** The perf script options whose meaning depends on the recording's events, as perf checks them. */
+    private void perfOptionsOnRecording(RecordingDecode rd) {
+        List<String> names = rd.perfEventNames();
+        for (String[] sw : new String[][] {{"on", perf.switchOn}, {"off", perf.switchOff}}) {
+            if (sw[1] != null && !names.contains(sw[1])) {
+                // perf's evswitch__init: its words, and cmd_script's status for it (-2)
+                stderr.println("ERROR: switch-" + sw[0] + " event not found (" + sw[1] + ")");
+                stderr.println("HINT:  use 'perf evlist' to see the available event names");
+                throw new PerfStatus(254);
+            }
+        }
+        if (perf.switchOn != null || perf.switchOff != null) {
+            throw new BadInputException("--switch-" + (perf.switchOn != null ? "on " + perf.switchOn : "off "
+                    + perf.switchOff) + ": not done yet (perf's evswitch, which drops the samples between the events)");
+        }
+        if (perf.stitchLbr) {
+            boolean lbrStacks = rd.eventAttrs.stream().anyMatch(a -> (a.sampleType()
+                    & ptfence.perfdata.SampleType.BRANCH_STACK) != 0 && (a.branchSampleType() & (1L << 11)) != 0);
+            if (lbrStacks) {
+                throw new BadInputException("--stitch-lbr: not done yet (the recording has LBR call stacks; ptdecode "
+                        + "prints no recorded call chains)");
+            }
+            // perf's words where there is no LBR call stack (PERF_SAMPLE_BRANCH_CALL_STACK) to stitch; it goes on
+            stderr.println("Can't find LBR callchain. Switch off --stitch-lbr.");
+            stderr.println("Please apply --call-graph lbr when recording.");
+        }
+        if (perf.perEventDump) {
+            for (String n : names) {
+                if (n.contains("/")) {
+                    // perf opens FILE.EVENT.dump per event: a name with a '/' (intel_pt//u) names no such file
+                    stderr.println("Couldn't create the per event dump files");
+                    throw new PerfStatus(255);
+                }
+            }
+            throw new BadInputException("--per-event-dump: not done yet (perf writes each event's lines to "
+                    + recording + ".EVENT.dump)");
+        }
+    }
+
+    /** perf's exit status for a failure perf reports in its own words (already printed); ptdecode adds none. */
+    static final class PerfStatus extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final int status;
+
+        PerfStatus(int status) {
+            super(null, null, false, false);
+            this.status = status;
+        }
+    }
+
+    /** perf script's filters of samples by who and where: --pid, --tid, --comms, --dsos, -S with --addr-range. */
+    private ptfence.script.SampleFilters sampleFilters() {
+        ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
+        if (perf.symbols != null) {
+            java.util.Set<String> names = new java.util.LinkedHashSet<>();
+            List<Long> addrs = new java.util.ArrayList<>();
+            for (String s : perf.symbols) {
+                String v = s.trim();
+                if (v.matches("(0[xX])?[0-9a-fA-F]+") && (v.startsWith("0x") || v.startsWith("0X")
+                        || !names.contains(v))) {
+                    try {
+                        addrs.add(Long.parseUnsignedLong(v.replaceFirst("^0[xX]", ""), 16));
+                    } catch (NumberFormatException e) {
+                        names.add(v);
+                    }
+                }
+                names.add(v);
+            }
+            symbolFilter = new ptfence.script.ScriptConfig.SymbolFilter(names,
+                    addrs.stream().mapToLong(Long::longValue).toArray(), perf.addrRange == null ? 0 : perf.addrRange);
+        }
+        java.util.Set<Integer> pids = threadOptions.pids == null ? null : ints(threadOptions.pids);
+        java.util.Set<Integer> tids = threadOptions.tids == null ? null : ints(threadOptions.tids);
+        java.util.Set<String> comms = threadOptions.comms == null ? null
+                : new java.util.LinkedHashSet<>(threadOptions.comms);
+        return new ptfence.script.SampleFilters(pids, tids, comms,
+                perf.dsos == null ? null : new java.util.LinkedHashSet<>(perf.dsos), symbolFilter);
+    }
+
     private int done(RecordingDecode rd, PrintWriter out) {
         out.flush();
         long errors = rd.reportErrors();

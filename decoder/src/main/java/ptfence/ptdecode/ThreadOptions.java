@@ -64,11 +64,16 @@ public final class ThreadOptions {
             return null;
         }
         java.util.Map<Integer, java.util.Set<String>> seen = sideband.threads();
+        if (accepts(0, 0, "swapper")) {
+            return null; // the idle task runs on every CPU
+        }
         java.util.Set<String> named = new java.util.LinkedHashSet<>();
         for (var e : seen.entrySet()) {
             int tid = e.getKey();
             int pid = sideband.pidOf(tid);
-            java.util.Set<String> names = e.getValue().isEmpty() ? java.util.Collections.singleton(null) : e.getValue();
+            // a thread never named is perf's ":tid", the idle task "swapper"
+            java.util.Set<String> names = e.getValue().isEmpty()
+                    ? java.util.Collections.singleton(tid == 0 ? "swapper" : ":" + tid) : e.getValue();
             for (String comm : names) {
                 if (accepts(pid, tid, comm)) {
                     return null;

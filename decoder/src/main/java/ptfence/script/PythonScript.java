@@ -23,6 +23,45 @@ public final class PythonScript implements AutoCloseable {
     /** First byte of a line that is a call to the script, not text. */
     public static final byte MARK = 1;
 
+    /**
+     * The script ended the run: {@code sys.exit(status)}, or an exception (its traceback and perf's lines about it
+     * already on stderr; 255 at the top level, where perf script returns -1; 134 in a handler, where perf aborts).
+     * perf's entry exits with {@link #status} and says nothing more; {@link #printed} is what the script printed in
+     * its last call, which goes to the output first (perf's stdout has it too, but where perf aborts).
+     */
+    public static final class Ended extends BadInputException {
+        private static final long serialVersionUID = 1L;
+        public final int status;
+        private byte[] printed = new byte[0];
+
+        Ended(String script, int status) {
+            super("-s " + script + ": the script ended the run (exit " + status + ")");
+            this.status = status;
+        }
+
+        /** What the script printed before it ended the run, for the output: given once (then nothing). */
+        public byte[] takePrinted() {
+            byte[] p = printed;
+            printed = new byte[0];
+            return p;
+        }
+
+        Ended printed(byte[] text) {
+            printed = text;
+            return this;
+        }
+
+        /** The script's end among {@code ex}'s causes, or null. */
+        public static Ended in(Throwable ex) {
+            for (Throwable t = ex; t != null; t = t.getCause()) {
+                if (t instanceof Ended e) {
+                    return e;
+                }
+            }
+            return null;
+        }
+    }
+
     private final Process process;
     private final OutputStream toHost;
     private final InputStream fromHost;
@@ -83,8 +122,13 @@ public final class PythonScript implements AutoCloseable {
         }
         PythonScript s = new PythonScript(p, script);
         java.io.ByteArrayOutputStream top = new java.io.ByteArrayOutputStream();
-        s.answer(top);
-        top.write(s.call("{\"h\":\"trace_begin\"}"));
+        try {
+            s.answer(top);
+            top.write(s.call("{\"h\":\"trace_begin\"}"));
+        } catch (Ended e) {
+            top.write(e.takePrinted());
+            throw e.printed(top.toByteArray());
+        }
         s.prologue = top.toByteArray();
         return s;
     }
@@ -109,7 +153,11 @@ public final class PythonScript implements AutoCloseable {
             throw new BadInputException("-s " + name + ": the script stopped (exit " + exitStatus() + ")");
         }
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-        answer(out);
+        try {
+            answer(out);
+        } catch (Ended e) {
+            throw e.printed(out.toByteArray());
+        }
         return out.toByteArray();
     }
 
@@ -138,6 +186,12 @@ public final class PythonScript implements AutoCloseable {
             itrace = h.substring(from, h.indexOf('"', from));
         }
         into.write(fromHost.readNBytes(n));
+        int e = h.indexOf("\"exit\": ");
+        if (e >= 0) {
+            int status = Integer.parseInt(h.substring(e + "\"exit\": ".length()).replaceAll("[^0-9].*", ""));
+            exitStatus(); // the host has gone
+            throw new Ended(name, status);
+        }
     }
 
     /** What the script prints at the end (trace_end); the host then exits. */
@@ -172,7 +226,15 @@ public final class PythonScript implements AutoCloseable {
                     }
                     if (marked) {
                         if (b[i] == '\n') {
-                            out.write(call(line.toString(StandardCharsets.UTF_8)));
+                            byte[] printed;
+                            try {
+                                printed = call(line.toString(StandardCharsets.UTF_8));
+                            } catch (Ended e) {
+                                out.write(e.takePrinted()); // the lines before the end are kept, as perf's
+                                out.flush();
+                                throw e;
+                            }
+                            out.write(printed);
                             line.reset();
                             lineStart = true;
                             marked = false;

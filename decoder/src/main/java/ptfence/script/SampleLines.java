@@ -42,7 +42,7 @@ final class SampleLines {
     private final byte[][] namedName = new byte[4][];
     private final byte[][] namedDso = new byte[4][];
     private int namedNext;
-    private long unknownFrom = 1;
+    private long unknownFrom; // with unknownTo: an empty range until the first lookup
     private long unknownTo;
     private int unknownPid;
     private byte[] unknownDso;
@@ -305,17 +305,12 @@ final class SampleLines {
 
     /** The -S and --dsos filters. */
     boolean symbolKept(long ip, long time, int pid) {
-        if (cfg.dsos == null && cfg.symbols == null) {
+        if (!cfg.filters.byPlace()) {
             return true;
         }
         Symbol s = ip == 0 ? null : cursor.symbol(ip, time, pid);
-        if (cfg.dsos != null) {
-            String d = s != null ? s.dso() : ip == 0 ? null : symbols.dso(ip, time, pid);
-            if (d == null || !cfg.dsos.contains(d) && !cfg.dsos.contains(d.substring(d.lastIndexOf('/') + 1))) {
-                return false;
-            }
-        }
-        return cfg.symbols == null || cfg.symbols.keeps(ip, s == null ? null : s.name(), s == null ? 0 : s.start());
+        String d = s != null ? s.dso() : ip == 0 ? null : symbols.dso(ip, time, pid);
+        return cfg.filters.placeKept(ip, d, s == null ? null : s.name(), s == null ? 0 : s.start());
     }
 
     // ------------------------------------------------------------------ samples
@@ -592,6 +587,9 @@ final class SampleLines {
 
     void psb(SampleSink s, long ip, long addr, long offset) {
         synthStacks(s, ip);
+        if (!s.resolvedKept(ip)) {
+            return;
+        }
         scriptRaw = cfg.script == null ? null : raw(0, offset);
         if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, addr, 0, 1, PerfEvents.Kind.PSB, null, 0)) {
             return;
@@ -610,6 +608,9 @@ final class SampleLines {
 
     void cbr(SampleSink s, long ip, long to, int cbr) {
         synthStacks(s, ip);
+        if (!s.resolvedKept(ip)) {
+            return;
+        }
         if (cfg.script != null) {
             // perf_synth_intel_cbr: cbr, max non-turbo ratio, the frequency in kHz
             scriptRaw = raw((cbr & 0xff) | (cfg.pt.maxNonTurboRatio() & 0xff) << 16,
@@ -638,6 +639,9 @@ final class SampleLines {
 
     void ptwrite(SampleSink s, long ip, long payload, boolean fupIp) {
         synthStacks(s, ip);
+        if (!s.resolvedKept(ip)) {
+            return;
+        }
         scriptRaw = cfg.script == null ? null : raw(fupIp ? 1 : 0, payload);
         if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, s.lastFlags(ip), 1, PerfEvents.Kind.PTWRITE, null, 0)) {
             return;
@@ -670,6 +674,9 @@ final class SampleLines {
             default -> 0;
         };
         synthStacks(s, ip);
+        if (!s.resolvedKept(ip)) {
+            return;
+        }
         if (cfg.script != null) {
             scriptRaw = switch (k) {
                 case MWAIT -> raw(0, (ev.hints & 0xffL) | (ev.ext & 3L) << 32);

@@ -967,17 +967,14 @@ public final class SampleSink implements FlowSink {
         if (!cfg.time.isEmpty() && t >= 0 && cfg.time.skip(t)) {
             return false;
         }
+        return resolvedKept(ip);
+    }
+
+    /** perf's filters of any sample at {@code ip} made now (machine__resolve's): thread, then file and symbol. */
+    boolean resolvedKept(long ip) {
         task.at(taskTime());
-        if (cfg.pids != null && !cfg.pids.contains(task.pid())) {
-            return false;
-        }
-        if (cfg.tids != null && !cfg.tids.contains(task.tid())) {
-            return false;
-        }
-        if (cfg.comms != null && !cfg.comms.contains(comm())) {
-            return false;
-        }
-        return lines.symbolKept(ip, t, task.pid());
+        return (!cfg.filters.byThread() || cfg.filters.threadKept(task.pid(), task.tid(), comm()))
+                && lines.symbolKept(ip, perfTime(), task.pid());
     }
 
     /** perf's flags on an event's sample: those of the last instruction the decoder walked (0 without an IP). */

@@ -20,13 +20,8 @@ public final class ScriptConfig {
     public final boolean deltatime;
     /** -C; null: every CPU. */
     public final Set<Integer> cpus;
-    /** --pid, --tid, --comms; null: all. */
-    public final Set<Integer> pids;
-    public final Set<Integer> tids;
-    public final Set<String> comms;
-    /** --dsos, -S/--symbols (with --addr-range); null: all. */
-    public final Set<String> dsos;
-    public final SymbolFilter symbols;
+    /** --pid, --tid, --comms, --dsos, -S/--symbols (with --addr-range). */
+    public final SampleFilters filters;
     /** The instruction period in TSC ticks, for i...ns and i...t periods. */
     public final long periodTicks;
     /**
@@ -48,8 +43,7 @@ public final class ScriptConfig {
     public final long cbr2khz;
 
     public ScriptConfig(ItraceOptions itrace, FieldSet fields, PerfEvents events, TimeRanges time, IntelPtInfo pt,
-            boolean nanoseconds, boolean reltime, boolean deltatime, Set<Integer> cpus, Set<Integer> pids,
-            Set<Integer> tids, Set<String> comms, Set<String> dsos, SymbolFilter symbols) {
+            boolean nanoseconds, boolean reltime, boolean deltatime, Set<Integer> cpus, SampleFilters filters) {
         this.itrace = itrace;
         this.fields = fields;
         this.events = events;
@@ -59,11 +53,7 @@ public final class ScriptConfig {
         this.reltime = reltime;
         this.deltatime = deltatime;
         this.cpus = cpus;
-        this.pids = pids;
-        this.tids = tids;
-        this.comms = comms;
-        this.dsos = dsos;
-        this.symbols = symbols;
+        this.filters = filters;
         long ticks = itrace.period;
         if (itrace.periodType == ItraceOptions.PeriodType.NANOSECS) {
             ticks = nsToTicks(pt, itrace.period);
@@ -87,13 +77,17 @@ public final class ScriptConfig {
 
     /** -S/--symbols: names, start addresses or any address, each with --addr-range bytes after it. */
     public record SymbolFilter(Set<String> names, long[] addresses, long range) {
-        /** True if a sample at {@code ip} in symbol {@code name} (null if none) starting at {@code start} is kept. */
-        public boolean keeps(long ip, String name, long start) {
+        /**
+         * True if a sample at {@code ip} in symbol {@code name} (null if none) starting at {@code start} is kept; an
+         * address matches only where a map holds {@code ip} ({@code mapped}), as perf's addr_list.
+         */
+        public boolean keeps(long ip, String name, long start, boolean mapped) {
             if (name != null && names.contains(name)) {
                 return true;
             }
             for (long a : addresses) {
-                if (name != null && a == start || ip == a || range > 0 && Long.compareUnsigned(ip - a, range) < 0) {
+                if (name != null && a == start
+                        || mapped && (ip == a || range > 0 && Long.compareUnsigned(ip - a, range) < 0)) {
                     return true;
                 }
             }
