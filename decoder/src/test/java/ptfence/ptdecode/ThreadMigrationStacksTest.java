@@ -19,7 +19,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class ThreadMigrationStacksTest {
     @ParameterizedTest
     @ValueSource(strings = {"-F cpu,tid,time,event,ip,brstack", "-F ip,brstack", "-F ip,brstacksym",
-            "-F ip,brstackoff,dso", "-F ip,sym,brstackinsn"})
+            "-F ip,sym,brstackinsn", "-F ip,sym,brstack -F +callindent"})
     void theMovedThreadsFirstSamplesCarryTheStackItsLastCpuLeft(String fields, @TempDir Path tmp) throws Exception {
         Path rec = RecordingRecoveryTest.quipper().resolve("perf.data.intel_pt-4.14");
         List<String> args = new java.util.ArrayList<>(List.of("-i", rec.toString(), "--itrace=i100ipegl4"));
