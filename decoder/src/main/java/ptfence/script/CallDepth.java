@@ -87,7 +87,7 @@ final class CallDepth {
 
     /** The thread's stack here, or null before its first use. */
     Stack find(int tid) {
-        return stacks.get(tid);
+        return tid == lastTid ? last : stacks.get(tid);
     }
 
     /** Empties the stack and starts it on trace run {@code traceNr} (perf's flush where the trace number changed). */

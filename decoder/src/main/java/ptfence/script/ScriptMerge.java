@@ -214,6 +214,10 @@ public final class ScriptMerge {
             b.gates[i] = 0;
             b.called[i] = false;
             b.marks[i] = m;
+            // the line being built moves up one: its call state (taken at index i) goes with it
+            DlFilter.Sample c = b.calls[i];
+            b.calls[i] = b.calls[i + 1];
+            b.calls[i + 1] = c;
             boolean building = b.text.length() != start || split >= 0 || gate != 0 || calling;
             if (b.count >= BATCH_LINES && !building) {
                 flush();
