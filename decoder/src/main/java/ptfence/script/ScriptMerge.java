@@ -201,19 +201,8 @@ public final class ScriptMerge {
          * (among the lines by time) and prints nothing for it.
          */
         public void mark(long time, Runnable m) {
-            if (due != null && time >= dueAt) {
-                runDue();
-            }
-            line();
+            int i = entry(time, m, -1, false, 0, false);
             Batch b = batch;
-            int i = b.count++;
-            b.times[i] = time;
-            b.ends[i] = start;
-            b.splits[i] = -1;
-            b.skippable[i] = false;
-            b.gates[i] = 0;
-            b.called[i] = false;
-            b.marks[i] = m;
             // the line being built moves up one: its call state (taken at index i) goes with it
             DlFilter.Sample c = b.calls[i];
             b.calls[i] = b.calls[i + 1];
@@ -224,6 +213,24 @@ public final class ScriptMerge {
             } else if (b.count > BATCH_LINES) {
                 throw new IllegalStateException("marks ahead of a line fill the batch");
             }
+        }
+
+        /** The batch's next entry, a line (its bytes up to now) or a mark (none), after a mark due by then. */
+        private int entry(long time, Runnable m, int split, boolean skippable, int gate, boolean called) {
+            if (due != null && time >= dueAt) {
+                runDue();
+            }
+            line();
+            Batch b = batch;
+            int i = b.count++;
+            b.times[i] = time;
+            b.ends[i] = m != null ? start : b.text.length();
+            b.splits[i] = split;
+            b.skippable[i] = skippable;
+            b.gates[i] = gate;
+            b.called[i] = called;
+            b.marks[i] = m;
+            return i;
         }
 
         /**
@@ -259,19 +266,8 @@ public final class ScriptMerge {
 
         /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
         public void commit(long time, boolean skippable) {
-            if (due != null && time >= dueAt) {
-                runDue();
-            }
-            line();
+            int i = entry(time, null, split, skippable, gate, calling);
             Batch b = batch;
-            int i = b.count++;
-            b.times[i] = time;
-            b.ends[i] = b.text.length();
-            b.splits[i] = split;
-            b.skippable[i] = skippable;
-            b.gates[i] = gate;
-            b.called[i] = calling;
-            b.marks[i] = null;
             split = -1;
             gate = 0;
             calling = false;
