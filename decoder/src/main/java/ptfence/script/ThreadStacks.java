@@ -68,7 +68,10 @@ public final class ThreadStacks {
         }
     }
 
-    /** Whether thread {@code tid} ran on a CPU other than {@code cpu} in a run that began before {@code before} and ended after {@code after}. */
+    /**
+     * Whether thread {@code tid} ran on a CPU other than {@code cpu} in a run that began before {@code before} and
+     * ended after {@code after}.
+     */
     boolean elsewhere(int tid, int cpu, long after, long before) {
         Runs r = runs.get(tid);
         if (r == null) {
