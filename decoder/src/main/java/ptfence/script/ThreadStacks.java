@@ -69,11 +69,10 @@ public final class ThreadStacks {
     }
 
     /**
-     * Whether thread {@code tid} ran on a CPU other than {@code cpu} in a run that began before {@code before} and
-     * ended after {@code after}.
+     * Whether the thread of runs {@code r} ran on a CPU other than {@code cpu} in a run that began before
+     * {@code before} and ended after {@code after}.
      */
-    boolean elsewhere(int tid, int cpu, long after, long before) {
-        Runs r = runs.get(tid);
+    private static boolean elsewhere(Runs r, int cpu, long after, long before) {
         if (r == null) {
             return false;
         }
@@ -90,9 +89,8 @@ public final class ThreadStacks {
         return r.cpu[lo] != cpu || r.nextOther[lo] <= hi;
     }
 
-    /** Whether thread {@code tid} runs on a CPU other than {@code cpu} in a run that begins after {@code from}. */
-    boolean movesOn(int tid, int cpu, long from) {
-        Runs r = runs.get(tid);
+    /** Whether the thread of runs {@code r} runs on a CPU but {@code cpu} in a run beginning after {@code from}. */
+    private static boolean movesOn(Runs r, int cpu, long from) {
         if (r == null) {
             return false;
         }
@@ -163,6 +161,9 @@ public final class ThreadStacks {
         private int placeTid;
         private CallDepth.Stack placeStack;
         private long placeAt;
+        /** The runs of the thread looked up last (a thread's samples come in runs: no map lookup each). */
+        private int runsTid = Integer.MIN_VALUE;
+        private Runs runsOfTid;
 
         private Cpu(int cpu, CallDepth calls, ScriptMerge.Producer out) {
             this.cpu = cpu;
@@ -179,6 +180,14 @@ public final class ThreadStacks {
             protected void answer() {
                 answer = placed.get(tid);
             }
+        }
+
+        private Runs runs(int tid) {
+            if (tid != runsTid) {
+                runsOfTid = runs.get(tid);
+                runsTid = tid;
+            }
+            return runsOfTid;
         }
 
         /** The stack placed for {@code tid} last before perf time {@code time} in perf's order (null: none). */
@@ -204,13 +213,14 @@ public final class ThreadStacks {
                 return;
             }
             s.checkedRun = runFrom;
-            if (elsewhere(tid, cpu, s.lastTime, time)) {
+            Runs r = runs(tid);
+            if (elsewhere(r, cpu, s.lastTime, time)) {
                 Placed p = ask(tid, time);
                 if (p != null && p.cpu != cpu && p.stack.lastTime > s.lastTime) {
                     CallDepth.flush(s, traceNr); // the stack's trace number is the other CPU's
                 }
             }
-            if (runTo != Long.MAX_VALUE && movesOn(tid, cpu, runFrom)) {
+            if (runTo != Long.MAX_VALUE && movesOn(r, cpu, runFrom)) {
                 out.before(runTo, place); // a run still waiting to be placed is placed now
                 placeTid = tid;
                 placeStack = s;
@@ -229,7 +239,7 @@ public final class ThreadStacks {
                 return s;
             }
             long last = s == null ? Long.MIN_VALUE : s.lastTime;
-            if (!elsewhere(tid, cpu, last, time)) {
+            if (!elsewhere(runs(tid), cpu, last, time)) {
                 return s;
             }
             Placed p = ask(tid, time);
