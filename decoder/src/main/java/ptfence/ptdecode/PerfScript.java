@@ -50,6 +50,10 @@ final class PerfScript {
             producers.put(traces.get(i), merge.producer(i, false));
         }
         boolean timed = rd.code.timed();
+        ptfence.script.ThreadStacks stacks = timed && (cfg.itrace.callchain || cfg.itrace.lastBranch
+                || cfg.fields.has(ptfence.script.FieldSet.Type.HW, ptfence.script.FieldSet.CALLINDENT))
+                ? new ptfence.script.ThreadStacks(rd.sideband, traces.stream().map(RecordingDecode.CpuTrace::cpu)
+                        .toList()) : null;
         Throwable[] failure = new Throwable[1];
         if (!decode) {
             merge.drain(out, new PerfTime(cfg.nanoseconds, cfg.reltime, cfg.deltatime), cfg.itrace.initialSkip);
@@ -65,6 +69,9 @@ final class PerfScript {
                             rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1), producers.get(t));
                     if (timed && !cfg.time.isEmpty()) {
                         s.timeFilter(timeFilter(rd, cfg.time, t));
+                    }
+                    if (stacks != null) {
+                        s.threadStacks(stacks);
                     }
                     sinks.put(t, s);
                     return s;

@@ -7,10 +7,12 @@ import ptfence.calls.BranchFlags;
  * with every branch perf's Intel PT decoder returns): a call pushes its return address (a call to the next
  * instruction does not), a return pops down to the entry of the address it returns to (none if it is not there), a
  * trace begin pops that way too and then the calls made as tracing ended. A new run of trace (perf's trace number)
- * empties a thread's stack. One per CPU's sink; growing arrays, nothing allocated per branch.
+ * empties a thread's stack. One per CPU's sink; growing arrays, nothing allocated per branch. perf keeps one stack per
+ * thread (per CPU only for the idle task): where a thread moves between CPUs, {@link ThreadStacks} carries it.
  */
 final class CallDepth {
-    private static final class Stack {
+    /** One thread's stack; a copy of one travels to another CPU's sink when the thread moves ({@link ThreadStacks}). */
+    static final class Stack {
         long[] ret = new long[16];
         boolean[] traceEnd = new boolean[16];
         int cnt;
@@ -21,6 +23,28 @@ final class CallDepth {
         int[] brFlags;
         int brPos;
         int brNr;
+        /** The perf time of the thread's last branch here (MIN_VALUE: none yet). */
+        long lastTime = Long.MIN_VALUE;
+        /** The run of the thread on this CPU (its start) whose first branch looked for the thread elsewhere. */
+        long checkedRun = Long.MAX_VALUE;
+
+        /** A copy of what samples read (the call stack and the last branches), for another CPU. */
+        Stack copy() {
+            Stack c = new Stack();
+            c.ret = java.util.Arrays.copyOf(ret, Math.max(1, cnt));
+            c.traceEnd = java.util.Arrays.copyOf(traceEnd, Math.max(1, cnt));
+            c.cnt = cnt;
+            c.traceNr = traceNr;
+            if (brFrom != null) {
+                c.brFrom = brFrom.clone();
+                c.brTo = brTo.clone();
+                c.brFlags = brFlags.clone();
+            }
+            c.brPos = brPos;
+            c.brNr = brNr;
+            c.lastTime = lastTime;
+            return c;
+        }
     }
 
     /** The size of each thread's ring of last branches (0: none kept). */
@@ -41,7 +65,8 @@ final class CallDepth {
     private int lastTid = Integer.MIN_VALUE;
     private Stack last;
 
-    private Stack of(int tid) {
+    /** The thread's stack here, made empty on first use. */
+    Stack of(int tid) {
         if (tid != lastTid) {
             last = stacks.computeIfAbsent(tid, t -> {
                 Stack s = new Stack();
@@ -60,15 +85,28 @@ final class CallDepth {
         return last;
     }
 
-    /** A branch of thread {@code tid} in trace run {@code traceNr}: perf's thread_stack__event. */
-    void branch(int tid, long traceNr, int flags, long from, long to, int insnLen) {
-        Stack s = of(tid);
+    /** The thread's stack here, or null before its first use. */
+    Stack find(int tid) {
+        return tid == lastTid ? last : stacks.get(tid);
+    }
+
+    /** Empties the stack and starts it on trace run {@code traceNr} (perf's flush where the trace number changed). */
+    static void flush(Stack s, long traceNr) {
+        s.cnt = 0;
+        s.brNr = 0;
+        s.brPos = 0;
+        s.traceNr = traceNr;
+    }
+
+    /**
+     * A branch at perf time {@code time} of the thread whose stack is {@code s}, in trace run {@code traceNr}: perf's
+     * thread_stack__event.
+     */
+    void branch(Stack s, long time, long traceNr, int flags, long from, long to, int insnLen) {
         if (traceNr != s.traceNr) {
-            s.cnt = 0;
-            s.brNr = 0;
-            s.brPos = 0;
-            s.traceNr = traceNr;
+            flush(s, traceNr);
         }
+        s.lastTime = time;
         if (s.brFrom != null) { // perf's thread_stack__update_br_stack: every branch, newest first
             if (s.brPos == 0) {
                 s.brPos = lastBranches;
@@ -121,16 +159,16 @@ final class CallDepth {
     /**
      * perf's thread_stack__sample: the call chain of a sample at {@code ip} into {@code out} (a context marker
      * ({@link #USER}, {@link #KERNEL}) ahead of each run of addresses of one side of {@code kernelStart}; the sample's own
-     * address, then the return addresses innermost first), at most {@code size} entries; returns how many.
+     * address, then the return addresses innermost first), at most {@code size} entries, from stack {@code s} (null:
+     * none); returns how many.
      */
-    int chain(int tid, long ip, long kernelStart, long[] out, int size) {
+    static int chain(Stack s, long ip, long kernelStart, long[] out, int size) {
         if (size < 2) {
             return 0;
         }
         long context = Long.compareUnsigned(ip, kernelStart) < 0 ? USER : KERNEL;
         out[0] = context;
         out[1] = ip;
-        Stack s = stacks.get(tid);
         if (s == null) {
             return 2;
         }
@@ -153,14 +191,13 @@ final class CallDepth {
     /**
      * The thread's last branches, newest first (perf's thread_stack__br_sample), into the arrays; returns how many.
      */
-    int lastBranches(int tid, long[] from, long[] to, int[] flags) {
-        Stack s = stacks.get(tid);
+    static int lastBranches(Stack s, long[] from, long[] to, int[] flags) {
         if (s == null || s.brFrom == null) {
             return 0;
         }
         int n = s.brNr;
         for (int i = 0; i < n; i++) {
-            int k = (s.brPos + i) % lastBranches;
+            int k = (s.brPos + i) % s.brFrom.length;
             from[i] = s.brFrom[k];
             to[i] = s.brTo[k];
             flags[i] = s.brFlags[k];

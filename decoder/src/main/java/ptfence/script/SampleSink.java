@@ -116,6 +116,9 @@ public final class SampleSink implements FlowSink {
     private final boolean countIpc;
     /** perf's thread stacks, for callindent (null without it); the trace run perf numbers them by. */
     private final CallDepth calls;
+    /** perf's stacks are per thread: where threads move between CPUs, what crosses (null: each CPU's own). */
+    private ThreadStacks.Cpu moved;
+    private final boolean fixedThread;
     private long traceNr;
     /** --itrace=g: the call chain of the instruction sample being written (perf's thread_stack__sample). */
     private final long[] chain;
@@ -153,6 +156,7 @@ public final class SampleSink implements FlowSink {
         this.out = out;
         this.space = space;
         this.task = new TaskCursor(sideband, cpu, fixedTid);
+        this.fixedThread = fixedTid >= 0;
         this.lines = new SampleLines(cfg, symbols);
         ItraceOptions it = cfg.itrace;
         this.sampleInsns = it.instructions && cfg.events.of(PerfEvents.Kind.INSTRUCTIONS) != null;
@@ -222,6 +226,16 @@ public final class SampleSink implements FlowSink {
     private long queuePos(long offset) {
         PerfFastForward p = filter.psbs();
         return p == null ? -1 : p.queuePos(traceNr - 1, offset);
+    }
+
+    /**
+     * The stacks of threads that move between CPUs ({@link ThreadStacks}), shared by every CPU's sink of the run (not
+     * for a per-thread trace, whose one queue is its thread's).
+     */
+    public void threadStacks(ThreadStacks shared) {
+        if (calls != null && !fixedThread) {
+            moved = shared.cpu(cpu, calls, out);
+        }
     }
 
     /** The decoder now reporting here (one per run of AUX buffers) and its TSC → perf time conversion. */
@@ -926,8 +940,14 @@ public final class SampleSink implements FlowSink {
     private void branch(long from, long to, int flags, int size, byte[] bytes, int len) {
         int f = flags | (inTx ? BranchFlags.IN_TX : 0);
         if (calls != null) {
-            task.at(taskTime());
-            calls.branch(task.tid(), traceNr, f, from, to, (f & BranchFlags.ASYNC) != 0 ? 0 : size);
+            long t = perfTime();
+            task.at(ptfence.sideband.Sideband.taskTime(t, cfg.events.timeless));
+            int tid = task.tid();
+            CallDepth.Stack s = calls.of(tid);
+            if (moved != null) {
+                moved.branch(s, tid, t, task.runFrom(), task.runTo(), traceNr);
+            }
+            calls.branch(s, t, traceNr, f, from, to, (f & BranchFlags.ASYNC) != 0 ? 0 : size);
         }
         if (!wantBranches) {
             return;
@@ -1027,11 +1047,16 @@ public final class SampleSink implements FlowSink {
      * instruction samples and the synthesized ones (ptwrite, power, psb, cbr; not branches).
      */
     void stacks(long ip) {
+        if (chain == null && brFrom == null) {
+            return;
+        }
+        int tid = task.tid();
+        CallDepth.Stack s = moved == null ? calls.find(tid) : moved.sample(tid, perfTime(), task.runFrom());
         if (chain != null) {
-            chainLen = calls.chain(task.tid(), ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
+            chainLen = CallDepth.chain(s, ip, Long.MIN_VALUE, chain, chain.length); // perf: kernel from 1 << 63
         }
         if (brFrom != null) {
-            brLen = calls.lastBranches(task.tid(), brFrom, brTo, brFlags);
+            brLen = CallDepth.lastBranches(s, brFrom, brTo, brFlags);
         }
     }
 

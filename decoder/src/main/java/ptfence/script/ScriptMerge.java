@@ -24,15 +24,17 @@ public final class ScriptMerge {
 
     /** One batch of lines: line i is bytes [ends[i-1], ends[i]) with its time field at splits[i] (-1: none). */
     private static final class Batch {
-        final long[] times = new long[BATCH_LINES];
-        final int[] ends = new int[BATCH_LINES];
-        final int[] splits = new int[BATCH_LINES];
-        final boolean[] skippable = new boolean[BATCH_LINES];
+        final long[] times = new long[BATCH_LINES + 2];
+        final int[] ends = new int[BATCH_LINES + 2];
+        final int[] splits = new int[BATCH_LINES + 2];
+        final boolean[] skippable = new boolean[BATCH_LINES + 2];
         /** A line's {@link DsoData} gate (0: none): perf's per-file state decides there whether it is printed. */
-        final int[] gates = new int[BATCH_LINES];
+        final int[] gates = new int[BATCH_LINES + 2];
         /** A line's {@link LineCall} state (made on first use, reused with the batch) and whether it has one. */
-        final DlFilter.Sample[] calls = new DlFilter.Sample[BATCH_LINES];
-        final boolean[] called = new boolean[BATCH_LINES];
+        final DlFilter.Sample[] calls = new DlFilter.Sample[BATCH_LINES + 2];
+        final boolean[] called = new boolean[BATCH_LINES + 2];
+        /** A mark in place of a line (null: a line): run by the printer at its turn, printing nothing. */
+        final Runnable[] marks = new Runnable[BATCH_LINES + 2];
         final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
         int count;
         boolean end;
@@ -43,6 +45,8 @@ public final class ScriptMerge {
     private final boolean[] sideband;
     private final Semaphore turns;
     private volatile boolean abandoned;
+    /** The printer stopped (its output failed, or it is done): a source waiting for a {@link Turn} stops too. */
+    private volatile boolean stopped;
     private DsoData dsoData;
     private LineCall lineCall;
 
@@ -92,6 +96,27 @@ public final class ScriptMerge {
         return new Producer(i, !isSideband);
     }
 
+    /**
+     * A question a source asks the printer, answered on the printer's thread when its turn comes in the printed
+     * order: every line of every source before its time has been printed and every mark before it run (perf's one
+     * thread meets its samples in that order). The source waits for the answer ({@link Producer#await}).
+     */
+    public abstract static class Turn implements Runnable {
+        private boolean done;
+
+        /** On the printer's thread, at the turn. */
+        protected abstract void answer();
+
+        @Override
+        public final void run() {
+            answer();
+            synchronized (this) {
+                done = true;
+                notifyAll();
+            }
+        }
+    }
+
     /** One source's lines, written by one thread. */
     public final class Producer {
         private final int index;
@@ -102,6 +127,9 @@ public final class ScriptMerge {
         private int split = -1;
         private int gate;
         private boolean calling;
+        /** A mark to place before the first line at or after {@link #dueAt} (null: none). */
+        private Runnable due;
+        private long dueAt;
 
         private Producer(int index, boolean holdsTurn) {
             this.index = index;
@@ -150,21 +178,101 @@ public final class ScriptMerge {
             return c;
         }
 
-        /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
-        public void commit(long time, boolean skippable) {
+        /**
+         * {@code r} runs (it places a {@link #mark}) just before the first line committed at or after perf time
+         * {@code at}, or at {@link #end}; one such mark waits at a time, so one still waiting runs now.
+         */
+        public void before(long at, Runnable r) {
+            runDue();
+            due = r;
+            dueAt = at;
+        }
+
+        private void runDue() {
+            Runnable r = due;
+            if (r != null) {
+                due = null;
+                r.run();
+            }
+        }
+
+        /**
+         * A mark at perf time {@code time}, ahead of the line being built: the printer runs {@code m} at its turn
+         * (among the lines by time) and prints nothing for it.
+         */
+        public void mark(long time, Runnable m) {
+            int i = entry(time, m, -1, false, 0, false);
+            Batch b = batch;
+            // the line being built moves up one: its call state (taken at index i) goes with it
+            DlFilter.Sample c = b.calls[i];
+            b.calls[i] = b.calls[i + 1];
+            b.calls[i + 1] = c;
+            boolean building = b.text.length() != start || split >= 0 || gate != 0 || calling;
+            if (b.count >= BATCH_LINES && !building) {
+                flush();
+            } else if (b.count > BATCH_LINES) {
+                throw new IllegalStateException("marks ahead of a line fill the batch");
+            }
+        }
+
+        /** The batch's next entry, a line (its bytes up to now) or a mark (none), after a mark due by then. */
+        private int entry(long time, Runnable m, int split, boolean skippable, int gate, boolean called) {
+            if (due != null && time >= dueAt) {
+                runDue();
+            }
+            line();
             Batch b = batch;
             int i = b.count++;
             b.times[i] = time;
-            b.ends[i] = b.text.length();
+            b.ends[i] = m != null ? start : b.text.length();
             b.splits[i] = split;
             b.skippable[i] = skippable;
             b.gates[i] = gate;
-            b.called[i] = calling;
+            b.called[i] = called;
+            b.marks[i] = m;
+            return i;
+        }
+
+        /**
+         * Asks the printer {@code t} at perf time {@code time} (no line being built) and waits for its answer; the
+         * lines before are handed to the printer first, and the decoding turn is given back meanwhile.
+         */
+        public void await(long time, Turn t) {
+            synchronized (t) {
+                t.done = false;
+            }
+            mark(time, t);
+            flush();
+            if (holdsTurn) {
+                turns.release();
+            }
+            try {
+                synchronized (t) {
+                    while (!t.done) {
+                        if (stopped || abandoned) {
+                            throw new IllegalStateException("the merge stopped while a CPU waited for its turn");
+                        }
+                        t.wait(100);
+                    }
+                }
+                if (holdsTurn) {
+                    turns.acquire();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while merging CPUs");
+            }
+        }
+
+        /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
+        public void commit(long time, boolean skippable) {
+            int i = entry(time, null, split, skippable, gate, calling);
+            Batch b = batch;
             split = -1;
             gate = 0;
             calling = false;
             start = b.ends[i];
-            if (b.count == BATCH_LINES || b.text.length() >= BATCH_BYTES) {
+            if (b.count >= BATCH_LINES || b.text.length() >= BATCH_BYTES) {
                 flush();
             }
         }
@@ -188,6 +296,7 @@ public final class ScriptMerge {
 
         /** No more lines: must be called however the source ends, else the printer waits forever. */
         public void end() {
+            runDue();
             flush();
             Batch b = take(free.get(index), holdsTurn);
             b.count = 0;
@@ -247,6 +356,14 @@ public final class ScriptMerge {
 
     /** Writes every line of every source, earliest first, with its time field as {@code clock} formats it. */
     public void drain(OutputStream out, TimeField clock, long skip) throws IOException, InterruptedException {
+        try {
+            drainAll(out, clock, skip);
+        } finally {
+            stopped = true;
+        }
+    }
+
+    private void drainAll(OutputStream out, TimeField clock, long skip) throws IOException, InterruptedException {
         int k = queues.size();
         Batch[] head = new Batch[k];
         int[] pos = new int[k];
@@ -290,9 +407,15 @@ public final class ScriptMerge {
             if (best < 0) {
                 break;
             }
-            current = best;
             Batch b = head[best];
             int i = pos[best]++;
+            if (b.marks[i] != null) {
+                Runnable m = b.marks[i];
+                b.marks[i] = null;
+                m.run(); // no line: the order of the lines around it stays perf's
+                continue;
+            }
+            current = best;
             // the call before the gate: a read of a file's data (a negative gate) is made for printed samples only;
             // a line the initial skip takes is never handed to the call (perf skips before it delivers)
             if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0) && !call(b.calls[i], buf, out)) {

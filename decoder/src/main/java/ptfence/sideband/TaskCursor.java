@@ -11,6 +11,9 @@ public final class TaskCursor {
     private final int fixedTid;
     private long from = Long.MAX_VALUE;
     private long to = Long.MIN_VALUE;
+    /** The current task's run on the CPU: from its switch in to the next switch (MAX_VALUE: none). */
+    private long runFrom = Long.MIN_VALUE;
+    private long runTo = Long.MAX_VALUE;
     private int pid = -1;
     private int tid = -1;
     private String comm;
@@ -49,10 +52,22 @@ public final class TaskCursor {
             from = t == null ? Long.MIN_VALUE : t.time();
             to = next == null ? Long.MAX_VALUE : next.time();
         }
+        runFrom = from;
+        runTo = to;
         comm = tid < 0 ? null : sideband.commAt(tid, time);
         if (tid >= 0 && time >= 0) {
             to = Math.min(to, sideband.nextCommChange(tid, time)); // renamed (exec) while running: look again then
         }
+    }
+
+    /** When the current task's run on the CPU began (its switch in; MIN_VALUE where the sideband does not say). */
+    public long runFrom() {
+        return runFrom;
+    }
+
+    /** When the current task's run on the CPU ends (the next switch; MAX_VALUE: none recorded). */
+    public long runTo() {
+        return runTo;
     }
 
     public int pid() {
