@@ -694,7 +694,15 @@ public final class SampleSink implements FlowSink {
                     error(7, decoderIp(), 0);
                 }
                 consume();
-                resync.lost();
+                if (ev.ipSuppressed) {
+                    resync.lost(); // resolved with tracing off: the trace begin is the enable's
+                } else {
+                    // perf's scan after the overflow stops at its FUP and returns the trace begin there, at the time
+                    // it had then: before any packet after the FUP (a CYC's time; a disable right after it)
+                    offIp = -1;
+                    resync.inStep();
+                    traceBegin(ev.ip);
+                }
             }
             case Event.CBR -> {
                 // perf's decoder returns a state for a CBR packet only when the ratio changes: one giving the same
