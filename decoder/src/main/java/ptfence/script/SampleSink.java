@@ -690,10 +690,10 @@ public final class SampleSink implements FlowSink {
                 continuous = false;
                 timestampInsnCnt = 0; // perf's intel_pt_overflow: the tick period counts from the last time again
                 ticksLeft = -1;
+                consume(); // the error's time is perf's at the OVF: after the timing packets before it (an MTC)
                 if (!cfg.itrace.suppressesOverflow()) {
                     error(7, decoderIp(), 0);
                 }
-                consume();
                 if (ev.ipSuppressed) {
                     resync.lost(); // resolved with tracing off: the trace begin is the enable's
                 } else {
