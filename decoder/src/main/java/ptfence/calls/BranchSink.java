@@ -544,9 +544,9 @@ public final class BranchSink implements FlowSink {
                         | BranchFlags.INTERRUPT, 0);
             }
             case Event.OVERFLOW -> {
-                // perf's decoder reports where its flow stands (past a taken branch whose TNT bit came before the
-                // overflow), or where the trace was turned off (as SampleSink); the pending branch stays unsettled:
-                // settled here it pushed a call the forge's truth does not have before the loss (CallStacksEndToEndTest)
+                // perf's decoder reports where its flow stands (past a branch whose packet came before the overflow,
+                // which it returned: an IRET's TIP, a compressed return's bit), or where the trace was turned off (as
+                // SampleSink); a held branch that took no packet stays unsettled (no packet says it ran)
                 long at = offIp != -1 ? offIp : decoder == null ? lastIp : decoder.ip();
                 if (pending && offIp == -1 && SampleClock.takesPacket(pCls)) {
                     resolve(at);
@@ -556,8 +556,9 @@ public final class BranchSink implements FlowSink {
                     loss("overflow", PtError.OVERFLOW, at);
                 }
                 if (ev.ipSuppressed) {
-                    resync.lost();
+                    resync.lost(); // resolved with tracing off: the trace begin is the enable's
                 } else {
+                    // perf's scan stops at the OVF's FUP: the trace begin there at once, at the overflow's time
                     offIp = -1;
                     resync.inStep();
                     branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
