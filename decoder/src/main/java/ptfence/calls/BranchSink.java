@@ -7,6 +7,7 @@ import ptfence.flow.Event;
 import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PtError;
+import ptfence.flow.SampleClock;
 import ptfence.image.CodeSpace;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
@@ -61,7 +62,7 @@ public final class BranchSink implements FlowSink {
     private boolean inTx;
     private final EventMarks marks = new EventMarks();
     /** perf's sample time (a branch's time is the one perf gives its sample). */
-    private final ptfence.flow.SampleClock sampleClock = new ptfence.flow.SampleClock();
+    private final SampleClock sampleClock = new SampleClock();
     /** perf's trace begin after a loss. */
     private final ptfence.flow.PerfResync resync = new ptfence.flow.PerfResync();
     private FlowDecoder decoder;
@@ -449,6 +450,11 @@ public final class BranchSink implements FlowSink {
                 heldTsc = decoder.psbTime();
                 return;
             }
+            if (pending && offIp == -1) {
+                // the branch took its packet before the PSB+ (the flow stands at the PSB's IP): perf returned it
+                // then, before the PSB's state (as SampleSink)
+                resolve(decoder.ip());
+            }
         }
         releaseHeld();
         stateIp = ev.statusUpdate && decoder != null ? (decoder.psbOffset() == scanPsb ? 0 : decoder.psbIp())
@@ -547,16 +553,25 @@ public final class BranchSink implements FlowSink {
                         | BranchFlags.INTERRUPT, 0);
             }
             case Event.OVERFLOW -> {
-                // perf's decoder reports where its flow stands (past a taken branch whose TNT bit came before the
-                // overflow), or where the trace was turned off (as SampleSink); the pending branch stays unsettled:
-                // settled here it pushed a call the forge's truth does not have before the loss (CallStacksEndToEndTest)
+                // perf's decoder reports where its flow stands (past a branch whose packet came before the overflow,
+                // which it returned: an IRET's TIP, a compressed return's bit), or where the trace was turned off (as
+                // SampleSink); a held branch that took no packet stays unsettled (no packet says it ran)
                 long at = offIp != -1 ? offIp : decoder == null ? lastIp : decoder.ip();
-
+                if (pending && offIp == -1 && SampleClock.takesPacket(pCls)) {
+                    resolve(at);
+                }
                 pending = false;
                 if (!filter.active() || !filter.stopped()) {
                     loss("overflow", PtError.OVERFLOW, at);
                 }
-                resync.lost();
+                if (ev.ipSuppressed) {
+                    resync.lost(); // resolved with tracing off: the trace begin is the enable's
+                } else {
+                    // perf's scan stops at the OVF's FUP: the trace begin there at once, at the overflow's time
+                    offIp = -1;
+                    resync.inStep();
+                    branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+                }
             }
             case Event.TSX -> {
                 if (ev.aborted) {

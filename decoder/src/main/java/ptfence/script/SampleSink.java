@@ -704,11 +704,19 @@ public final class SampleSink implements FlowSink {
                 continuous = false;
                 timestampInsnCnt = 0; // perf's intel_pt_overflow: the tick period counts from the last time again
                 ticksLeft = -1;
+                consume(); // the error's time is perf's at the OVF: after the timing packets before it (an MTC)
                 if (!cfg.itrace.suppressesOverflow()) {
                     error(7, decoderIp(), 0);
                 }
-                consume();
-                resync.lost();
+                if (ev.ipSuppressed) {
+                    resync.lost(); // resolved with tracing off: the trace begin is the enable's
+                } else {
+                    // perf's scan after the overflow stops at its FUP and returns the trace begin there, at the time
+                    // it had then: before any packet after the FUP (a CYC's time; a disable right after it)
+                    offIp = -1;
+                    resync.inStep();
+                    traceBegin(ev.ip);
+                }
             }
             case Event.CBR -> {
                 // perf's decoder returns a state for a CBR packet only when the ratio changes: one giving the same
