@@ -284,6 +284,11 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
                     + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");
         }
+        if (perfMode && (perf.header || perf.headerOnly || perf.showInfo)) {
+            // perf's "captured on" is its input's mtime, taken as it opens it (a pipe's: its last write by then)
+            captured = java.nio.file.Files.getLastModifiedTime(recording.equals("-") ? Path.of("/proc/self/fd/0")
+                    : file).toInstant();
+        }
         if (recording.equals("-")) {
             rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
         } else if (InputKind.isFifo(file)) {
@@ -295,6 +300,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             inputs.add(archive.resolve("lock.mdb"));
         }
         try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
+            if (perfMode && perf.headerOnly) {
+                try (ptfence.perfdata.PerfDataFile f = rd.openRecording()) {
+                    co.writer().print(header(f));
+                }
+                return co.finish(0);
+            }
             rd.load();
             if (perfMode && cpus != null) {
                 perfCpuCheck(rd.eventAttrs, cpuSet(cpus), rd.nrCpusAvail, stderr);
@@ -327,9 +338,35 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     /** -s: the script's own arguments (PerfScriptOptions.scriptArgs). */
     private List<String> scriptArgs = List.of();
 
+    /** The input's mtime, for --header's "captured on"; null without --header. */
+    private java.time.Instant captured;
+
+    /**
+     * --header's lines (perf_session__fprintf_info), and in pipe mode with --header or -I the feature records' own
+     * (perf prints each as it reads it, ahead of the samples).
+     */
+    private String header(ptfence.perfdata.PerfDataFile f) {
+        StringBuilder sb = new StringBuilder();
+        if (perf.header || perf.headerOnly) {
+            sb.append(ptfence.perfdata.HeaderInfo.text(f, captured, java.time.ZoneId.systemDefault(), perf.showInfo));
+        }
+        if (f.pipeMode() && !perf.headerOnly) {
+            var all = f.features();
+            all.all().values().forEach(x -> sb.append(ptfence.perfdata.HeaderInfo.feature(x, all, f.attrs(),
+                    perf.showInfo)));
+        }
+        return sb.toString();
+    }
+
     /** perf script's view of the recording, as its options ask. */
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
+        if (perf.header || perf.showInfo) {
+            try (ptfence.perfdata.PerfDataFile f = rd.openRecording()) {
+                out.print(header(f));
+                out.flush();
+            }
+        }
         if (calls.callTrace || calls.callRetTrace) {
             if (perf.dlfilter != null) {
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
