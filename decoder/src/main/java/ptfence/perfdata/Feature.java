@@ -457,7 +457,11 @@ public sealed interface Feature {
     }
 
     /** One memory node of MEM_TOPOLOGY: node id, its size field, and the bitmap of its memory blocks. */
-    record MemoryNode(long node, long size, long bits, long[] words) {}
+    record MemoryNode(long node, long size, long bits, List<Long> words) {
+        public MemoryNode {
+            words = List.copyOf(words);
+        }
+    }
 
     /** MEM_TOPOLOGY: version (1), the memory block size in bytes, and each node's blocks. */
     record MemTopology(long version, long blockSize, List<MemoryNode> nodes) implements Feature {

@@ -176,9 +176,9 @@ final class FeatureCodec {
                     if (bits < 0) {
                         throw new BadPerfData("memory bitmap of " + Long.toUnsignedString(bits) + " bits");
                     }
-                    long[] w = new long[words];
+                    List<Long> w = new ArrayList<>(words);
                     for (int k = 0; k < words; k++) {
-                        w[k] = c.u64();
+                        w.add(c.u64());
                     }
                     nodes.add(new Feature.MemoryNode(node, size, bits, w));
                 }
@@ -419,9 +419,7 @@ final class FeatureCodec {
             o.u64(m.version()).u64(m.blockSize()).u64(m.nodes().size());
             for (Feature.MemoryNode n : m.nodes()) {
                 o.u64(n.node()).u64(n.size()).u64(n.bits());
-                for (long w : n.words()) {
-                    o.u64(w);
-                }
+                n.words().forEach(o::u64);
             }
         } else if (f instanceof Feature.ClockData cd) {
             o.u32(cd.version()).u32(cd.clockid()).u64(cd.todNs()).u64(cd.clockidNs());

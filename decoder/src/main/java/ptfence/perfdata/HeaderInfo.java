@@ -296,11 +296,12 @@ public final class HeaderInfo {
         sb.append("# memory nodes (nr ").append(m.nodes().size()).append(", block size 0x")
                 .append(Long.toHexString(m.blockSize())).append("):\n");
         for (Feature.MemoryNode n : m.nodes()) {
+            long[] words = n.words().stream().mapToLong(Long::longValue).toArray();
             long weight = 0;
-            for (long w : n.words()) {
+            for (long w : words) {
                 weight += Long.bitCount(w);
             }
-            String map = CpuList.bits(n.words(), n.bits());
+            String map = CpuList.bits(words, n.bits());
             sb.append(String.format(Locale.ROOT, "#  %3s [%s]: %s%n", Long.toUnsignedString(n.node()),
                     units(m.blockSize() * weight), map.length() > 99 ? map.substring(0, 99) : map));
         }
