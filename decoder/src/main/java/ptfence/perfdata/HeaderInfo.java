@@ -126,7 +126,7 @@ public final class HeaderInfo {
                 sb.append("# CPU cache info:\n");
                 if (f instanceof Feature.Caches c && c.version() == 1) {
                     for (Feature.CacheLevel l : c.caches()) {
-                        sb.append(String.format(Locale.ROOT, "#  L%d %-15s %8s [%s]%n", l.level(), l.type(),
+                        sb.append(String.format(Locale.ROOT, "#  L%d %-15s %8s [%s]\n", l.level(), l.type(),
                                 l.size(), l.cpus()));
                     }
                 }
@@ -135,8 +135,12 @@ public final class HeaderInfo {
                 Feature.SampleTime t = f instanceof Feature.SampleTime s ? s : new Feature.SampleTime(0, 0);
                 line(sb, "# time of first sample : ", usec(t.start()));
                 line(sb, "# time of last sample : ", usec(t.end()));
-                sb.append(String.format(Locale.ROOT, "# sample duration : %10.3f ms%n",
-                        (double) (t.end() - t.start()) / 1_000_000));
+                // C's %10.3f rounds the double's exact value to nearest-even; Java's %f rounds its shortest
+                // decimal half up (0.2455 ms would differ)
+                String ms = new java.math.BigDecimal((double) (t.end() - t.start()) / 1_000_000)
+                        .setScale(3, java.math.RoundingMode.HALF_EVEN).toPlainString();
+                sb.append("# sample duration : ").append(" ".repeat(Math.max(0, 10 - ms.length()))).append(ms)
+                        .append(" ms\n");
             }
             case Feature.MEM_TOPOLOGY -> memTopology(sb, f);
             case Feature.CLOCKID -> line(sb, "# clockid frequency: ",
@@ -302,7 +306,7 @@ public final class HeaderInfo {
                 weight += Long.bitCount(w);
             }
             String map = CpuList.bits(words, n.bits());
-            sb.append(String.format(Locale.ROOT, "#  %3s [%s]: %s%n", Long.toUnsignedString(n.node()),
+            sb.append(String.format(Locale.ROOT, "#  %3s [%s]: %s\n", Long.toUnsignedString(n.node()),
                     units(m.blockSize() * weight), map.length() > 99 ? map.substring(0, 99) : map));
         }
     }
@@ -395,7 +399,7 @@ public final class HeaderInfo {
                 t.getMonthValue(), t.getDayOfMonth(), t.getHour(), t.getMinute(), t.getSecond(), todUsec);
         String clock = clockName(c.clockid());
         sb.append("# clockid: ").append(clock).append(" (").append(Integer.toUnsignedString(c.clockid())).append(")\n");
-        sb.append(String.format(Locale.ROOT, "# reference time: %s = %d.%06d (TOD) = %d.%09d (%s)%n", date, todSec,
+        sb.append(String.format(Locale.ROOT, "# reference time: %s = %d.%06d (TOD) = %d.%09d (%s)\n", date, todSec,
                 todUsec, clkSec, clkNsec, clock));
     }
 
