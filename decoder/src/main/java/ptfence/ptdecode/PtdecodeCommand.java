@@ -284,10 +284,9 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
                     + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");
         }
-        if (perfMode && (perf.header || perf.headerOnly || perf.showInfo)) {
+        if (perfMode && (perf.header || perf.headerOnly) && recording.equals("-")) {
             // perf's "captured on" is its input's mtime, taken as it opens it (a pipe's: its last write by then)
-            captured = java.nio.file.Files.getLastModifiedTime(recording.equals("-") ? Path.of("/proc/self/fd/0")
-                    : file).toInstant();
+            captured = java.nio.file.Files.getLastModifiedTime(Path.of("/proc/self/fd/0")).toInstant();
         }
         if (recording.equals("-")) {
             rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
@@ -301,6 +300,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
             if (perfMode && perf.headerOnly) {
+                rd.checkInput();
                 try (ptfence.perfdata.PerfDataFile f = rd.openRecording()) {
                     co.writer().print(header(f));
                 }
@@ -338,16 +338,19 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     /** -s: the script's own arguments (PerfScriptOptions.scriptArgs). */
     private List<String> scriptArgs = List.of();
 
-    /** The input's mtime, for --header's "captured on"; null without --header. */
+    /** stdin's mtime, for --header's "captured on" (a file's is read from the file opened). */
     private java.time.Instant captured;
 
     /**
      * --header's lines (perf_session__fprintf_info), and in pipe mode with --header or -I the feature records' own
      * (perf prints each as it reads it, ahead of the samples).
      */
-    private String header(ptfence.perfdata.PerfDataFile f) {
+    private String header(ptfence.perfdata.PerfDataFile f) throws java.io.IOException {
         StringBuilder sb = new StringBuilder();
         if (perf.header || perf.headerOnly) {
+            if (captured == null) {
+                captured = f.lastModified();
+            }
             sb.append(ptfence.perfdata.HeaderInfo.text(f, captured, java.time.ZoneId.systemDefault(), perf.showInfo));
         }
         if (f.pipeMode() && !perf.headerOnly) {
