@@ -147,7 +147,7 @@ public final class HeaderInfo {
                     Long.toUnsignedString((f instanceof Feature.ClockId c ? c.resolutionNs() : 0) * 1000) + " MHz");
             case Feature.DIR_FORMAT -> line(sb, "# directory data version : ", Long.toUnsignedString(
                     f instanceof Feature.Raw r && r.data().remaining() >= 8 ? r.data().getLong() : 0));
-            case Feature.BPF_PROG_INFO -> bpfProgInfo(sb, f);
+            case Feature.BPF_PROG_INFO -> bpfProgInfo(sb, f, all);
             case Feature.BPF_BTF -> {
                 TreeMap<Integer, Feature.BpfBtf> byId = new TreeMap<>(Integer::compareUnsigned);
                 all.bpfBtf().forEach(b -> byId.putIfAbsent(b.btfId(), b));
@@ -323,7 +323,7 @@ public final class HeaderInfo {
     }
 
     /** bpf_event__print_bpf_prog_info for each program, by id (perf keeps them in a tree; a repeated id once). */
-    private static void bpfProgInfo(StringBuilder sb, Feature f) {
+    private static void bpfProgInfo(StringBuilder sb, Feature f, Features all) {
         if (!(f instanceof Feature.BpfProgInfos p)) {
             return;
         }
@@ -339,36 +339,81 @@ public final class HeaderInfo {
                 continue; // perf prints nothing for a program whose counts disagree
             }
             String id = Integer.toUnsignedString(b.progId());
+            ptfence.bpf.Btf btf = btfOf(b, all);
             if (n == 1) {
-                sb.append("# bpf_prog_info ").append(id).append(": ").append(progName(b, tags, 0, 1))
+                sb.append("# bpf_prog_info ").append(id).append(": ").append(progName(b, btf, tags, 0, 1))
                         .append(" addr 0x").append(Long.toHexString(addrs[0])).append(" size ")
                         .append(Integer.toUnsignedString(lens[0])).append('\n');
                 continue;
             }
             sb.append("# bpf_prog_info ").append(id).append(":\n");
             for (int i = 0; i < n; i++) {
-                sb.append("# \tsub_prog ").append(i).append(": ").append(progName(b, tags, i, n)).append(" addr 0x")
+                sb.append("# \tsub_prog ").append(i).append(": ").append(progName(b, btf, tags, i, n)).append(" addr 0x")
                         .append(Long.toHexString(addrs[i])).append(" size ").append(Integer.toUnsignedString(lens[i]))
                         .append('\n');
             }
         }
     }
 
+    private static final int INFO_BTF_ID = 128;
+    private static final int INFO_FUNC_INFO_REC_SIZE = 132;
+
+    /** The program's BTF (its btf_id among the BPF_BTF sections, the first of an id), or null as perf's btf__new. */
+    private static ptfence.bpf.Btf btfOf(Feature.BpfProgInfo b, Features all) {
+        java.nio.ByteBuffer info = b.info().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        int btfId = info.limit() >= INFO_BTF_ID + 4 ? info.getInt(INFO_BTF_ID) : 0;
+        if (btfId == 0) {
+            return null;
+        }
+        for (Feature.BpfBtf e : all.bpfBtf()) {
+            if (e.btfId() == btfId) {
+                byte[] raw = new byte[e.data().remaining()];
+                e.data().get(raw);
+                try {
+                    return ptfence.bpf.Btf.parse(raw, "btf " + Integer.toUnsignedString(btfId));
+                } catch (RuntimeException bad) {
+                    return null; // perf: btf__new fails, the program is named without it
+                }
+            }
+        }
+        return null;
+    }
+
     /**
-     * synthesize_bpf_prog_name without BTF: "bpf_prog_", the tag, and the program's name when it is one function,
-     * "F" for each of several (with BTF perf names each function from it: docs/script.md).
+     * synthesize_bpf_prog_name: "bpf_prog_", the function's tag, then with BTF the function's name from its
+     * func_info record, without it the program's name when it is one function, "F" for each of several.
      */
-    private static String progName(Feature.BpfProgInfo b, java.nio.ByteBuffer tags, int sub, int count) {
+    private static String progName(Feature.BpfProgInfo b, ptfence.bpf.Btf btf, java.nio.ByteBuffer tags, int sub,
+            int count) {
         StringBuilder s = new StringBuilder("bpf_prog_");
         for (int k = 0; k < 8; k++) {
             s.append(String.format(Locale.ROOT, "%02x", tags.get(tags.position() + sub * 8 + k) & 0xff));
         }
-        if (count > 1) {
-            s.append("_F");
-        } else if (!b.name().isEmpty()) {
+        String fromBtf = btf == null ? null : funcName(b, btf, sub);
+        if (fromBtf != null) {
+            s.append('_').append(fromBtf);
+        } else if (btf == null && count == 1 && !b.name().isEmpty()) {
             s.append('_').append(b.name());
+        } else if (btf == null && count > 1) {
+            s.append("_F");
         }
         return s.toString();
+    }
+
+    /** The name of function {@code sub}'s FUNC type (func_info's type_id), or null where the records do not say. */
+    private static String funcName(Feature.BpfProgInfo b, ptfence.bpf.Btf btf, int sub) {
+        java.nio.ByteBuffer info = b.info().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        int rec = info.limit() >= INFO_FUNC_INFO_REC_SIZE + 4 ? info.getInt(INFO_FUNC_INFO_REC_SIZE) : 0;
+        java.nio.ByteBuffer funcs = b.array(Feature.BpfProgInfo.ARRAY_FUNC_INFO);
+        long at = (long) sub * rec + 4;
+        if (rec < 8 || at + 4 > funcs.remaining()) {
+            return null;
+        }
+        try {
+            return btf.type(funcs.getInt(funcs.position() + (int) at)).name();
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
     }
 
     private static void pmuCaps(StringBuilder sb, List<Feature.PmuCap> caps, String pmu) {
