@@ -284,6 +284,9 @@ public sealed interface Feature {
         public int nrJitedKsyms() { return infoU32(104); }
         public int nrJitedFuncLens() { return infoU32(108); }
         public int nrProgTags() { return infoU32(180); }
+        /** The id of the program's BTF (a BPF_BTF entry), 0 for none. */
+        public int btfId() { return infoU32(128); }
+        public int funcInfoRecSize() { return infoU32(132); }
 
         private ByteBuffer array(int index, int offsetField, long length) {
             if ((arrays & (1L << index)) == 0) {

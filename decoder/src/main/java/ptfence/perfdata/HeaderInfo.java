@@ -355,13 +355,9 @@ public final class HeaderInfo {
         }
     }
 
-    private static final int INFO_BTF_ID = 128;
-    private static final int INFO_FUNC_INFO_REC_SIZE = 132;
-
     /** The program's BTF (its btf_id among the BPF_BTF sections, the first of an id), or null as perf's btf__new. */
     private static ptfence.bpf.Btf btfOf(Feature.BpfProgInfo b, Features all) {
-        java.nio.ByteBuffer info = b.info().order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        int btfId = info.limit() >= INFO_BTF_ID + 4 ? info.getInt(INFO_BTF_ID) : 0;
+        int btfId = b.btfId();
         if (btfId == 0) {
             return null;
         }
@@ -402,8 +398,7 @@ public final class HeaderInfo {
 
     /** The name of function {@code sub}'s FUNC type (func_info's type_id), or null where the records do not say. */
     private static String funcName(Feature.BpfProgInfo b, ptfence.bpf.Btf btf, int sub) {
-        java.nio.ByteBuffer info = b.info().order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        int rec = info.limit() >= INFO_FUNC_INFO_REC_SIZE + 4 ? info.getInt(INFO_FUNC_INFO_REC_SIZE) : 0;
+        int rec = b.funcInfoRecSize();
         java.nio.ByteBuffer funcs = b.array(Feature.BpfProgInfo.ARRAY_FUNC_INFO);
         long at = (long) sub * rec + 4;
         if (rec < 8 || at + 4 > funcs.remaining()) {
