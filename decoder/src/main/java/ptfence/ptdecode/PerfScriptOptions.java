@@ -179,7 +179,8 @@ public final class PerfScriptOptions {
     boolean force;
     @Option(names = {"-a", "--all-cpus"}, hidden = true)
     boolean allCpus;
-    @Option(names = {"-I", "--show-info"}, description = "With --header: the topologies and caches in full.")
+    @Option(names = {"-I", "--show-info"}, description = "With --header: the topologies and caches in full (a "
+            + "pipe-mode recording's feature lines even without --header, as perf).")
     boolean showInfo;
     @Option(names = "--show-kernel-path", hidden = true)
     boolean showKernelPath;
