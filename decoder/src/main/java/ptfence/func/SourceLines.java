@@ -100,13 +100,13 @@ public final class SourceLines {
     }
 
     // struct bpf_prog_info fields perf's BpfProgInfo does not name.
-    private static final int INFO_XLATED_PROG_LEN = 20, INFO_BTF_ID = 128, INFO_LINE_INFO_REC_SIZE = 172,
+    private static final int INFO_XLATED_PROG_LEN = 20, INFO_LINE_INFO_REC_SIZE = 172,
             INFO_JITED_LINE_INFO_REC_SIZE = 176;
 
     /** A perf-recorded program as the archive's metadata (the fields line lookup needs). */
     static BpfMetadata metadataOf(Feature.BpfProgInfo p, List<Feature.BpfBtf> btfs) {
         ByteBuffer info = p.info().order(ByteOrder.LITTLE_ENDIAN);
-        int btfId = info.limit() >= INFO_BTF_ID + 4 ? info.getInt(INFO_BTF_ID) : 0;
+        int btfId = p.btfId();
         int lineRec = info.limit() >= INFO_LINE_INFO_REC_SIZE + 4 ? info.getInt(INFO_LINE_INFO_REC_SIZE) : 0;
         int jitedRec = info.limit() >= INFO_JITED_LINE_INFO_REC_SIZE + 4
                 ? info.getInt(INFO_JITED_LINE_INFO_REC_SIZE) : 0;

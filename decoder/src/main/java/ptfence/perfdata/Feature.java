@@ -283,6 +283,10 @@ public sealed interface Feature {
         public int jitedProgLen() { return infoU32(16); }
         public int nrJitedKsyms() { return infoU32(104); }
         public int nrJitedFuncLens() { return infoU32(108); }
+        public int nrProgTags() { return infoU32(180); }
+        /** The id of the program's BTF (a BPF_BTF entry), 0 for none. */
+        public int btfId() { return infoU32(128); }
+        public int funcInfoRecSize() { return infoU32(132); }
 
         private ByteBuffer array(int index, int offsetField, long length) {
             if ((arrays & (1L << index)) == 0) {
@@ -381,6 +385,133 @@ public sealed interface Feature {
             regions = List.copyOf(regions);
         }
         public int id() { return PTFENCE_TEXT; }
+    }
+
+    /**
+     * CPU_TOPOLOGY: the package (socket) and core sibling lists, and what follows them: per CPU its core and socket
+     * id, then die lists and ids (perf 5.x on). How many CPUs that tail holds is NRCPUS' "available", a section
+     * of its own, so the tail is kept as bytes and read by {@link #cpus}.
+     */
+    record CpuTopology(List<String> packageCpus, List<String> coreCpus, ByteBuffer rest) implements Feature {
+        public CpuTopology {
+            packageCpus = List.copyOf(packageCpus);
+            coreCpus = List.copyOf(coreCpus);
+            rest = rest.asReadOnlyBuffer().order(rest.order());
+        }
+
+        public int id() { return CPU_TOPOLOGY; }
+
+        @Override
+        public ByteBuffer rest() {
+            return rest.duplicate().order(rest.order());
+        }
+
+        /** Per CPU ids: core and socket, and (when recorded) die lists and die ids; dies empty when none. */
+        public record CpuIds(int[] core, int[] socket, List<String> dieCpus, int[] die) {}
+
+        /**
+         * The per-CPU ids for {@code nrCpus} CPUs (NRCPUS' available), as perf's process_cpu_topology reads them;
+         * empty where the section stops after the sibling lists (an old perf) or a socket id is out of range and
+         * {@code checkSockets} (perf skips that check for s390 and aarch64).
+         */
+        public java.util.Optional<CpuIds> cpus(int nrCpus, boolean checkSockets) {
+            ByteBuffer b = rest();
+            if (!b.hasRemaining() || nrCpus < 0) {
+                return java.util.Optional.empty();
+            }
+            Cursor c = new Cursor(b);
+            try {
+                int[] core = new int[nrCpus];
+                int[] socket = new int[nrCpus];
+                for (int i = 0; i < nrCpus; i++) {
+                    core[i] = c.u32();
+                    socket[i] = c.u32();
+                    if (checkSockets && socket[i] != -1 && Integer.toUnsignedLong(socket[i]) > nrCpus) {
+                        return java.util.Optional.empty();
+                    }
+                }
+                List<String> dies = new java.util.ArrayList<>();
+                int[] die = new int[0];
+                if (c.remaining() > 0) {
+                    int n = c.count(Integer.toUnsignedLong(c.u32()), 4, "die lists");
+                    for (int i = 0; i < n; i++) {
+                        dies.add(c.perfString("die cpus"));
+                    }
+                    die = new int[nrCpus];
+                    for (int i = 0; i < nrCpus; i++) {
+                        die[i] = c.u32();
+                    }
+                }
+                return java.util.Optional.of(new CpuIds(core, socket, dies, die));
+            } catch (BadPerfData e) {
+                return java.util.Optional.empty(); // perf drops the per-CPU ids it cannot read
+            }
+        }
+    }
+
+    /** One event group: its name ("{anon_group}" for none), leader's index among the events, member count. */
+    record Group(String name, int leaderIdx, int members) {}
+
+    record GroupDesc(List<Group> groups) implements Feature {
+        public GroupDesc {
+            groups = List.copyOf(groups);
+        }
+        public int id() { return GROUP_DESC; }
+    }
+
+    /** One memory node of MEM_TOPOLOGY: node id, its size field, and the bitmap of its memory blocks. */
+    record MemoryNode(long node, long size, long bits, List<Long> words) {
+        public MemoryNode {
+            words = List.copyOf(words);
+        }
+    }
+
+    /** MEM_TOPOLOGY: version (1), the memory block size in bytes, and each node's blocks. */
+    record MemTopology(long version, long blockSize, List<MemoryNode> nodes) implements Feature {
+        public MemTopology {
+            nodes = List.copyOf(nodes);
+        }
+        public int id() { return MEM_TOPOLOGY; }
+    }
+
+    /** CLOCK_DATA: version (1), the clock perf used (-k), and one reference time of day and of that clock (ns). */
+    record ClockData(int version, int clockid, long todNs, long clockidNs) implements Feature {
+        public int id() { return CLOCK_DATA; }
+    }
+
+    /** COMPRESSED: perf record -z's version, type (1: Zstd), level, ratio and mmap length. */
+    record Compressed(int version, int type, int level, int ratio, int mmapLength) implements Feature {
+        public int id() { return COMPRESSED; }
+    }
+
+    /** One capability of a PMU (sysfs caps/NAME holds VALUE). */
+    record PmuCap(String name, String value) {}
+
+    /** One PMU's capabilities, with the PMU's name (null in CPU_PMU_CAPS: it is "cpu"). */
+    record PmuCaps(List<PmuCap> caps, String pmu) {
+        public PmuCaps {
+            caps = List.copyOf(caps);
+        }
+    }
+
+    /** CPU_PMU_CAPS (one, no name) or PMU_CAPS (several, named). */
+    record PmuCapsList(int id, List<PmuCaps> pmus) implements Feature {
+        public PmuCapsList {
+            if (id != CPU_PMU_CAPS && id != PMU_CAPS) {
+                throw new IllegalArgumentException("feature " + id + " is not a pmu caps feature");
+            }
+            pmus = List.copyOf(pmus);
+        }
+    }
+
+    /** One HYBRID_TOPOLOGY node: a core PMU's name and its CPU list. */
+    record HybridNode(String pmu, String cpus) {}
+
+    record HybridTopology(List<HybridNode> nodes) implements Feature {
+        public HybridTopology {
+            nodes = List.copyOf(nodes);
+        }
+        public int id() { return HYBRID_TOPOLOGY; }
     }
 
     /** A section kept as bytes (topologies, caches, group desc, pmu caps, ...). */

@@ -126,6 +126,17 @@ final class FeatureCodec {
                 }
                 return new BpfBtfs(btfs);
             }
+            case Feature.CPU_TOPOLOGY, Feature.GROUP_DESC, Feature.MEM_TOPOLOGY, Feature.CLOCK_DATA,
+                    Feature.COMPRESSED, Feature.CPU_PMU_CAPS, Feature.PMU_CAPS, Feature.HYBRID_TOPOLOGY: {
+                // Described for the header's lines only: a section that does not read as perf writes it stays
+                // bytes (perf too goes on without it), the recording still decodes.
+                int start = c.position();
+                try {
+                    return parseDescriptive(id, c);
+                } catch (BadPerfData e) {
+                    return new Raw(id, section.duplicate().position(start).slice().order(section.order()));
+                }
+            }
             case Feature.PTFENCE_TEXT:
                 if (c.remaining() < TEXT_MAGIC.length + 8 || !hasMagic(section)) {
                     return new Raw(id, c.bytes(c.remaining(), "feature")); // another tool's use of the bit
@@ -134,6 +145,88 @@ final class FeatureCodec {
             default:
                 return new Raw(id, c.bytes(c.remaining(), "feature"));
         }
+    }
+
+    private static Feature parseDescriptive(int id, Cursor c) {
+        switch (id) {
+            case Feature.CPU_TOPOLOGY: {
+                List<String> packages = strings(c, "package cpus");
+                List<String> cores = strings(c, "core cpus");
+                return new Feature.CpuTopology(packages, cores, c.bytes(c.remaining(), "cpu ids"));
+            }
+            case Feature.GROUP_DESC: {
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 12, "groups");
+                List<Feature.Group> groups = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    String name = c.perfString("group name");
+                    groups.add(new Feature.Group(name, c.u32(), c.u32()));
+                }
+                return new Feature.GroupDesc(groups);
+            }
+            case Feature.MEM_TOPOLOGY: {
+                long version = c.u64();
+                long bsize = c.u64();
+                int n = c.count(c.u64(), 24, "memory nodes");
+                List<Feature.MemoryNode> nodes = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    long node = c.u64();
+                    long size = c.u64();
+                    long bits = c.u64();
+                    int words = c.count((bits + 63) >>> 6, 8, "memory bitmap");
+                    if (bits < 0) {
+                        throw new BadPerfData("memory bitmap of " + Long.toUnsignedString(bits) + " bits");
+                    }
+                    List<Long> w = new ArrayList<>(words);
+                    for (int k = 0; k < words; k++) {
+                        w.add(c.u64());
+                    }
+                    nodes.add(new Feature.MemoryNode(node, size, bits, w));
+                }
+                return new Feature.MemTopology(version, bsize, nodes);
+            }
+            case Feature.CLOCK_DATA:
+                return new Feature.ClockData(c.u32(), c.u32(), c.u64(), c.u64());
+            case Feature.COMPRESSED:
+                return new Feature.Compressed(c.u32(), c.u32(), c.u32(), c.u32(), c.u32());
+            case Feature.CPU_PMU_CAPS:
+                return new Feature.PmuCapsList(id, List.of(pmuCaps(c, false)));
+            case Feature.PMU_CAPS: {
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 8, "pmus with caps");
+                List<Feature.PmuCaps> pmus = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    pmus.add(pmuCaps(c, true));
+                }
+                return new Feature.PmuCapsList(id, pmus);
+            }
+            default: { // HYBRID_TOPOLOGY
+                int n = c.count(Integer.toUnsignedLong(c.u32()), 8, "hybrid nodes");
+                List<Feature.HybridNode> nodes = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    String pmu = c.perfString("hybrid pmu");
+                    nodes.add(new Feature.HybridNode(pmu, c.perfString("hybrid cpus")));
+                }
+                return new Feature.HybridTopology(nodes);
+            }
+        }
+    }
+
+    private static List<String> strings(Cursor c, String what) {
+        int n = c.count(Integer.toUnsignedLong(c.u32()), 4, what);
+        List<String> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(c.perfString(what));
+        }
+        return out;
+    }
+
+    private static Feature.PmuCaps pmuCaps(Cursor c, boolean named) {
+        int n = c.count(Integer.toUnsignedLong(c.u32()), 8, "pmu caps");
+        List<Feature.PmuCap> caps = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            String name = c.perfString("cap name");
+            caps.add(new Feature.PmuCap(name, c.perfString("cap value")));
+        }
+        return new Feature.PmuCaps(caps, named ? c.perfString("pmu name") : null);
     }
 
     /** Magic and version leading {@link Feature#PTFENCE_TEXT}: a section another tool put there is left raw. */
@@ -310,6 +403,45 @@ final class FeatureCodec {
             o.u32(b.btfs().size());
             for (BpfBtf e : b.btfs()) {
                 o.u32(e.btfId()).u32(e.data().remaining()).bytes(e.data());
+            }
+        } else if (f instanceof Feature.CpuTopology t) {
+            o.u32(t.packageCpus().size());
+            t.packageCpus().forEach(o::perfString);
+            o.u32(t.coreCpus().size());
+            t.coreCpus().forEach(o::perfString);
+            o.bytes(t.rest());
+        } else if (f instanceof Feature.GroupDesc g) {
+            o.u32(g.groups().size());
+            for (Feature.Group e : g.groups()) {
+                o.perfString(e.name()).u32(e.leaderIdx()).u32(e.members());
+            }
+        } else if (f instanceof Feature.MemTopology m) {
+            o.u64(m.version()).u64(m.blockSize()).u64(m.nodes().size());
+            for (Feature.MemoryNode n : m.nodes()) {
+                o.u64(n.node()).u64(n.size()).u64(n.bits());
+                n.words().forEach(o::u64);
+            }
+        } else if (f instanceof Feature.ClockData cd) {
+            o.u32(cd.version()).u32(cd.clockid()).u64(cd.todNs()).u64(cd.clockidNs());
+        } else if (f instanceof Feature.Compressed z) {
+            o.u32(z.version()).u32(z.type()).u32(z.level()).u32(z.ratio()).u32(z.mmapLength());
+        } else if (f instanceof Feature.PmuCapsList p) {
+            if (p.id() == Feature.PMU_CAPS) {
+                o.u32(p.pmus().size());
+            }
+            for (Feature.PmuCaps caps : p.pmus()) {
+                o.u32(caps.caps().size());
+                for (Feature.PmuCap cap : caps.caps()) {
+                    o.perfString(cap.name()).perfString(cap.value());
+                }
+                if (caps.pmu() != null) {
+                    o.perfString(caps.pmu());
+                }
+            }
+        } else if (f instanceof Feature.HybridTopology h) {
+            o.u32(h.nodes().size());
+            for (Feature.HybridNode n : h.nodes()) {
+                o.perfString(n.pmu()).perfString(n.cpus());
             }
         } else if (f instanceof Feature.TextRegions t) {
             encodeTextRegions(o, t);

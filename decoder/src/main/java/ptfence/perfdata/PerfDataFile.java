@@ -129,6 +129,11 @@ public final class PerfDataFile implements Closeable {
         return view.order();
     }
 
+    /** When the file was last written (perf's "captured on", from its fstat of the input). */
+    public java.time.Instant lastModified() throws IOException {
+        return java.nio.file.Files.getLastModifiedTime(path).toInstant();
+    }
+
     public long fileSize() {
         return view.size();
     }

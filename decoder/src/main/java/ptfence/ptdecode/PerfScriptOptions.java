@@ -179,7 +179,8 @@ public final class PerfScriptOptions {
     boolean force;
     @Option(names = {"-a", "--all-cpus"}, hidden = true)
     boolean allCpus;
-    @Option(names = {"-I", "--show-info"}, hidden = true)
+    @Option(names = {"-I", "--show-info"}, description = "With --header: the topologies and caches in full (a "
+            + "pipe-mode recording's feature lines even without --header, as perf).")
     boolean showInfo;
     @Option(names = "--show-kernel-path", hidden = true)
     boolean showKernelPath;
@@ -237,10 +238,6 @@ public final class PerfScriptOptions {
         }
         if (graphFunction != null) {
             return "--graph-function: not done yet (--call-trace and --call-ret-trace show every function)";
-        }
-        if (header || headerOnly) {
-            return (headerOnly ? "--header-only" : "--header") + ": not done yet (perf report --header-only "
-                    + "prints it)";
         }
         if (showNamespace || showRound || showCgroup) {
             return (showNamespace ? "--show-namespace-events" : showRound ? "--show-round-events"

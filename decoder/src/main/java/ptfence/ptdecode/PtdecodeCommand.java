@@ -296,6 +296,10 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             throw new BadInputException((threadOptions.srcline ? "--srcline" : "--per-thread") + " is a view of the "
                     + "whole recording's flow, not of --func (--pid, --tid and --comm do select invocations)");
         }
+        if (perfMode && (perf.header || perf.headerOnly) && recording.equals("-")) {
+            // perf's "captured on" is its input's mtime, taken as it opens it (a pipe's: its last write by then)
+            captured = java.nio.file.Files.getLastModifiedTime(Path.of("/proc/self/fd/0")).toInstant();
+        }
         if (recording.equals("-")) {
             rd.fromStdin(java.nio.ByteBuffer.wrap(stdin.readAllBytes()));
         } else if (InputKind.isFifo(file)) {
@@ -307,6 +311,13 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             inputs.add(archive.resolve("lock.mdb"));
         }
         try (CommandOutput co = CommandOutput.open(output, stdout, inputs)) {
+            if (perfMode && perf.headerOnly) {
+                rd.checkInput();
+                try (ptfence.perfdata.PerfDataFile f = rd.openRecording()) {
+                    co.writer().print(header(f));
+                }
+                return co.finish(0);
+            }
             rd.load();
             if (perfMode && cpus != null) {
                 perfCpuCheck(rd.eventAttrs, cpuSet(cpus), rd.nrCpusAvail, stderr);
@@ -339,9 +350,38 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     /** -s: the script's own arguments (PerfScriptOptions.scriptArgs). */
     private List<String> scriptArgs = List.of();
 
+    /** stdin's mtime, for --header's "captured on" (a file's is read from the file opened). */
+    private java.time.Instant captured;
+
+    /**
+     * --header's lines (perf_session__fprintf_info), and in pipe mode with --header or -I the feature records' own
+     * (perf prints each as it reads it, ahead of the samples).
+     */
+    private String header(ptfence.perfdata.PerfDataFile f) throws java.io.IOException {
+        StringBuilder sb = new StringBuilder();
+        if (perf.header || perf.headerOnly) {
+            if (captured == null) {
+                captured = f.lastModified();
+            }
+            sb.append(ptfence.perfdata.HeaderInfo.text(f, captured, java.time.ZoneId.systemDefault(), perf.showInfo));
+        }
+        if (f.pipeMode() && !perf.headerOnly) {
+            var all = f.features();
+            all.all().values().forEach(x -> sb.append(ptfence.perfdata.HeaderInfo.feature(x, all, f.attrs(),
+                    perf.showInfo)));
+        }
+        return sb.toString();
+    }
+
     /** perf script's view of the recording, as its options ask. */
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
+        if (perf.header || perf.showInfo) {
+            try (ptfence.perfdata.PerfDataFile f = rd.openRecording()) {
+                out.print(header(f));
+                out.flush();
+            }
+        }
         perfOptionsOnRecording(rd);
         if (calls.callTrace || calls.callRetTrace) {
             if (perf.dlfilter != null) {

@@ -123,8 +123,8 @@ final class RecordingDecode {
                 : PerfDataFile.open(req.recording());
     }
 
-    /** Reads the recording and gathers the code. */
-    void load() throws IOException {
+    /** A recording that is not a file (a directory, a device, missing) named for what it is. */
+    void checkInput() {
         if (stdinBytes == null && Files.isDirectory(req.recording())) {
             throw new BadInputException(req.recording() + ": is a directory, not a perf.data (nor a 'perf record "
                     + "--kcore' directory, which holds a file 'data')");
@@ -135,6 +135,11 @@ final class RecordingDecode {
                     : ", not a perf.data file (ptdecode reads a perf.data file, or a recording streamed through a "
                     + "FIFO or stdin)"));
         }
+    }
+
+    /** Reads the recording and gathers the code. */
+    void load() throws IOException {
+        checkInput();
         List<AuxBuffer> buffers = new ArrayList<>();
         PerfRecord.AuxtraceInfo info = null;
         try (PerfDataFile f = openRecording()) {

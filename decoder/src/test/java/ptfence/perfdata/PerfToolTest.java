@@ -115,6 +115,11 @@ class PerfToolTest {
         }
         assertTrue(!run.err().toLowerCase().contains("error") && !run.err().toLowerCase().contains("invalid"),
                 "no complaints: " + run.err());
+        // and perf script --header's text of it is perf's, line for line (the BTF line among them)
+        try (PerfDataFile f = PerfDataFile.open(p)) {
+            assertEquals(out, HeaderInfo.text(f, java.nio.file.Files.getLastModifiedTime(p).toInstant(),
+                    java.time.ZoneId.systemDefault(), true));
+        }
     }
 
     @Test

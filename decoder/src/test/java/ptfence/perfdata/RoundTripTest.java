@@ -43,7 +43,20 @@ class RoundTripTest {
                 new AttrIds(sb, List.of(157L, 158L, 159L, 160L)));
         List<PerfRecord> records = Samples.everyType(Samples.SID_LAYOUT, 157);
         Map<Integer, Feature> features = Samples.features(pt, sb);
-        features.put(Feature.CPU_TOPOLOGY, new Feature.Raw(Feature.CPU_TOPOLOGY, Samples.longs(1, 2, 3)));
+        // the sections read for the header's lines (perf script --header): each comes back as it was written
+        features.put(Feature.CPU_TOPOLOGY, new Feature.CpuTopology(List.of("0-1"), List.of("0", "1"),
+                Samples.longs(1L << 32, 1L << 32 | 1)));
+        features.put(Feature.GROUP_DESC, new Feature.GroupDesc(List.of(new Feature.Group("{anon_group}", 0, 2))));
+        features.put(Feature.MEM_TOPOLOGY, new Feature.MemTopology(1, 0x8000000, List.of(
+                new Feature.MemoryNode(0, 199, 199, List.of(-1L, -1L, -1L, 0x7fL)))));
+        features.put(Feature.CLOCK_DATA, new Feature.ClockData(1, 11, 1_795_931_722_729_445_000L, 42));
+        features.put(Feature.COMPRESSED, new Feature.Compressed(0, 1, 1, 2, 528384));
+        features.put(Feature.CPU_PMU_CAPS, new Feature.PmuCapsList(Feature.CPU_PMU_CAPS, List.of(
+                new Feature.PmuCaps(List.of(new Feature.PmuCap("branches", "32")), null))));
+        features.put(Feature.PMU_CAPS, new Feature.PmuCapsList(Feature.PMU_CAPS, List.of(
+                new Feature.PmuCaps(List.of(new Feature.PmuCap("max_precise", "3")), "cpu_core"))));
+        features.put(Feature.HYBRID_TOPOLOGY, new Feature.HybridTopology(List.of(
+                new Feature.HybridNode("cpu_core", "0-7"), new Feature.HybridNode("cpu_atom", "8-15"))));
         Path p = dir.resolve("every.perf");
         try (PerfDataWriter w = PerfDataWriter.create(p, attrs)) {
             features.values().forEach(w::setFeature);
