@@ -117,7 +117,7 @@ public final class DebuginfodClient implements AutoCloseable {
             CompletionService<byte[]> done = new ExecutorCompletionService<>(requests);
             List<Future<byte[]>> pending = new ArrayList<>();
             List<String> urlOf = new ArrayList<>();
-            java.util.Set<InputStream> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            Bodies open = new Bodies();
             for (String prefix : settings.urls()) {
                 String url = prefix + "/" + buildIdHex + "/" + type;
                 urlOf.add(url);
@@ -166,7 +166,7 @@ public final class DebuginfodClient implements AutoCloseable {
                 return new Answer.NotFound(List.copyOf(why));
             } finally {
                 pending.forEach(f -> f.cancel(true));
-                open.forEach(DebuginfodClient::closeQuietly); // a body still streaming is read no further
+                open.closeAll(); // a body still streaming is read no further, nor one that opens after this
             }
             if (onlyNotFound || System.nanoTime() >= deadline) {
                 break;
@@ -191,7 +191,30 @@ public final class DebuginfodClient implements AutoCloseable {
     }
 
     /** One server's file: its bytes, or a {@link Refused} saying why not. */
-    private byte[] get(String url, long deadline, long limit, java.util.Set<InputStream> open)
+    /**
+     * The bodies one question's requests are reading: once the question is answered they are all closed, and a
+     * request whose body opens after that (its send returned late, its interrupt came during connect) closes its own.
+     */
+    private static final class Bodies {
+        private final java.util.Set<InputStream> open = new java.util.HashSet<>();
+        private boolean closed;
+
+        synchronized boolean add(InputStream in) {
+            return !closed && open.add(in);
+        }
+
+        synchronized void remove(InputStream in) {
+            open.remove(in);
+        }
+
+        synchronized void closeAll() {
+            closed = true;
+            open.forEach(DebuginfodClient::closeQuietly);
+            open.clear();
+        }
+    }
+
+    private byte[] get(String url, long deadline, long limit, Bodies open)
             throws Refused, IOException, InterruptedException {
         if (url.regionMatches(true, 0, "file://", 0, 7)) {
             try {
@@ -211,7 +234,10 @@ public final class DebuginfodClient implements AutoCloseable {
         }
         HttpFetch.Response r = http().send(url);
         InputStream body = r.body();
-        open.add(body);
+        if (!open.add(body)) {
+            closeQuietly(body);
+            throw new Refused("not read: another server answered first", false);
+        }
         try (InputStream in = body) {
             if (r.status() == 404) {
                 throw new Refused("not found (404)", true);
