@@ -68,6 +68,42 @@ abstract class LineView implements CallView {
         filters = f;
     }
 
+    /** --graph-function's names (null: every function). */
+    private java.util.Set<String> graphFunctions;
+
+    /** perf script's --graph-function: only the listed functions and what they call (text views). */
+    public final void graphFunctions(java.util.Collection<String> names) {
+        graphFunctions = names == null ? null : java.util.Set.copyOf(names);
+    }
+
+    /**
+     * perf's show_event for a sample of thread {@code t} with branch flags {@code flags} from {@code from} to
+     * {@code to}: inside a listed function, every sample until one at or above the depth it was entered at (which is
+     * not shown); outside, only a call or trace begin into one (its target's function) or a return or trace end out of
+     * one (its source's). The state is the thread's, changed only by samples the other filters kept.
+     */
+    private boolean graphShown(ThreadStack t, int flags, long from, long to, long time) {
+        if (graphFunctions == null) {
+            return true;
+        }
+        int depth = Math.max(0, t.depth());
+        if (t.graphShown) {
+            if (depth <= t.graphEntryDepth) {
+                t.graphShown = false;
+                return false;
+            }
+            return true;
+        }
+        String name = (flags & (BranchFlags.CALL | BranchFlags.TRACE_BEGIN)) != 0 ? function(to, time, t.pid())
+                : (flags & (BranchFlags.RETURN | BranchFlags.TRACE_END)) != 0 ? function(from, time, t.pid()) : null;
+        if (name == null || !graphFunctions.contains(name)) {
+            return false;
+        }
+        t.graphShown = true;
+        t.graphEntryDepth = depth;
+        return true;
+    }
+
     /** Whether perf's filters keep a sample of thread {@code t} at {@code ip}, perf time {@code time}. */
     private boolean kept(ThreadStack t, long ip, long time) {
         if (!filters.byThread() && !filters.byPlace()) {
@@ -151,7 +187,7 @@ abstract class LineView implements CallView {
             if (item instanceof FlowItem.Branch b) {
                 if (shows(b)) {
                     int c = Math.max(0, b.cpu() + 1);
-                    boolean kept = kept(t, b.from(), b.time());
+                    boolean kept = kept(t, b.from(), b.time()) && graphShown(t, b.flags(), b.from(), b.to(), b.time());
                     if (kept) {
                         perf.branch(t, b, depth(t, b), insnsSince[c], cyclesSince[c]);
                     }
@@ -171,7 +207,7 @@ abstract class LineView implements CallView {
                     boolean psb = m.name().equals("psb");
                     int flags = m.flags() >= 0 ? m.flags()
                             : psb || c >= lastFlags.length || ended[c] && afterPsb[c] ? 0 : lastFlags[c];
-                    if (kept(t, m.sampleIp(), m.time())) {
+                    if (kept(t, m.sampleIp(), m.time()) && graphShown(t, 0, 0, 0, m.time())) {
                         perf.mark(t, m, flags);
                     }
                     if (c < afterPsb.length) {

@@ -45,6 +45,9 @@ public final class ThreadStack {
     int headCpu;
     SampleFields headFields;
     long rootLeftTime;
+    /** perf's --graph-function state of the thread: inside a listed function, entered at this depth. */
+    boolean graphShown;
+    int graphEntryDepth;
 
     ThreadStack(long key, int pid, int tid) {
         this.key = key;

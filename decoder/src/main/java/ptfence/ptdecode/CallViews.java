@@ -61,6 +61,8 @@ final class CallViews {
     ptfence.script.TimeRanges timeRanges = ptfence.script.TimeRanges.ALL;
     /** perf script's filters of samples by who and where (the text call views). */
     ptfence.script.SampleFilters filters = ptfence.script.SampleFilters.NONE;
+    /** perf script's --graph-function names (null: none). */
+    List<String> graphFunctions;
     /** The output's bytes under the writer the text views are given (null: the writer alone): lines skip an encoder. */
     java.io.OutputStream bytes;
 
@@ -146,7 +148,8 @@ final class CallViews {
             }
             if (!jsonl) {
                 v.filters(filters);
-                recordReads(rd, v, timeRanges, filters);
+                v.graphFunctions(graphFunctions);
+                recordReads(rd, v, timeRanges, filters, graphFunctions != null);
             }
             view = v;
         }
@@ -170,7 +173,7 @@ final class CallViews {
      * decoded without a loss is read once.
      */
     private static void recordReads(RecordingDecode rd, CallTraceView view, ptfence.script.TimeRanges time,
-            ptfence.script.SampleFilters filters)
+            ptfence.script.SampleFilters filters, boolean graphFunction)
             throws IOException {
         Set<Long> printed = new HashSet<>();
         boolean single = false; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
@@ -190,6 +193,13 @@ final class CallViews {
                 }
             });
             return;
+        }
+        if (graphFunction) {
+            // perf's show_event decides each recorded sample by its thread's state at its turn, and whether it is
+            // printed decides the file reads that make perf report walk failures: not modelled yet
+            throw new BadInputException("--graph-function on a recording with samples of other events ("
+                    + rd.perfEventNames().stream().filter(n -> !n.startsWith("intel_pt") && !n.startsWith("dummy"))
+                    .findFirst().orElse("recorded") + "): not done yet");
         }
         RecordReads.Files reads = readRecords(rd, printed, single, view, time, filters);
         view.fileReads(() -> reads);

@@ -211,6 +211,9 @@ public final class PerfScriptOptions {
     @Option(names = "--addr2line", hidden = true, paramLabel = "PATH")
     String addr2line;
 
+    /** Set by the command: --call-trace or --call-ret-trace is given (the views --graph-function works with). */
+    boolean callViews;
+
     /** Run as perf itself ({@link PerfEntry}): perf script's lines even with no option at all. */
     boolean perfEntry;
 
@@ -236,8 +239,8 @@ public final class PerfScriptOptions {
             return "--guest-code: not done: ptdecode has no guest's code or its sideband (perf reads them from a "
                     + "QEMU/KVM host's recording with the guest's kcore or memory); decode the guest's own recording";
         }
-        if (graphFunction != null) {
-            return "--graph-function: not done yet (--call-trace and --call-ret-trace show every function)";
+        if (graphFunction != null && !callViews) {
+            return "--graph-function: with --call-trace or --call-ret-trace only, not yet with the sample views";
         }
         if (showNamespace || showRound || showCgroup) {
             return (showNamespace ? "--show-namespace-events" : showRound ? "--show-round-events"

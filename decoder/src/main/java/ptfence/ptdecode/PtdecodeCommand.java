@@ -251,6 +251,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             throw new BadInputException("--threads " + threads + ": expected a count of threads (0: one per core)");
         }
         boolean perfMode = perf.given();
+        perf.callViews = calls.callTrace || calls.callRetTrace;
         if (perfMode && perf.unsupported() != null) {
             throw new BadInputException(perf.unsupported());
         }
@@ -390,6 +391,8 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             }
             calls.timeRanges = ranges;
             calls.filters = sampleFilters();
+            calls.graphFunctions = perf.graphFunction == null ? null
+                    : java.util.Arrays.stream(perf.graphFunction.split(",")).filter(x -> !x.isEmpty()).toList();
             calls.run(rd, rd.request(), "text", out);
             return done(rd, out);
         }
