@@ -582,7 +582,7 @@ public final class BranchSink implements FlowSink {
 
     private void loss(String reason, int code, long ip, long time) {
         keepDropped();
-        add(new FlowItem.Loss(cpu, time, reason, code, ip, insns));
+        add(new FlowItem.Loss(cpu, time, reason, code, ip, insns, perf(sampleClock.delivered())));
         insns = 0;
     }
 

@@ -189,7 +189,7 @@ abstract class LineView implements CallView {
         if (l.code() != ptfence.flow.PtError.NOMAP || l.ip() == 0) {
             return true;
         }
-        String dso = names.dso(l.ip(), l.time(), t.pid());
+        String dso = names.dso(l.ip(), l.mapsAt(), t.pid());
         return dso == null || dsoData.failure(dsoData.id(dso));
     }
 

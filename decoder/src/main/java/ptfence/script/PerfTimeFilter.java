@@ -145,6 +145,7 @@ public final class PerfTimeFilter {
                     ffStale = ffTarget >= 0 && idx > 0 && clock != null && psbs.staysInBuffer(pos, selTsc);
                     ffLastTsc = clock == null ? 0 : clock.lastTsc();
                     ffQueue = queue.time();
+                    ffDelivered = queue.delivered();
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -170,7 +171,7 @@ public final class PerfTimeFilter {
         if (ffStale && ffTarget >= 0 && pos >= ffTarget && clock != null) {
             ffStale = false;
             clock.repositioned(ffLastTsc);
-            queue.rewind(ffQueue);
+            queue.rewind(ffQueue, ffDelivered);
         }
     }
 
@@ -178,6 +179,7 @@ public final class PerfTimeFilter {
     /** perf's clock's last TSC and the queue's time when the fast forward was asked for. */
     private long ffLastTsc;
     private long ffQueue;
+    private long ffDelivered;
 
     /** Whether queue position {@code pos} lies where the fast forward has jumped over: perf never decodes it. */
     public boolean skipped(long pos) {

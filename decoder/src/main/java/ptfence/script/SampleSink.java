@@ -830,7 +830,12 @@ public final class SampleSink implements FlowSink {
         // time order over every CPU (DsoData); the line carries the file as its gate
         int gate = 0;
         if (codeNo == PtError.NOMAP) {
-            String dso = lines.dsoOf(ip, perfTime(), task.pid());
+            // perf looks the IP up in the maps its session has delivered, not at the error's time (early after a
+            // fast forward within the buffer: nothing mapped yet)
+            // in the thread the line names (the task as of the last sample may be another: a switch between)
+            long d = clock.delivered();
+            task.at(taskTime());
+            String dso = lines.dsoOf(ip, d < 0 || cfg.events.timeless ? -1 : toPerf.applyAsLong(d), task.pid());
             gate = dso == null ? 0 : cfg.dsoData.id(dso);
         }
         if ((perf != 7 || !cfg.itrace.suppressesOverflow()) && !filter.skipped(queuePos(offset))) {
