@@ -244,7 +244,6 @@ public final class BranchSink implements FlowSink {
             afterEnd = false;
             // perf's state flags change all the same: the next event shows this branch's kind (the view's rule)
             filteredFlags = (flags | (inTx ? BranchFlags.IN_TX : 0)) & ~BranchFlags.TRACE_END;
-            filteredEnded = (flags & BranchFlags.TRACE_END) != 0 && to == 0;
             if (timeMarks) {
                 mergeTimes.left(perf(tsc));
             }
@@ -291,11 +290,7 @@ public final class BranchSink implements FlowSink {
             keepDropped();
             if (filteredFlags >= 0 && m.flags() < 0) {
                 // the last branch was one perf's filter made no sample of, so no item told the view its kind
-                boolean psb = m.name().equals("psb");
-                if (psb && filteredEnded) {
-                    filteredFlags = 0; // a trace end with no IP, then a PSB+: perf shows its cbr with no flags
-                }
-                m = m.withFlags(psb ? 0 : filteredFlags);
+                m = m.withFlags(m.name().equals("psb") ? 0 : filteredFlags);
             }
             add(m);
             insns = 0;
@@ -304,7 +299,8 @@ public final class BranchSink implements FlowSink {
 
     /** The flags of the last branch perf's filter made no sample of, until an item follows (-1: none). */
     private int filteredFlags = -1;
-    private boolean filteredEnded;
+    /** Whether the PSB+ judged last has an IP (a FUP): its state's from_ip, the IP of the samples it makes. */
+    private boolean psbHasIp;
 
     private void add(FlowItem item) {
         if (!(item instanceof FlowItem.Mark)) {
@@ -434,6 +430,7 @@ public final class BranchSink implements FlowSink {
                 if (filter.active()) {
                     filter.restart(queuePos(at), decoder.perfClock(), sampleClock);
                 }
+                psbHasIp = decoder.psbIp() != 0;
                 holding = decoder.psbIp() != 0 && decoder.psbIp() != decoder.ip();
                 heldIp = decoder.psbIp();
                 heldPsb = at;
@@ -495,9 +492,13 @@ public final class BranchSink implements FlowSink {
             cbr = null; // sampled by perf's queue set-up and dropped by perf script's --time: shown, unprinted
         }
         markItem(m);
+        if (cbr != null && !psbHasIp) {
+            // the PSB state's IP is 0 (no FUP in the PSB+): perf clears the flags of a power or cbr sample with no IP
+            cbr = cbr.withFlags(0);
+        }
         if (cbr != null) { // after the psb, which took the instructions before both
             markItem(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
-                    cbr.values(), 0));
+                    cbr.values(), 0, cbr.flags()));
         }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;

@@ -150,16 +150,19 @@ class TimeFastForwardTest {
     /**
      * The call views with a start inside the trace at a PSB+: perf samples the PSB state's psb, then its cbr (the ratio
      * its filter left unseen); ptdecode printed the cbr line first (HASE 2018-05 control_flow, every start at a PSB).
-     * --call-ret-trace, which shows flags, still differs where the trace ended before that PSB+: perf's cbr takes the
-     * PSB state's flags (its last instruction's kind, "syscall"), ptdecode's the no-flags rule of a ratio inside a
-     * PSB+ after a trace end (docs/script.md).
+     * --call-ret-trace shows that cbr's flags: the PSB state's (perf's cbr sample takes them: the last instruction's
+     * kind, "syscall" here, where the trace ended before the PSB+), none only where the PSB+ has no FUP (perf clears
+     * the flags of a cbr sample whose IP is 0). ptdecode gave none after any trace end with no IP (4 runs of the
+     * sweep, the third set here).
      */
     @Test
     void aPsbStatesFirstRatioInsideFollowsItsPsbLine() throws Exception {
         Path hase = RecordingPacketsTest.hase("control_flow-20180515T180451");
         String rec = hase.resolve("perf.data.1").toString();
-        for (String t : List.of("16554.665869782,16554.665874886", "16554.665856220,16554.665867946")) {
-            for (String v : List.of("--call-trace")) {
+        int flagged = 0;
+        for (String t : List.of("16554.665869782,16554.665874886", "16554.665856220,16554.665867946",
+                "16554.665864620,16554.665869483 16554.665871332,16554.665872260")) {
+            for (String v : List.of("--call-trace", "--call-ret-trace")) {
                 List<String> line = List.of("script", "-i", rec, "--symfs=" + hase.resolve("symfs"), v, "--time", t);
                 PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
                 assertEquals(0, want.status(), want.err());
@@ -167,8 +170,13 @@ class TimeFastForwardTest {
                 List<String> first = want.out().lines().limit(2).toList();
                 assertTrue(first.get(0).contains("psb offs") && first.get(1).contains("cbr:"), want.out());
                 assertEquals(want.out(), PerfExitStatusTest.ours(line).out(), "perf " + String.join(" ", line));
+                if (first.get(1).contains(" syscall ")) {
+                    flagged++;
+                }
             }
         }
+        // the case is there: a first cbr with the PSB state's flags after a trace end
+        assertEquals(2, flagged);
     }
 
     /**
