@@ -233,6 +233,8 @@ public final class BranchSink implements FlowSink {
         if (filter.active()) {
             filter.newState();
         }
+        asyncEnd = to == 0 && (flags & (BranchFlags.ASYNC | BranchFlags.TRACE_END)) == (BranchFlags.ASYNC
+                | BranchFlags.TRACE_END);
         // a branch perf's queue set-up sampled outside the ranges (no PSB state before it) prints no line either;
         // its thread stack would see it, this one does not
         if (state(tsc, from == 0 ? 0 : flags | (inTx ? BranchFlags.IN_TX : 0), false) || filter.setUpState()) {
@@ -301,6 +303,8 @@ public final class BranchSink implements FlowSink {
     private int filteredFlags = -1;
     /** Whether the PSB+ judged last has an IP (a FUP): its state's from_ip, the IP of the samples it makes. */
     private boolean psbHasIp;
+    /** Whether the last branch, sampled or not, was an asynchronous trace end (a FUP, a TIP.PGD with no IP). */
+    private boolean asyncEnd;
 
     private void add(FlowItem item) {
         if (!(item instanceof FlowItem.Mark)) {
@@ -431,6 +435,11 @@ public final class BranchSink implements FlowSink {
                     filter.restart(queuePos(at), decoder.perfClock(), sampleClock);
                 }
                 psbHasIp = decoder.psbIp() != 0;
+                if (decoder.psbCbr() >= 0) {
+                    // perf's PSB state has the PSB+'s ratio whichever of its updates comes first: a ratio --time
+                    // left unseen before it is not shown there (HASE 2018-05's last PSB+: tracing off, then cbr 31)
+                    marks.ratio(decoder.psbCbr());
+                }
                 holding = decoder.psbIp() != 0 && decoder.psbIp() != decoder.ip();
                 heldIp = decoder.psbIp();
                 heldPsb = at;
@@ -492,8 +501,9 @@ public final class BranchSink implements FlowSink {
             cbr = null; // sampled by perf's queue set-up and dropped by perf script's --time: shown, unprinted
         }
         markItem(m);
-        if (cbr != null && !psbHasIp) {
-            // the PSB state's IP is 0 (no FUP in the PSB+): perf clears the flags of a power or cbr sample with no IP
+        if (cbr != null && (!psbHasIp || asyncEnd)) {
+            // the PSB state's IP is 0 (no FUP in the PSB+): perf clears the flags of a power or cbr sample with no IP;
+            // after an asynchronous trace end its state's kind is no branch's (the walk to the FUP ran none)
             cbr = cbr.withFlags(0);
         }
         if (cbr != null) { // after the psb, which took the instructions before both

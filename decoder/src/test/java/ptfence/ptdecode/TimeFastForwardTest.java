@@ -152,8 +152,11 @@ class TimeFastForwardTest {
      * its filter left unseen); ptdecode printed the cbr line first (HASE 2018-05 control_flow, every start at a PSB).
      * --call-ret-trace shows that cbr's flags: the PSB state's (perf's cbr sample takes them: the last instruction's
      * kind, "syscall" here, where the trace ended before the PSB+), none only where the PSB+ has no FUP (perf clears
-     * the flags of a cbr sample whose IP is 0). ptdecode gave none after any trace end with no IP (4 runs of the
-     * sweep, the third set here).
+     * the flags of a cbr sample whose IP is 0) or after an asynchronous trace end (its state's kind is no branch's:
+     * the fourth and fifth starts). ptdecode gave none after any trace end with no IP (4 runs of the sweep, the third
+     * set here). And the PSB state has the PSB+'s own ratio: where its CBR changes the ratio, the one --time left
+     * unseen before is not shown (the last start: ptdecode printed cbr 32, then the PSB+'s 31, perf 31 alone; its
+     * first update, tracing off, came before the CBR).
      */
     @Test
     void aPsbStatesFirstRatioInsideFollowsItsPsbLine() throws Exception {
@@ -161,7 +164,8 @@ class TimeFastForwardTest {
         String rec = hase.resolve("perf.data.1").toString();
         int flagged = 0;
         for (String t : List.of("16554.665869782,16554.665874886", "16554.665856220,16554.665867946",
-                "16554.665864620,16554.665869483 16554.665871332,16554.665872260")) {
+                "16554.665864620,16554.665869483 16554.665871332,16554.665872260", "16554.665856221,",
+                "16554.665867647,", "16554.665874888,")) {
             for (String v : List.of("--call-trace", "--call-ret-trace")) {
                 List<String> line = List.of("script", "-i", rec, "--symfs=" + hase.resolve("symfs"), v, "--time", t);
                 PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
@@ -237,6 +241,38 @@ class TimeFastForwardTest {
                 assertTrue(out.contains(" time 641.257352241 cpu 3 pid 1760 tid 1760 ip 0x7fb36c9a3eb0 "), out);
             }
         }
+    }
+
+    /**
+     * A ratio --time left unseen shows at the first state inside, and a branch is perf's state only once its decoder
+     * knows where it went: the cbr sample takes the branch's target as its address and its flags, a trace end's
+     * ("tr end  syscall", "tr end  async") and an interrupt's ("hw int") included; a not-taken conditional branch is
+     * no state. ptdecode checked the ratio at the branch instruction (address 0, the instruction's kind, at a
+     * not-taken jcc the forge's two-cpus showed 0x50 where perf shows the taken one at 0x62) and not at all at an
+     * interrupt (quipper: the cbr line came at the trace begin after it). Before: each of these 5 starts differed.
+     */
+    @Test
+    void aRatioShownAtABranchStateHasThatBranchsTargetAndFlags() throws Exception {
+        List<String> view = List.of("--ns", "--itrace=bep", "-F",
+                "pid,tid,time,flags,ip,addr,sym,symoff,synth,dso,event,period");
+        Path hase = RecordingPacketsTest.hase("control_flow-20180404T163033");
+        String rec = hase.resolve("control_flow__control_flow-20180404T163033.perf").toString();
+        List<String> flags = new ArrayList<>();
+        for (String t : List.of("969388.448427906,", "969388.448429573,", "969388.448429906,", "969388.448431239,")) {
+            List<String> line = new ArrayList<>(List.of("script", "-i", rec, "--symfs=" + hase.resolve("symfs")));
+            line.addAll(view);
+            line.addAll(List.of("--time", t));
+            PerfExitStatusTest.Outcome want = PerfExitStatusTest.perf(tmp, line);
+            assertEquals(0, want.status(), want.err());
+            assertEquals(want.out(), PerfExitStatusTest.ours(line).out(), "perf " + String.join(" ", line));
+            String first = want.out().lines().findFirst().orElse("");
+            flags.add(first.substring(first.indexOf("cbr:") + 4, first.indexOf("cbr: ", first.indexOf("cbr:") + 4))
+                    .trim());
+        }
+        // the case is there: the first line is the cbr, at a taken jcc, a syscall's and an async trace end
+        assertTrue(flags.containsAll(List.of("jcc", "tr end  syscall", "tr end  async")), flags.toString());
+        String quipper = RecordingRecoveryTest.quipper().resolve("perf.data.intel_pt-4.14").toString();
+        assertTrue(perfsBytes(quipper, view, "641.257902790,").contains("cbr:   hw int "), "perf's cbr at an interrupt");
     }
 
     /** perf script on {@code rec}, {@code view}, {@code --time t}: perf 6.1's bytes, which ours must equal. */
