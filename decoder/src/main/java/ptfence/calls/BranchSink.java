@@ -202,7 +202,7 @@ public final class BranchSink implements FlowSink {
             releaseHeld();
         }
         if (marks.noCbrShown()) {
-            markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
+            zeroRatio();
         }
         marks.insn();
         sampleClock.insn(cls);
@@ -218,6 +218,22 @@ public final class BranchSink implements FlowSink {
             pCls = cls;
             pTsc = sampleClock.time();
         }
+    }
+
+    /**
+     * perf's cbr 0 at the first state it samples before any CBR packet. Outside every --time range perf samples no
+     * state but its queue's set-up one, whose samples perf script then drops unprinted: the ratio is seen there with
+     * no line (a cbr 0 line showed between HASE loopy's ranges); at any other state outside it waits.
+     */
+    private void zeroRatio() {
+        long ts = sampleClock.time();
+        if (filter.active() && filter.outside(ts)) {
+            if (filter.setUpSampleAt(ts)) {
+                marks.noCbrYet(cpu, clock.getAsLong(), insns); // seen, unprinted
+            }
+            return;
+        }
+        markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
     }
 
     private void branch(long from, long to, int flags, int len) {
@@ -524,7 +540,7 @@ public final class BranchSink implements FlowSink {
                 // perf shows a trace's cbr 0 at the first state it returns, before that state's branch: the trace
                 // begin comes after it, and the cbr line's flags are the ones before it (none at the start)
                 if (marks.noCbrShown()) {
-                    markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
+                    zeroRatio();
                 }
                 branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
             }

@@ -61,6 +61,19 @@ public final class PerfTimeFilter {
         return false;
     }
 
+    /** Whether TSC {@code ts} (-1: none) lies outside every range. */
+    public boolean outside(long ts) {
+        return ts >= 0 && active() && !inRange(ts);
+    }
+
+    /**
+     * Whether a state at TSC {@code ts} not yet judged would be the one perf's queue set-up samples without this
+     * filter: the queue's first timed state, unless before the first start.
+     */
+    public boolean setUpSampleAt(long ts) {
+        return setUpTsc < 0 && ts >= 0 && !(starts.length > 0 && starts[0] != 0 && ts < starts[0]);
+    }
+
     /** A new state of perf's decoder begins: the set-up state, if that was the last, is over. */
     public void newState() {
         setUpPending = false;
