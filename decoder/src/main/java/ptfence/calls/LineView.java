@@ -21,7 +21,6 @@ abstract class LineView implements CallView {
     private long[] insnsSince = new long[8];
     private long[] cyclesSince = new long[8];
     private int[] lastFlags = new int[8];
-    /** Per CPU: the last thing shown was a PSB (or its cbr): a cbr there belongs to the PSB+. */
     /** perf's per-file data status: which walk failures in missing code it reports (in merge order, as perf). */
     private final ptfence.script.DsoData dsoData = new ptfence.script.DsoData();
     /** perf's reads of files outside the walks (perf time, file), by time: each makes a missing file's status ERROR. */
