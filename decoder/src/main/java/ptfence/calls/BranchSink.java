@@ -207,7 +207,7 @@ public final class BranchSink implements FlowSink {
             releaseHeld();
         }
         if (marks.noCbrShown()) {
-            markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
+            zeroRatio();
         }
         marks.insn();
         sampleClock.insn(cls);
@@ -225,6 +225,22 @@ public final class BranchSink implements FlowSink {
         }
     }
 
+    /**
+     * perf's cbr 0 at the first state it samples before any CBR packet. Outside every --time range perf samples no
+     * state but its queue's set-up one, whose samples perf script then drops unprinted: the ratio is seen there with
+     * no line (a cbr 0 line showed between HASE loopy's ranges); at any other state outside it waits.
+     */
+    private void zeroRatio() {
+        long ts = sampleClock.time();
+        if (filter.active() && filter.outside(ts)) {
+            if (filter.setUpSampleAt(ts)) {
+                marks.noCbrYet(cpu, clock.getAsLong(), insns); // seen, unprinted
+            }
+            return;
+        }
+        markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
+    }
+
     private void branch(long from, long to, int flags, int len) {
         branchAt(sampleClock.time(), from, to, flags, len);
     }
@@ -238,6 +254,8 @@ public final class BranchSink implements FlowSink {
         if (filter.active()) {
             filter.newState();
         }
+        asyncEnd = to == 0 && (flags & (BranchFlags.ASYNC | BranchFlags.TRACE_END)) == (BranchFlags.ASYNC
+                | BranchFlags.TRACE_END);
         // a branch perf's queue set-up sampled outside the ranges (no PSB state before it) prints no line either;
         // its thread stack would see it, this one does not
         if (state(tsc, from == 0 ? 0 : flags | (inTx ? BranchFlags.IN_TX : 0), false) || filter.setUpState()) {
@@ -249,7 +267,6 @@ public final class BranchSink implements FlowSink {
             afterEnd = false;
             // perf's state flags change all the same: the next event shows this branch's kind (the view's rule)
             filteredFlags = (flags | (inTx ? BranchFlags.IN_TX : 0)) & ~BranchFlags.TRACE_END;
-            filteredEnded = (flags & BranchFlags.TRACE_END) != 0 && to == 0;
             if (timeMarks) {
                 mergeTimes.left(perf(tsc));
             }
@@ -296,11 +313,7 @@ public final class BranchSink implements FlowSink {
             keepDropped();
             if (filteredFlags >= 0 && m.flags() < 0) {
                 // the last branch was one perf's filter made no sample of, so no item told the view its kind
-                boolean psb = m.name().equals("psb");
-                if (psb && filteredEnded) {
-                    filteredFlags = 0; // a trace end with no IP, then a PSB+: perf shows its cbr with no flags
-                }
-                m = m.withFlags(psb ? 0 : filteredFlags);
+                m = m.withFlags(m.name().equals("psb") ? 0 : filteredFlags);
             }
             add(m.sampledAt(stateIp));
             insns = 0;
@@ -309,7 +322,10 @@ public final class BranchSink implements FlowSink {
 
     /** The flags of the last branch perf's filter made no sample of, until an item follows (-1: none). */
     private int filteredFlags = -1;
-    private boolean filteredEnded;
+    /** Whether the PSB+ judged last has an IP (a FUP): its state's from_ip, the IP of the samples it makes. */
+    private boolean psbHasIp;
+    /** Whether the last branch, sampled or not, was an asynchronous trace end (a FUP, a TIP.PGD with no IP). */
+    private boolean asyncEnd;
 
     private void add(FlowItem item) {
         if (!(item instanceof FlowItem.Mark)) {
@@ -439,6 +455,12 @@ public final class BranchSink implements FlowSink {
                 if (filter.active()) {
                     filter.restart(queuePos(at), decoder.perfClock(), sampleClock);
                 }
+                psbHasIp = decoder.psbIp() != 0;
+                if (decoder.psbCbr() >= 0) {
+                    // perf's PSB state has the PSB+'s ratio whichever of its updates comes first: a ratio --time
+                    // left unseen before it is not shown there (HASE 2018-05's last PSB+: tracing off, then cbr 31)
+                    marks.ratio(decoder.psbCbr());
+                }
                 holding = decoder.psbIp() != 0 && decoder.psbIp() != decoder.ip();
                 heldIp = decoder.psbIp();
                 heldPsb = at;
@@ -509,9 +531,14 @@ public final class BranchSink implements FlowSink {
             cbr = null; // sampled by perf's queue set-up and dropped by perf script's --time: shown, unprinted
         }
         markItem(m);
+        if (cbr != null && (!psbHasIp || asyncEnd)) {
+            // the PSB state's IP is 0 (no FUP in the PSB+): perf clears the flags of a power or cbr sample with no IP;
+            // after an asynchronous trace end its state's kind is no branch's (the walk to the FUP ran none)
+            cbr = cbr.withFlags(0);
+        }
         if (cbr != null) { // after the psb, which took the instructions before both
             markItem(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
-                    cbr.values(), 0));
+                    cbr.values(), 0, cbr.flags()));
         }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;
@@ -528,7 +555,7 @@ public final class BranchSink implements FlowSink {
                 // perf shows a trace's cbr 0 at the first state it returns, before that state's branch: the trace
                 // begin comes after it, and the cbr line's flags are the ones before it (none at the start)
                 if (marks.noCbrShown()) {
-                    markItem(marks.noCbrYet(cpu, clock.getAsLong(), insns));
+                    zeroRatio();
                 }
                 branch(0, ev.ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
             }
@@ -606,7 +633,7 @@ public final class BranchSink implements FlowSink {
 
     private void loss(String reason, int code, long ip, long time) {
         keepDropped();
-        add(new FlowItem.Loss(cpu, time, reason, code, ip, insns));
+        add(new FlowItem.Loss(cpu, time, reason, code, ip, insns, perf(sampleClock.delivered())));
         insns = 0;
     }
 

@@ -89,6 +89,11 @@ public final class EventMarks {
         return mark(cpu, time, "cbr", 0, insns, "ratio", 0);
     }
 
+    /** The trace gives ratio {@code r} now (a PSB+'s CBR, before its state is judged). */
+    public void ratio(long r) {
+        ratio = r;
+    }
+
     /**
      * True if {@code ev} is a CBR packet outside a PSB+ that gives the ratio the trace gave last: perf's decoder
      * returns a state for a CBR only when the ratio changes, so its time filter does not run there.

@@ -52,8 +52,9 @@ public sealed interface FlowItem permits FlowItem.Branch, FlowItem.Mark, FlowIte
     /**
      * The flow was lost here (an overflow or a decode error): what came before on this CPU is not continued.
      * {@code code} is the decoder's error ({@link ptfence.flow.PtError}; {@code PtError.OVERFLOW} for an overflow),
-     * {@code ip} where it happened (0 when unknown).
+     * {@code ip} where it happened (0 when unknown); {@code mapsAt} the time of the sideband perf's session had
+     * delivered then, which its lookup of {@code ip} sees ({@link ptfence.flow.SampleClock#delivered}; -1: none).
      */
-    record Loss(int cpu, long time, String reason, int code, long ip, long insns) implements FlowItem {
+    record Loss(int cpu, long time, String reason, int code, long ip, long insns, long mapsAt) implements FlowItem {
     }
 }

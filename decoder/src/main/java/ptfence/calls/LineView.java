@@ -21,9 +21,6 @@ abstract class LineView implements CallView {
     private long[] insnsSince = new long[8];
     private long[] cyclesSince = new long[8];
     private int[] lastFlags = new int[8];
-    /** Per CPU: the last thing shown was a PSB (or its cbr): a cbr there belongs to the PSB+. */
-    private boolean[] afterPsb = new boolean[8];
-    private boolean[] ended = new boolean[8];
     /** perf's per-file data status: which walk failures in missing code it reports (in merge order, as perf). */
     private final ptfence.script.DsoData dsoData = new ptfence.script.DsoData();
     /** perf's reads of files outside the walks (perf time, file), by time: each makes a missing file's status ERROR. */
@@ -151,16 +148,11 @@ abstract class LineView implements CallView {
                 insnsSince = java.util.Arrays.copyOf(insnsSince, c * 2);
                 cyclesSince = java.util.Arrays.copyOf(cyclesSince, c * 2);
                 lastFlags = java.util.Arrays.copyOf(lastFlags, c * 2);
-                afterPsb = java.util.Arrays.copyOf(afterPsb, c * 2);
-                ended = java.util.Arrays.copyOf(ended, c * 2);
             }
             insnsSince[c] += b.insns();
             cyclesSince[c] += b.cycles();
             // perf prints an event with its CPU's state's flags: the last branch's kind, its trace end left out
             lastFlags[c] = b.flags() & ~BranchFlags.TRACE_END;
-            // a trace end with no IP: a PSB+ then has no FUP, and perf shows its cbr with no flags
-            ended[c] = (b.flags() & BranchFlags.TRACE_END) != 0 && b.to() == 0;
-            afterPsb[c] = false;
         } else if (item instanceof FlowItem.Loss l) {
             if (reads != null) {
                 ptfence.script.RecordReads.Files r = reads.get();
@@ -206,12 +198,9 @@ abstract class LineView implements CallView {
                     int c = Math.max(0, m.cpu() + 1);
                     boolean psb = m.name().equals("psb");
                     int flags = m.flags() >= 0 ? m.flags()
-                            : psb || c >= lastFlags.length || ended[c] && afterPsb[c] ? 0 : lastFlags[c];
+                            : psb || c >= lastFlags.length ? 0 : lastFlags[c];
                     if (kept(t, m.sampleIp(), m.time()) && graphShown(t, 0, 0, 0, m.time())) {
                         perf.mark(t, m, flags);
-                    }
-                    if (c < afterPsb.length) {
-                        afterPsb[c] = psb || afterPsb[c] && m.name().equals("cbr");
                     }
                 }
             } else if (options.errors()) {
@@ -246,7 +235,7 @@ abstract class LineView implements CallView {
         if (l.code() != ptfence.flow.PtError.NOMAP || l.ip() == 0) {
             return true;
         }
-        String dso = names.dso(l.ip(), l.time(), t.pid());
+        String dso = names.dso(l.ip(), l.mapsAt(), t.pid());
         return dso == null || dsoData.failure(dsoData.id(dso));
     }
 

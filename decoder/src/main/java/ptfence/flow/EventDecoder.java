@@ -770,6 +770,13 @@ public final class EventDecoder {
     }
 
     private long headerFupIp;
+    /** The ratio the last PSB+'s CBR gave (-1: none). */
+    private int headerCbr = -1;
+
+    /** The ratio the last PSB+'s CBR gave, known before its status updates are reported (-1: none). */
+    public int headerCbr() {
+        return headerCbr;
+    }
 
     public long syncOffset() {
         return syncOffset;
@@ -825,6 +832,7 @@ public final class EventDecoder {
         ipSuppressed = false;
         lastIp = 0;
         headerFupIp = 0;
+        headerCbr = -1;
         enabled = false;
         Event status0 = enqueue(EVB_PSBEND);
         status0.statusUpdate = true;
@@ -863,6 +871,7 @@ public final class EventDecoder {
                 }
                 case Pkt.CBR -> {
                     err = time.applyHeader(p);
+                    headerCbr = (int) p.payload;
                     Event ev = enqueue(EVB_PSBEND);
                     ev.statusUpdate = true;
                     ev.type = Event.CBR;

@@ -258,6 +258,11 @@ public final class FlowDecoder {
         return evd.headerFupIp();
     }
 
+    /** The ratio the last PSB+'s CBR gave (-1: none), known before its status updates are reported. */
+    public int psbCbr() {
+        return evd.headerCbr();
+    }
+
     /** Where the flow stands: the next instruction to run (perf's decoder->ip, which its events report). */
     public long ip() {
         return ip;

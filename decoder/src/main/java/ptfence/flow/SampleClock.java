@@ -14,6 +14,8 @@ public final class SampleClock {
     private FlowDecoder decoder;
     private long sample = -1;
     private long queue = -1;
+    /** The highest time a state (not an error) left the queue at: where perf's session last stopped it. */
+    private long stopped = -1;
 
     /** The decoder now reporting (its time is the trace's, in TSC ticks). */
     public void decoder(FlowDecoder d) {
@@ -32,7 +34,7 @@ public final class SampleClock {
         if (sample > queue) {
             queue = sample;
         }
-        return queue;
+        return state();
     }
 
     /** An event perf returns between packets (trace begin or end, PSB, CBR, power, ptwrite...); returns its time. */
@@ -41,7 +43,7 @@ public final class SampleClock {
         if (sample > queue) {
             queue = sample;
         }
-        return queue;
+        return state();
     }
 
     /** As {@link #event()}, for an event whose time the decoder had at {@code tsc} (it has read on since). */
@@ -50,7 +52,7 @@ public final class SampleClock {
         if (sample > queue) {
             queue = sample;
         }
-        return queue;
+        return state();
     }
 
     /**
@@ -69,10 +71,29 @@ public final class SampleClock {
 
     /**
      * perf's decoder moved on without decoding what this clock saw since its queue time was {@code time} (a fast
-     * forward): the queue keeps that time, not the later ones.
+     * forward): the queue keeps that time, not the later ones, and the sideband delivered stays as it was then.
      */
-    public void rewind(long time) {
+    public void rewind(long time, long delivered) {
         queue = time;
+        stopped = delivered;
+    }
+
+    private long state() {
+        if (queue > stopped) {
+            stopped = queue;
+        }
+        return queue;
+    }
+
+    /**
+     * The time of the sideband (MMAPs, switches) perf's session has delivered when this queue's decoder runs now
+     * (TSC, -1: none yet). perf decodes a queue for an event at time T (intel_pt_process_queues) until a state leaves
+     * the queue's time at T or later, then delivers the event; so the events whose time is at most the highest time
+     * a state has left the queue at are delivered, and no later one. An error's lower or higher time counts only
+     * through the next state (intel_pt_run_decoder checks the queue's time after states alone).
+     */
+    public long delivered() {
+        return stopped;
     }
 
     /** The time of the last sample (TSC, -1: none yet). */

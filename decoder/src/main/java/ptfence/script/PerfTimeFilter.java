@@ -61,6 +61,19 @@ public final class PerfTimeFilter {
         return false;
     }
 
+    /** Whether TSC {@code ts} (-1: none) lies outside every range. */
+    public boolean outside(long ts) {
+        return ts >= 0 && active() && !inRange(ts);
+    }
+
+    /**
+     * Whether a state at TSC {@code ts} not yet judged would be the one perf's queue set-up samples without this
+     * filter: the queue's first timed state, unless before the first start.
+     */
+    public boolean setUpSampleAt(long ts) {
+        return setUpTsc < 0 && ts >= 0 && !(starts.length > 0 && starts[0] != 0 && ts < starts[0]);
+    }
+
     /** A new state of perf's decoder begins: the set-up state, if that was the last, is over. */
     public void newState() {
         setUpPending = false;
@@ -145,6 +158,7 @@ public final class PerfTimeFilter {
                     ffStale = ffTarget >= 0 && idx > 0 && clock != null && psbs.staysInBuffer(pos, selTsc);
                     ffLastTsc = clock == null ? 0 : clock.lastTsc();
                     ffQueue = queue.time();
+                    ffDelivered = queue.delivered();
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -170,7 +184,7 @@ public final class PerfTimeFilter {
         if (ffStale && ffTarget >= 0 && pos >= ffTarget && clock != null) {
             ffStale = false;
             clock.repositioned(ffLastTsc);
-            queue.rewind(ffQueue);
+            queue.rewind(ffQueue, ffDelivered);
         }
     }
 
@@ -178,6 +192,7 @@ public final class PerfTimeFilter {
     /** perf's clock's last TSC and the queue's time when the fast forward was asked for. */
     private long ffLastTsc;
     private long ffQueue;
+    private long ffDelivered;
 
     /** Whether queue position {@code pos} lies where the fast forward has jumped over: perf never decodes it. */
     public boolean skipped(long pos) {

@@ -311,6 +311,7 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        settleCbrAt(ip, false);
         if (psbAhead && pending) {
             resolve(ip, 0); // it ran before the PSB+ the flow still walks to: perf returned it before the PSB's state
         }
@@ -331,13 +332,24 @@ public final class SampleSink implements FlowSink {
         }
         queueTsc = clock.insn(cls);
         filter.newState();
-        if (cbr != cbrSeen) {
-            maybeCbr(ip); // perf checks the ratio with every state it returns
-        }
         insnTotal++;
         boolean branch = InsnClass.isBranch(cls);
         boolean filtered = filter.active() ? timeFiltered(queueTsc) : timeSkipped();
         boolean sample = sampleInsns && due(branch) && !filtered;
+        if (cbr != cbrSeen) {
+            // perf checks the ratio with every state it returns: a sampled instruction, a branch once it knows where
+            // it went (settleCbrAt), no other instruction
+            if (sample && !(branch && holdForTarget)) {
+                maybeCbr(ip); // (where its line shows no target nor flags, the branch's state is as good)
+            } else if (branch) {
+                cbrAtSample = sample;
+                cbrAt = true;
+                cbrAtIp = ip;
+                cbrAtSize = size;
+                cbrAtCls = cls;
+                cbrAtTsc = queueTsc;
+            }
+        }
         if (countIpc) {
             ipcState(ip, size, cls, sample);
         }
@@ -442,6 +454,7 @@ public final class SampleSink implements FlowSink {
         int flags = insnFlags(pCls, pBytes, pLen) | extra;
         long saved = clock.time();
         queueTsc = pTsc;
+        settleCbrAt(to, (extra & BranchFlags.TRACE_END) != 0);
         stIpc = pStIpc;
         stCyc = pStCyc;
         stInsn = pStInsn;
@@ -450,7 +463,7 @@ public final class SampleSink implements FlowSink {
         }
         if ((wantBranches || calls != null) && (taken || (extra & BranchFlags.TRACE_END) != 0)) {
             if ((extra & BranchFlags.TRACE_END) != 0) {
-                maybeCbr(pIp); // the trace end's state: perf checks the ratio there too
+                maybeCbr(pIp, 0, flags); // the trace end's state: perf checks the ratio there too, with its flags
             }
             branch(pIp, to, flags, pSize, pBytes, pLen);
         }
@@ -673,7 +686,9 @@ public final class SampleSink implements FlowSink {
                     resolve(ev.ipSuppressed ? 0 : ev.ip, BranchFlags.TRACE_END);
                 } else {
                     consume();
-                    maybeCbr(decoderIp()); // a trace end is a state perf checks the ratio with, before its branch
+                    settleCbrAt(0, true);
+                    // a trace end is a state perf checks the ratio with, before its branch
+                    maybeCbr(decoderIp(), 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END);
                     branch(decoderIp(), 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0, null, 0);
                 }
             }
@@ -683,16 +698,19 @@ public final class SampleSink implements FlowSink {
                 if (pending) {
                     resolve(ev.from, 0);
                 }
+                settleCbrAt(ev.from, false);
                 consume();
-                maybeCbr(ev.from);
+                maybeCbr(ev.from, 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END);
                 branch(ev.from, 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0, null, 0);
             }
             case Event.ASYNC_BRANCH -> {
                 if (pending) {
                     resolve(ev.from, 0);
                 }
+                settleCbrAt(ev.from, false);
                 resync.inStep();
                 consume();
+                maybeCbr(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT);
                 branch(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT, 0,
                         null, 0);
             }
@@ -701,6 +719,7 @@ public final class SampleSink implements FlowSink {
                     // the branch's outcome was known before the overflow: perf returned it (its sample, its branch)
                     resolve(decoderIp(), 0);
                 }
+                settleCbrAt(decoderIp(), false);
                 continuous = false;
                 timestampInsnCnt = 0; // perf's intel_pt_overflow: the tick period counts from the last time again
                 ticksLeft = -1;
@@ -804,6 +823,14 @@ public final class SampleSink implements FlowSink {
      * as its IP and its to_ip as its address (a trace begin's target: shown where --time left the ratio unseen).
      */
     private void maybeCbr(long ip, long to) {
+        maybeCbr(ip, to, -1);
+    }
+
+    /**
+     * As {@link #maybeCbr(long, long)} at an asynchronous branch's state: perf's cbr sample takes that state's flags
+     * ({@code flags}: an interrupt's, an asynchronous trace end's), not the last instruction's kind.
+     */
+    private void maybeCbr(long ip, long to, int flags) {
         if (cbr != cbrSeen) {
             if (timeSkipped()) {
                 if (filter.setUpState()) {
@@ -813,9 +840,45 @@ public final class SampleSink implements FlowSink {
             }
             cbrSeen = cbr;
             if (cfg.events.of(PerfEvents.Kind.CBR) != null) {
+                stateFlags = flags;
                 lines.cbr(this, ip, to, cbr);
+                stateFlags = -1;
             }
         }
+    }
+
+    /** The flags of the asynchronous state a cbr sample is made at now (-1: none, the last instruction's). */
+    private int stateFlags = -1;
+
+    /** A ratio change waits on the branch at {@code cbrAtIp} (its size, class, time): where it went. */
+    private boolean cbrAt;
+    private long cbrAtIp;
+    private int cbrAtSize;
+    private int cbrAtCls;
+    private long cbrAtTsc;
+    /** Whether that branch is an instruction sample: a state even where not taken. */
+    private boolean cbrAtSample;
+
+    /**
+     * The branch a ratio change waits on went to {@code to} ({@code end}: tracing stopped there). perf's decoder
+     * returns a branch's state once it has taken the branch's packet (a not-taken conditional one is no state unless
+     * an instruction sample), and checks the ratio there: the cbr sample has the branch's IP, its target as address and its flags (a trace end's
+     * included). Checking at the instruction showed a ratio --time left unseen at a not-taken conditional branch
+     * (its IP) and without a trace end's flags.
+     */
+    private void settleCbrAt(long to, boolean end) {
+        if (!cbrAt) {
+            return;
+        }
+        cbrAt = false;
+        boolean notTaken = !end && cbrAtCls == InsnClass.COND_JUMP && to == cbrAtIp + cbrAtSize;
+        if (cbr == cbrSeen || notTaken && !cbrAtSample) {
+            return;
+        }
+        long q = queueTsc;
+        queueTsc = cbrAtTsc;
+        maybeCbr(cbrAtIp, end || notTaken ? 0 : to, end ? lastFlags(cbrAtIp) | BranchFlags.TRACE_END : -1);
+        queueTsc = q;
     }
 
     /** Where the flow stands (perf's decoder->ip): the next instruction. */
@@ -825,6 +888,7 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void error(String kind, int codeNo, long offset, long ip) {
+        cbrAt = false;
         closePsb(0); // perf returned the PSB+'s event before the walk after it failed, with its own time
         pending = false;
         continuous = false;
@@ -852,7 +916,12 @@ public final class SampleSink implements FlowSink {
         // time order over every CPU (DsoData); the line carries the file as its gate
         int gate = 0;
         if (codeNo == PtError.NOMAP) {
-            String dso = lines.dsoOf(ip, perfTime(), task.pid());
+            // perf looks the IP up in the maps its session has delivered, not at the error's time (early after a
+            // fast forward within the buffer: nothing mapped yet)
+            // in the thread the line names (the task as of the last sample may be another: a switch between)
+            long d = clock.delivered();
+            task.at(taskTime());
+            String dso = lines.dsoOf(ip, d < 0 || cfg.events.timeless ? -1 : toPerf.applyAsLong(d), task.pid());
             gate = dso == null ? 0 : cfg.dsoData.id(dso);
         }
         if ((perf != 7 || !cfg.itrace.suppressesOverflow()) && !filter.skipped(queuePos(offset))) {
@@ -913,6 +982,7 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void endOfTrace() {
+        cbrAt = false;
         closePsb(0);
         if (pending) {
             resolve(0, 0);
@@ -1007,6 +1077,9 @@ public final class SampleSink implements FlowSink {
 
     /** perf's flags on an event's sample: those of the last instruction the decoder walked (0 without an IP). */
     int lastFlags(long ip) {
+        if (stateFlags >= 0 && ip != 0) {
+            return stateFlags;
+        }
         if (ip == 0 || !InsnClass.isBranch(lastCls)) {
             return 0;
         }
