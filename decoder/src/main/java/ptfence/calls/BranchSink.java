@@ -538,7 +538,7 @@ public final class BranchSink implements FlowSink {
         }
         if (cbr != null) { // after the psb, which took the instructions before both
             markItem(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
-                    cbr.values(), 0, cbr.flags()));
+                    cbr.values(), 0, cbr.flags(), cbr.sampleIp()));
         }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;
