@@ -240,7 +240,8 @@ public final class PerfScriptOptions {
                     + "QEMU/KVM host's recording with the guest's kcore or memory); decode the guest's own recording";
         }
         if (graphFunction != null && !callViews) {
-            return "--graph-function: with --call-trace or --call-ret-trace only, not yet with the sample views";
+            return "--graph-function: not done yet with the sample views (it is with --call-trace and "
+                    + "--call-ret-trace)";
         }
         if (showNamespace || showRound || showCgroup) {
             return (showNamespace ? "--show-namespace-events" : showRound ? "--show-round-events"
