@@ -103,7 +103,7 @@ abstract class LineView implements CallView {
 
     /** Whether perf's filters keep a sample of thread {@code t} at {@code ip}, perf time {@code time}. */
     private boolean kept(ThreadStack t, long ip, long time) {
-        if (!filters.byThread() && !filters.byPlace()) {
+        if (!filters.any()) {
             return true;
         }
         return filters.kept(names, t.pid(), t.tid(), perf.comm(t, time), ip, time);

@@ -195,7 +195,7 @@ public final class DebuginfodClient implements AutoCloseable {
      * The bodies one question's requests are reading: once the question is answered they are all closed, and a
      * request whose body opens after that (its send returned late, its interrupt came during connect) closes its own.
      */
-    private static final class Bodies {
+    static final class Bodies {
         private final java.util.Set<InputStream> open = new java.util.HashSet<>();
         private boolean closed;
 

@@ -222,8 +222,9 @@ final class CallViews {
                     PerfRecord rec = r.next();
                     if (rec instanceof PerfRecord.Sample s) {
                         if ((single || printedIds.contains(s.id() != 0 ? s.id() : s.identifier()))
-                                && !RecordReads.dropped(ranges, s.time()) && filters.kept(rd.symbols, s.pid(), s.tid(),
-                                        rd.sideband.commAt(s.tid(), s.time()), s.ip(), s.time())) {
+                                && !RecordReads.dropped(ranges, s.time()) && (!filters.any()
+                                || filters.kept(rd.symbols, s.pid(), s.tid(), rd.sideband.commAt(s.tid(), s.time()),
+                                        s.ip(), s.time()))) {
                             printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
                             read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }

@@ -34,6 +34,11 @@ public record SampleFilters(Set<Integer> pids, Set<Integer> tids, Set<String> co
                 && (comms == null || comm != null && comms.contains(comm));
     }
 
+    /** Whether any filter is set (none: every sample is kept, nothing need be looked up). */
+    public boolean any() {
+        return byThread() || byPlace();
+    }
+
     /** Whether a thread filter is set (the sample's name must then be looked up). */
     public boolean byThread() {
         return pids != null || tids != null || comms != null;

@@ -310,8 +310,8 @@ public final class SidebandLines {
 
     /** A recorded event's sample, as perf script's process_event prints it. */
     private void sample(ScriptMerge.Producer out, PerfRecord.Sample s, PerfEvents.Event e, long time) {
-        if (RecordReads.dropped(cfg.time, time)
-                || !cfg.filters.kept(symbols, s.pid(), s.tid(), comm(s.tid(), time), s.ip(), time)) {
+        if (RecordReads.dropped(cfg.time, time) || cfg.filters.any()
+                && !cfg.filters.kept(symbols, s.pid(), s.tid(), comm(s.tid(), time), s.ip(), time)) {
             return;
         }
         if (cfg.dlfilter != null) {
