@@ -25,6 +25,10 @@ import ptfence.insn.X86Decoder;
  * branch kind); its instructions and cycles go with the next item made. Where several CPUs are merged by time, a run
  * of such branches at one time still tells the merge its time ({@link Out#time}): at equal times the merge lets the
  * CPU taken last go on, so where its items end matters.
+ *
+ * <p>With {@link #countIpc} (-F +ipc) each branch item carries perf's IPC counts of its state, which
+ * {@link SampleCycles} decides as for the sample views: the events, trace begins and held branches below tell it
+ * where perf's decoder returns a state, in the sample views' order.
  */
 public final class BranchSink implements FlowSink {
     /** Where the items go, with the CPU's clock. */
@@ -568,7 +572,7 @@ public final class BranchSink implements FlowSink {
         stateIp = heldIp;
         sampleClock.eventAt(heldTsc);
         for (Event e : held) {
-            take(e, heldPsb, false); // (perf's PSB state came before the walk to its IP: no count taken now)
+            take(e, heldPsb, false); // (as the sample views' PSB+ ahead of its IP: no count taken)
         }
         held.clear();
     }
