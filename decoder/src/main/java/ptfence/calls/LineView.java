@@ -20,6 +20,13 @@ abstract class LineView implements CallView {
     /** Per CPU (index cpu + 1): perf's IPC counts since its last branch sample (ptfence.flow.SampleCycles' rule). */
     private ptfence.flow.SampleCycles.Since[] ipcSince = new ptfence.flow.SampleCycles.Since[8];
     private int[] lastFlags = new int[8];
+    /**
+     * Per CPU: where the instruction that ended its trace is, while the trace is off (0: none). perf's decoder state
+     * keeps the instruction it walked last, and a trace begin's sample carries it (-F insn).
+     */
+    private long[] endedAt = new long[8];
+    /** Where the instruction of the branch being shown is (see {@link #endedAt}). */
+    private long insnIp;
     /** perf's per-file data status: which walk failures in missing code it reports (in merge order, as perf). */
     private final ptfence.script.DsoData dsoData = new ptfence.script.DsoData();
     /** perf's reads of files outside the walks (perf time, file), by time: each makes a missing file's status ERROR. */
@@ -58,6 +65,11 @@ abstract class LineView implements CallView {
     private int[][] sampleTasks = new int[0][];
     private int sampleNext;
     private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
+
+    /** The recording's code, which -F insn and insnlen read instructions from. */
+    public final void code(PerfLines.Code c) {
+        perf.code(c);
+    }
 
     /** perf script's --pid, --tid, --comms, --dsos and -S (text views): the errors stay, as perf's. */
     public final void filters(ptfence.script.SampleFilters f) {
@@ -151,7 +163,10 @@ abstract class LineView implements CallView {
             if (c >= lastFlags.length) {
                 ipcSince = java.util.Arrays.copyOf(ipcSince, c * 2);
                 lastFlags = java.util.Arrays.copyOf(lastFlags, c * 2);
+                endedAt = java.util.Arrays.copyOf(endedAt, c * 2);
             }
+            insnIp = b.from() != 0 ? b.from() : endedAt[c];
+            endedAt[c] = (b.flags() & BranchFlags.TRACE_END) != 0 && b.insnLen() > 0 ? b.from() : 0;
             // perf prints an event with its CPU's state's flags: the last branch's kind, its trace end left out
             lastFlags[c] = b.flags() & ~BranchFlags.TRACE_END;
         } else if (item instanceof FlowItem.Loss l) {
@@ -167,6 +182,7 @@ abstract class LineView implements CallView {
             int c = Math.max(0, l.cpu() + 1);
             if (c < lastFlags.length) {
                 lastFlags[c] = 0; // perf's state after an error is no branch: its next events show no flags
+                endedAt[c] = 0;
             }
             if (!reported(t, l)) {
                 return;
@@ -188,7 +204,7 @@ abstract class LineView implements CallView {
                     }
                     since.sample(b.stateCycles() >= 0, b.stateInsns(), b.stateCycles());
                     if (kept) {
-                        perf.branch(t, b, depth(t, b), since.insns(), since.cycles());
+                        perf.branch(t, b, depth(t, b), since.insns(), since.cycles(), insnIp);
                     }
                     if (kept && ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
                         String dso = names.dso(b.from(), b.time(), t.pid());

@@ -64,10 +64,15 @@ final class CallViews {
     /** perf script's --graph-function names (null: none). */
     List<String> graphFunctions;
     /**
-     * perf script's -F asks for ipc (set by the command): the call views print perf's IPC suffix. The other -F fields
-     * are not applied to them yet.
+     * perf script's fields with -F given (set by the command; null: the view's defaults): the call view's own field
+     * changes applied among the -F as perf applies them, checked against the recording's events.
      */
-    boolean ipcField;
+    ptfence.script.FieldSet fields;
+
+    /** The field changes perf's --call-trace makes (parse_call_trace), as a -F value. */
+    static final String CALL_TRACE_FIELDS = "-ip,-addr,-event,-period,+callindent";
+    /** The field changes perf's --call-ret-trace makes, as a -F value. */
+    static final String CALL_RET_TRACE_FIELDS = CALL_TRACE_FIELDS + ",+flags";
     /** The output's bytes under the writer the text views are given (null: the writer alone): lines skip an encoder. */
     java.io.OutputStream bytes;
 
@@ -145,12 +150,16 @@ final class CallViews {
             }
         } else {
             SampleFields f = callRetTrace ? SampleFields.callRetTrace() : SampleFields.callTrace();
-            if (ipcField) {
-                f = f.with(SampleFields.IPC);
-            }
-            LineOptions o = options != null ? options : new LineOptions(defaults(rd, f), events(rd, f), true, true,
-                    req.timeFrom(), req.timeTo());
+            LineOptions o = options != null ? options : fields != null
+                    ? new LineOptions(given(fields, ptfence.script.FieldSet.Type.HW, f),
+                            given(fields, ptfence.script.FieldSet.Type.SYNTH, f), true, true, req.timeFrom(),
+                            req.timeTo())
+                    : new LineOptions(defaults(rd, f), events(rd, f), true, true, req.timeFrom(), req.timeTo());
             CallTraceView v = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
+            if (o.fields().has(SampleFields.INSN | SampleFields.INSNLEN)
+                    || o.eventFields().has(SampleFields.INSN | SampleFields.INSNLEN)) {
+                v.code(code(rd));
+            }
             if (bytes != null) {
                 v.bytesTo(bytes);
             }
@@ -326,6 +335,35 @@ final class CallViews {
             f = new SampleFields(f.bits() & ~SampleFields.IP, false, f.nanosecs(), f.dsoPad());
         }
         return f;
+    }
+
+    /**
+     * The fields of events of type {@code type} as -F and the view's own changes left them ({@code view}: the view's
+     * defaults, for how it prints: nanoseconds, the dso padding); perf's flags switch is one for all types.
+     */
+    static SampleFields given(ptfence.script.FieldSet fields, ptfence.script.FieldSet.Type type, SampleFields view) {
+        long bits = fields.fields(type) | (fields.flags() ? SampleFields.FLAGS : 0);
+        return new SampleFields(bits, fields.userSet(type), view.nanosecs(), view.dsoPad());
+    }
+
+    /**
+     * The recording's code as perf script reads an instruction a sample does not carry (-F insn, insnlen): the
+     * bytes at the address as the CPU's task had them mapped then, decoded for the instruction's length.
+     */
+    private static PerfLines.Code code(RecordingDecode rd) {
+        java.util.Map<Integer, ptfence.image.CodeSpace> spaces = new java.util.HashMap<>();
+        ptfence.insn.X86Decoder x86 = new ptfence.insn.X86Decoder();
+        byte[] bytes = new byte[16];
+        return (ip, time, cpu, pid, into) -> {
+            ptfence.image.CodeSpace space = spaces.computeIfAbsent(pid, p -> rd.code.forCpu(cpu, p));
+            long at = !space.timed() || time < 0 ? ptfence.image.CodeSpace.ANY_TIME : rd.code.clock().toDecoder(time);
+            int n = space.read(ip, at, bytes, 0, bytes.length);
+            if (n <= 0 || x86.decode(bytes, 0, n, ptfence.insn.ExecMode.BITS64) == 0) {
+                return 0;
+            }
+            System.arraycopy(bytes, 0, into, 0, x86.length);
+            return x86.length;
+        };
     }
 
     /** The same for synthesized events (psb, cbr, ...): perf shows their cpu also in a per-thread recording. */
