@@ -63,6 +63,9 @@ abstract class LineView implements CallView {
     /** Recorded samples of other events to print among the lines (perf time ascending; pid, tid, cpu). */
     private long[] sampleTimes = new long[0];
     private int[][] sampleTasks = new int[0][];
+    private long[] sampleIps = new long[0];
+    private long[] samplePeriods = new long[0];
+    private String[] sampleEvents = new String[0];
     private int sampleNext;
     private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
 
@@ -128,23 +131,30 @@ abstract class LineView implements CallView {
         errorsUnfiltered = true;
     }
 
-    /** Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}. */
-    public final void recordedSamples(long[] times, int[][] tasks) {
+    /**
+     * Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}, with
+     * its IP, period and event's name.
+     */
+    public final void recordedSamples(long[] times, int[][] tasks, long[] ips, long[] periods, String[] events) {
         sampleTimes = times;
         sampleTasks = tasks;
+        sampleIps = ips;
+        samplePeriods = periods;
+        sampleEvents = events;
         sampleNext = 0;
     }
 
     /** Prints the recorded samples before perf time {@code time} (all: Long.MAX_VALUE). */
     private void samplesBefore(long time) throws IOException {
         while (sampleNext < sampleTimes.length && sampleTimes[sampleNext] < time) {
-            long at = sampleTimes[sampleNext];
-            int[] k = sampleTasks[sampleNext++];
+            int i = sampleNext++;
+            long at = sampleTimes[i];
+            int[] k = sampleTasks[i];
             if (jsonl || at < options.from() || at > options.to()) {
                 continue;
             }
             ThreadStack th = sampleThreads.computeIfAbsent(k[1], tid -> new ThreadStack(tid, k[0], tid));
-            perf.recorded(th, k[2], at);
+            perf.recorded(th, k[2], at, sampleIps[i], samplePeriods[i], sampleEvents[i]);
         }
     }
 

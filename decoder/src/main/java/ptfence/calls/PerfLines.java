@@ -211,14 +211,32 @@ public final class PerfLines {
 
     /**
      * A recorded sample of another event (the quipper recording's {@code cycles}) in a call view: perf prints it with
-     * the view's fields, of which it has none but who and when (its flags blank).
+     * the view's fields (a hardware event's), by process_event: its period and {@code event} name, its flags blank, its
+     * address (none: 0, no symbol), its {@code ip}; by default none but who and when.
      */
-    void recorded(ThreadStack t, int cpu, long time) throws IOException {
+    void recorded(ThreadStack t, int cpu, long time, long ip, long period, String event) throws IOException {
         f = branchFields;
         start(t, cpu, time);
+        if (f.has(SampleFields.PERIOD)) {
+            buf.dec(period, 10).ch(' ');
+        }
+        if (f.has(SampleFields.EVENT)) {
+            buf.right(event, rec.eventWidth()).str(": ");
+        }
         if (f.has(SampleFields.FLAGS)) {
             buf.str("  ").left("", 21).ch(' ');
         }
+        if (f.has(SampleFields.ADDR)) {
+            buf.hex(0, 16);
+        }
+        if (f.has(SampleFields.IP)) {
+            buf.ch(' ');
+            location(ip, time, t.pid(), true);
+            if (f.has(SampleFields.SRCLINE)) {
+                srcline(ip, time, t.pid());
+            }
+        }
+        insn(ip, time, cpu, t.pid());
         buf.endLine();
     }
 
@@ -333,7 +351,7 @@ public final class PerfLines {
             synth(m, name);
         }
         if (f.has(SampleFields.ADDR)) {
-            buf.hex(0, 16); // the events' samples carry no address (perf_sample__fprintf_addr: no symbol for them)
+            buf.hex(m.sampleAddr(), 16); // perf_sample__fprintf_addr: no symbol for these events' addresses
         }
         if (f.has(SampleFields.IP)) {
             buf.ch(' ');
@@ -342,7 +360,7 @@ public final class PerfLines {
                 srcline(m.sampleIp(), m.time(), t.pid());
             }
         }
-        insn(m.sampleIp(), m.time(), m.cpu(), t.pid());
+        insn(m.insnLen() > 0 ? m.insnIp() : m.sampleIp(), m.time(), m.cpu(), t.pid());
         buf.endLine();
         return true;
     }

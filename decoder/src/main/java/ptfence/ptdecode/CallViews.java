@@ -192,19 +192,22 @@ final class CallViews {
     private static void recordReads(RecordingDecode rd, CallTraceView view, ptfence.script.TimeRanges time,
             ptfence.script.SampleFilters filters, boolean graphFunction)
             throws IOException {
-        Set<Long> printed = new HashSet<>();
-        boolean single = false; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
+        java.util.Map<Long, String> printed = new java.util.HashMap<>(); // the printed events' ids: their names
+        String single = null; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
+        List<String> eventNames = rd.perfEventNames();
         for (int i = 0; i < rd.eventAttrs.size() && i < rd.eventIds.size(); i++) {
             EventAttr a = rd.eventAttrs.get(i);
             if (RecordReads.printed(a.type(), a.config(), rd.pt.pmuType())) {
-                printed.addAll(rd.eventIds.get(i));
-                single = rd.eventAttrs.size() == 1;
+                for (long id : rd.eventIds.get(i)) {
+                    printed.put(id, eventNames.get(i));
+                }
+                single = rd.eventAttrs.size() == 1 ? eventNames.get(i) : null;
             }
         }
-        if (printed.isEmpty() && !single) {
+        if (printed.isEmpty() && single == null) {
             view.fileReads(() -> {
                 try {
-                    return readRecords(rd, printed, false, null, time, filters);
+                    return readRecords(rd, printed, null, null, time, filters);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
@@ -226,23 +229,28 @@ final class CallViews {
      * One pass over the records: the file reads, and the printed samples handed to {@code view} (if not null); a
      * sample outside the --time ranges is neither (RecordReads.dropped, the sample views' rule).
      */
-    private static RecordReads.Files readRecords(RecordingDecode rd, Set<Long> printedIds, boolean single,
+    private static RecordReads.Files readRecords(RecordingDecode rd, java.util.Map<Long, String> printedIds,
+            String single,
             CallTraceView view, ptfence.script.TimeRanges ranges,
             ptfence.script.SampleFilters filters) throws IOException {
         List<long[]> at = new ArrayList<>();
         List<String> files = new ArrayList<>();
         List<long[]> printed = new ArrayList<>();
+        List<String> printedNames = new ArrayList<>();
         try (PerfDataFile f = rd.openPerfData()) {
             PerfDataFile.RecordReader r = f.records();
             try {
                 while (r.hasNext()) {
                     PerfRecord rec = r.next();
                     if (rec instanceof PerfRecord.Sample s) {
-                        if ((single || printedIds.contains(s.id() != 0 ? s.id() : s.identifier()))
+                        String name = single != null ? single : printedIds.get(s.id() != 0 ? s.id() : s.identifier());
+                        if (name != null
                                 && !RecordReads.dropped(ranges, s.time()) && (!filters.any()
                                 || filters.kept(rd.symbols, s.pid(), s.tid(), rd.sideband.commAt(s.tid(), s.time()),
                                         s.ip(), s.time()))) {
-                            printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
+                            printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size(), s.ip(),
+                                s.period()});
+                            printedNames.add(name);
                             read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }
                     } else if (RecordReads.vdso(rec)) {
@@ -267,12 +275,18 @@ final class CallViews {
             printed.sort(Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
             long[] sampleTimes = new long[printed.size()];
             int[][] tasks = new int[printed.size()][];
+            long[] ips = new long[printed.size()];
+            long[] periods = new long[printed.size()];
+            String[] events = new String[printed.size()];
             for (int i = 0; i < sampleTimes.length; i++) {
                 long[] p = printed.get(i);
                 sampleTimes[i] = p[0];
                 tasks[i] = new int[] {(int) p[1], (int) p[2], (int) p[3]};
+                ips[i] = p[5];
+                periods[i] = p[6];
+                events[i] = printedNames.get((int) p[4]);
             }
-            view.recordedSamples(sampleTimes, tasks);
+            view.recordedSamples(sampleTimes, tasks, ips, periods, events);
         }
         return new RecordReads.Files(times, names);
     }
