@@ -63,6 +63,8 @@ public final class BranchSink implements FlowSink {
     private long lastIp;
     /** The length of the instruction at {@link #lastIp} (0: none walked yet): the one perf's state carries. */
     private int lastSize;
+    /** When the instruction at {@link #lastIp} was walked (sample time, TSC; -1: untimed). */
+    private long lastTsc = -1;
     /** Where the trace was turned off, while it is (-1: on): what perf reports an overflow then at. */
     private long offIp = -1;
     private long insns;
@@ -273,6 +275,7 @@ public final class BranchSink implements FlowSink {
         insnTotal++;
         lastIp = ip;
         lastSize = size;
+        lastTsc = sampleClock.time();
         if (ipc != null) {
             ipc.insn(ip, size, cls, false, insnTotal);
         }
@@ -392,7 +395,7 @@ public final class BranchSink implements FlowSink {
                 // the last branch was one perf's filter made no sample of, so no item told the view its kind
                 m = m.withFlags(m.name().equals("psb") ? 0 : filteredFlags);
             }
-            add(m.sampledAt(stateIp, stateAddr, lastIp, lastSize));
+            add(m.sampledAt(stateIp, stateAddr, lastIp, lastSize, lastSize > 0 ? perf(lastTsc) : m.time()));
             insns = 0;
         }
     }
@@ -515,6 +518,7 @@ public final class BranchSink implements FlowSink {
         }
         lastIp = base + t.last;
         lastSize = CodeCache.lengthOf(t.lastInsn);
+        lastTsc = tnt;
         pending = true;
         pIp = lastIp;
         pSize = lastSize;
@@ -627,7 +631,8 @@ public final class BranchSink implements FlowSink {
         }
         if (cbr != null) { // after the psb, which took the instructions before both
             markItem(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
-                    cbr.values(), 0, cbr.flags(), cbr.sampleIp(), cbr.sampleAddr(), cbr.insnIp(), cbr.insnLen()));
+                    cbr.values(), 0, cbr.flags(), cbr.sampleIp(), cbr.sampleAddr(), cbr.insnIp(), cbr.insnLen(),
+                    cbr.insnTime()));
         }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;

@@ -25,8 +25,11 @@ abstract class LineView implements CallView {
      * keeps the instruction it walked last, and a trace begin's sample carries it (-F insn).
      */
     private long[] endedAt = new long[8];
+    /** When (perf time): perf keeps the instruction's bytes as they were then. */
+    private long[] endedTime = new long[8];
     /** Where the instruction of the branch being shown is (see {@link #endedAt}). */
     private long insnIp;
+    private long insnTime;
     /** perf's per-file data status: which walk failures in missing code it reports (in merge order, as perf). */
     private final ptfence.script.DsoData dsoData = new ptfence.script.DsoData();
     /** perf's reads of files outside the walks (perf time, file), by time: each makes a missing file's status ERROR. */
@@ -174,9 +177,12 @@ abstract class LineView implements CallView {
                 ipcSince = java.util.Arrays.copyOf(ipcSince, c * 2);
                 lastFlags = java.util.Arrays.copyOf(lastFlags, c * 2);
                 endedAt = java.util.Arrays.copyOf(endedAt, c * 2);
+                endedTime = java.util.Arrays.copyOf(endedTime, c * 2);
             }
             insnIp = b.from() != 0 ? b.from() : endedAt[c];
+            insnTime = b.from() != 0 ? b.time() : endedTime[c];
             endedAt[c] = (b.flags() & BranchFlags.TRACE_END) != 0 && b.insnLen() > 0 ? b.from() : 0;
+            endedTime[c] = b.time();
             // perf prints an event with its CPU's state's flags: the last branch's kind, its trace end left out
             lastFlags[c] = b.flags() & ~BranchFlags.TRACE_END;
         } else if (item instanceof FlowItem.Loss l) {
@@ -214,7 +220,7 @@ abstract class LineView implements CallView {
                     }
                     since.sample(b.stateCycles() >= 0, b.stateInsns(), b.stateCycles());
                     if (kept) {
-                        perf.branch(t, b, depth(t, b), since.insns(), since.cycles(), insnIp);
+                        perf.branch(t, b, depth(t, b), since.insns(), since.cycles(), insnIp, insnTime);
                     }
                     if (kept && ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
                         String dso = names.dso(b.from(), b.time(), t.pid());

@@ -137,9 +137,9 @@ public final class PerfLines {
      * A branch sample of thread {@code t}; {@code depth} its call depth for callindent (perf's: after a call, before
      * a return); {@code insns}/{@code cycles} perf's insn_cnt/cyc_cnt of the sample (for ipc; 0: none);
      * {@code insnIp} where the instruction its sample carries is (-F insn: the branch's own, a trace begin's the one
-     * that ended the trace; 0: none).
+     * that ended the trace; 0: none), as the code was at perf time {@code insnTime}.
      */
-    void branch(ThreadStack t, FlowItem.Branch b, int depth, long insns, long cycles, long insnIp)
+    void branch(ThreadStack t, FlowItem.Branch b, int depth, long insns, long cycles, long insnIp, long insnTime)
             throws IOException {
         int pid = t.pid();
         long time = b.time();
@@ -173,7 +173,7 @@ public final class PerfLines {
         if (f.has(SampleFields.IP) && f.has(SampleFields.SRCLINE)) {
             srcline(b.from(), time, pid); // perf_sample__fprintf_bts: the source line after the target and IPC
         }
-        insn(insnIp, time, b.cpu(), pid);
+        insn(insnIp, insnTime, b.cpu(), pid);
         buf.endLine();
     }
 
@@ -360,7 +360,7 @@ public final class PerfLines {
                 srcline(m.sampleIp(), m.time(), t.pid());
             }
         }
-        insn(m.insnLen() > 0 ? m.insnIp() : m.sampleIp(), m.time(), m.cpu(), t.pid());
+        insn(m.insnLen() > 0 ? m.insnIp() : m.sampleIp(), m.insnTime(), m.cpu(), t.pid());
         buf.endLine();
         return true;
     }
