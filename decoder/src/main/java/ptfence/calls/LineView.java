@@ -137,6 +137,17 @@ abstract class LineView implements CallView {
         }
     }
 
+    /**
+     * perf script fetched the instruction at a printed sample's {@code ip} (script_fetch_insn): a read of that file's
+     * data ({@link ptfence.script.DsoData}).
+     */
+    private void codeFetched(long ip, long time, int pid) {
+        String dso = ip == 0 ? null : names.dso(ip, time, pid);
+        if (dso != null) {
+            dsoData.probe(dsoData.id(dso));
+        }
+    }
+
     @Override
     public final void item(ThreadStack t, FlowItem item) throws IOException {
         if (item.time() > 0) {
@@ -186,10 +197,7 @@ abstract class LineView implements CallView {
                     insnsSince[c] = 0; // perf's decoder counted from this sample, printed or not
                     cyclesSince[c] = 0;
                     if (kept && ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
-                        String dso = names.dso(b.from(), b.time(), t.pid());
-                        if (dso != null) {
-                            dsoData.probe(dsoData.id(dso));
-                        }
+                        codeFetched(b.from(), b.time(), t.pid());
                     }
                 }
             } else if (item instanceof FlowItem.Mark m) {
@@ -201,6 +209,7 @@ abstract class LineView implements CallView {
                             : psb || c >= lastFlags.length ? 0 : lastFlags[c];
                     if (kept(t, m.sampleIp(), m.time()) && graphShown(t, 0, 0, 0, m.time())) {
                         perf.mark(t, m, flags);
+                        codeFetched(m.sampleIp(), m.time(), t.pid()); // a synthesized sample has no instruction
                     }
                 }
             } else if (options.errors()) {

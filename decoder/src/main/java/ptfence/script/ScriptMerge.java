@@ -421,12 +421,15 @@ public final class ScriptMerge {
             if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0) && !call(b.calls[i], buf, out)) {
                 continue;
             }
-            if (b.gates[i] != 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
+            if (b.gates[i] > 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
                 continue;
             }
             if (b.skippable[i] && skipLeft > 0) {
                 skipLeft--;
                 continue;
+            }
+            if (b.gates[i] < 0 && dsoData != null) {
+                dsoData.pass(b.gates[i]); // a printed sample's read; one the initial skip took was never delivered
             }
             int from = i == 0 ? 0 : b.ends[i - 1];
             int to = b.ends[i];
