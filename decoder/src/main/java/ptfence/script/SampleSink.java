@@ -802,6 +802,12 @@ public final class SampleSink implements FlowSink {
             return;
         }
         psbOpen = false;
+        if (!filter.stopped() && queueTsc >= 0) {
+            // perf's decoder returns the PSB's state, sampled or not: its time can end this CPU's run of equal times
+            // among the others' (QueueOrder), so it goes to the merge as a line with no text
+            out.line();
+            out.commit(time(), false);
+        }
         if (filter.restartsAt(queuePos(psbOffset), decoderTsc())) {
             insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
         }

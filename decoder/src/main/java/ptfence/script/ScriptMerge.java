@@ -49,6 +49,7 @@ public final class ScriptMerge {
     private volatile boolean stopped;
     private DsoData dsoData;
     private LineCall lineCall;
+    private long[] queueLimits = new long[0];
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -65,6 +66,11 @@ public final class ScriptMerge {
             }
             free.add(f);
         }
+    }
+
+    /** The times of the recording's records, which order the CPUs' lines of equal time ({@link QueueOrder}). */
+    public void queueLimits(long[] times) {
+        queueLimits = times;
     }
 
     /** The per-file state the lines' gates go through, in the printed order (before {@link #drain}). */
@@ -370,6 +376,7 @@ public final class ScriptMerge {
         boolean[] ended = new boolean[k];
         LineBytes buf = new LineBytes(1 << 16);
         int current = -1;
+        QueueOrder order = new QueueOrder(k, queueLimits);
         long skipLeft = skip;
         while (true) {
             int best = -1;
@@ -399,13 +406,22 @@ public final class ScriptMerge {
                     pos[i] = 0;
                 }
                 long t = head[i].times[pos[i]];
-                if (best < 0 || earlier(t, i, bestTime, best, current)) {
+                if (best < 0 || earlier(t, i, bestTime, best, current, order)) {
                     best = i;
                     bestTime = t;
                 }
             }
             if (best < 0) {
                 break;
+            }
+            if (order.reach(bestTime)) {
+                // a record's time stopped the running CPU: the ties are ordered again
+                for (int i = 0; i < k; i++) {
+                    if (!ended[i] && i != best && earlier(head[i].times[pos[i]], i, bestTime, best, current, order)) {
+                        best = i;
+                        bestTime = head[i].times[pos[i]];
+                    }
+                }
             }
             Batch b = head[best];
             int i = pos[best]++;
@@ -416,6 +432,9 @@ public final class ScriptMerge {
                 continue;
             }
             current = best;
+            if (!sideband[best]) {
+                order.taken(best);
+            }
             // the call before the gate: a read of a file's data (a negative gate) is made for printed samples only;
             // a line the initial skip takes is never handed to the call (perf skips before it delivers)
             if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0) && !call(b.calls[i], buf, out)) {
@@ -461,7 +480,7 @@ public final class ScriptMerge {
     }
 
     /** Whether source {@code i}'s line at {@code t} goes before the best so far (perf's order on ties). */
-    private boolean earlier(long t, int i, long bestTime, int best, int current) {
+    private boolean earlier(long t, int i, long bestTime, int best, int current, QueueOrder order) {
         if (t < 0 || bestTime < 0) {
             // untimed: a CPU's lines come after the sideband's (perf decodes an untimed trace once all records are
             // read), else as they come
@@ -476,7 +495,7 @@ public final class ScriptMerge {
         if (sideband[i] != sideband[best]) {
             return sideband[i];
         }
-        return i == current;
+        return sideband[i] ? i == current : order.before(i, best);
     }
 
     /** Writes a line's time field (perf's formats, --reltime and --deltatime count from lines printed before). */
