@@ -8,6 +8,7 @@ import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PtError;
 import ptfence.flow.SampleClock;
+import ptfence.flow.SampleCycles;
 import ptfence.image.CodeSpace;
 import ptfence.insn.CodeCache;
 import ptfence.insn.InsnClass;
@@ -24,6 +25,10 @@ import ptfence.insn.X86Decoder;
  * branch kind); its instructions and cycles go with the next item made. Where several CPUs are merged by time, a run
  * of such branches at one time still tells the merge its time ({@link Out#time}): at equal times the merge lets the
  * CPU taken last go on, so where its items end matters.
+ *
+ * <p>With {@link #countIpc} (-F +ipc) each branch item carries perf's IPC counts of its state, which
+ * {@link SampleCycles} decides as for the sample views: the events, trace begins and held branches below tell it
+ * where perf's decoder returns a state, in the sample views' order.
  */
 public final class BranchSink implements FlowSink {
     /** Where the items go, with the CPU's clock. */
@@ -87,6 +92,8 @@ public final class BranchSink implements FlowSink {
     private long dFrom;
     private long dTo;
     private long dCycles;
+    private long dStInsns;
+    private long dStCycles;
     private int dFlags;
     private int dLen;
     /** Instructions of branches not made items, which the next item carries. */
@@ -111,6 +118,42 @@ public final class BranchSink implements FlowSink {
         this.callsOnly = callsOnly;
         this.timeMarks = timeMarks;
         this.mergeTimes = new MergeTimes(out::time);
+    }
+
+    /** perf's IPC counts of the states the items are made of ({@link #countIpc}; null: not counted). */
+    private SampleCycles ipc;
+    /** Instructions run so far (the states' instruction totals). */
+    private long insnTotal;
+
+    /**
+     * Items carry perf's IPC counts of their states ({@link FlowItem.Branch#stateCycles}), by the sample views' rule
+     * ({@link SampleCycles}): the flow is then walked an instruction at a time (no plain paths), as theirs is.
+     */
+    public void countIpc() {
+        ipc = new SampleCycles();
+        if (decoder != null) {
+            ipc.decoder(decoder);
+        }
+    }
+
+    /** A state perf's decoder returns between packets (an event's, a trace begin's): it takes a moved cycle count. */
+    private void ipcState() {
+        if (ipc != null) {
+            ipc.state(true, insnTotal);
+        }
+    }
+
+    /**
+     * The held branch becomes an item, having gone to {@code to}: a conditional one's state is known now, and the
+     * item is made of the held branch's state.
+     */
+    private void ipcHeld(long to) {
+        if (ipc != null) {
+            if (ipc.condOpen()) {
+                ipc.closeCond(to, ipc.condAt(pIp));
+            }
+            ipc.held();
+        }
     }
 
     /** perf's in-decoder --time filter (perf script's call views): none unless set. */
@@ -182,6 +225,9 @@ public final class BranchSink implements FlowSink {
         judgedPsb = -1;
         decoder = d;
         sampleClock.decoder(d);
+        if (ipc != null) {
+            ipc.decoder(d);
+        }
         this.toPerf = toPerf;
         clock = () -> sampleClock.time() < 0 ? -1 : toPerf.applyAsLong(sampleClock.time());
         tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
@@ -199,9 +245,12 @@ public final class BranchSink implements FlowSink {
         stateIp = ip;
         if (pending) {
             pending = false;
+            ipcHeld(ip);
             if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
                 branchAt(pTsc, pIp, ip, flagsOf(pCls, pIp), pSize);
             }
+        } else if (ipc != null && ipc.condOpen()) {
+            ipc.closeCond(ip, false);
         }
         if (holding && ip == heldIp) {
             releaseHeld();
@@ -212,16 +261,24 @@ public final class BranchSink implements FlowSink {
         marks.insn();
         sampleClock.insn(cls);
         if (resync.beginHere()) {
+            ipcState();
             branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
         }
         insns++;
+        insnTotal++;
         lastIp = ip;
+        if (ipc != null) {
+            ipc.insn(ip, size, cls, false, insnTotal);
+        }
         if (InsnClass.isBranch(cls)) {
             pending = true;
             pIp = ip;
             pSize = size;
             pCls = cls;
             pTsc = sampleClock.time();
+            if (ipc != null) {
+                ipc.hold();
+            }
         }
     }
 
@@ -281,6 +338,8 @@ public final class BranchSink implements FlowSink {
             dFlags = f;
             dLen = len;
             dCycles = cycles.getAsLong();
+            dStInsns = stateInsns();
+            dStCycles = stateCycles();
             carried += insns;
             insns = 0;
             if (timeMarks) {
@@ -291,17 +350,29 @@ public final class BranchSink implements FlowSink {
         afterEnd = (f & BranchFlags.TRACE_END) != 0;
         dropped = false;
         long c = cycles.getAsLong();
-        add(new FlowItem.Branch(cpu, perf(tsc), from, to, f, len, insns + carried, c - cyclesBefore));
+        add(new FlowItem.Branch(cpu, perf(tsc), from, to, f, len, insns + carried, c - cyclesBefore, stateInsns(),
+                stateCycles()));
         cyclesBefore = c;
         insns = 0;
         carried = 0;
+    }
+
+    /** The instruction total of the state an item is made of now (-1: no IPC counted). */
+    private long stateInsns() {
+        return ipc == null ? -1 : ipc.insns();
+    }
+
+    /** The cycle count of the state an item is made of now (-1: it carries no IPC). */
+    private long stateCycles() {
+        return ipc == null || !ipc.ipc() ? -1 : ipc.cycles();
     }
 
     /** An event or a loss follows: the branch left out before it is made an item (the view shows its kind). */
     private void keepDropped() {
         if (dropped) {
             dropped = false;
-            add(new FlowItem.Branch(cpu, perf(dTsc), dFrom, dTo, dFlags, dLen, carried, dCycles - cyclesBefore));
+            add(new FlowItem.Branch(cpu, perf(dTsc), dFrom, dTo, dFlags, dLen, carried, dCycles - cyclesBefore,
+                    dStInsns, dStCycles));
             cyclesBefore = dCycles;
             carried = 0;
         }
@@ -341,6 +412,7 @@ public final class BranchSink implements FlowSink {
     private void resolve(long to) {
         if (pending) {
             pending = false;
+            ipcHeld(to);
             if (pCls != InsnClass.COND_JUMP || to != pIp + pSize) {
                 branchAt(pTsc, pIp, to, flagsOf(pCls, pIp), pSize);
             }
@@ -366,6 +438,7 @@ public final class BranchSink implements FlowSink {
         if (!holding) { // (only an event starts holding) no branch: its length and class matter to nothing here
             insn(ip, 0, InsnClass.OTHER, mode, speculative);
             insns += count - 1;
+            insnTotal += count - 1;
             return;
         }
         insnEach(ip, count, code, off, mode, speculative, x86);
@@ -375,7 +448,7 @@ public final class BranchSink implements FlowSink {
 
     @Override
     public boolean plainPaths() {
-        return callsOnly;
+        return callsOnly && ipc == null;
     }
 
     /**
@@ -392,7 +465,7 @@ public final class BranchSink implements FlowSink {
      */
     @Override
     public boolean plainPath(long base, CodeCache code, ptfence.insn.TntPaths t, long first) {
-        if (!callsOnly || holding || resync.resuming() || afterEnd || marks.noCbrShown()) {
+        if (!callsOnly || ipc != null || holding || resync.resuming() || afterEnd || marks.noCbrShown()) {
             return false;
         }
         if (pending) {
@@ -487,7 +560,7 @@ public final class BranchSink implements FlowSink {
         } else {
             sampleClock.event();
         }
-        take(ev, psb.getAsLong());
+        take(ev, psb.getAsLong(), true);
     }
 
     /** The held status updates, at the PSB's time: the flow reached the PSB's IP, or something else came first. */
@@ -499,12 +572,18 @@ public final class BranchSink implements FlowSink {
         stateIp = heldIp;
         sampleClock.eventAt(heldTsc);
         for (Event e : held) {
-            take(e, heldPsb);
+            take(e, heldPsb, false); // (as the sample views' PSB+ ahead of its IP: no count taken)
         }
         held.clear();
     }
 
-    private void take(Event ev, long psbOffset) {
+    /** {@code ev} as perf returns it ({@code now}: here, so its state takes a moved cycle count, as the sample views'). */
+    private void take(Event ev, long psbOffset, boolean now) {
+        // a branch an event makes after settling the held one has the event's state: taken there (below)
+        if (now && (ev.statusUpdate || ev.type != Event.ASYNC_DISABLED && ev.type != Event.ASYNC_BRANCH
+                && ev.type != Event.OVERFLOW)) {
+            ipcState();
+        }
         if (marks.noState(ev)) {
             return; // no state, no sample: a ratio perf's filter left unseen waits for the next state
         }
@@ -563,6 +642,7 @@ public final class BranchSink implements FlowSink {
                 offIp = ev.ipSuppressed ? lastIp : ev.ip;
                 if (pending) {
                     pending = false;
+                    ipcHeld(ev.ipSuppressed ? 0 : ev.ip);
                     branchAt(pTsc, pIp, ev.ipSuppressed ? 0 : ev.ip, flagsOf(pCls, pIp) | BranchFlags.TRACE_END, pSize);
                 } else {
                     branch(lastIp, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
@@ -571,11 +651,13 @@ public final class BranchSink implements FlowSink {
             case Event.ASYNC_DISABLED -> {
                 offIp = ev.from;
                 resolve(ev.from);
+                ipcState();
                 branch(ev.from, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
             }
             case Event.ASYNC_BRANCH -> {
                 resolve(ev.from);
                 resync.inStep();
+                ipcState();
                 branch(ev.from, ev.ip, BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.ASYNC
                         | BranchFlags.INTERRUPT, 0);
             }
@@ -588,6 +670,7 @@ public final class BranchSink implements FlowSink {
                     resolve(at);
                 }
                 pending = false;
+                ipcState();
                 if (!filter.active() || !filter.stopped()) {
                     loss("overflow", PtError.OVERFLOW, at);
                 }
@@ -642,7 +725,11 @@ public final class BranchSink implements FlowSink {
         releaseHeld();
         pending = false;
         if (resync.beginBeforeError(code)) {
+            ipcState();
             branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
+        }
+        if (ipc != null) {
+            ipc.error(code == PtError.NOMAP || code == PtError.BAD_INSN);
         }
         long at = perf(sampleClock.error()); // perf's decoder takes the error's time
         if (!neverDecoded(offset)) {
@@ -666,6 +753,11 @@ public final class BranchSink implements FlowSink {
             releaseHeld();
             resolve(ip);
             long t = at >= 0 ? sampleClock.eventAt(at) : sampleClock.event();
+            if (ipc != null && at >= 0) {
+                ipc.stateAtIp(insnTotal); // the full IP's state: its count is the IP packet's, not the failing walk's
+            } else {
+                ipcState();
+            }
             branchAt(t, 0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
         }
     }

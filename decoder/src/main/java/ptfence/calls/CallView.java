@@ -7,6 +7,11 @@ public interface CallView extends CallStacks.Listener {
     /** {@code item} of thread {@code t}, after the stacks took it in. */
     void item(ThreadStack t, FlowItem item) throws IOException;
 
+    /** Whether the items' branches must carry perf's IPC counts ({@link FlowItem.Branch#stateCycles}). */
+    default boolean countsIpc() {
+        return false;
+    }
+
     /** The flow ended (the stacks have been ended too). */
     void end() throws IOException;
 }

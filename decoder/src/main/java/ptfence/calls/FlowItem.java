@@ -17,10 +17,12 @@ public sealed interface FlowItem permits FlowItem.Branch, FlowItem.Mark, FlowIte
      * A taken branch, or the start or end of tracing: {@code from} 0 for a trace begin, {@code to} 0 when the
      * target is not traced. {@code insnLen} is the branch instruction's length (0 for an asynchronous transfer), so
      * a call's return address is {@code from + insnLen}. {@code cycles}: the core cycles the trace's CYC packets
-     * counted since the previous branch (0 without CYC).
+     * counted since the previous branch (0 without CYC). {@code stateInsns}/{@code stateCycles}: perf's IPC counts of
+     * the state its sample is made of ({@link ptfence.flow.SampleCycles}: instructions so far, the cycle count the
+     * state took; {@code stateCycles} -1 where the state carries no IPC or none is counted).
      */
-    record Branch(int cpu, long time, long from, long to, int flags, int insnLen, long insns, long cycles)
-            implements FlowItem {
+    record Branch(int cpu, long time, long from, long to, int flags, int insnLen, long insns, long cycles,
+            long stateInsns, long stateCycles) implements FlowItem {
     }
 
     /**

@@ -17,9 +17,8 @@ abstract class LineView implements CallView {
     final PerfLines perf;
     private final LineOptions options;
     final StringBuilder sb = new StringBuilder(160);
-    /** Per CPU (index cpu + 1): instructions and cycles since its last branch line, for perf's ipc field. */
-    private long[] insnsSince = new long[8];
-    private long[] cyclesSince = new long[8];
+    /** Per CPU (index cpu + 1): perf's IPC counts since its last branch sample (ptfence.flow.SampleCycles' rule). */
+    private ptfence.flow.SampleCycles.Since[] ipcSince = new ptfence.flow.SampleCycles.Since[8];
     private int[] lastFlags = new int[8];
     /** perf's per-file data status: which walk failures in missing code it reports (in merge order, as perf). */
     private final ptfence.script.DsoData dsoData = new ptfence.script.DsoData();
@@ -149,19 +148,21 @@ abstract class LineView implements CallView {
     }
 
     @Override
+    public final boolean countsIpc() {
+        return !jsonl && options.fields().has(SampleFields.IPC);
+    }
+
+    @Override
     public final void item(ThreadStack t, FlowItem item) throws IOException {
         if (item.time() > 0) {
             samplesBefore(item.time());
         }
         if (item instanceof FlowItem.Branch b) {
             int c = Math.max(0, b.cpu() + 1);
-            if (c >= insnsSince.length) {
-                insnsSince = java.util.Arrays.copyOf(insnsSince, c * 2);
-                cyclesSince = java.util.Arrays.copyOf(cyclesSince, c * 2);
+            if (c >= lastFlags.length) {
+                ipcSince = java.util.Arrays.copyOf(ipcSince, c * 2);
                 lastFlags = java.util.Arrays.copyOf(lastFlags, c * 2);
             }
-            insnsSince[c] += b.insns();
-            cyclesSince[c] += b.cycles();
             // perf prints an event with its CPU's state's flags: the last branch's kind, its trace end left out
             lastFlags[c] = b.flags() & ~BranchFlags.TRACE_END;
         } else if (item instanceof FlowItem.Loss l) {
@@ -191,11 +192,15 @@ abstract class LineView implements CallView {
                 if (shows(b)) {
                     int c = Math.max(0, b.cpu() + 1);
                     boolean kept = kept(t, b.from(), b.time()) && graphShown(t, b.flags(), b.from(), b.to(), b.time());
-                    if (kept) {
-                        perf.branch(t, b, depth(t, b), insnsSince[c], cyclesSince[c]);
+                    // perf counts from this sample, printed or not (a branch its filter leaves out is none)
+                    ptfence.flow.SampleCycles.Since since = ipcSince[c];
+                    if (since == null) {
+                        since = ipcSince[c] = new ptfence.flow.SampleCycles.Since();
                     }
-                    insnsSince[c] = 0; // perf's decoder counted from this sample, printed or not
-                    cyclesSince[c] = 0;
+                    since.sample(b.stateCycles() >= 0, b.stateInsns(), b.stateCycles());
+                    if (kept) {
+                        perf.branch(t, b, depth(t, b), since.insns(), since.cycles());
+                    }
                     if (kept && ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
                         codeFetched(b.from(), b.time(), t.pid());
                     }

@@ -115,7 +115,7 @@ public final class PerfLines {
 
     /**
      * A branch sample of thread {@code t}; {@code depth} its call depth for callindent (perf's: after a call, before
-     * a return); {@code insns}/{@code cycles} what ran since the previous branch sample of its CPU (for ipc).
+     * a return); {@code insns}/{@code cycles} perf's insn_cnt/cyc_cnt of the sample (for ipc; 0: none).
      */
     void branch(ThreadStack t, FlowItem.Branch b, int depth, long insns, long cycles) throws IOException {
         int pid = t.pid();

@@ -63,6 +63,11 @@ final class CallViews {
     ptfence.script.SampleFilters filters = ptfence.script.SampleFilters.NONE;
     /** perf script's --graph-function names (null: none). */
     List<String> graphFunctions;
+    /**
+     * perf script's -F asks for ipc (set by the command): the call views print perf's IPC suffix. The other -F fields
+     * are not applied to them yet.
+     */
+    boolean ipcField;
     /** The output's bytes under the writer the text views are given (null: the writer alone): lines skip an encoder. */
     java.io.OutputStream bytes;
 
@@ -140,6 +145,9 @@ final class CallViews {
             }
         } else {
             SampleFields f = callRetTrace ? SampleFields.callRetTrace() : SampleFields.callTrace();
+            if (ipcField) {
+                f = f.with(SampleFields.IPC);
+            }
             LineOptions o = options != null ? options : new LineOptions(defaults(rd, f), events(rd, f), true, true,
                     req.timeFrom(), req.timeTo());
             CallTraceView v = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
@@ -280,6 +288,11 @@ final class CallViews {
             @Override
             public void end() throws IOException {
                 view.end();
+            }
+
+            @Override
+            public boolean countsIpc() {
+                return view.countsIpc();
             }
 
             @Override
@@ -428,6 +441,9 @@ final class CallViews {
                     callsOnly, rd.traces.size() > 1);
             if (perfTime != null) {
                 s.timeFilter(PerfScript.timeFilter(rd, perfTime, t));
+            }
+            if (view.countsIpc()) {
+                s.countIpc();
             }
             return new RecordingDecode.CpuPart(s, d -> s.decoder(d, tsc -> timed ? rd.code.clock().toPerf(tsc) : -1),
                     () -> { });

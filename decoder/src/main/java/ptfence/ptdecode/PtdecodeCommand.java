@@ -391,6 +391,11 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             }
             calls.timeRanges = ranges;
             calls.filters = sampleFilters();
+            ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
+            for (String f : perf.fields) {
+                fields.parse(f);
+            }
+            calls.ipcField = fields.has(ptfence.script.FieldSet.Type.HW, ptfence.script.FieldSet.IPC);
             calls.graphFunctions = perf.graphFunction == null ? null
                     : java.util.Arrays.stream(perf.graphFunction.split(",")).filter(x -> !x.isEmpty()).toList();
             calls.run(rd, rd.request(), "text", out);

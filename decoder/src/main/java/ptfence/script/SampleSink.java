@@ -6,6 +6,7 @@ import ptfence.flow.FlowDecoder;
 import ptfence.flow.FlowSink;
 import ptfence.flow.PtError;
 import ptfence.flow.SampleClock;
+import ptfence.flow.SampleCycles;
 import ptfence.image.CodeSpace;
 import ptfence.image.Image;
 import ptfence.insn.CodeCache;
@@ -128,20 +129,11 @@ public final class SampleSink implements FlowSink {
     private long[] brTo;
     private int[] brFlags;
     private int brLen;
-    private boolean stIpc;
-    private long stCyc;
-    private long stInsn;
-    private boolean pStIpc;
-    private long pStCyc;
-    private long pStInsn;
-    /** A conditional branch just run: perf's state for it (taken, or sampled) is known at the next instruction. */
-    private boolean condOpen;
-    private long condInsn;
-    private long condIp;
-    private int condSize;
-    /** Instructions and cycles at the last branch sample, and at the last instruction sample. */
-    private final long[] lastBr = new long[2];
-    private final long[] lastIn = new long[2];
+    /** The states' counts ({@link SampleCycles}: the rule the call views' sink shares). */
+    private final SampleCycles cycles = new SampleCycles();
+    /** Counts since the last branch sample, and since the last instruction sample. */
+    private final SampleCycles.Since lastBr = new SampleCycles.Since();
+    private final SampleCycles.Since lastIn = new SampleCycles.Since();
     /** The counts of the sample being written (0: none, as perf leaves them). */
     private long sampleInsnCnt;
     private long sampleCycCnt;
@@ -244,6 +236,7 @@ public final class SampleSink implements FlowSink {
         this.toPerf = tscToPerf;
         traceNr++;
         clock.decoder(d);
+        cycles.decoder(d);
     }
 
     // ------------------------------------------------------------------ time
@@ -267,36 +260,9 @@ public final class SampleSink implements FlowSink {
      * walking to one.
      */
     private void cycState(boolean sampleTime) {
-        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
-        if (pc == null) {
-            stIpc = false;
-            return;
-        }
-        stIpc = sampleTime ? pc.cycSampleTime() : pc.cycState();
-        stCyc = pc.sampleCycles();
-        stInsn = insnTotal;
+        cycles.state(sampleTime, insnTotal);
     }
 
-    /** The conditional branch before the instruction at {@code ip}: taken or sampled, perf returned a state. */
-    private void closeCond(long ip) {
-        condOpen = false;
-        ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
-        if (pc == null) {
-            return;
-        }
-        if (ip != condIp + condSize) {
-            stIpc = pc.condTaken();
-            stCyc = pc.sampleCycles();
-            stInsn = condInsn;
-            if (pending && pIp == condIp) {
-                pStIpc = stIpc;
-                pStCyc = stCyc;
-                pStInsn = stInsn;
-            }
-            return;
-        }
-        pc.condNotTaken();
-    }
 
     private long perfTime() {
         return queueTsc < 0 || cfg.events.timeless ? -1 : toPerf.applyAsLong(queueTsc);
@@ -320,8 +286,8 @@ public final class SampleSink implements FlowSink {
         lastCls = cls;
         lastMode = mode;
         lastSize = size;
-        if (condOpen) {
-            closeCond(ip);
+        if (cycles.condOpen()) {
+            cycles.closeCond(ip, pending && cycles.condAt(pIp));
         }
         if (pending) {
             resolve(ip, 0);
@@ -351,7 +317,7 @@ public final class SampleSink implements FlowSink {
             }
         }
         if (countIpc) {
-            ipcState(ip, size, cls, sample);
+            cycles.insn(ip, size, cls, sample, insnTotal);
         }
         if (!sample && !(branch && (wantBranches || calls != null))) {
             return;
@@ -362,9 +328,7 @@ public final class SampleSink implements FlowSink {
                 : 0;
         if (branch && holdForTarget) {
             hold(ip, size, cls, queueTsc, sample, sample ? insnTotal - insnAtLastSample : 0, len);
-            pStIpc = stIpc;
-            pStCyc = stCyc;
-            pStInsn = stInsn;
+            cycles.hold();
             System.arraycopy(code, 0, pBytes, 0, len);
             if (sample) {
                 insnAtLastSample = insnTotal;
@@ -376,28 +340,6 @@ public final class SampleSink implements FlowSink {
             insnAtLastSample = insnTotal;
             int flags = branch ? insnFlags(cls, code, len) : 0;
             instruction(ip, 0, flags, size, code, len, period);
-        }
-    }
-
-    /**
-     * perf's state for the instruction just counted, where it returns one: a branch that takes a packet is returned
-     * between packets (a not-taken conditional one only when sampled, known at the next instruction); any other
-     * sampled instruction while walking to its packet.
-     */
-    private void ipcState(long ip, int size, int cls, boolean sample) {
-        if (cls == InsnClass.COND_JUMP && !sample) {
-            condOpen = true; // a state only if taken: closeCond
-            condIp = ip;
-            condSize = size;
-            condInsn = insnTotal;
-            ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
-            if (pc != null) {
-                pc.condState();
-            }
-        } else if (SampleClock.takesPacket(cls)) {
-            cycState(true);
-        } else if (sample || InsnClass.isBranch(cls)) {
-            cycState(false);
         }
     }
 
@@ -446,8 +388,8 @@ public final class SampleSink implements FlowSink {
 
     /** The held branch went to {@code to} (0: not traced on), ending tracing when {@code extra} says so. */
     private void resolve(long to, int extra) {
-        if (condOpen) {
-            closeCond(to);
+        if (cycles.condOpen()) {
+            cycles.closeCond(to, pending && cycles.condAt(pIp));
         }
         pending = false;
         boolean taken = pCls != InsnClass.COND_JUMP || to != pIp + pSize;
@@ -455,9 +397,7 @@ public final class SampleSink implements FlowSink {
         long saved = clock.time();
         queueTsc = pTsc;
         settleCbrAt(to, (extra & BranchFlags.TRACE_END) != 0);
-        stIpc = pStIpc;
-        stCyc = pStCyc;
-        stInsn = pStInsn;
+        cycles.held();
         if (pSample) {
             instruction(pIp, taken ? to : 0, flags, pSize, pBytes, pLen, pPeriod);
         }
@@ -911,12 +851,8 @@ public final class SampleSink implements FlowSink {
             traceBegin(ip);
         }
         queueTsc = clock.error(); // perf's decoder takes the time of the error, its queue does not
-        ptfence.timing.PerfClock pc = countIpc && decoder != null ? decoder.perfClock() : null;
-        if (pc != null) {
-            pc.cycError();
-            if (perf == 5) {
-                pc.walkFailed();
-            }
+        if (countIpc) {
+            cycles.error(perf == 5);
         }
         // missing code in a file: whether perf reports it depends on the file's data status, which the merge keeps in
         // time order over every CPU (DsoData); the line carries the file as its gate
@@ -957,12 +893,9 @@ public final class SampleSink implements FlowSink {
             queueTsc = tsc >= 0 ? clock.eventAt(tsc) : clock.event();
             stateTime();
             if (countIpc) {
-                ptfence.timing.PerfClock pc = decoder == null ? null : decoder.perfClock();
-                if (tsc >= 0 && pc != null) {
+                if (tsc >= 0) {
                     // the full IP's state: its time and its cycle count are the IP packet's, not the failing walk's
-                    stIpc = pc.stateAtIp();
-                    stCyc = pc.sampleCycles();
-                    stInsn = insnTotal;
+                    cycles.stateAtIp(insnTotal);
                 } else {
                     cycState(true);
                 }
@@ -1010,15 +943,10 @@ public final class SampleSink implements FlowSink {
      * perf's counts of the sample being made from the state now: where the state has a cycle count other than the last
      * sample's of this kind ({@code last}: instructions, cycles), what ran since; else none.
      */
-    private void ipcCounts(long[] last) {
-        sampleInsnCnt = 0;
-        sampleCycCnt = 0;
-        if (countIpc && stIpc && stCyc != last[1]) {
-            sampleCycCnt = stCyc - last[1];
-            sampleInsnCnt = stInsn - last[0];
-            last[0] = stInsn;
-            last[1] = stCyc;
-        }
+    private void ipcCounts(SampleCycles.Since last) {
+        last.sample(countIpc && cycles.ipc(), cycles.insns(), cycles.cycles());
+        sampleInsnCnt = last.insns();
+        sampleCycCnt = last.cycles();
     }
 
     private void branch(long from, long to, int flags, int size, byte[] bytes, int len) {
