@@ -50,6 +50,8 @@ public final class ScriptMerge {
     private DsoData dsoData;
     private LineCall lineCall;
     private long[] queueLimits = new long[0];
+    /** The mark of a state with no line: taken in its turn, it prints nothing and runs nothing. */
+    private static final Runnable STATE = () -> { };
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -136,6 +138,8 @@ public final class ScriptMerge {
         /** A mark to place before the first line at or after {@link #dueAt} (null: none). */
         private Runnable due;
         private long dueAt;
+        /** The times of the states without a line this source tells the merge (perf's queue stops there too). */
+        private final ptfence.calls.MergeTimes states = new ptfence.calls.MergeTimes(t -> mark(t, STATE));
 
         private Producer(int index, boolean holdsTurn) {
             this.index = index;
@@ -270,8 +274,21 @@ public final class ScriptMerge {
             }
         }
 
+        /**
+         * A state perf's decoder returns at perf time {@code time} with no line of its own (an unsampled branch, a
+         * PSB): it orders this CPU's lines among the others' as a line would ({@link QueueOrder}).
+         */
+        public void state(long time) {
+            if (time >= 0) {
+                states.left(time);
+            }
+        }
+
         /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
         public void commit(long time, boolean skippable) {
+            if (time >= 0) {
+                states.item(time);
+            }
             int i = entry(time, null, split, skippable, gate, calling);
             Batch b = batch;
             split = -1;
@@ -302,6 +319,7 @@ public final class ScriptMerge {
 
         /** No more lines: must be called however the source ends, else the printer waits forever. */
         public void end() {
+            states.flush();
             runDue();
             flush();
             Batch b = take(free.get(index), holdsTurn);
@@ -425,6 +443,12 @@ public final class ScriptMerge {
             }
             Batch b = head[best];
             int i = pos[best]++;
+            if (b.marks[i] == STATE) {
+                b.marks[i] = null;
+                current = best;
+                order.taken(best);
+                continue;
+            }
             if (b.marks[i] != null) {
                 Runnable m = b.marks[i];
                 b.marks[i] = null;
