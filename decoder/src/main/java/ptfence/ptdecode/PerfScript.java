@@ -33,6 +33,7 @@ final class PerfScript {
         SidebandLines side = sidebandLines(rd, cfg, show);
         ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
         merge.gates(cfg.dsoData);
+        merge.queueLimits(rd.queueLimits);
         if (cfg.dlfilter != null) {
             merge.calls(new ptfence.script.DlFilterCalls(cfg.dlfilter, rd.symbols));
         }

@@ -669,6 +669,24 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
     }
 
+    /**
+     * A -S entry perf takes as an address (setup_addrlist: strtoul base 16 reads all of it, blanks aside; "0x" or not,
+     * a sign), or null: a symbol name (one too big for 64 bits stays a name, as strtoul's ERANGE).
+     */
+    static Long symbolAddress(String entry) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*([+-]?)(?:0[xX])?([0-9a-fA-F]+)\\s*")
+                .matcher(entry);
+        if (!m.matches()) {
+            return null;
+        }
+        try {
+            long v = Long.parseUnsignedLong(m.group(2), 16);
+            return m.group(1).equals("-") ? -v : v;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
     /** perf script's filters of samples by who and where: --pid, --tid, --comms, --dsos, -S with --addr-range. */
     private ptfence.script.SampleFilters sampleFilters() {
         ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
@@ -677,15 +695,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             List<Long> addrs = new java.util.ArrayList<>();
             for (String s : perf.symbols) {
                 String v = s.trim();
-                if (v.matches("(0[xX])?[0-9a-fA-F]+") && (v.startsWith("0x") || v.startsWith("0X")
-                        || !names.contains(v))) {
-                    try {
-                        addrs.add(Long.parseUnsignedLong(v.replaceFirst("^0[xX]", ""), 16));
-                    } catch (NumberFormatException e) {
-                        names.add(v);
-                    }
+                Long address = symbolAddress(v);
+                if (address != null) {
+                    addrs.add(address); // perf moves it to its addr_list: it no longer names a symbol
+                } else {
+                    names.add(v);
                 }
-                names.add(v);
             }
             symbolFilter = new ptfence.script.ScriptConfig.SymbolFilter(names,
                     addrs.stream().mapToLong(Long::longValue).toArray(), perf.addrRange == null ? 0 : perf.addrRange);

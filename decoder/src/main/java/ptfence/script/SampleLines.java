@@ -310,7 +310,7 @@ final class SampleLines {
         }
         Symbol s = ip == 0 ? null : cursor.symbol(ip, time, pid);
         String d = s != null ? s.dso() : ip == 0 ? null : symbols.dso(ip, time, pid);
-        return cfg.filters.placeKept(ip, d, s == null ? null : s.name(), s == null ? 0 : s.start());
+        return cfg.filters.placeKept(ip, d, s == null ? null : s.name());
     }
 
     // ------------------------------------------------------------------ samples
@@ -570,6 +570,12 @@ final class SampleLines {
             blocks.write(b, synth, s, ip, cfg.maxBlocks);
         }
         b.nl();
+        String dso = dsoOf(ip, s.time(), s.pid());
+        if (dso != null) {
+            // a synthesized sample carries no instruction bytes: perf script fetches them at its IP whatever the
+            // fields (script_fetch_insn), a read of that file's data, kept in time order by the merge (DsoData)
+            s.out().gate(-cfg.dsoData.id(dso));
+        }
         s.out().commit(s.time(), skippable);
     }
 

@@ -49,6 +49,9 @@ public final class ScriptMerge {
     private volatile boolean stopped;
     private DsoData dsoData;
     private LineCall lineCall;
+    private long[] queueLimits = new long[0];
+    /** The mark of a state with no line: taken in its turn, it prints nothing and runs nothing. */
+    private static final Runnable STATE = () -> { };
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -65,6 +68,11 @@ public final class ScriptMerge {
             }
             free.add(f);
         }
+    }
+
+    /** The times of the recording's records, which order the CPUs' lines of equal time ({@link QueueOrder}). */
+    public void queueLimits(long[] times) {
+        queueLimits = times;
     }
 
     /** The per-file state the lines' gates go through, in the printed order (before {@link #drain}). */
@@ -130,6 +138,8 @@ public final class ScriptMerge {
         /** A mark to place before the first line at or after {@link #dueAt} (null: none). */
         private Runnable due;
         private long dueAt;
+        /** The times of the states without a line this source tells the merge (perf's queue stops there too). */
+        private final ptfence.calls.MergeTimes states = new ptfence.calls.MergeTimes(t -> mark(t, STATE));
 
         private Producer(int index, boolean holdsTurn) {
             this.index = index;
@@ -264,8 +274,21 @@ public final class ScriptMerge {
             }
         }
 
+        /**
+         * A state perf's decoder returns at perf time {@code time} with no line of its own (an unsampled branch, a
+         * PSB): it orders this CPU's lines among the others' as a line would ({@link QueueOrder}).
+         */
+        public void state(long time) {
+            if (time >= 0) {
+                states.left(time);
+            }
+        }
+
         /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
         public void commit(long time, boolean skippable) {
+            if (time >= 0) {
+                states.item(time);
+            }
             int i = entry(time, null, split, skippable, gate, calling);
             Batch b = batch;
             split = -1;
@@ -296,6 +319,7 @@ public final class ScriptMerge {
 
         /** No more lines: must be called however the source ends, else the printer waits forever. */
         public void end() {
+            states.flush();
             runDue();
             flush();
             Batch b = take(free.get(index), holdsTurn);
@@ -370,6 +394,7 @@ public final class ScriptMerge {
         boolean[] ended = new boolean[k];
         LineBytes buf = new LineBytes(1 << 16);
         int current = -1;
+        QueueOrder order = new QueueOrder(k, queueLimits);
         long skipLeft = skip;
         while (true) {
             int best = -1;
@@ -399,7 +424,7 @@ public final class ScriptMerge {
                     pos[i] = 0;
                 }
                 long t = head[i].times[pos[i]];
-                if (best < 0 || earlier(t, i, bestTime, best, current)) {
+                if (best < 0 || earlier(t, i, bestTime, best, current, order)) {
                     best = i;
                     bestTime = t;
                 }
@@ -407,8 +432,23 @@ public final class ScriptMerge {
             if (best < 0) {
                 break;
             }
+            if (order.reach(bestTime)) {
+                // a record's time stopped the running CPU: the ties are ordered again
+                for (int i = 0; i < k; i++) {
+                    if (!ended[i] && i != best && earlier(head[i].times[pos[i]], i, bestTime, best, current, order)) {
+                        best = i;
+                        bestTime = head[i].times[pos[i]];
+                    }
+                }
+            }
             Batch b = head[best];
             int i = pos[best]++;
+            if (b.marks[i] == STATE) {
+                b.marks[i] = null;
+                current = best;
+                order.taken(best);
+                continue;
+            }
             if (b.marks[i] != null) {
                 Runnable m = b.marks[i];
                 b.marks[i] = null;
@@ -416,17 +456,23 @@ public final class ScriptMerge {
                 continue;
             }
             current = best;
+            if (!sideband[best]) {
+                order.taken(best);
+            }
             // the call before the gate: a read of a file's data (a negative gate) is made for printed samples only;
             // a line the initial skip takes is never handed to the call (perf skips before it delivers)
             if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0) && !call(b.calls[i], buf, out)) {
                 continue;
             }
-            if (b.gates[i] != 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
+            if (b.gates[i] > 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
                 continue;
             }
             if (b.skippable[i] && skipLeft > 0) {
                 skipLeft--;
                 continue;
+            }
+            if (b.gates[i] < 0 && dsoData != null) {
+                dsoData.pass(b.gates[i]); // a printed sample's read; one the initial skip took was never delivered
             }
             int from = i == 0 ? 0 : b.ends[i - 1];
             int to = b.ends[i];
@@ -458,7 +504,7 @@ public final class ScriptMerge {
     }
 
     /** Whether source {@code i}'s line at {@code t} goes before the best so far (perf's order on ties). */
-    private boolean earlier(long t, int i, long bestTime, int best, int current) {
+    private boolean earlier(long t, int i, long bestTime, int best, int current, QueueOrder order) {
         if (t < 0 || bestTime < 0) {
             // untimed: a CPU's lines come after the sideband's (perf decodes an untimed trace once all records are
             // read), else as they come
@@ -473,7 +519,7 @@ public final class ScriptMerge {
         if (sideband[i] != sideband[best]) {
             return sideband[i];
         }
-        return i == current;
+        return sideband[i] ? i == current : order.before(i, best);
     }
 
     /** Writes a line's time field (perf's formats, --reltime and --deltatime count from lines printed before). */
