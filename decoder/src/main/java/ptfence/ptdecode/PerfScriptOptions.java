@@ -243,9 +243,8 @@ public final class PerfScriptOptions {
             return "--graph-function: not done yet with the sample views (it is with --call-trace and "
                     + "--call-ret-trace)";
         }
-        if (showNamespace || showRound || showCgroup) {
-            return (showNamespace ? "--show-namespace-events" : showRound ? "--show-round-events"
-                    : "--show-cgroup-events") + ": not done yet";
+        if (showNamespace || showCgroup) {
+            return (showNamespace ? "--show-namespace-events" : "--show-cgroup-events") + ": not done yet";
         }
         if (fullSourcePath) {
             return "--full-source-path: not done yet";

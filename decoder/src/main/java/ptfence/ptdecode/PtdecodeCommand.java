@@ -384,6 +384,9 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             }
         }
         perfOptionsOnRecording(rd);
+        if (perf.showRound && !perf.dumpRaw && !perf.dumpUnsorted) {
+            roundEvents(rd);
+        }
         if (calls.callTrace || calls.callRetTrace) {
             if (perf.dlfilter != null) {
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
@@ -437,7 +440,8 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), filters);
         cfg.maxBlocks = perf.maxBlocks == null ? 0 : perf.maxBlocks;
         if (perf.dumpRaw || perf.dumpUnsorted) {
-            PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
+            PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream(),
+                    perf.dumpUnsorted || perf.showRound, perf.showRound);
             return done(rd, out);
         }
         if (script != null) {
@@ -651,6 +655,28 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             throw new BadInputException("--per-event-dump: not done yet (perf writes each event's lines to "
                     + recording + ".EVENT.dump)");
         }
+    }
+
+    /**
+     * --show-round-events: perf reads the records unordered, which its Intel PT decoder refuses (RoundEvents); its
+     * words and status, after what it printed before (--header).
+     */
+    private void roundEvents(RecordingDecode rd) throws java.io.IOException {
+        if (perf.script != null || perf.dlfilter != null) {
+            throw new BadInputException("--show-round-events with " + (perf.script != null ? "-s" : "--dlfilter")
+                    + ": not done yet");
+        }
+        ptfence.script.RoundEvents.Refusal refusal;
+        try (ptfence.perfdata.PerfDataFile f = rd.openRecording()) {
+            refusal = ptfence.script.RoundEvents.unordered(f);
+        }
+        if (refusal == null) {
+            throw new BadInputException("--show-round-events: not done yet for a recording without Intel PT ahead of "
+                    + "its records (perf prints them unordered, with the rounds)");
+        }
+        stderr.print(refusal.lines());
+        stderr.flush();
+        throw new PerfStatus(234);
     }
 
     /** perf's exit status for a failure perf reports in its own words (already printed); ptdecode adds none. */
