@@ -32,6 +32,8 @@ final class PerfScript {
             throws Exception {
         List<RecordingDecode.CpuTrace> traces = decode ? rd.traces : List.of();
         SidebandLines side = sidebandLines(rd, cfg, show);
+        rd.err.print(side.warnings());
+        rd.err.flush();
         ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
         merge.gates(cfg.dsoData);
         if (cfg.dlfilter != null) {
@@ -113,7 +115,7 @@ final class PerfScript {
     static void dumpRaw(RecordingDecode rd, ScriptConfig cfg, String label, boolean packets, OutputStream out,
             boolean unordered, boolean rounds) throws Exception {
         java.io.ByteArrayOutputStream lines = new java.io.ByteArrayOutputStream();
-        run(rd, cfg, new SidebandLines.Show(false, false, false, false, false, false), lines, false);
+        run(rd, cfg, SidebandLines.Show.NONE, lines, false);
         String[] scriptLines = lines.toString(java.nio.charset.StandardCharsets.UTF_8).split("\n", -1);
         int[] next = {0};
         FileOrder order = unordered ? FileOrder.of(rd) : null;

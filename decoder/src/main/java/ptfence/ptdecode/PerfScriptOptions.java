@@ -243,9 +243,6 @@ public final class PerfScriptOptions {
             return "--graph-function: not done yet with the sample views (it is with --call-trace and "
                     + "--call-ret-trace)";
         }
-        if (showNamespace || showCgroup) {
-            return (showNamespace ? "--show-namespace-events" : "--show-cgroup-events") + ": not done yet";
-        }
         if (fullSourcePath) {
             return "--full-source-path: not done yet";
         }

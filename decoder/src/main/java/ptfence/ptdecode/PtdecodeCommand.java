@@ -448,8 +448,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             try (ptfence.script.PythonScript py = script) {
                 cfg.script = py;
                 co.stream().write(py.prologue());
-                PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(false, false, false, false, false,
-                        false), py.output(co.stream()), !perf.noItrace);
+                PerfScript.run(rd, cfg, ptfence.script.SidebandLines.Show.NONE, py.output(co.stream()), !perf.noItrace);
                 co.stream().write(py.end());
             } catch (Exception ex) {
                 // however the merge wrapped it: the script ended the run
@@ -474,7 +473,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         java.io.OutputStream lines = perf.xed ? new ptfence.script.XedFilter(co.stream()) : co.stream();
         try {
             PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
-                    perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), lines, !perf.noItrace);
+                    perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke, perf.showNamespace, perf.showCgroup), lines, !perf.noItrace);
             if (perf.xed) {
                 lines.close();
             }

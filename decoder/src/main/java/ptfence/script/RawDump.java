@@ -341,6 +341,10 @@ public final class RawDump {
             sb.append(" type ").append(Integer.toUnsignedString(e.eventType())).append(", flags ")
                     .append(Integer.toUnsignedString(e.flags())).append(", id ").append(Integer.toUnsignedString(e.id()))
                     .append('\n');
+        } else if (rec instanceof PerfRecord.Namespaces n) {
+            sb.append(SidebandLines.words(n));
+        } else if (rec instanceof PerfRecord.Cgroup c) {
+            sb.append(SidebandLines.words(c));
         } else if (rec instanceof PerfRecord.FinishedRound f) {
             sb.append(!unordered ? "\n" : rounds ? "PERF_RECORD_FINISHED_ROUND\n" : ": unhandled!\n");
         } else if (rec instanceof PerfRecord.Sample s) {
