@@ -243,9 +243,6 @@ public final class PerfScriptOptions {
             return "--graph-function: not done yet with the sample views (it is with --call-trace and "
                     + "--call-ret-trace)";
         }
-        if (fullSourcePath) {
-            return "--full-source-path: not done yet";
-        }
         if (genScript != null) {
             return "-g/--gen-script " + genScript + ": not done (ptdecode runs perf's scripts with -s, unchanged, but "
                     + "writes no script skeleton; 'perf script -g python' writes one)";

@@ -439,6 +439,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), filters);
         cfg.maxBlocks = perf.maxBlocks == null ? 0 : perf.maxBlocks;
+        cfg.fullSourcePath = perf.fullSourcePath;
         if (perf.dumpRaw || perf.dumpUnsorted) {
             PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream(),
                     perf.dumpUnsorted || perf.showRound, perf.showRound);

@@ -69,7 +69,7 @@ final class SampleLines {
     SampleLines(ScriptConfig cfg, Symbolizer symbols) {
         this.cfg = cfg;
         this.symbols = symbols;
-        this.cursor = new SymbolCursor(symbols);
+        this.cursor = new SymbolCursor(symbols, cfg.fullSourcePath);
         this.blocks = new BranchBlocks(cursor, symbols);
         this.hw = cfg.fields.fields(FieldSet.Type.HW);
         this.synth = cfg.fields.fields(FieldSet.Type.SYNTH);

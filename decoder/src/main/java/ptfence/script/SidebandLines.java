@@ -450,7 +450,8 @@ public final class SidebandLines {
             }
         }
         if ((fields & FieldSet.IP) != 0 && (fields & FieldSet.SRCLINE) != 0 && s.ip() != 0) {
-            String src = symbols.srcline(s.ip(), time, s.pid());
+            ptfence.symbol.SourceLine l = symbols.line(s.ip(), time, s.pid());
+            String src = l == null ? null : cfg.fullSourcePath ? l.path() : l.text();
             if (src == null) {
                 src = symbols.srclineFallback(s.ip(), time, s.pid());
             }

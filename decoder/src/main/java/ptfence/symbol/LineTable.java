@@ -45,7 +45,7 @@ public final class LineTable {
         if (dl == null) {
             return null;
         }
-        Builder b = new Builder(elf.section(".debug_line_str"), elf.section(".debug_str"));
+        Builder b = new Builder(elf.section(".debug_line_str"), elf.section(".debug_str"), CompDirs.of(elf));
         b.read(dl);
         return b.build();
     }
@@ -70,7 +70,7 @@ public final class LineTable {
         SourceLine l = rows[i];
         if (l == null) { // made once per row run (threads racing make equal ones)
             l = new SourceLine(bases[file[i]] + ":" + line[i], address[i],
-                    i + 1 < address.length ? address[i + 1] : address[i] + 1);
+                    i + 1 < address.length ? address[i + 1] : address[i] + 1, files[file[i]] + ":" + line[i]);
             rows[i] = l;
         }
         return l;
@@ -110,9 +110,13 @@ public final class LineTable {
         private long[] seq = new long[48];
         private int seqLen;
 
-        Builder(ByteBuffer lineStr, ByteBuffer str) {
+        /** Each unit's comp_dir by its line program's offset (DWARF before 5 leaves it out of the program). */
+        private final java.util.Map<Long, String> compDirs;
+
+        Builder(ByteBuffer lineStr, ByteBuffer str, java.util.Map<Long, String> compDirs) {
             this.lineStr = lineStr;
             this.str = str;
+            this.compDirs = compDirs;
         }
 
         void read(ByteBuffer all) {
@@ -130,7 +134,8 @@ public final class LineTable {
                     return; // a damaged unit: the rows before it stand
                 }
                 try {
-                    unit(d.duplicate().order(ByteOrder.LITTLE_ENDIAN).limit((int) end).position(d.position()), dwarf64);
+                    unit(d.duplicate().order(ByteOrder.LITTLE_ENDIAN).limit((int) end).position(d.position()), dwarf64,
+                            compDirs.getOrDefault((long) at, ""));
                 } catch (RuntimeException e) {
                     seqLen = 0; // a unit we cannot read (unknown form, truncated): skip it
                 }
@@ -138,7 +143,7 @@ public final class LineTable {
             }
         }
 
-        private void unit(ByteBuffer d, boolean dwarf64) {
+        private void unit(ByteBuffer d, boolean dwarf64, String compDir) {
             int version = Short.toUnsignedInt(d.getShort());
             if (version < 2 || version > 5) {
                 return;
@@ -172,10 +177,11 @@ public final class LineTable {
                     fileIds.add(id(join(dirs, e[0], e[1] == null ? 0 : Integer.parseInt(e[1]))));
                 }
             } else {
+                // directory 0 is the unit's comp_dir, and the others are relative to it unless absolute
                 List<String> dirs = new ArrayList<>();
-                dirs.add("");
+                dirs.add(compDir);
                 for (String s = cstr(d); !s.isEmpty(); s = cstr(d)) {
-                    dirs.add(s);
+                    dirs.add(s.startsWith("/") || compDir.isEmpty() ? s : join(dirs, s, 0));
                 }
                 fileIds.add(-1); // files count from 1 before DWARF 5
                 for (String s = cstr(d); !s.isEmpty(); s = cstr(d)) {
