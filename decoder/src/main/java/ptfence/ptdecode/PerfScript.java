@@ -36,6 +36,7 @@ final class PerfScript {
         rd.err.flush();
         ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
         merge.gates(cfg.dsoData);
+        merge.perEvent(cfg.perEvent);
         if (cfg.dlfilter != null) {
             merge.calls(new ptfence.script.DlFilterCalls(cfg.dlfilter, rd.symbols));
         }

@@ -186,7 +186,8 @@ public final class PerfScriptOptions {
     boolean showKernelPath;
     @Option(names = "--max-blocks", hidden = true, paramLabel = "N")
     Integer maxBlocks;
-    @Option(names = "--per-event-dump", hidden = true)
+    @Option(names = "--per-event-dump", description = "Each event's sample lines to RECORDING.EVENT.dump (perf's "
+            + "names, beside the recording), what was written on stdout.")
     boolean perEventDump;
     @Option(names = {"-d", "--debug-mode"}, hidden = true)
     boolean debugMode;

@@ -387,6 +387,10 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         if (perf.showRound && !perf.dumpRaw && !perf.dumpUnsorted) {
             roundEvents(rd);
         }
+        if (perf.perEventDump && (calls.callTrace || calls.callRetTrace || perf.dumpRaw || perf.dumpUnsorted)) {
+            throw new BadInputException("--per-event-dump with " + (perf.dumpRaw || perf.dumpUnsorted ? "-D"
+                    : "--call-trace or --call-ret-trace") + ": not done yet");
+        }
         if (calls.callTrace || calls.callRetTrace) {
             if (perf.dlfilter != null) {
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
@@ -472,13 +476,22 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         // --xed: perf pipes its lines through xed -F insn: -A -64; the project's disassembler stands in for XED
         java.io.OutputStream lines = perf.xed ? new ptfence.script.XedFilter(co.stream()) : co.stream();
+        if (perf.perEventDump) {
+            cfg.perEvent = perEventDump(cfg.events);
+        }
         try {
             PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
                     perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke, perf.showNamespace, perf.showCgroup), lines, !perf.noItrace);
             if (perf.xed) {
                 lines.close();
             }
+            if (cfg.perEvent != null) {
+                cfg.perEvent.finish(co.stream());
+            }
         } finally {
+            if (cfg.perEvent != null) {
+                cfg.perEvent.close();
+            }
             if (cfg.dlfilter != null) {
                 // what stop() prints comes after every line, as in perf; perf's cleanup calls it after a failed run
                 // too (a filter_event that stopped it)
@@ -652,8 +665,6 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                     throw new PerfStatus(255);
                 }
             }
-            throw new BadInputException("--per-event-dump: not done yet (perf writes each event's lines to "
-                    + recording + ".EVENT.dump)");
         }
     }
 
@@ -677,6 +688,22 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         stderr.print(refusal.lines());
         stderr.flush();
         throw new PerfStatus(234);
+    }
+
+    /**
+     * --per-event-dump: a file per event, named as perf names it, next to the recording as given; refused where
+     * lines would go elsewhere than perf sends them (not done yet).
+     */
+    private ptfence.script.PerEventDump perEventDump(ptfence.script.PerfEvents events) throws java.io.IOException {
+        if (perf.script != null || perf.dlfilter != null || perf.xed || recording.equals("-")) {
+            throw new BadInputException("--per-event-dump with " + (perf.script != null ? "-s"
+                    : perf.dlfilter != null ? "--dlfilter" : perf.xed ? "--xed" : "a pipe") + ": not done yet");
+        }
+        List<String> files = new java.util.ArrayList<>();
+        for (ptfence.script.PerfEvents.Event e : events.events()) {
+            files.add(ptfence.script.PerEventDump.fileName(recording, events.openName(e)));
+        }
+        return new ptfence.script.PerEventDump(files);
     }
 
     /** perf's exit status for a failure perf reports in its own words (already printed); ptdecode adds none. */

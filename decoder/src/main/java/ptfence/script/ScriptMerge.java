@@ -33,6 +33,8 @@ public final class ScriptMerge {
         /** A line's {@link LineCall} state (made on first use, reused with the batch) and whether it has one. */
         final DlFilter.Sample[] calls = new DlFilter.Sample[BATCH_LINES + 2];
         final boolean[] called = new boolean[BATCH_LINES + 2];
+        /** A line's event file (--per-event-dump; 0: stdout). */
+        final int[] streams = new int[BATCH_LINES + 2];
         /** A mark in place of a line (null: a line): run by the printer at its turn, printing nothing. */
         final Runnable[] marks = new Runnable[BATCH_LINES + 2];
         final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
@@ -49,6 +51,7 @@ public final class ScriptMerge {
     private volatile boolean stopped;
     private DsoData dsoData;
     private LineCall lineCall;
+    private PerEventDump perEvent;
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -70,6 +73,11 @@ public final class ScriptMerge {
     /** The per-file state the lines' gates go through, in the printed order (before {@link #drain}). */
     public void gates(DsoData d) {
         dsoData = d;
+    }
+
+    /** --per-event-dump: the lines given an event file go there, the others to the output (before {@link #drain}). */
+    public void perEvent(PerEventDump d) {
+        perEvent = d;
     }
 
     /** The call made on a line as it is printed (perf's --dlfilter), before {@link #producer}. */
@@ -127,6 +135,7 @@ public final class ScriptMerge {
         private int split = -1;
         private int gate;
         private boolean calling;
+        private int stream;
         /** A mark to place before the first line at or after {@link #dueAt} (null: none). */
         private Runnable due;
         private long dueAt;
@@ -151,6 +160,11 @@ public final class ScriptMerge {
         /** The time field goes here. */
         public void timeHere() {
             split = line().length();
+        }
+
+        /** The line being built is a sample of event {@code s} (1 up: its place in the events, --per-event-dump). */
+        public void stream(int s) {
+            stream = s;
         }
 
         /**
@@ -230,6 +244,7 @@ public final class ScriptMerge {
             b.gates[i] = gate;
             b.called[i] = called;
             b.marks[i] = m;
+            b.streams[i] = 0;
             return i;
         }
 
@@ -268,9 +283,11 @@ public final class ScriptMerge {
         public void commit(long time, boolean skippable) {
             int i = entry(time, null, split, skippable, gate, calling);
             Batch b = batch;
+            b.streams[i] = stream;
             split = -1;
             gate = 0;
             calling = false;
+            stream = 0;
             start = b.ends[i];
             if (b.count >= BATCH_LINES || b.text.length() >= BATCH_BYTES) {
                 flush();
@@ -285,6 +302,7 @@ public final class ScriptMerge {
             split = -1;
             gate = 0;
             calling = false;
+            stream = 0;
         }
 
         private void flush() {
@@ -369,6 +387,7 @@ public final class ScriptMerge {
         int[] pos = new int[k];
         boolean[] ended = new boolean[k];
         LineBytes buf = new LineBytes(1 << 16);
+        LineBytes one = perEvent == null ? null : new LineBytes(4096);
         int current = -1;
         long skipLeft = skip;
         while (true) {
@@ -431,6 +450,18 @@ public final class ScriptMerge {
             int from = i == 0 ? 0 : b.ends[i - 1];
             int to = b.ends[i];
             int split = b.splits[i];
+            if (perEvent != null && b.streams[i] != 0) {
+                one.len = 0;
+                if (split < 0) {
+                    one.bytes(b.text.b, from, to - from);
+                } else {
+                    one.bytes(b.text.b, from, split - from);
+                    clock.write(one, b.times[i]);
+                    one.bytes(b.text.b, split, to - split);
+                }
+                perEvent.write(b.streams[i], one.b, one.len);
+                continue;
+            }
             if (split < 0) {
                 buf.bytes(b.text.b, from, to - from);
             } else {

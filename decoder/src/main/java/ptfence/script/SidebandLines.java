@@ -466,6 +466,9 @@ public final class SidebandLines {
             b.str(" ilen: 0"); // perf has no instruction for a recorded event's sample (and so prints no insn:)
         }
         b.nl();
+        if (cfg.perEvent != null) {
+            out.stream(cfg.events.events().indexOf(e) + 1);
+        }
         out.commit(time, false);
     }
 }
