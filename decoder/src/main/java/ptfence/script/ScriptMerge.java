@@ -452,29 +452,28 @@ public final class ScriptMerge {
             int split = b.splits[i];
             if (perEvent != null && b.streams[i] != 0) {
                 one.len = 0;
-                if (split < 0) {
-                    one.bytes(b.text.b, from, to - from);
-                } else {
-                    one.bytes(b.text.b, from, split - from);
-                    clock.write(one, b.times[i]);
-                    one.bytes(b.text.b, split, to - split);
-                }
+                append(one, b, from, to, split, b.times[i], clock);
                 perEvent.write(b.streams[i], one.b, one.len);
                 continue;
             }
-            if (split < 0) {
-                buf.bytes(b.text.b, from, to - from);
-            } else {
-                buf.bytes(b.text.b, from, split - from);
-                clock.write(buf, b.times[i]);
-                buf.bytes(b.text.b, split, to - split);
-            }
+            append(buf, b, from, to, split, b.times[i], clock);
             if (buf.len >= 1 << 16) {
                 out.write(buf.b, 0, buf.len);
                 buf.len = 0;
             }
         }
         out.write(buf.b, 0, buf.len);
+    }
+
+    /** A line's bytes [from, to) of batch {@code b}, its time field at {@code split} (-1: none). */
+    private static void append(LineBytes out, Batch b, int from, int to, int split, long time, TimeField clock) {
+        if (split < 0) {
+            out.bytes(b.text.b, from, to - from);
+        } else {
+            out.bytes(b.text.b, from, split - from);
+            clock.write(out, time);
+            out.bytes(b.text.b, split, to - split);
+        }
     }
 
     /** The line's call; where it stops the run (a filter's error), what was merged before it is written first. */

@@ -26,27 +26,13 @@ final class CompDirs {
         }
         Strings s = new Strings(elf.section(".debug_str"), elf.section(".debug_line_str"),
                 elf.section(".debug_str_offsets"));
-        ByteBuffer d = info.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-        int at = 0;
-        while (at + 4 <= d.limit()) {
-            d.position(at);
-            long len = Integer.toUnsignedLong(d.getInt());
-            boolean dwarf64 = len == 0xffffffffL;
-            if (dwarf64) {
-                len = d.getLong();
-            }
-            long end = d.position() + len;
-            if (len <= 0 || end > d.limit()) {
-                break;
-            }
+        LineTable.units(info, (at, unit, dwarf64) -> {
             try {
-                unit(d.duplicate().order(ByteOrder.LITTLE_ENDIAN).limit((int) end).position(d.position()), dwarf64,
-                        abbrev, s, out);
+                unit(unit, dwarf64, abbrev, s, out);
             } catch (RuntimeException e) {
                 // a unit we cannot read: its files keep their line program's names
             }
-            at = (int) end;
-        }
+        });
         return out;
     }
 
@@ -208,34 +194,10 @@ final class CompDirs {
     }
 
     private static long uleb(ByteBuffer d) {
-        long v = 0;
-        int shift = 0;
-        while (true) {
-            int b = d.get() & 0xff;
-            if (shift < 64) {
-                v |= (long) (b & 0x7f) << shift;
-            }
-            shift += 7;
-            if ((b & 0x80) == 0) {
-                return v;
-            }
-        }
+        return LineTable.uleb(d);
     }
 
     private static long sleb(ByteBuffer d) {
-        long v = 0;
-        int shift = 0;
-        int b;
-        do {
-            b = d.get() & 0xff;
-            if (shift < 64) {
-                v |= (long) (b & 0x7f) << shift;
-            }
-            shift += 7;
-        } while ((b & 0x80) != 0);
-        if (shift < 64 && (b & 0x40) != 0) {
-            v |= -1L << shift;
-        }
-        return v;
+        return LineTable.sleb(d);
     }
 }

@@ -99,6 +99,57 @@ public final class LineTable {
         return found < 0 || file[found] == END ? -1 : found;
     }
 
+    static long uleb(ByteBuffer d) {
+        return leb(d, false);
+    }
+
+    static long sleb(ByteBuffer d) {
+        return leb(d, true);
+    }
+
+    /** A LEB128 number, sign-extended from its last byte's bit 6 when {@code signed}. */
+    private static long leb(ByteBuffer d, boolean signed) {
+        long v = 0;
+        int shift = 0;
+        byte b;
+        do {
+            b = d.get();
+            if (shift < 64) {
+                v |= (long) (b & 0x7f) << shift;
+            }
+            shift += 7;
+        } while (b < 0);
+        if (signed && shift < 64 && (b & 0x40) != 0) {
+            v |= -1L << shift;
+        }
+        return v;
+    }
+
+    /** A DWARF section's unit: its offset in the section, its bytes after the length, and whether it is 64-bit. */
+    interface Unit {
+        void read(long offset, ByteBuffer unit, boolean dwarf64);
+    }
+
+    /** Each unit of a DWARF section (.debug_line, .debug_info) in order, up to the end or a damaged length. */
+    static void units(ByteBuffer section, Unit each) {
+        ByteBuffer d = section.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        int at = 0;
+        while (at + 4 <= d.limit()) {
+            d.position(at);
+            long len = Integer.toUnsignedLong(d.getInt());
+            boolean dwarf64 = len == 0xffffffffL;
+            if (dwarf64) {
+                len = d.getLong();
+            }
+            long end = d.position() + len;
+            if (len <= 0 || end > d.limit()) {
+                return;
+            }
+            each.read(at, d.duplicate().order(ByteOrder.LITTLE_ENDIAN).limit((int) end).position(d.position()),
+                    dwarf64);
+            at = (int) end;
+        }
+    }
 
     /** Runs the line-number programs of every unit and keeps their rows. */
     private static final class Builder {
@@ -120,27 +171,14 @@ public final class LineTable {
         }
 
         void read(ByteBuffer all) {
-            ByteBuffer d = all.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-            int at = 0;
-            while (at + 4 <= d.limit()) {
-                d.position(at);
-                long len = Integer.toUnsignedLong(d.getInt());
-                boolean dwarf64 = len == 0xffffffffL;
-                if (dwarf64) {
-                    len = d.getLong();
-                }
-                long end = d.position() + len;
-                if (len <= 0 || end > d.limit()) {
-                    return; // a damaged unit: the rows before it stand
-                }
+            // a damaged unit ends the walk: the rows before it stand
+            units(all, (at, unit, dwarf64) -> {
                 try {
-                    unit(d.duplicate().order(ByteOrder.LITTLE_ENDIAN).limit((int) end).position(d.position()), dwarf64,
-                            compDirs.getOrDefault((long) at, ""));
+                    unit(unit, dwarf64, compDirs.getOrDefault(at, ""));
                 } catch (RuntimeException e) {
                     seqLen = 0; // a unit we cannot read (unknown form, truncated): skip it
                 }
-                at = (int) end;
-            }
+            });
         }
 
         private void unit(ByteBuffer d, boolean dwarf64, String compDir) {
@@ -373,30 +411,6 @@ public final class LineTable {
             return Elf.cString(d, start);
         }
 
-        private static long uleb(ByteBuffer d) {
-            return leb(d, false);
-        }
 
-        private static long sleb(ByteBuffer d) {
-            return leb(d, true);
-        }
-
-        /** A LEB128 number, sign-extended from its last byte's bit 6 when {@code signed}. */
-        private static long leb(ByteBuffer d, boolean signed) {
-            long v = 0;
-            int shift = 0;
-            byte b;
-            do {
-                b = d.get();
-                if (shift < 64) {
-                    v |= (long) (b & 0x7f) << shift;
-                }
-                shift += 7;
-            } while (b < 0);
-            if (signed && shift < 64 && (b & 0x40) != 0) {
-                v |= -1L << shift;
-            }
-            return v;
-        }
     }
 }
