@@ -63,7 +63,8 @@ final class RecordingDecode {
     }
 
     private Request req;
-    private final PrintStream err;
+    /** stderr: its warnings, and perf's where ptdecode answers as perf (PerfScript). */
+    final PrintStream err;
     private final MissingCode missing = new MissingCode();
     /** -v: every place whose code is missing, not only a line per kind. */
     boolean verbose;

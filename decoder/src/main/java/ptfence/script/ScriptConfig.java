@@ -36,6 +36,12 @@ public final class ScriptConfig {
     /** -s: the Python script each sample, error and switch goes to instead of a line (null: none). */
     public PythonScript script;
 
+    /** --per-event-dump: each sample's line goes to its event's file, else null. */
+    public PerEventDump perEvent;
+
+    /** --full-source-path: srcline with the source file's whole name (perf's srcline_full_filename). */
+    public boolean fullSourcePath;
+
     /** --max-blocks: how many blocks -F brstackinsn prints at most (0: all, perf's default). */
     public int maxBlocks;
 

@@ -33,6 +33,8 @@ public final class ScriptMerge {
         /** A line's {@link LineCall} state (made on first use, reused with the batch) and whether it has one. */
         final DlFilter.Sample[] calls = new DlFilter.Sample[BATCH_LINES + 2];
         final boolean[] called = new boolean[BATCH_LINES + 2];
+        /** A line's event file (--per-event-dump; 0: stdout). */
+        final int[] streams = new int[BATCH_LINES + 2];
         /** A mark in place of a line (null: a line): run by the printer at its turn, printing nothing. */
         final Runnable[] marks = new Runnable[BATCH_LINES + 2];
         final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
@@ -52,6 +54,7 @@ public final class ScriptMerge {
     private long[] queueLimits = new long[0];
     /** The mark of a state with no line: taken in its turn, it prints nothing and runs nothing. */
     private static final Runnable STATE = () -> { };
+    private PerEventDump perEvent;
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -78,6 +81,11 @@ public final class ScriptMerge {
     /** The per-file state the lines' gates go through, in the printed order (before {@link #drain}). */
     public void gates(DsoData d) {
         dsoData = d;
+    }
+
+    /** --per-event-dump: the lines given an event file go there, the others to the output (before {@link #drain}). */
+    public void perEvent(PerEventDump d) {
+        perEvent = d;
     }
 
     /** The call made on a line as it is printed (perf's --dlfilter), before {@link #producer}. */
@@ -135,6 +143,7 @@ public final class ScriptMerge {
         private int split = -1;
         private int gate;
         private boolean calling;
+        private int stream;
         /** A mark to place before the first line at or after {@link #dueAt} (null: none). */
         private Runnable due;
         private long dueAt;
@@ -161,6 +170,11 @@ public final class ScriptMerge {
         /** The time field goes here. */
         public void timeHere() {
             split = line().length();
+        }
+
+        /** The line being built is a sample of event {@code s} (1 up: its place in the events, --per-event-dump). */
+        public void stream(int s) {
+            stream = s;
         }
 
         /**
@@ -240,6 +254,7 @@ public final class ScriptMerge {
             b.gates[i] = gate;
             b.called[i] = called;
             b.marks[i] = m;
+            b.streams[i] = 0;
             return i;
         }
 
@@ -291,9 +306,11 @@ public final class ScriptMerge {
             }
             int i = entry(time, null, split, skippable, gate, calling);
             Batch b = batch;
+            b.streams[i] = stream;
             split = -1;
             gate = 0;
             calling = false;
+            stream = 0;
             start = b.ends[i];
             if (b.count >= BATCH_LINES || b.text.length() >= BATCH_BYTES) {
                 flush();
@@ -308,6 +325,7 @@ public final class ScriptMerge {
             split = -1;
             gate = 0;
             calling = false;
+            stream = 0;
         }
 
         private void flush() {
@@ -393,6 +411,7 @@ public final class ScriptMerge {
         int[] pos = new int[k];
         boolean[] ended = new boolean[k];
         LineBytes buf = new LineBytes(1 << 16);
+        LineBytes one = perEvent == null ? null : new LineBytes(4096);
         int current = -1;
         QueueOrder order = new QueueOrder(k, queueLimits);
         long skipLeft = skip;
@@ -477,19 +496,30 @@ public final class ScriptMerge {
             int from = i == 0 ? 0 : b.ends[i - 1];
             int to = b.ends[i];
             int split = b.splits[i];
-            if (split < 0) {
-                buf.bytes(b.text.b, from, to - from);
-            } else {
-                buf.bytes(b.text.b, from, split - from);
-                clock.write(buf, b.times[i]);
-                buf.bytes(b.text.b, split, to - split);
+            if (perEvent != null && b.streams[i] != 0) {
+                one.len = 0;
+                append(one, b, from, to, split, b.times[i], clock);
+                perEvent.write(b.streams[i], one.b, one.len);
+                continue;
             }
+            append(buf, b, from, to, split, b.times[i], clock);
             if (buf.len >= 1 << 16) {
                 out.write(buf.b, 0, buf.len);
                 buf.len = 0;
             }
         }
         out.write(buf.b, 0, buf.len);
+    }
+
+    /** A line's bytes [from, to) of batch {@code b}, its time field at {@code split} (-1: none). */
+    private static void append(LineBytes out, Batch b, int from, int to, int split, long time, TimeField clock) {
+        if (split < 0) {
+            out.bytes(b.text.b, from, to - from);
+        } else {
+            out.bytes(b.text.b, from, split - from);
+            clock.write(out, time);
+            out.bytes(b.text.b, split, to - split);
+        }
     }
 
     /** The line's call; where it stops the run (a filter's error), what was merged before it is written first. */
