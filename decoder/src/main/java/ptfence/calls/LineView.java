@@ -161,6 +161,17 @@ abstract class LineView implements CallView {
         }
     }
 
+    /**
+     * perf script fetched the instruction at a printed sample's {@code ip} (script_fetch_insn): a read of that file's
+     * data ({@link ptfence.script.DsoData}).
+     */
+    private void codeFetched(long ip, long time, int pid) {
+        String dso = ip == 0 ? null : names.dso(ip, time, pid);
+        if (dso != null) {
+            dsoData.probe(dsoData.id(dso));
+        }
+    }
+
     @Override
     public final boolean countsIpc() {
         return !jsonl && options.fields().has(SampleFields.IPC);
@@ -223,10 +234,7 @@ abstract class LineView implements CallView {
                         perf.branch(t, b, depth(t, b), since.insns(), since.cycles(), insnIp, insnTime);
                     }
                     if (kept && ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
-                        String dso = names.dso(b.from(), b.time(), t.pid());
-                        if (dso != null) {
-                            dsoData.probe(dsoData.id(dso));
-                        }
+                        codeFetched(b.from(), b.time(), t.pid());
                     }
                 }
             } else if (item instanceof FlowItem.Mark m) {
@@ -238,6 +246,7 @@ abstract class LineView implements CallView {
                             : psb || c >= lastFlags.length ? 0 : lastFlags[c];
                     if (kept(t, m.sampleIp(), m.time()) && graphShown(t, 0, 0, 0, m.time())) {
                         perf.mark(t, m, flags);
+                        codeFetched(m.sampleIp(), m.time(), t.pid()); // a synthesized sample has no instruction
                     }
                 }
             } else if (options.errors()) {

@@ -5,6 +5,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import ptfence.perfdata.PerfDataFile;
+import ptfence.perfdata.PerfRecord;
 import ptfence.script.PerfEvents;
 import ptfence.script.PerfTime;
 import ptfence.script.SidebandLines;
@@ -31,8 +32,12 @@ final class PerfScript {
             throws Exception {
         List<RecordingDecode.CpuTrace> traces = decode ? rd.traces : List.of();
         SidebandLines side = sidebandLines(rd, cfg, show);
+        rd.err.print(side.warnings());
+        rd.err.flush();
         ScriptMerge merge = new ScriptMerge(traces.size() + (side.isEmpty() ? 0 : 1), rd.turns);
         merge.gates(cfg.dsoData);
+        merge.queueLimits(rd.queueLimits);
+        merge.perEvent(cfg.perEvent);
         if (cfg.dlfilter != null) {
             merge.calls(new ptfence.script.DlFilterCalls(cfg.dlfilter, rd.symbols));
         }
@@ -109,20 +114,69 @@ final class PerfScript {
      * perf script -D: the records and, unless {@code packets} is off (--no-itrace), the trace's packets. Under -D perf
      * synthesizes nothing from the trace; each recorded sample is followed by its thread, its dso and its script line.
      */
-    static void dumpRaw(RecordingDecode rd, ScriptConfig cfg, String label, boolean packets, OutputStream out)
-            throws Exception {
+    static void dumpRaw(RecordingDecode rd, ScriptConfig cfg, String label, boolean packets, OutputStream out,
+            boolean unordered, boolean rounds) throws Exception {
         java.io.ByteArrayOutputStream lines = new java.io.ByteArrayOutputStream();
-        run(rd, cfg, new SidebandLines.Show(false, false, false, false, false, false), lines, false);
+        run(rd, cfg, SidebandLines.Show.NONE, lines, false);
         String[] scriptLines = lines.toString(java.nio.charset.StandardCharsets.UTF_8).split("\n", -1);
         int[] next = {0};
+        FileOrder order = unordered ? FileOrder.of(rd) : null;
         try (PerfDataFile f = rd.openPerfData()) {
-            new ptfence.script.RawDump(f, label, packets, s -> {
+            ptfence.script.RawDump dump = new ptfence.script.RawDump(f, label, packets, s -> {
                 String comm = rd.sideband.commAt(s.tid(), s.time());
                 String dso = rd.symbols.dso(s.ip(), s.time(), s.pid());
-                String line = next[0] < scriptLines.length - 1 ? scriptLines[next[0]++] + "\n" : "";
+                int i = next[0]++;
+                int k = order == null ? i : order.rank[i];
+                String line = k < scriptLines.length - 1 ? scriptLines[k] + "\n" : "";
+                if (order != null) {
+                    // the thread's name as the records read so far left it; the line was made with the name at
+                    // the sample's time
+                    String now = comm == null ? ":" + s.tid() : comm;
+                    comm = order.comm[i];
+                    String was = String.format("%16s ", now);
+                    if (!now.equals(comm) && line.startsWith(was)) {
+                        line = String.format("%16s ", comm) + line.substring(was.length());
+                    }
+                }
                 return " ... thread: " + (comm == null ? ":" + s.tid() : comm) + ":" + s.tid() + "\n ...... dso: "
                         + (dso == null ? "<not found>" : dso) + "\n" + line;
-            }, out).run();
+            }, out);
+            if (unordered) {
+                dump.unordered(rounds);
+            }
+            dump.run();
+        }
+    }
+
+    /**
+     * Samples as perf delivers them unordered: for each in file order, its place in time order (where its script
+     * line is) and its thread's name as the COMM and FORK records read before it left it (perf's threads then).
+     */
+    private record FileOrder(int[] rank, String[] comm) {
+        static FileOrder of(RecordingDecode rd) throws java.io.IOException {
+            List<long[]> times = new java.util.ArrayList<>(); // {time, file index}
+            List<String> comms = new java.util.ArrayList<>();
+            Map<Integer, String> names = new java.util.HashMap<>();
+            try (PerfDataFile f = rd.openPerfData()) {
+                for (PerfDataFile.RecordReader r = f.records(); r.hasNext();) {
+                    PerfRecord rec = r.next();
+                    if (rec instanceof PerfRecord.Comm c) {
+                        names.put(c.tid(), c.comm());
+                    } else if (rec instanceof PerfRecord.Fork k && names.containsKey(k.ptid())) {
+                        names.put(k.tid(), names.get(k.ptid()));
+                    } else if (rec instanceof PerfRecord.Sample s) {
+                        times.add(new long[] {s.time(), times.size()});
+                        comms.add(names.getOrDefault(s.tid(), ":" + s.tid()));
+                    }
+                }
+            }
+            List<long[]> sorted = new java.util.ArrayList<>(times);
+            sorted.sort((a, b) -> Long.compareUnsigned(a[0], b[0])); // stable: equal times in file order
+            int[] rank = new int[times.size()];
+            for (int i = 0; i < sorted.size(); i++) {
+                rank[(int) sorted.get(i)[1]] = i;
+            }
+            return new FileOrder(rank, comms.toArray(new String[0]));
         }
     }
 

@@ -209,7 +209,8 @@ public final class PerfScriptOptions {
     boolean showKernelPath;
     @Option(names = "--max-blocks", hidden = true, paramLabel = "N")
     Integer maxBlocks;
-    @Option(names = "--per-event-dump", hidden = true)
+    @Option(names = "--per-event-dump", description = "Each event's sample lines to RECORDING.EVENT.dump (perf's "
+            + "names, beside the recording), what was written on stdout.")
     boolean perEventDump;
     @Option(names = {"-d", "--debug-mode"}, hidden = true)
     boolean debugMode;
@@ -265,13 +266,6 @@ public final class PerfScriptOptions {
         if (graphFunction != null && !callViews) {
             return "--graph-function: not done yet with the sample views (it is with --call-trace and "
                     + "--call-ret-trace)";
-        }
-        if (showNamespace || showRound || showCgroup) {
-            return (showNamespace ? "--show-namespace-events" : showRound ? "--show-round-events"
-                    : "--show-cgroup-events") + ": not done yet";
-        }
-        if (fullSourcePath) {
-            return "--full-source-path: not done yet";
         }
         if (genScript != null) {
             return "-g/--gen-script " + genScript + ": not done (ptdecode runs perf's scripts with -s, unchanged, but "

@@ -407,6 +407,13 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             }
         }
         perfOptionsOnRecording(rd);
+        if (perf.showRound && !perf.dumpRaw && !perf.dumpUnsorted) {
+            roundEvents(rd);
+        }
+        if (perf.perEventDump && (calls.callTrace || calls.callRetTrace || perf.dumpRaw || perf.dumpUnsorted)) {
+            throw new BadInputException("--per-event-dump with " + (perf.dumpRaw || perf.dumpUnsorted ? "-D"
+                    : "--call-trace or --call-ret-trace") + ": not done yet");
+        }
         if (calls.callTrace || calls.callRetTrace) {
             if (perf.dlfilter != null) {
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
@@ -460,16 +467,17 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields, events, ranges, rd.pt,
                 perf.ns || perf.insnTrace != null, perf.reltime, perf.deltatime, cpuSet(cpus), filters);
         cfg.maxBlocks = perf.maxBlocks == null ? 0 : perf.maxBlocks;
+        cfg.fullSourcePath = perf.fullSourcePath;
         if (perf.dumpRaw || perf.dumpUnsorted) {
-            PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream());
+            PerfScript.dumpRaw(rd, cfg, recording, !perf.noItrace, co.stream(),
+                    perf.dumpUnsorted || perf.showRound, perf.showRound);
             return done(rd, out);
         }
         if (script != null) {
             try (ptfence.script.PythonScript py = script) {
                 cfg.script = py;
                 co.stream().write(py.prologue());
-                PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(false, false, false, false, false,
-                        false), py.output(co.stream()), !perf.noItrace);
+                PerfScript.run(rd, cfg, ptfence.script.SidebandLines.Show.NONE, py.output(co.stream()), !perf.noItrace);
                 co.stream().write(py.end());
             } catch (Exception ex) {
                 // however the merge wrapped it: the script ended the run
@@ -492,13 +500,22 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         // --xed: perf pipes its lines through xed -F insn: -A -64; the project's disassembler stands in for XED
         java.io.OutputStream lines = perf.xed ? new ptfence.script.XedFilter(co.stream()) : co.stream();
+        if (perf.perEventDump) {
+            cfg.perEvent = perEventDump(cfg.events);
+        }
         try {
             PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
-                    perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke), lines, !perf.noItrace);
+                    perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke, perf.showNamespace, perf.showCgroup), lines, !perf.noItrace);
             if (perf.xed) {
                 lines.close();
             }
+            if (cfg.perEvent != null) {
+                cfg.perEvent.finish(co.stream());
+            }
         } finally {
+            if (cfg.perEvent != null) {
+                cfg.perEvent.close();
+            }
             if (cfg.dlfilter != null) {
                 // what stop() prints comes after every line, as in perf; perf's cleanup calls it after a failed run
                 // too (a filter_event that stopped it)
@@ -672,9 +689,45 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                     throw new PerfStatus(255);
                 }
             }
-            throw new BadInputException("--per-event-dump: not done yet (perf writes each event's lines to "
-                    + recording + ".EVENT.dump)");
         }
+    }
+
+    /**
+     * --show-round-events: perf reads the records unordered, which its Intel PT decoder refuses (RoundEvents); its
+     * words and status, after what it printed before (--header).
+     */
+    private void roundEvents(RecordingDecode rd) throws java.io.IOException {
+        if (perf.script != null || perf.dlfilter != null) {
+            throw new BadInputException("--show-round-events with " + (perf.script != null ? "-s" : "--dlfilter")
+                    + ": not done yet");
+        }
+        ptfence.script.RoundEvents.Refusal refusal;
+        try (ptfence.perfdata.PerfDataFile f = rd.openRecording()) {
+            refusal = ptfence.script.RoundEvents.unordered(f);
+        }
+        if (refusal == null) {
+            throw new BadInputException("--show-round-events: not done yet for a recording without Intel PT ahead of "
+                    + "its records (perf prints them unordered, with the rounds)");
+        }
+        stderr.print(refusal.lines());
+        stderr.flush();
+        throw new PerfStatus(234);
+    }
+
+    /**
+     * --per-event-dump: a file per event, named as perf names it, next to the recording as given; refused where
+     * lines would go elsewhere than perf sends them (not done yet).
+     */
+    private ptfence.script.PerEventDump perEventDump(ptfence.script.PerfEvents events) throws java.io.IOException {
+        if (perf.script != null || perf.dlfilter != null || perf.xed || recording.equals("-")) {
+            throw new BadInputException("--per-event-dump with " + (perf.script != null ? "-s"
+                    : perf.dlfilter != null ? "--dlfilter" : perf.xed ? "--xed" : "a pipe") + ": not done yet");
+        }
+        List<String> files = new java.util.ArrayList<>();
+        for (ptfence.script.PerfEvents.Event e : events.events()) {
+            files.add(ptfence.script.PerEventDump.fileName(recording, events.openName(e)));
+        }
+        return new ptfence.script.PerEventDump(files);
     }
 
     /** perf's exit status for a failure perf reports in its own words (already printed); ptdecode adds none. */
@@ -688,6 +741,24 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
     }
 
+    /**
+     * A -S entry perf takes as an address (setup_addrlist: strtoul base 16 reads all of it, blanks aside; "0x" or not,
+     * a sign), or null: a symbol name (one too big for 64 bits stays a name, as strtoul's ERANGE).
+     */
+    static Long symbolAddress(String entry) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*([+-]?)(?:0[xX])?([0-9a-fA-F]+)\\s*")
+                .matcher(entry);
+        if (!m.matches()) {
+            return null;
+        }
+        try {
+            long v = Long.parseUnsignedLong(m.group(2), 16);
+            return m.group(1).equals("-") ? -v : v;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
     /** perf script's filters of samples by who and where: --pid, --tid, --comms, --dsos, -S with --addr-range. */
     private ptfence.script.SampleFilters sampleFilters() {
         ptfence.script.ScriptConfig.SymbolFilter symbolFilter = null;
@@ -696,15 +767,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             List<Long> addrs = new java.util.ArrayList<>();
             for (String s : perf.symbols) {
                 String v = s.trim();
-                if (v.matches("(0[xX])?[0-9a-fA-F]+") && (v.startsWith("0x") || v.startsWith("0X")
-                        || !names.contains(v))) {
-                    try {
-                        addrs.add(Long.parseUnsignedLong(v.replaceFirst("^0[xX]", ""), 16));
-                    } catch (NumberFormatException e) {
-                        names.add(v);
-                    }
+                Long address = symbolAddress(v);
+                if (address != null) {
+                    addrs.add(address); // perf moves it to its addr_list: it no longer names a symbol
+                } else {
+                    names.add(v);
                 }
-                names.add(v);
             }
             symbolFilter = new ptfence.script.ScriptConfig.SymbolFilter(names,
                     addrs.stream().mapToLong(Long::longValue).toArray(), perf.addrRange == null ? 0 : perf.addrRange);

@@ -63,12 +63,15 @@ final class RecordingDecode {
     }
 
     private Request req;
-    private final PrintStream err;
+    /** stderr: its warnings, and perf's where ptdecode answers as perf (PerfScript). */
+    final PrintStream err;
     private final MissingCode missing = new MissingCode();
     /** -v: every place whose code is missing, not only a line per kind. */
     boolean verbose;
 
     Sideband sideband = new Sideband();
+    /** The times of the records perf delivers in time order, ascending: they order the CPUs' ties (QueueOrder). */
+    long[] queueLimits = new long[0];
     CodeMap code;
     /** --pid/--tid/--comm (and the flow's --srcline, --per-thread); the invocations of --func obey the filters. */
     ThreadOptions threads = new ThreadOptions().validate();
@@ -145,9 +148,14 @@ final class RecordingDecode {
         try (PerfDataFile f = openRecording()) {
             PerfDataFile.RecordReader r = f.records();
             BadInputException damage = null;
+            java.util.stream.LongStream.Builder limits = java.util.stream.LongStream.builder();
             try {
                 while (r.hasNext()) {
                     PerfRecord rec = r.next();
+                    long limit = ptfence.script.QueueOrder.limitOf(rec);
+                    if (limit != 0) {
+                        limits.add(limit);
+                    }
                     if (rec instanceof PerfRecord.Auxtrace a) {
                         buffers.add(new AuxBuffer(r.payloadOffset(), a.size(), a.offset(), a.reference(), a.idx(),
                                 a.tid(), a.cpu(), copy(a.data())));
@@ -160,6 +168,7 @@ final class RecordingDecode {
             } catch (BadInputException e) {
                 damage = e; // decode what came before, then report
             }
+            queueLimits = limits.build().sorted().toArray();
             // perf script's lines of a recording without trace (bpf-output samples of a --sideband-only recording):
             // the recorded events' samples alone
             boolean traceless = info == null && buffers.isEmpty() && (recordsOnly && sampledEvents(f)
@@ -1013,7 +1022,7 @@ final class RecordingDecode {
      */
     <T> void decodeMerged(java.util.function.BiFunction<CpuTrace, TimeMerge<T>.Producer, CpuPart> partFor,
             java.util.function.Consumer<T> each) throws Exception {
-        TimeMerge<T> merge = new TimeMerge<>(traces.size(), turns);
+        TimeMerge<T> merge = new TimeMerge<>(traces.size(), turns, queueLimits);
         Map<CpuTrace, TimeMerge<T>.Producer> producers = new java.util.IdentityHashMap<>();
         for (int i = 0; i < traces.size(); i++) {
             producers.put(traces.get(i), merge.producer(i));

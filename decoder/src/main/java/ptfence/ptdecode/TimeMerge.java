@@ -14,8 +14,8 @@ import java.util.function.Consumer;
  * however many CPUs there are and however few turns.
  *
  * @param <T> the items; each comes with its time (-1: unknown, taken as soon as it is at the head). A null item only
- *     says its source's time: it orders the others as an item would (the source taken last goes on at a tie), and
- *     is not handed on.
+ *     says its source's time: it orders the others as an item would (ties as perf orders them,
+ *     {@link ptfence.script.QueueOrder}), and is not handed on.
  */
 final class TimeMerge<T> {
     private static final int BATCH = 1024;
@@ -27,10 +27,13 @@ final class TimeMerge<T> {
 
     private final List<BlockingQueue<Batch>> queues = new ArrayList<>();
     private final Semaphore turns;
+    private final long[] queueLimits;
     private volatile boolean abandoned;
 
-    TimeMerge(int sources, Semaphore turns) {
+    /** {@code queueLimits}: the times of the recording's records, which order items of equal time. */
+    TimeMerge(int sources, Semaphore turns, long[] queueLimits) {
         this.turns = turns;
+        this.queueLimits = queueLimits;
         for (int i = 0; i < sources; i++) {
             queues.add(new ArrayBlockingQueue<>(QUEUED_BATCHES));
         }
@@ -89,6 +92,13 @@ final class TimeMerge<T> {
         }
     }
 
+    /** Whether source {@code i}'s head goes before source {@code best}'s (an unknown time, -1, as soon as it comes). */
+    private static boolean earlier(Batch[] head, int[] pos, int i, int best, ptfence.script.QueueOrder order) {
+        long t = head[i].times()[pos[i]];
+        long tb = head[best].times()[pos[best]];
+        return t < tb || t == tb && order.before(i, best);
+    }
+
     /** The decode failed before every source could end: {@link #drain} returns (the failure is reported). */
     void abandon() {
         abandoned = true;
@@ -101,7 +111,7 @@ final class TimeMerge<T> {
         Batch[] head = new Batch[k];
         int[] pos = new int[k];
         boolean[] ended = new boolean[k];
-        int last = -1;
+        ptfence.script.QueueOrder order = new ptfence.script.QueueOrder(k, queueLimits);
         while (true) {
             int best = -1;
             for (int i = 0; i < k; i++) {
@@ -123,17 +133,21 @@ final class TimeMerge<T> {
                     head[i] = b;
                     pos[i] = 0;
                 }
-                long t = head[i].times()[pos[i]];
-                long tb = best < 0 ? 0 : head[best].times()[pos[best]];
-                // at equal times the source taken last goes on, as perf lets the CPU it decodes run to a later time
-                if (best < 0 || t < tb || t == tb && i == last) {
+                if (best < 0 || earlier(head, pos, i, best, order)) {
                     best = i;
                 }
             }
             if (best < 0) {
                 return;
             }
-            last = best;
+            if (order.reach(head[best].times()[pos[best]])) {
+                for (int i = 0; i < k; i++) { // a record's time stopped the running CPU: ties are ordered again
+                    if (!ended[i] && i != best && earlier(head, pos, i, best, order)) {
+                        best = i;
+                    }
+                }
+            }
+            order.taken(best);
             Object item = head[best].items()[pos[best]];
             head[best].items()[pos[best]++] = null;
             if (item != null) {

@@ -43,6 +43,8 @@ public final class PerfEvents {
     /** Each recorded event's attr, by its place in {@link #events}. */
     private final List<EventAttr> recordedAttrs = new ArrayList<>();
     private final int nameWidth;
+    /** The intel_pt event's modifiers (":u", ":ku"...), which perf's names of the hardware events made carry. */
+    private String modifiers = "";
     /** perf's symbol_conf.use_callchain: --itrace=g turns it on (intel_pt_process_auxtrace_info). */
     private final boolean useCallchain;
     private final boolean lastBranch;
@@ -98,6 +100,7 @@ public final class PerfEvents {
                 st &= ~SampleType.CPU;
             }
             String mod = ptfence.perfdata.EventNames.modifiers(ptAttr);
+            modifiers = mod;
             if (itrace.branches) {
                 events.add(new Event(0, "branches" + mod, st | SampleType.ADDR, Kind.BRANCHES, 5, false));
             }
@@ -134,6 +137,20 @@ public final class PerfEvents {
 
     public List<Event> events() {
         return events;
+    }
+
+    /**
+     * The name perf gives event {@code e} as it opens its --per-event-dump file: a synthesized event's attr is read
+     * before perf names it, so it is named as its attr says (PERF_TYPE_SYNTH: perf's "unknown attr type"; the hardware
+     * ones by their config, transactions as instructions).
+     */
+    public String openName(Event e) {
+        return switch (e.kind()) {
+            case RECORDED -> e.name();
+            case BRANCHES -> "branches" + modifiers;
+            case INSTRUCTIONS, TRANSACTIONS -> "instructions" + modifiers;
+            default -> "unknown attr type: " + e.type();
+        };
     }
 
     /** The width of perf script's event-name column: the longest event name. */

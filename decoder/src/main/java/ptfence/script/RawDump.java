@@ -43,6 +43,10 @@ public final class RawDump {
     private final java.util.TreeMap<Long, PerfRecord.Ksymbol> ksymbols = new java.util.TreeMap<>(Long::compareUnsigned);
     private long skipped;
     private long nextFlush;
+    /** perf's unordered delivery (--dump-unsorted-raw-trace, --show-round-events): each record's words at once. */
+    private boolean unordered;
+    /** --show-round-events: perf's handler prints each FINISHED_ROUND's name after the dump's. */
+    private boolean rounds;
 
     /**
      * @param label what perf prints after the offset ({@code FILE} as given, {@code pipe} for a pipe-mode stream)
@@ -59,6 +63,16 @@ public final class RawDump {
         if (!file.pipeMode()) {
             file.attrs().forEach(a -> attrs.add(a.attr()));
         }
+    }
+
+    /**
+     * Delivers the records as read, perf's way without its ordered queue; {@code rounds}: with
+     * --show-round-events, whose handler names each FINISHED_ROUND (else perf's stub calls it unhandled).
+     */
+    public RawDump unordered(boolean rounds) {
+        this.unordered = true;
+        this.rounds = rounds;
+        return this;
     }
 
     public void run() throws IOException {
@@ -92,7 +106,7 @@ public final class RawDump {
         sb.append(hex(offset)).append(" [").append(hex(raw.remaining())).append("]: PERF_RECORD_")
                 .append(rec.typeName());
         words(rec);
-        if (user || time == 0 || time == -1) {
+        if (user || time == 0 || time == -1 || unordered) {
             emit(sb.toString(), rec);
         } else {
             queue(time, sb.toString(), rec);
@@ -327,8 +341,12 @@ public final class RawDump {
             sb.append(" type ").append(Integer.toUnsignedString(e.eventType())).append(", flags ")
                     .append(Integer.toUnsignedString(e.flags())).append(", id ").append(Integer.toUnsignedString(e.id()))
                     .append('\n');
+        } else if (rec instanceof PerfRecord.Namespaces n) {
+            sb.append(SidebandLines.words(n));
+        } else if (rec instanceof PerfRecord.Cgroup c) {
+            sb.append(SidebandLines.words(c));
         } else if (rec instanceof PerfRecord.FinishedRound f) {
-            sb.append('\n');
+            sb.append(!unordered ? "\n" : rounds ? "PERF_RECORD_FINISHED_ROUND\n" : ": unhandled!\n");
         } else if (rec instanceof PerfRecord.Sample s) {
             sb.append("(IP, 0x").append(Integer.toHexString(s.misc())).append("): ").append(s.pid()).append('/').append(s.tid())
                     .append(": ").append(hex(s.ip())).append(" period: ").append(Long.toUnsignedString(s.period()))

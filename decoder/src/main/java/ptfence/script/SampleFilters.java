@@ -25,7 +25,7 @@ public record SampleFilters(Set<Integer> pids, Set<Integer> tids, Set<String> co
         }
         ptfence.symbol.Symbol s = ip == 0 ? null : symbols.symbol(ip, time, pid);
         String d = s != null ? s.dso() : ip == 0 ? null : symbols.dso(ip, time, pid);
-        return placeKept(ip, d, s == null ? null : s.name(), s == null ? 0 : s.start());
+        return placeKept(ip, d, s == null ? null : s.name());
     }
 
     /** The thread filters on a sample of {@code pid}/{@code tid} named {@code comm} (null: unknown). */
@@ -51,12 +51,12 @@ public record SampleFilters(Set<Integer> pids, Set<Integer> tids, Set<String> co
 
     /**
      * The file and symbol filters on a sample at {@code ip}: {@code dso} its file (null: none; a long name or its
-     * last part matches), {@code symbol} and {@code start} the symbol there (null: none, which -S leaves out).
+     * last part matches), {@code symbol} the symbol there (null: none, which -S leaves out).
      */
-    public boolean placeKept(long ip, String dso, String symbol, long start) {
+    public boolean placeKept(long ip, String dso, String symbol) {
         if (dsos != null && (dso == null || !dsos.contains(dso) && !dsos.contains(dso.substring(dso.lastIndexOf('/') + 1)))) {
             return false;
         }
-        return symbols == null || symbols.keeps(ip, symbol, start, dso != null);
+        return symbols == null || symbols.keeps(ip, symbol, dso != null);
     }
 }

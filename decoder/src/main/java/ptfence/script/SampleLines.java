@@ -63,13 +63,15 @@ final class SampleLines {
     private int missCount;
     private final long[] span = new long[4];
     private final LineBytes scratch = new LineBytes(256);
+    /** --per-event-dump: each kind's event file (its place in the events, 1 up), else 0 (stdout). */
+    private final int[] streams = new int[PerfEvents.Kind.values().length];
     // -s: the sample handed to the script (--dlfilter's travel with their lines: DlFilterCalls)
     private final ptfence.dlfilter.DlFilter.Sample dlSample = new ptfence.dlfilter.DlFilter.Sample();
 
     SampleLines(ScriptConfig cfg, Symbolizer symbols) {
         this.cfg = cfg;
         this.symbols = symbols;
-        this.cursor = new SymbolCursor(symbols);
+        this.cursor = new SymbolCursor(symbols, cfg.fullSourcePath);
         this.blocks = new BranchBlocks(cursor, symbols);
         this.hw = cfg.fields.fields(FieldSet.Type.HW);
         this.synth = cfg.fields.fields(FieldSet.Type.SYNTH);
@@ -78,6 +80,10 @@ final class SampleLines {
         PerfEvents.Event in = cfg.events.of(PerfEvents.Kind.INSTRUCTIONS);
         PerfEvents.Event br = cfg.events.of(PerfEvents.Kind.BRANCHES);
         this.instructionsName = in == null ? null : nameColumn(in.name());
+        for (PerfEvents.Kind k : PerfEvents.Kind.values()) {
+            PerfEvents.Event e = cfg.perEvent != null ? cfg.events.of(k) : null;
+            streams[k.ordinal()] = e == null ? 0 : cfg.events.events().indexOf(e) + 1;
+        }
         this.branchesName = br == null ? null : nameColumn(br.name());
     }
 
@@ -310,7 +316,7 @@ final class SampleLines {
         }
         Symbol s = ip == 0 ? null : cursor.symbol(ip, time, pid);
         String d = s != null ? s.dso() : ip == 0 ? null : symbols.dso(ip, time, pid);
-        return cfg.filters.placeKept(ip, d, s == null ? null : s.name(), s == null ? 0 : s.start());
+        return cfg.filters.placeKept(ip, d, s == null ? null : s.name());
     }
 
     // ------------------------------------------------------------------ samples
@@ -349,6 +355,7 @@ final class SampleLines {
         }
         ipc(b, fields, s);
         b.nl();
+        s.out().stream(streams[PerfEvents.Kind.INSTRUCTIONS.ordinal()]);
         s.out().commit(s.time(), true);
     }
 
@@ -526,6 +533,7 @@ final class SampleLines {
         }
         insnFields(b, fields, size, bytes, len);
         b.nl();
+        s.out().stream(streams[PerfEvents.Kind.BRANCHES.ordinal()]);
         s.out().commit(s.time(), true);
     }
 
@@ -551,7 +559,7 @@ final class SampleLines {
         return b;
     }
 
-    private void synthEnd(SampleSink s, LineBytes b, long ip, long to, boolean skippable) {
+    private void synthEnd(SampleSink s, LineBytes b, long ip, long to, boolean skippable, PerfEvents.Kind kind) {
         if (on(synth, FieldSet.ADDR)) {
             b.hex(to, 16);
         }
@@ -570,6 +578,13 @@ final class SampleLines {
             blocks.write(b, synth, s, ip, cfg.maxBlocks);
         }
         b.nl();
+        String dso = dsoOf(ip, s.time(), s.pid());
+        if (dso != null) {
+            // a synthesized sample carries no instruction bytes: perf script fetches them at its IP whatever the
+            // fields (script_fetch_insn), a read of that file's data, kept in time order by the merge (DsoData)
+            s.out().gate(-cfg.dsoData.id(dso));
+        }
+        s.out().stream(streams[kind.ordinal()]);
         s.out().commit(s.time(), skippable);
     }
 
@@ -603,7 +618,7 @@ final class SampleLines {
             b.str(" psb offs: ").hexAlt(offset);
             ptSpacing(b, from);
         }
-        synthEnd(s, b, ip, addr, true);
+        synthEnd(s, b, ip, addr, true, PerfEvents.Kind.PSB);
     }
 
     void cbr(SampleSink s, long ip, long to, int cbr) {
@@ -634,7 +649,7 @@ final class SampleLines {
             }
             ptSpacing(b, from);
         }
-        synthEnd(s, b, ip, to, false);
+        synthEnd(s, b, ip, to, false, PerfEvents.Kind.CBR);
     }
 
     void ptwrite(SampleSink s, long ip, long payload, boolean fupIp) {
@@ -656,7 +671,7 @@ final class SampleLines {
             b.str(ptfence.calls.PerfLines.printable(payload)).ch(' ');
             ptSpacing(b, from);
         }
-        synthEnd(s, b, ip, 0, true);
+        synthEnd(s, b, ip, 0, true, PerfEvents.Kind.PTWRITE);
     }
 
     void power(SampleSink s, PerfEvents.Kind k, Event ev) {
@@ -703,7 +718,7 @@ final class SampleLines {
             }
             ptSpacing(b, from);
         }
-        synthEnd(s, b, ip, 0, true);
+        synthEnd(s, b, ip, 0, true, k);
     }
 
     void transaction(SampleSink s, long ip, int f) {
@@ -728,6 +743,7 @@ final class SampleLines {
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
         b.nl();
+        s.out().stream(streams[PerfEvents.Kind.TRANSACTIONS.ordinal()]);
         s.out().commit(s.time(), true);
     }
 

@@ -253,7 +253,23 @@ public final class SampleSink implements FlowSink {
         if (countIpc) {
             cycState(true);
         }
+        queueState();
     }
+
+    /**
+     * perf's decoder returned a state now, sampled or not: its time goes to the merge, where it can end this CPU's run
+     * of equal times among the others' ({@link QueueOrder}); a line at the same time says the same.
+     */
+    private void queueState() {
+        if (!filter.stopped()) {
+            out.state(perfTime());
+        }
+    }
+
+    /** A conditional branch not sampled: a state only if taken, known at the next instruction. */
+    private boolean condState;
+    private long condStateIp;
+    private long condStateTsc;
 
     /**
      * A state perf's decoder returns now: between packets ({@code sampleTime}: it takes a moved cycle count) or while
@@ -277,6 +293,12 @@ public final class SampleSink implements FlowSink {
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
+        if (condState) {
+            condState = false;
+            if (ip != condStateIp && !filter.stopped() && condStateTsc >= 0 && !cfg.events.timeless) {
+                out.state(toPerf.applyAsLong(condStateTsc)); // it was taken: perf's state at its time
+            }
+        }
         settleCbrAt(ip, false);
         if (psbAhead && pending) {
             resolve(ip, 0); // it ran before the PSB+ the flow still walks to: perf returned it before the PSB's state
@@ -320,6 +342,15 @@ public final class SampleSink implements FlowSink {
             cycles.insn(ip, size, cls, sample, insnTotal);
         }
         if (!sample && !(branch && (wantBranches || calls != null))) {
+            if (branch) {
+                if (cls == InsnClass.COND_JUMP) {
+                    condState = true;
+                    condStateIp = ip + size;
+                    condStateTsc = queueTsc;
+                } else {
+                    queueState();
+                }
+            }
             return;
         }
         // a branch that is not sampled needs its bytes only for its line's insn field, a filter, or its far kind
@@ -742,6 +773,7 @@ public final class SampleSink implements FlowSink {
             return;
         }
         psbOpen = false;
+        queueState(); // perf's decoder returns the PSB's state, sampled or not
         if (filter.restartsAt(queuePos(psbOffset), decoderTsc())) {
             insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
         }
@@ -944,6 +976,7 @@ public final class SampleSink implements FlowSink {
     }
 
     private void branch(long from, long to, int flags, int size, byte[] bytes, int len) {
+        queueState(); // a branch's state, whether or not its line is made
         int f = flags | (inTx ? BranchFlags.IN_TX : 0);
         if (calls != null) {
             long t = perfTime();

@@ -36,6 +36,12 @@ public final class ScriptConfig {
     /** -s: the Python script each sample, error and switch goes to instead of a line (null: none). */
     public PythonScript script;
 
+    /** --per-event-dump: each sample's line goes to its event's file, else null. */
+    public PerEventDump perEvent;
+
+    /** --full-source-path: srcline with the source file's whole name (perf's srcline_full_filename). */
+    public boolean fullSourcePath;
+
     /** --max-blocks: how many blocks -F brstackinsn prints at most (0: all, perf's default). */
     public int maxBlocks;
 
@@ -75,19 +81,21 @@ public final class ScriptConfig {
         return (quot << shift) + (rem << shift) / mult;
     }
 
-    /** -S/--symbols: names, start addresses or any address, each with --addr-range bytes after it. */
+    /**
+     * -S/--symbols: names, and addresses each with --addr-range bytes after it. An address matches the sample's IP
+     * only, never a symbol's start: perf takes every entry that reads as a number out of its symbol list.
+     */
     public record SymbolFilter(Set<String> names, long[] addresses, long range) {
         /**
-         * True if a sample at {@code ip} in symbol {@code name} (null if none) starting at {@code start} is kept; an
+         * True if a sample at {@code ip} in symbol {@code name} (null if none) is kept; an
          * address matches only where a map holds {@code ip} ({@code mapped}), as perf's addr_list.
          */
-        public boolean keeps(long ip, String name, long start, boolean mapped) {
+        public boolean keeps(long ip, String name, boolean mapped) {
             if (name != null && names.contains(name)) {
                 return true;
             }
             for (long a : addresses) {
-                if (name != null && a == start
-                        || mapped && (ip == a || range > 0 && Long.compareUnsigned(ip - a, range) < 0)) {
+                if (mapped && (ip == a || range > 0 && Long.compareUnsigned(ip - a, range) < 0)) {
                     return true;
                 }
             }

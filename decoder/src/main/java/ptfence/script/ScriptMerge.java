@@ -33,6 +33,8 @@ public final class ScriptMerge {
         /** A line's {@link LineCall} state (made on first use, reused with the batch) and whether it has one. */
         final DlFilter.Sample[] calls = new DlFilter.Sample[BATCH_LINES + 2];
         final boolean[] called = new boolean[BATCH_LINES + 2];
+        /** A line's event file (--per-event-dump; 0: stdout). */
+        final int[] streams = new int[BATCH_LINES + 2];
         /** A mark in place of a line (null: a line): run by the printer at its turn, printing nothing. */
         final Runnable[] marks = new Runnable[BATCH_LINES + 2];
         final LineBytes text = new LineBytes(BATCH_BYTES + 4096);
@@ -49,6 +51,10 @@ public final class ScriptMerge {
     private volatile boolean stopped;
     private DsoData dsoData;
     private LineCall lineCall;
+    private long[] queueLimits = new long[0];
+    /** The mark of a state with no line: taken in its turn, it prints nothing and runs nothing. */
+    private static final Runnable STATE = () -> { };
+    private PerEventDump perEvent;
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -67,9 +73,19 @@ public final class ScriptMerge {
         }
     }
 
+    /** The times of the recording's records, which order the CPUs' lines of equal time ({@link QueueOrder}). */
+    public void queueLimits(long[] times) {
+        queueLimits = times;
+    }
+
     /** The per-file state the lines' gates go through, in the printed order (before {@link #drain}). */
     public void gates(DsoData d) {
         dsoData = d;
+    }
+
+    /** --per-event-dump: the lines given an event file go there, the others to the output (before {@link #drain}). */
+    public void perEvent(PerEventDump d) {
+        perEvent = d;
     }
 
     /** The call made on a line as it is printed (perf's --dlfilter), before {@link #producer}. */
@@ -127,9 +143,12 @@ public final class ScriptMerge {
         private int split = -1;
         private int gate;
         private boolean calling;
+        private int stream;
         /** A mark to place before the first line at or after {@link #dueAt} (null: none). */
         private Runnable due;
         private long dueAt;
+        /** The times of the states without a line this source tells the merge (perf's queue stops there too). */
+        private final ptfence.calls.MergeTimes states = new ptfence.calls.MergeTimes(t -> mark(t, STATE));
 
         private Producer(int index, boolean holdsTurn) {
             this.index = index;
@@ -151,6 +170,11 @@ public final class ScriptMerge {
         /** The time field goes here. */
         public void timeHere() {
             split = line().length();
+        }
+
+        /** The line being built is a sample of event {@code s} (1 up: its place in the events, --per-event-dump). */
+        public void stream(int s) {
+            stream = s;
         }
 
         /**
@@ -230,6 +254,7 @@ public final class ScriptMerge {
             b.gates[i] = gate;
             b.called[i] = called;
             b.marks[i] = m;
+            b.streams[i] = 0;
             return i;
         }
 
@@ -264,13 +289,28 @@ public final class ScriptMerge {
             }
         }
 
+        /**
+         * A state perf's decoder returns at perf time {@code time} with no line of its own (an unsampled branch, a
+         * PSB): it orders this CPU's lines among the others' as a line would ({@link QueueOrder}).
+         */
+        public void state(long time) {
+            if (time >= 0) {
+                states.left(time);
+            }
+        }
+
         /** Ends the line: sorted by perf time {@code time} (-1: untimed, printed as it comes). */
         public void commit(long time, boolean skippable) {
+            if (time >= 0) {
+                states.item(time);
+            }
             int i = entry(time, null, split, skippable, gate, calling);
             Batch b = batch;
+            b.streams[i] = stream;
             split = -1;
             gate = 0;
             calling = false;
+            stream = 0;
             start = b.ends[i];
             if (b.count >= BATCH_LINES || b.text.length() >= BATCH_BYTES) {
                 flush();
@@ -285,6 +325,7 @@ public final class ScriptMerge {
             split = -1;
             gate = 0;
             calling = false;
+            stream = 0;
         }
 
         private void flush() {
@@ -296,6 +337,7 @@ public final class ScriptMerge {
 
         /** No more lines: must be called however the source ends, else the printer waits forever. */
         public void end() {
+            states.flush();
             runDue();
             flush();
             Batch b = take(free.get(index), holdsTurn);
@@ -369,7 +411,9 @@ public final class ScriptMerge {
         int[] pos = new int[k];
         boolean[] ended = new boolean[k];
         LineBytes buf = new LineBytes(1 << 16);
+        LineBytes one = perEvent == null ? null : new LineBytes(4096);
         int current = -1;
+        QueueOrder order = new QueueOrder(k, queueLimits);
         long skipLeft = skip;
         while (true) {
             int best = -1;
@@ -399,7 +443,7 @@ public final class ScriptMerge {
                     pos[i] = 0;
                 }
                 long t = head[i].times[pos[i]];
-                if (best < 0 || earlier(t, i, bestTime, best, current)) {
+                if (best < 0 || earlier(t, i, bestTime, best, current, order)) {
                     best = i;
                     bestTime = t;
                 }
@@ -407,8 +451,23 @@ public final class ScriptMerge {
             if (best < 0) {
                 break;
             }
+            if (order.reach(bestTime)) {
+                // a record's time stopped the running CPU: the ties are ordered again
+                for (int i = 0; i < k; i++) {
+                    if (!ended[i] && i != best && earlier(head[i].times[pos[i]], i, bestTime, best, current, order)) {
+                        best = i;
+                        bestTime = head[i].times[pos[i]];
+                    }
+                }
+            }
             Batch b = head[best];
             int i = pos[best]++;
+            if (b.marks[i] == STATE) {
+                b.marks[i] = null;
+                current = best;
+                order.taken(best);
+                continue;
+            }
             if (b.marks[i] != null) {
                 Runnable m = b.marks[i];
                 b.marks[i] = null;
@@ -416,34 +475,51 @@ public final class ScriptMerge {
                 continue;
             }
             current = best;
+            if (!sideband[best]) {
+                order.taken(best);
+            }
             // the call before the gate: a read of a file's data (a negative gate) is made for printed samples only;
             // a line the initial skip takes is never handed to the call (perf skips before it delivers)
             if (b.called[i] && lineCall != null && !(b.skippable[i] && skipLeft > 0) && !call(b.calls[i], buf, out)) {
                 continue;
             }
-            if (b.gates[i] != 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
+            if (b.gates[i] > 0 && dsoData != null && !dsoData.pass(b.gates[i])) {
                 continue;
             }
             if (b.skippable[i] && skipLeft > 0) {
                 skipLeft--;
                 continue;
             }
+            if (b.gates[i] < 0 && dsoData != null) {
+                dsoData.pass(b.gates[i]); // a printed sample's read; one the initial skip took was never delivered
+            }
             int from = i == 0 ? 0 : b.ends[i - 1];
             int to = b.ends[i];
             int split = b.splits[i];
-            if (split < 0) {
-                buf.bytes(b.text.b, from, to - from);
-            } else {
-                buf.bytes(b.text.b, from, split - from);
-                clock.write(buf, b.times[i]);
-                buf.bytes(b.text.b, split, to - split);
+            if (perEvent != null && b.streams[i] != 0) {
+                one.len = 0;
+                append(one, b, from, to, split, b.times[i], clock);
+                perEvent.write(b.streams[i], one.b, one.len);
+                continue;
             }
+            append(buf, b, from, to, split, b.times[i], clock);
             if (buf.len >= 1 << 16) {
                 out.write(buf.b, 0, buf.len);
                 buf.len = 0;
             }
         }
         out.write(buf.b, 0, buf.len);
+    }
+
+    /** A line's bytes [from, to) of batch {@code b}, its time field at {@code split} (-1: none). */
+    private static void append(LineBytes out, Batch b, int from, int to, int split, long time, TimeField clock) {
+        if (split < 0) {
+            out.bytes(b.text.b, from, to - from);
+        } else {
+            out.bytes(b.text.b, from, split - from);
+            clock.write(out, time);
+            out.bytes(b.text.b, split, to - split);
+        }
     }
 
     /** The line's call; where it stops the run (a filter's error), what was merged before it is written first. */
@@ -458,7 +534,7 @@ public final class ScriptMerge {
     }
 
     /** Whether source {@code i}'s line at {@code t} goes before the best so far (perf's order on ties). */
-    private boolean earlier(long t, int i, long bestTime, int best, int current) {
+    private boolean earlier(long t, int i, long bestTime, int best, int current, QueueOrder order) {
         if (t < 0 || bestTime < 0) {
             // untimed: a CPU's lines come after the sideband's (perf decodes an untimed trace once all records are
             // read), else as they come
@@ -473,7 +549,7 @@ public final class ScriptMerge {
         if (sideband[i] != sideband[best]) {
             return sideband[i];
         }
-        return i == current;
+        return sideband[i] ? i == current : order.before(i, best);
     }
 
     /** Writes a line's time field (perf's formats, --reltime and --deltatime count from lines printed before). */

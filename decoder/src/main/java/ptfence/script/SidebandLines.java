@@ -15,13 +15,20 @@ import ptfence.symbol.Symbolizer;
 /**
  * The lines perf script prints from the recording's own records, between the trace's samples in time order: the
  * samples of other recorded events (a cycles event recorded beside intel_pt), and with --show-task-events,
- * --show-mmap-events, --show-switch-events, --show-lost-events, --show-bpf-events and --show-text-poke-events the
+ * --show-mmap-events, --show-switch-events, --show-lost-events, --show-bpf-events, --show-text-poke-events,
+ * --show-namespace-events and --show-cgroup-events the
  * records themselves (perf_event__fprintf's words after the sample's comm, tid, cpu and time).
  */
 public final class SidebandLines {
     /** Which records to show. */
-    public record Show(boolean task, boolean mmap, boolean switches, boolean lost, boolean bpf, boolean textPoke) {
+    public record Show(boolean task, boolean mmap, boolean switches, boolean lost, boolean bpf, boolean textPoke,
+            boolean namespaces, boolean cgroup) {
+        /** None: a view that prints only the samples. */
+        public static final Show NONE = new Show(false, false, false, false, false, false, false, false);
     }
+
+    /** perf's names of the namespaces, by their index in a NAMESPACES record. */
+    private static final String[] NAMESPACES = {"net", "uts", "ipc", "pid", "user", "mnt", "cgroup"};
 
     /** A record to print ({@code shown}), or one whose only effect is perf reading files (a vdso mapping). */
     private record Item(long time, long seq, PerfRecord record, boolean shown) {
@@ -33,6 +40,8 @@ public final class SidebandLines {
     private final Map<Long, PerfEvents.Event> byId;
     private final PerfEvents.Event single;
     private final List<Item> items = new ArrayList<>();
+    /** perf's warnings for NAMESPACES records of another count than its own, by time then file order. */
+    private final List<Item> nsWarnings = new ArrayList<>();
 
     /**
      * @param byId each recorded event by its sample ids
@@ -71,6 +80,13 @@ public final class SidebandLines {
             take = show.bpf();
         } else if (r instanceof PerfRecord.TextPoke) {
             take = show.textPoke();
+        } else if (r instanceof PerfRecord.Namespaces n) {
+            take = show.namespaces();
+            if (n.namespaces().size() != NAMESPACES.length) {
+                nsWarnings.add(new Item(timeOf(r), nsWarnings.size(), r, false));
+            }
+        } else if (r instanceof PerfRecord.Cgroup) {
+            take = show.cgroup();
         } else {
             take = false;
         }
@@ -108,6 +124,21 @@ public final class SidebandLines {
             return x.time();
         }
         return r.sampleId().has(SampleType.TIME) ? r.sampleId().time() : 0;
+    }
+
+    /**
+     * What perf says on stderr as it processes each NAMESPACES record whose count of namespaces is not its own seven
+     * (shown or not): the kernel or perf is the older.
+     */
+    public String warnings() {
+        nsWarnings.sort(Comparator.comparingLong(Item::time).thenComparingLong(Item::seq));
+        StringBuilder sb = new StringBuilder();
+        for (Item it : nsWarnings) {
+            sb.append(((PerfRecord.Namespaces) it.record()).namespaces().size() < NAMESPACES.length
+                    ? "\nWARNING: perf tool seems to support more namespaces than the kernel.\nTry updating the kernel..\n\n"
+                    : "\nWARNING: kernel seems to support more namespaces than perf tool.\nTry updating the perf tool..\n\n");
+        }
+        return sb.toString();
     }
 
     public boolean isEmpty() {
@@ -176,6 +207,8 @@ public final class SidebandLines {
             threadTid = m.tid();
         } else if (r instanceof PerfRecord.Mmap2 m) {
             threadTid = m.tid();
+        } else if (r instanceof PerfRecord.Namespaces n) {
+            threadTid = n.tid(); // perf finds the thread by the record's own pid/tid
         }
         LineBytes b = start(out, fields, comm(threadTid, time), r.sampleId().pid(), tid, r.sampleId().cpu(), time);
         b.str("PERF_RECORD_");
@@ -222,6 +255,10 @@ public final class SidebandLines {
         } else if (r instanceof PerfRecord.BpfEvent be) {
             b.str("BPF_EVENT type ").dec(be.eventType()).str(", flags ").dec(be.flags()).str(", id ")
                     .dec(be.id() & 0xffffffffL).nl();
+        } else if (r instanceof PerfRecord.Namespaces n) {
+            b.str("NAMESPACES").str(words(n));
+        } else if (r instanceof PerfRecord.Cgroup c) {
+            b.str("CGROUP").str(words(c));
         } else if (r instanceof PerfRecord.TextPoke p) {
             b.str("TEXT_POKE ").hex(p.addr()).ch(' ');
             Symbol s = symbols.symbol(p.addr(), time, -1);
@@ -244,6 +281,28 @@ public final class SidebandLines {
             b.nl();
         }
         out.commit(time, false);
+    }
+
+    /** perf's words after a NAMESPACES record's name (perf_event__fprintf_namespaces), here and in -D's dump. */
+    static String words(PerfRecord.Namespaces n) {
+        List<PerfRecord.Namespace> ns = n.namespaces();
+        StringBuilder b = new StringBuilder(" ").append(n.pid()).append('/').append(n.tid())
+                .append(" - nr_namespaces: ").append(ns.size()).append("\n\t\t[");
+        for (int i = 0; i < ns.size(); i++) {
+            if (i > 0 && i % 4 == 0) {
+                b.append("\n\t\t ");
+            }
+            long ino = ns.get(i).ino();
+            b.append(i).append('/').append(i < NAMESPACES.length ? NAMESPACES[i] : "UNKNOWN").append(": ")
+                    .append(Long.toUnsignedString(ns.get(i).dev())).append('/')
+                    .append(ino == 0 ? "0" : "0x" + Long.toHexString(ino)).append(i + 1 < ns.size() ? ", " : "]\n");
+        }
+        return b.toString();
+    }
+
+    /** perf's words after a CGROUP record's name (perf_event__fprintf_cgroup). */
+    static String words(PerfRecord.Cgroup c) {
+        return " cgroup: " + Long.toUnsignedString(c.id()) + " " + c.path() + "\n";
     }
 
     private static String inOut(int misc) {
@@ -391,7 +450,8 @@ public final class SidebandLines {
             }
         }
         if ((fields & FieldSet.IP) != 0 && (fields & FieldSet.SRCLINE) != 0 && s.ip() != 0) {
-            String src = symbols.srcline(s.ip(), time, s.pid());
+            ptfence.symbol.SourceLine l = symbols.line(s.ip(), time, s.pid());
+            String src = l == null ? null : cfg.fullSourcePath ? l.path() : l.text();
             if (src == null) {
                 src = symbols.srclineFallback(s.ip(), time, s.pid());
             }
@@ -406,6 +466,9 @@ public final class SidebandLines {
             b.str(" ilen: 0"); // perf has no instruction for a recorded event's sample (and so prints no insn:)
         }
         b.nl();
+        if (cfg.perEvent != null) {
+            out.stream(cfg.events.events().indexOf(e) + 1);
+        }
         out.commit(time, false);
     }
 }

@@ -77,7 +77,8 @@ final class Dso {
         SourceLine l = t.line(vaddr);
         if (l == null) {
             String f = files.fileAt(vaddr);
-            l = f == null ? null : new SourceLine(f.substring(f.lastIndexOf('/') + 1) + ":0", vaddr, vaddr + 1);
+            l = f == null ? null : new SourceLine(f.substring(f.lastIndexOf('/') + 1) + ":0", vaddr, vaddr + 1,
+                    f + ":0");
         }
         return l;
     }

@@ -45,7 +45,7 @@ public final class LineTable {
         if (dl == null) {
             return null;
         }
-        Builder b = new Builder(elf.section(".debug_line_str"), elf.section(".debug_str"));
+        Builder b = new Builder(elf.section(".debug_line_str"), elf.section(".debug_str"), CompDirs.of(elf));
         b.read(dl);
         return b.build();
     }
@@ -70,7 +70,7 @@ public final class LineTable {
         SourceLine l = rows[i];
         if (l == null) { // made once per row run (threads racing make equal ones)
             l = new SourceLine(bases[file[i]] + ":" + line[i], address[i],
-                    i + 1 < address.length ? address[i + 1] : address[i] + 1);
+                    i + 1 < address.length ? address[i + 1] : address[i] + 1, files[file[i]] + ":" + line[i]);
             rows[i] = l;
         }
         return l;
@@ -99,6 +99,57 @@ public final class LineTable {
         return found < 0 || file[found] == END ? -1 : found;
     }
 
+    static long uleb(ByteBuffer d) {
+        return leb(d, false);
+    }
+
+    static long sleb(ByteBuffer d) {
+        return leb(d, true);
+    }
+
+    /** A LEB128 number, sign-extended from its last byte's bit 6 when {@code signed}. */
+    private static long leb(ByteBuffer d, boolean signed) {
+        long v = 0;
+        int shift = 0;
+        byte b;
+        do {
+            b = d.get();
+            if (shift < 64) {
+                v |= (long) (b & 0x7f) << shift;
+            }
+            shift += 7;
+        } while (b < 0);
+        if (signed && shift < 64 && (b & 0x40) != 0) {
+            v |= -1L << shift;
+        }
+        return v;
+    }
+
+    /** A DWARF section's unit: its offset in the section, its bytes after the length, and whether it is 64-bit. */
+    interface Unit {
+        void read(long offset, ByteBuffer unit, boolean dwarf64);
+    }
+
+    /** Each unit of a DWARF section (.debug_line, .debug_info) in order, up to the end or a damaged length. */
+    static void units(ByteBuffer section, Unit each) {
+        ByteBuffer d = section.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        int at = 0;
+        while (at + 4 <= d.limit()) {
+            d.position(at);
+            long len = Integer.toUnsignedLong(d.getInt());
+            boolean dwarf64 = len == 0xffffffffL;
+            if (dwarf64) {
+                len = d.getLong();
+            }
+            long end = d.position() + len;
+            if (len <= 0 || end > d.limit()) {
+                return;
+            }
+            each.read(at, d.duplicate().order(ByteOrder.LITTLE_ENDIAN).limit((int) end).position(d.position()),
+                    dwarf64);
+            at = (int) end;
+        }
+    }
 
     /** Runs the line-number programs of every unit and keeps their rows. */
     private static final class Builder {
@@ -110,35 +161,27 @@ public final class LineTable {
         private long[] seq = new long[48];
         private int seqLen;
 
-        Builder(ByteBuffer lineStr, ByteBuffer str) {
+        /** Each unit's comp_dir by its line program's offset (DWARF before 5 leaves it out of the program). */
+        private final java.util.Map<Long, String> compDirs;
+
+        Builder(ByteBuffer lineStr, ByteBuffer str, java.util.Map<Long, String> compDirs) {
             this.lineStr = lineStr;
             this.str = str;
+            this.compDirs = compDirs;
         }
 
         void read(ByteBuffer all) {
-            ByteBuffer d = all.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-            int at = 0;
-            while (at + 4 <= d.limit()) {
-                d.position(at);
-                long len = Integer.toUnsignedLong(d.getInt());
-                boolean dwarf64 = len == 0xffffffffL;
-                if (dwarf64) {
-                    len = d.getLong();
-                }
-                long end = d.position() + len;
-                if (len <= 0 || end > d.limit()) {
-                    return; // a damaged unit: the rows before it stand
-                }
+            // a damaged unit ends the walk: the rows before it stand
+            units(all, (at, unit, dwarf64) -> {
                 try {
-                    unit(d.duplicate().order(ByteOrder.LITTLE_ENDIAN).limit((int) end).position(d.position()), dwarf64);
+                    unit(unit, dwarf64, compDirs.getOrDefault(at, ""));
                 } catch (RuntimeException e) {
                     seqLen = 0; // a unit we cannot read (unknown form, truncated): skip it
                 }
-                at = (int) end;
-            }
+            });
         }
 
-        private void unit(ByteBuffer d, boolean dwarf64) {
+        private void unit(ByteBuffer d, boolean dwarf64, String compDir) {
             int version = Short.toUnsignedInt(d.getShort());
             if (version < 2 || version > 5) {
                 return;
@@ -172,10 +215,11 @@ public final class LineTable {
                     fileIds.add(id(join(dirs, e[0], e[1] == null ? 0 : Integer.parseInt(e[1]))));
                 }
             } else {
+                // directory 0 is the unit's comp_dir, and the others are relative to it unless absolute
                 List<String> dirs = new ArrayList<>();
-                dirs.add("");
+                dirs.add(compDir);
                 for (String s = cstr(d); !s.isEmpty(); s = cstr(d)) {
-                    dirs.add(s);
+                    dirs.add(s.startsWith("/") || compDir.isEmpty() ? s : join(dirs, s, 0));
                 }
                 fileIds.add(-1); // files count from 1 before DWARF 5
                 for (String s = cstr(d); !s.isEmpty(); s = cstr(d)) {
@@ -367,30 +411,6 @@ public final class LineTable {
             return Elf.cString(d, start);
         }
 
-        private static long uleb(ByteBuffer d) {
-            return leb(d, false);
-        }
 
-        private static long sleb(ByteBuffer d) {
-            return leb(d, true);
-        }
-
-        /** A LEB128 number, sign-extended from its last byte's bit 6 when {@code signed}. */
-        private static long leb(ByteBuffer d, boolean signed) {
-            long v = 0;
-            int shift = 0;
-            byte b;
-            do {
-                b = d.get();
-                if (shift < 64) {
-                    v |= (long) (b & 0x7f) << shift;
-                }
-                shift += 7;
-            } while (b < 0);
-            if (signed && shift < 64 && (b & 0x40) != 0) {
-                v |= -1L << shift;
-            }
-            return v;
-        }
     }
 }

@@ -275,7 +275,8 @@ public final class RecordingSymbols implements Symbolizer {
         long vaddr = d == null ? -1 : vaddr(d, mm.m, address);
         SourceLine l = vaddr == -1 ? null : d.line(vaddr);
         long shift = address - vaddr;
-        return l == null || shift == 0 ? l : new SourceLine(l.text(), l.start() + shift, l.end() + shift);
+        return l == null || shift == 0 ? l : new SourceLine(l.text(), l.start() + shift, l.end() + shift,
+                l.path());
     }
 
     @Override

@@ -13,8 +13,16 @@ public final class SymbolCursor {
     private SourceLine line;
     private long noLineAt = 1;
 
+    /** perf's --full-source-path: source lines with the file's whole name. */
+    private final boolean fullPaths;
+
     public SymbolCursor(Symbolizer symbols) {
+        this(symbols, false);
+    }
+
+    public SymbolCursor(Symbolizer symbols, boolean fullPaths) {
         this.symbols = symbols;
+        this.fullPaths = fullPaths;
     }
 
     /** The function holding {@code address}, or null. */
@@ -34,12 +42,12 @@ public final class SymbolCursor {
     public String srcline(long address, long time, int pid) {
         SourceLine l = line;
         if (pid == linePid && (l != null ? l.covers(address) : address == noLineAt)) {
-            return l == null ? null : l.text();
+            return l == null ? null : fullPaths ? l.path() : l.text();
         }
         l = symbols.line(address, time, pid);
         line = l;
         linePid = pid;
         noLineAt = address;
-        return l == null ? null : l.text();
+        return l == null ? null : fullPaths ? l.path() : l.text();
     }
 }

@@ -61,7 +61,7 @@ class MergeTimesTest {
 
     /** The streams through a {@link TimeMerge}: whole, or only the kept items with what {@link MergeTimes} tells. */
     private List<Item> merge(long[][] times, boolean[][] kept, boolean reduce) throws InterruptedException {
-        TimeMerge<Item> m = new TimeMerge<>(times.length, new Semaphore(times.length));
+        TimeMerge<Item> m = new TimeMerge<>(times.length, new Semaphore(times.length), new long[0]);
         lastTold = 0;
         for (int c = 0; c < times.length; c++) {
             TimeMerge<Item>.Producer p = m.producer(c);

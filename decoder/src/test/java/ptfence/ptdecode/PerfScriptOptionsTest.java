@@ -29,7 +29,7 @@ class PerfScriptOptionsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"--graph-function=main", "--show-round-events", "--full-source-path"})
+    @ValueSource(strings = {"--graph-function=main"})
     void anOptionNotDoneYetIsRefusedWithOneLineNamingIt(String option) {
         Run r = RecordingFlowTest.ptdecode("-i", recording().toString(), "--itrace=i1i", option);
         assertEquals(2, r.exit(), r.err());
