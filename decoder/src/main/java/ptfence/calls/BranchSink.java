@@ -61,6 +61,10 @@ public final class BranchSink implements FlowSink {
     /** The held branch instruction's sample time (TSC, -1: none), made perf time only if it becomes an item. */
     private long pTsc;
     private long lastIp;
+    /** The length of the instruction at {@link #lastIp} (0: none walked yet): the one perf's state carries. */
+    private int lastSize;
+    /** When the instruction at {@link #lastIp} was walked (sample time, TSC; -1: untimed). */
+    private long lastTsc = -1;
     /** Where the trace was turned off, while it is (-1: on): what perf reports an overflow then at. */
     private long offIp = -1;
     private long insns;
@@ -239,10 +243,13 @@ public final class BranchSink implements FlowSink {
 
     /** The IP of perf's state the marks made now are samples of (its --dsos and -S filters look at it). */
     private long stateIp;
+    /** The address of that state (perf's to_ip): a PSB+'s FUP IP where perf's scan for an IP met the PSB, else 0. */
+    private long stateAddr;
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         stateIp = ip;
+        stateAddr = 0;
         if (pending) {
             pending = false;
             ipcHeld(ip);
@@ -267,6 +274,8 @@ public final class BranchSink implements FlowSink {
         insns++;
         insnTotal++;
         lastIp = ip;
+        lastSize = size;
+        lastTsc = sampleClock.time();
         if (ipc != null) {
             ipc.insn(ip, size, cls, false, insnTotal);
         }
@@ -386,7 +395,7 @@ public final class BranchSink implements FlowSink {
                 // the last branch was one perf's filter made no sample of, so no item told the view its kind
                 m = m.withFlags(m.name().equals("psb") ? 0 : filteredFlags);
             }
-            add(m.sampledAt(stateIp));
+            add(m.sampledAt(stateIp, stateAddr, lastIp, lastSize, lastSize > 0 ? perf(lastTsc) : m.time()));
             insns = 0;
         }
     }
@@ -508,9 +517,11 @@ public final class BranchSink implements FlowSink {
             insns += t.insns;
         }
         lastIp = base + t.last;
+        lastSize = CodeCache.lengthOf(t.lastInsn);
+        lastTsc = tnt;
         pending = true;
         pIp = lastIp;
-        pSize = CodeCache.lengthOf(t.lastInsn);
+        pSize = lastSize;
         pCls = lastCls;
         pTsc = tnt;
         return true;
@@ -555,6 +566,8 @@ public final class BranchSink implements FlowSink {
         stateIp = ev.statusUpdate && decoder != null ? (decoder.psbOffset() == scanPsb ? 0 : decoder.psbIp())
                 : offIp != -1 ? offIp
                 : decoder == null ? lastIp : decoder.ip();
+        // a PSB+ perf's scan met: its sync sets from_ip to 0, to_ip stays the FUP's (the sample views' psbAddr)
+        stateAddr = ev.statusUpdate && decoder != null && decoder.psbOffset() == scanPsb ? decoder.psbIp() : 0;
         if (ev.statusUpdate && decoder != null) {
             sampleClock.eventAt(decoder.psbTime()); // perf's PSB event: its TSC's time
         } else {
@@ -570,6 +583,7 @@ public final class BranchSink implements FlowSink {
         }
         holding = false;
         stateIp = heldIp;
+        stateAddr = 0;
         sampleClock.eventAt(heldTsc);
         for (Event e : held) {
             take(e, heldPsb, false); // (as the sample views' PSB+ ahead of its IP: no count taken)
@@ -617,7 +631,8 @@ public final class BranchSink implements FlowSink {
         }
         if (cbr != null) { // after the psb, which took the instructions before both
             markItem(m == null ? cbr : new FlowItem.Mark(cbr.cpu(), cbr.time(), cbr.name(), cbr.ip(), cbr.keys(),
-                    cbr.values(), 0, cbr.flags(), cbr.sampleIp()));
+                    cbr.values(), 0, cbr.flags(), cbr.sampleIp(), cbr.sampleAddr(), cbr.insnIp(), cbr.insnLen(),
+                    cbr.insnTime()));
         }
         if (ev.type == Event.TSX) {
             inTx = ev.speculative;
@@ -631,6 +646,7 @@ public final class BranchSink implements FlowSink {
                 pending = false;
                 resync.inStep();
                 stateIp = 0; // a trace begin's state comes from no IP
+                stateAddr = 0;
                 // perf shows a trace's cbr 0 at the first state it returns, before that state's branch: the trace
                 // begin comes after it, and the cbr line's flags are the ones before it (none at the start)
                 if (marks.noCbrShown()) {
@@ -646,6 +662,7 @@ public final class BranchSink implements FlowSink {
                     branchAt(pTsc, pIp, ev.ipSuppressed ? 0 : ev.ip, flagsOf(pCls, pIp) | BranchFlags.TRACE_END, pSize);
                 } else {
                     branch(lastIp, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
+                    lastSize = 0; // an asynchronous transfer's state carries no instruction
                 }
             }
             case Event.ASYNC_DISABLED -> {
@@ -653,6 +670,7 @@ public final class BranchSink implements FlowSink {
                 resolve(ev.from);
                 ipcState();
                 branch(ev.from, 0, BranchFlags.BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0);
+                lastSize = 0;
             }
             case Event.ASYNC_BRANCH -> {
                 resolve(ev.from);
@@ -660,6 +678,7 @@ public final class BranchSink implements FlowSink {
                 ipcState();
                 branch(ev.from, ev.ip, BranchFlags.BRANCH | BranchFlags.CALL | BranchFlags.ASYNC
                         | BranchFlags.INTERRUPT, 0);
+                lastSize = 0;
             }
             case Event.OVERFLOW -> {
                 // perf's decoder reports where its flow stands (past a branch whose packet came before the overflow,

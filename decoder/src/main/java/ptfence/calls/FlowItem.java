@@ -29,25 +29,30 @@ public sealed interface FlowItem permits FlowItem.Branch, FlowItem.Mark, FlowIte
      * An event the trace carries besides control flow (cbr, psb, ptwrite, mwait, pwre, pwrx, exstop, tsx):
      * {@code ip} 0 when it has none; {@code keys}/{@code values} its numbers, in order. {@code flags}: the branch
      * flags perf shows it with where its decoder state is known here (a ratio shown at a branch's state), else -1
-     * (the view shows its CPU's last branch kind). {@code sampleIp}: see {@link #sampledAt}.
+     * (the view shows its CPU's last branch kind). {@code sampleIp}, {@code sampleAddr}, {@code insnIp},
+     * {@code insnLen}, {@code insnTime}: see {@link #sampledAt}.
      */
     record Mark(int cpu, long time, String name, long ip, String[] keys, long[] values, long insns, int flags,
-            long sampleIp) implements FlowItem {
+            long sampleIp, long sampleAddr, long insnIp, int insnLen, long insnTime) implements FlowItem {
         public Mark(int cpu, long time, String name, long ip, String[] keys, long[] values, long insns) {
-            this(cpu, time, name, ip, keys, values, insns, -1, 0);
+            this(cpu, time, name, ip, keys, values, insns, -1, 0, 0, 0, 0, -1);
         }
 
         /** This mark shown with the flags {@code f}. */
         public Mark withFlags(int f) {
-            return new Mark(cpu, time, name, ip, keys, values, insns, f, sampleIp);
+            return new Mark(cpu, time, name, ip, keys, values, insns, f, sampleIp, sampleAddr, insnIp, insnLen,
+                    insnTime);
         }
 
         /**
          * This mark as perf's sample of it: at {@code at}, its state's IP (a psb's and its cbr's the PSB+'s FUP), which
-         * perf's --dsos and -S filter it by.
+         * perf's --dsos and -S filter it by; {@code addr} its state's address (-F addr); the instruction its state
+         * carries (-F insn) at {@code insnIp}, {@code insnLen} bytes: the one its decoder walked last (length 0: none
+         * since an asynchronous transfer, perf then reads the one at {@code at}), walked at perf time
+         * {@code insnTime} (perf keeps its bytes as they were then: code reloaded since does not change them).
          */
-        public Mark sampledAt(long at) {
-            return new Mark(cpu, time, name, ip, keys, values, insns, flags, at);
+        public Mark sampledAt(long at, long addr, long insnIp, int insnLen, long insnTime) {
+            return new Mark(cpu, time, name, ip, keys, values, insns, flags, at, addr, insnIp, insnLen, insnTime);
         }
     }
 

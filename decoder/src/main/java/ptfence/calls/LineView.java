@@ -20,6 +20,16 @@ abstract class LineView implements CallView {
     /** Per CPU (index cpu + 1): perf's IPC counts since its last branch sample (ptfence.flow.SampleCycles' rule). */
     private ptfence.flow.SampleCycles.Since[] ipcSince = new ptfence.flow.SampleCycles.Since[8];
     private int[] lastFlags = new int[8];
+    /**
+     * Per CPU: where the instruction that ended its trace is, while the trace is off (0: none). perf's decoder state
+     * keeps the instruction it walked last, and a trace begin's sample carries it (-F insn).
+     */
+    private long[] endedAt = new long[8];
+    /** When (perf time): perf keeps the instruction's bytes as they were then. */
+    private long[] endedTime = new long[8];
+    /** Where the instruction of the branch being shown is (see {@link #endedAt}). */
+    private long insnIp;
+    private long insnTime;
     /** perf's per-file data status: which walk failures in missing code it reports (in merge order, as perf). */
     private final ptfence.script.DsoData dsoData = new ptfence.script.DsoData();
     /** perf's reads of files outside the walks (perf time, file), by time: each makes a missing file's status ERROR. */
@@ -56,8 +66,16 @@ abstract class LineView implements CallView {
     /** Recorded samples of other events to print among the lines (perf time ascending; pid, tid, cpu). */
     private long[] sampleTimes = new long[0];
     private int[][] sampleTasks = new int[0][];
+    private long[] sampleIps = new long[0];
+    private long[] samplePeriods = new long[0];
+    private String[] sampleEvents = new String[0];
     private int sampleNext;
     private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
+
+    /** The recording's code, which -F insn and insnlen read instructions from. */
+    public final void code(PerfLines.Code c) {
+        perf.code(c);
+    }
 
     /** perf script's --pid, --tid, --comms, --dsos and -S (text views): the errors stay, as perf's. */
     public final void filters(ptfence.script.SampleFilters f) {
@@ -116,23 +134,30 @@ abstract class LineView implements CallView {
         errorsUnfiltered = true;
     }
 
-    /** Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}. */
-    public final void recordedSamples(long[] times, int[][] tasks) {
+    /**
+     * Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}, with
+     * its IP, period and event's name.
+     */
+    public final void recordedSamples(long[] times, int[][] tasks, long[] ips, long[] periods, String[] events) {
         sampleTimes = times;
         sampleTasks = tasks;
+        sampleIps = ips;
+        samplePeriods = periods;
+        sampleEvents = events;
         sampleNext = 0;
     }
 
     /** Prints the recorded samples before perf time {@code time} (all: Long.MAX_VALUE). */
     private void samplesBefore(long time) throws IOException {
         while (sampleNext < sampleTimes.length && sampleTimes[sampleNext] < time) {
-            long at = sampleTimes[sampleNext];
-            int[] k = sampleTasks[sampleNext++];
+            int i = sampleNext++;
+            long at = sampleTimes[i];
+            int[] k = sampleTasks[i];
             if (jsonl || at < options.from() || at > options.to()) {
                 continue;
             }
             ThreadStack th = sampleThreads.computeIfAbsent(k[1], tid -> new ThreadStack(tid, k[0], tid));
-            perf.recorded(th, k[2], at);
+            perf.recorded(th, k[2], at, sampleIps[i], samplePeriods[i], sampleEvents[i]);
         }
     }
 
@@ -162,7 +187,13 @@ abstract class LineView implements CallView {
             if (c >= lastFlags.length) {
                 ipcSince = java.util.Arrays.copyOf(ipcSince, c * 2);
                 lastFlags = java.util.Arrays.copyOf(lastFlags, c * 2);
+                endedAt = java.util.Arrays.copyOf(endedAt, c * 2);
+                endedTime = java.util.Arrays.copyOf(endedTime, c * 2);
             }
+            insnIp = b.from() != 0 ? b.from() : endedAt[c];
+            insnTime = b.from() != 0 ? b.time() : endedTime[c];
+            endedAt[c] = (b.flags() & BranchFlags.TRACE_END) != 0 && b.insnLen() > 0 ? b.from() : 0;
+            endedTime[c] = b.time();
             // perf prints an event with its CPU's state's flags: the last branch's kind, its trace end left out
             lastFlags[c] = b.flags() & ~BranchFlags.TRACE_END;
         } else if (item instanceof FlowItem.Loss l) {
@@ -178,6 +209,7 @@ abstract class LineView implements CallView {
             int c = Math.max(0, l.cpu() + 1);
             if (c < lastFlags.length) {
                 lastFlags[c] = 0; // perf's state after an error is no branch: its next events show no flags
+                endedAt[c] = 0;
             }
             if (!reported(t, l)) {
                 return;
@@ -199,7 +231,7 @@ abstract class LineView implements CallView {
                     }
                     since.sample(b.stateCycles() >= 0, b.stateInsns(), b.stateCycles());
                     if (kept) {
-                        perf.branch(t, b, depth(t, b), since.insns(), since.cycles());
+                        perf.branch(t, b, depth(t, b), since.insns(), since.cycles(), insnIp, insnTime);
                     }
                     if (kept && ptfence.script.RecordReads.readsBranchCode(b.from(), b.insnLen())) {
                         codeFetched(b.from(), b.time(), t.pid());

@@ -28,6 +28,26 @@ public final class PerfLines {
     public record Recording(String branchEvent, int eventWidth, long tscHz, int maxNonTurboRatio) {
     }
 
+    /** The code of a recording, for -F insn and insnlen (asked only with them). */
+    public interface Code {
+        /**
+         * The instruction at {@code ip} as thread {@code pid} on {@code cpu} ran it at perf time {@code time}: its
+         * bytes into {@code into}, returning its length (0 when no code is there or it does not decode).
+         */
+        int instruction(long ip, long time, int cpu, int pid, byte[] into);
+
+        Code NONE = (ip, time, cpu, pid, into) -> 0;
+    }
+
+    /** Where -F insn and insnlen read instructions ({@link Code#NONE}: none). */
+    private Code code = Code.NONE;
+    private final byte[] insn = new byte[16];
+
+    /** The recording's code, for -F insn and insnlen. */
+    void code(Code c) {
+        code = c;
+    }
+
     private final LineBuffer buf;
     /** The fields of the line being written: {@link #branchFields} or {@link #eventFields}. */
     private SampleFields f;
@@ -115,9 +135,12 @@ public final class PerfLines {
 
     /**
      * A branch sample of thread {@code t}; {@code depth} its call depth for callindent (perf's: after a call, before
-     * a return); {@code insns}/{@code cycles} perf's insn_cnt/cyc_cnt of the sample (for ipc; 0: none).
+     * a return); {@code insns}/{@code cycles} perf's insn_cnt/cyc_cnt of the sample (for ipc; 0: none);
+     * {@code insnIp} where the instruction its sample carries is (-F insn: the branch's own, a trace begin's the one
+     * that ended the trace; 0: none), as the code was at perf time {@code insnTime}.
      */
-    void branch(ThreadStack t, FlowItem.Branch b, int depth, long insns, long cycles) throws IOException {
+    void branch(ThreadStack t, FlowItem.Branch b, int depth, long insns, long cycles, long insnIp, long insnTime)
+            throws IOException {
         int pid = t.pid();
         long time = b.time();
         f = branchFields;
@@ -147,19 +170,73 @@ public final class PerfLines {
             buf.str(" \t IPC: ").dec(ipc / 100, 0).ch('.').decZero(ipc % 100, 2).str(" (").dec(insns, 0).ch('/')
                     .dec(cycles, 0).str(") ");
         }
+        if (f.has(SampleFields.IP) && f.has(SampleFields.SRCLINE)) {
+            srcline(b.from(), time, pid); // perf_sample__fprintf_bts: the source line after the target and IPC
+        }
+        insn(insnIp, insnTime, b.cpu(), pid);
         buf.endLine();
+    }
+
+    /** map__fprintf_srcline: a new line, two blanks and the source line of {@code a}, where one is known. */
+    private void srcline(long a, long time, int pid) {
+        String src = a == 0 ? null : names.srcline(a, time, pid);
+        if (src == null && a != 0) {
+            src = names.srclineFallback(a, time, pid);
+        }
+        if (src != null) {
+            buf.str("\n  ").str(src);
+        }
+    }
+
+    /**
+     * perf_sample__fprintf_insn: the instruction at {@code ip} (perf script reads it from the file where the sample
+     * carries none: a branch's own, an asynchronous one's at its source), its length with insnlen and bytes with insn.
+     */
+    private void insn(long ip, long time, int cpu, int pid) {
+        if (!f.has(SampleFields.INSN | SampleFields.INSNLEN)) {
+            return;
+        }
+        int n = ip == 0 ? 0 : code.instruction(ip, time, cpu, pid, insn);
+        if (f.has(SampleFields.INSNLEN)) {
+            buf.str(" ilen: ").dec(n, 0);
+        }
+        if (f.has(SampleFields.INSN) && n > 0) {
+            buf.str(" insn:");
+            for (int i = 0; i < n; i++) {
+                int x = insn[i] & 0xff;
+                buf.ch(' ').str(x < 16 ? "0" : "").hex(x, 0);
+            }
+        }
     }
 
     /**
      * A recorded sample of another event (the quipper recording's {@code cycles}) in a call view: perf prints it with
-     * the view's fields, of which it has none but who and when (its flags blank).
+     * the view's fields (a hardware event's), by process_event: its period and {@code event} name, its flags blank, its
+     * address (none: 0, no symbol), its {@code ip}; by default none but who and when.
      */
-    void recorded(ThreadStack t, int cpu, long time) throws IOException {
+    void recorded(ThreadStack t, int cpu, long time, long ip, long period, String event) throws IOException {
         f = branchFields;
         start(t, cpu, time);
+        if (f.has(SampleFields.PERIOD)) {
+            buf.dec(period, 10).ch(' ');
+        }
+        if (f.has(SampleFields.EVENT)) {
+            buf.right(event, rec.eventWidth()).str(": ");
+        }
         if (f.has(SampleFields.FLAGS)) {
             buf.str("  ").left("", 21).ch(' ');
         }
+        if (f.has(SampleFields.ADDR)) {
+            buf.hex(0, 16);
+        }
+        if (f.has(SampleFields.IP)) {
+            buf.ch(' ');
+            location(ip, time, t.pid(), true);
+            if (f.has(SampleFields.SRCLINE)) {
+                srcline(ip, time, t.pid());
+            }
+        }
+        insn(ip, time, cpu, t.pid());
         buf.endLine();
     }
 
@@ -270,6 +347,26 @@ public final class PerfLines {
         if (f.has(SampleFields.FLAGS)) {
             buf.str("  ").left(flags == 0 ? "" : BranchFlags.perfName(flags), 21).ch(' ');
         }
+        if (f.has(SampleFields.SYNTH)) {
+            synth(m, name);
+        }
+        if (f.has(SampleFields.ADDR)) {
+            buf.hex(m.sampleAddr(), 16); // perf_sample__fprintf_addr: no symbol for these events' addresses
+        }
+        if (f.has(SampleFields.IP)) {
+            buf.ch(' ');
+            location(m.sampleIp(), m.time(), t.pid(), true); // its sample's IP: its decoder state's
+            if (f.has(SampleFields.SRCLINE)) {
+                srcline(m.sampleIp(), m.time(), t.pid());
+            }
+        }
+        insn(m.insnLen() > 0 ? m.insnIp() : m.sampleIp(), m.insnTime(), m.cpu(), t.pid());
+        buf.endLine();
+        return true;
+    }
+
+    /** perf_sample__fprintf_synth: the event's own text, padded to 34 columns. */
+    private void synth(FlowItem.Mark m, String name) {
         int at = buf.column();
         long[] v = m.values();
         switch (name) {
@@ -297,12 +394,6 @@ public final class PerfLines {
         if (len < 34) {
             buf.spaces(34 - len);
         }
-        if (f.has(SampleFields.IP)) {
-            buf.ch(' ');
-            location(m.ip(), m.time(), t.pid(), true);
-        }
-        buf.endLine();
-        return true;
     }
 
     /** The events perf synthesizes for --itrace=p and w (power events, ptwrite, psb). */

@@ -24,15 +24,21 @@ public record SampleFields(long bits, boolean userSet, boolean nanosecs, int dso
     public static final long DSO = 1 << 9;
     public static final long ADDR = 1 << 10;
     public static final long SYMOFF = 1 << 11;
+    public static final long SRCLINE = 1 << 12;
     public static final long PERIOD = 1 << 13;
     public static final long CALLINDENT = 1 << 20;
+    public static final long INSN = 1 << 21;
+    public static final long INSNLEN = 1 << 22;
     public static final long SYNTH = 1 << 25;
     public static final long IPC = 1L << 31;
     /** Not one of perf's output fields but its own option ({@code -F +flags} sets it): the branch kind column. */
     public static final long FLAGS = 1L << 62;
 
-    /** perf's defaults for a hardware-type sample (the synthesized branches): comm tid cpu time period event ip sym symoff dso. */
-    private static final long HARDWARE = COMM | TID | CPU | TIME | EVENT | IP | SYM | SYMOFF | DSO | PERIOD;
+    /**
+     * perf's defaults for a hardware-type sample (the synthesized branches): comm tid cpu time period event ip sym
+     * symoff dso; with synth, which only the synthesized events' lines (psb, cbr, ...) look at: their own text.
+     */
+    private static final long HARDWARE = COMM | TID | CPU | TIME | EVENT | IP | SYM | SYMOFF | DSO | PERIOD | SYNTH;
 
     /** {@code perf script --itrace=b}: every branch with perf's default fields (its target follows "=>"). */
     public static SampleFields branches() {

@@ -60,6 +60,11 @@ final class CallNames implements Symbolizer {
     }
 
     @Override
+    public String srclineFallback(long a, long time, int p) {
+        return symbols.srclineFallback(a, time, p);
+    }
+
+    @Override
     public java.util.List<Symbol> named(String name) {
         return symbols.named(name);
     }

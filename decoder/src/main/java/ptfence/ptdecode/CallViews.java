@@ -5,9 +5,7 @@ import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import picocli.CommandLine.Option;
 import ptfence.calls.BranchSink;
 import ptfence.calls.BranchView;
@@ -64,10 +62,15 @@ final class CallViews {
     /** perf script's --graph-function names (null: none). */
     List<String> graphFunctions;
     /**
-     * perf script's -F asks for ipc (set by the command): the call views print perf's IPC suffix. The other -F fields
-     * are not applied to them yet.
+     * perf script's fields with -F given (set by the command; null: the view's defaults): the call view's own field
+     * changes applied among the -F as perf applies them, checked against the recording's events.
      */
-    boolean ipcField;
+    ptfence.script.FieldSet fields;
+
+    /** The field changes perf's --call-trace makes (parse_call_trace), as a -F value. */
+    static final String CALL_TRACE_FIELDS = "-ip,-addr,-event,-period,+callindent";
+    /** The field changes perf's --call-ret-trace makes, as a -F value. */
+    static final String CALL_RET_TRACE_FIELDS = CALL_TRACE_FIELDS + ",+flags";
     /** The output's bytes under the writer the text views are given (null: the writer alone): lines skip an encoder. */
     java.io.OutputStream bytes;
 
@@ -145,12 +148,16 @@ final class CallViews {
             }
         } else {
             SampleFields f = callRetTrace ? SampleFields.callRetTrace() : SampleFields.callTrace();
-            if (ipcField) {
-                f = f.with(SampleFields.IPC);
-            }
-            LineOptions o = options != null ? options : new LineOptions(defaults(rd, f), events(rd, f), true, true,
-                    req.timeFrom(), req.timeTo());
+            LineOptions o = options != null ? options : fields != null
+                    ? new LineOptions(given(fields, ptfence.script.FieldSet.Type.HW, f),
+                            given(fields, ptfence.script.FieldSet.Type.SYNTH, f), true, true, req.timeFrom(),
+                            req.timeTo())
+                    : new LineOptions(defaults(rd, f), events(rd, f), true, true, req.timeFrom(), req.timeTo());
             CallTraceView v = new CallTraceView(out, jsonl, callRetTrace, names, comms, rec, o);
+            if (o.fields().has(SampleFields.INSN | SampleFields.INSNLEN)
+                    || o.eventFields().has(SampleFields.INSN | SampleFields.INSNLEN)) {
+                v.code(code(rd));
+            }
             if (bytes != null) {
                 v.bytesTo(bytes);
             }
@@ -183,19 +190,22 @@ final class CallViews {
     private static void recordReads(RecordingDecode rd, CallTraceView view, ptfence.script.TimeRanges time,
             ptfence.script.SampleFilters filters, boolean graphFunction)
             throws IOException {
-        Set<Long> printed = new HashSet<>();
-        boolean single = false; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
+        java.util.Map<Long, String> printed = new java.util.HashMap<>(); // the printed events' ids: their names
+        String single = null; // one event recorded: every sample is its, whatever its id says (as SidebandLines)
+        List<String> eventNames = rd.perfEventNames();
         for (int i = 0; i < rd.eventAttrs.size() && i < rd.eventIds.size(); i++) {
             EventAttr a = rd.eventAttrs.get(i);
             if (RecordReads.printed(a.type(), a.config(), rd.pt.pmuType())) {
-                printed.addAll(rd.eventIds.get(i));
-                single = rd.eventAttrs.size() == 1;
+                for (long id : rd.eventIds.get(i)) {
+                    printed.put(id, eventNames.get(i));
+                }
+                single = rd.eventAttrs.size() == 1 ? eventNames.get(i) : null;
             }
         }
-        if (printed.isEmpty() && !single) {
+        if (printed.isEmpty() && single == null) {
             view.fileReads(() -> {
                 try {
-                    return readRecords(rd, printed, false, null, time, filters);
+                    return readRecords(rd, printed, null, null, time, filters);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
@@ -217,23 +227,28 @@ final class CallViews {
      * One pass over the records: the file reads, and the printed samples handed to {@code view} (if not null); a
      * sample outside the --time ranges is neither (RecordReads.dropped, the sample views' rule).
      */
-    private static RecordReads.Files readRecords(RecordingDecode rd, Set<Long> printedIds, boolean single,
+    private static RecordReads.Files readRecords(RecordingDecode rd, java.util.Map<Long, String> printedIds,
+            String single,
             CallTraceView view, ptfence.script.TimeRanges ranges,
             ptfence.script.SampleFilters filters) throws IOException {
         List<long[]> at = new ArrayList<>();
         List<String> files = new ArrayList<>();
         List<long[]> printed = new ArrayList<>();
+        List<String> printedNames = new ArrayList<>();
         try (PerfDataFile f = rd.openPerfData()) {
             PerfDataFile.RecordReader r = f.records();
             try {
                 while (r.hasNext()) {
                     PerfRecord rec = r.next();
                     if (rec instanceof PerfRecord.Sample s) {
-                        if ((single || printedIds.contains(s.id() != 0 ? s.id() : s.identifier()))
+                        String name = single != null ? single : printedIds.get(s.id() != 0 ? s.id() : s.identifier());
+                        if (name != null
                                 && !RecordReads.dropped(ranges, s.time()) && (!filters.any()
                                 || filters.kept(rd.symbols, s.pid(), s.tid(), rd.sideband.commAt(s.tid(), s.time()),
                                         s.ip(), s.time()))) {
-                            printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size()});
+                            printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size(), s.ip(),
+                                s.period()});
+                            printedNames.add(name);
                             read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }
                     } else if (RecordReads.vdso(rec)) {
@@ -258,12 +273,18 @@ final class CallViews {
             printed.sort(Comparator.<long[]>comparingLong(x -> x[0]).thenComparingLong(x -> x[4]));
             long[] sampleTimes = new long[printed.size()];
             int[][] tasks = new int[printed.size()][];
+            long[] ips = new long[printed.size()];
+            long[] periods = new long[printed.size()];
+            String[] events = new String[printed.size()];
             for (int i = 0; i < sampleTimes.length; i++) {
                 long[] p = printed.get(i);
                 sampleTimes[i] = p[0];
                 tasks[i] = new int[] {(int) p[1], (int) p[2], (int) p[3]};
+                ips[i] = p[5];
+                periods[i] = p[6];
+                events[i] = printedNames.get((int) p[4]);
             }
-            view.recordedSamples(sampleTimes, tasks);
+            view.recordedSamples(sampleTimes, tasks, ips, periods, events);
         }
         return new RecordReads.Files(times, names);
     }
@@ -326,6 +347,35 @@ final class CallViews {
             f = new SampleFields(f.bits() & ~SampleFields.IP, false, f.nanosecs(), f.dsoPad());
         }
         return f;
+    }
+
+    /**
+     * The fields of events of type {@code type} as -F and the view's own changes left them ({@code view}: the view's
+     * defaults, for how it prints: nanoseconds, the dso padding); perf's flags switch is one for all types.
+     */
+    static SampleFields given(ptfence.script.FieldSet fields, ptfence.script.FieldSet.Type type, SampleFields view) {
+        long bits = fields.fields(type) | (fields.flags() ? SampleFields.FLAGS : 0);
+        return new SampleFields(bits, fields.userSet(type), view.nanosecs(), view.dsoPad());
+    }
+
+    /**
+     * The recording's code as perf script reads an instruction a sample does not carry (-F insn, insnlen): the
+     * bytes at the address as the CPU's task had them mapped then, decoded for the instruction's length.
+     */
+    private static PerfLines.Code code(RecordingDecode rd) {
+        java.util.Map<Integer, ptfence.image.CodeSpace> spaces = new java.util.HashMap<>();
+        ptfence.insn.X86Decoder x86 = new ptfence.insn.X86Decoder();
+        byte[] bytes = new byte[16];
+        return (ip, time, cpu, pid, into) -> {
+            ptfence.image.CodeSpace space = spaces.computeIfAbsent(pid, p -> rd.code.forCpu(cpu, p));
+            long at = !space.timed() || time < 0 ? ptfence.image.CodeSpace.ANY_TIME : rd.code.clock().toDecoder(time);
+            int n = space.read(ip, at, bytes, 0, bytes.length);
+            if (n <= 0 || x86.decode(bytes, 0, n, ptfence.insn.ExecMode.BITS64) == 0) {
+                return 0;
+            }
+            System.arraycopy(bytes, 0, into, 0, x86.length);
+            return x86.length;
+        };
     }
 
     /** The same for synthesized events (psb, cbr, ...): perf shows their cpu also in a per-thread recording. */

@@ -40,9 +40,32 @@ public final class PerfScriptOptions {
                 v = new ArrayList<>();
                 argSpec.setValue(v);
             }
+            if (callViewGiven(spec)) {
+                for (picocli.CommandLine.Model.CommandSpec m : spec.mixins().values()) {
+                    if (m.userObject() instanceof PerfScriptOptions o && o.callViewAt < 0) {
+                        o.callViewAt = v.size();
+                    }
+                }
+            }
             v.add(args.pop());
         }
+
+        private static boolean callViewGiven(picocli.CommandLine.Model.CommandSpec spec) {
+            for (String name : new String[] {"--call-trace", "--call-ret-trace"}) {
+                picocli.CommandLine.Model.OptionSpec o = spec.findOption(name);
+                if (o != null && Boolean.TRUE.equals(o.getValue())) {
+                    return true;
+                }
+            }
+            return false;
+        }
     }
+
+    /**
+     * How many of {@link #fields} came before --call-trace or --call-ret-trace (-1: all of them, or no call view):
+     * perf applies a call view's own field changes where the option stands among the -F (its options' order).
+     */
+    int callViewAt = -1;
 
     @Option(names = "--itrace", arity = "0..1", fallbackValue = ITRACE_DEFAULT, paramLabel = "OPTS",
             description = "What to synthesize, as perf script --itrace: i[period] instructions (i1i, i100ns), b "

@@ -374,6 +374,29 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         return sb.toString();
     }
 
+    /**
+     * perf script's fields for --call-trace or --call-ret-trace with -F: the view's own changes applied where the
+     * option stands among the -F (perf parses its options in order), then perf's checks against the events the
+     * view's --itrace letters synthesize, as the sample views check theirs; perf's warnings go to stderr.
+     */
+    private ptfence.script.FieldSet callViewFields(RecordingDecode rd) {
+        ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
+        int at = perf.callViewAt < 0 ? perf.fields.size() : perf.callViewAt;
+        for (int i = 0; i <= perf.fields.size(); i++) {
+            if (i == at) {
+                fields.parse(calls.callRetTrace ? CallViews.CALL_RET_TRACE_FIELDS : CallViews.CALL_TRACE_FIELDS);
+            }
+            if (i < perf.fields.size()) {
+                fields.parse(perf.fields.get(i));
+            }
+        }
+        ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parseAll(List.of(calls.callRetTrace
+                ? "crewp" : "cewp"));
+        new ptfence.script.PerfEvents(rd.eventAttrs, rd.perfEventNames(), rd.pt, itrace).check(fields, true);
+        fields.warn(stderr);
+        return fields;
+    }
+
     /** perf script's view of the recording, as its options ask. */
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
@@ -398,11 +421,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             }
             calls.timeRanges = ranges;
             calls.filters = sampleFilters();
-            ptfence.script.FieldSet fields = new ptfence.script.FieldSet();
-            for (String f : perf.fields) {
-                fields.parse(f);
-            }
-            calls.ipcField = fields.has(ptfence.script.FieldSet.Type.HW, ptfence.script.FieldSet.IPC);
+            calls.fields = perf.fields.isEmpty() ? null : callViewFields(rd);
             calls.graphFunctions = perf.graphFunction == null ? null
                     : java.util.Arrays.stream(perf.graphFunction.split(",")).filter(x -> !x.isEmpty()).toList();
             calls.run(rd, rd.request(), "text", out);
