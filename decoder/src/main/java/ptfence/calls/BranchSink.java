@@ -194,6 +194,60 @@ public final class BranchSink implements FlowSink {
     /** The IP of perf's state the marks made now are samples of (its --dsos and -S filters look at it). */
     private long stateIp;
 
+    /**
+     * The sink's state at a PSB segment's seam (docs/script.md, "PSB segments for the call views"): PSB {@code psb}'s
+     * status updates taken, the flow at its IP, before the next call. {@code start} is what a segment started at that
+     * PSB must rebuild (from the PSB+) or guess (the usual state there) and is compared whole; {@code carried} is what
+     * the trace before the PSB left and a segment cannot know: checked where read, or patched into the first item.
+     */
+    public record Seam(long psb, Start start, Carried carried) {
+    }
+
+    /** The part of a seam a segment starts from: the PSB+'s restatement and the usual state at a PSB, compared whole. */
+    public record Start(
+            // restated by the PSB+
+            long sample, long queue, long delivered, long ratio, long judgedPsb, boolean psbHasIp, long lastPsb,
+            boolean inPsb, boolean inTx, long offIp, boolean holding,
+            // left by the flow before it, guessed as the usual state
+            boolean pending, boolean dropped, long carried, long insns, boolean afterEnd, int filteredFlags,
+            boolean resuming, long ratioShown, boolean cbrWaiting, boolean unseenAtPsb, boolean mergePending,
+            boolean asyncEnd) {
+    }
+
+    /** The part of a seam the trace before the PSB left: the last instruction, the cycles at the last item. */
+    public record Carried(long lastIp, long cyclesBefore, long stateIp) {
+    }
+
+    /** The state now, as a seam at PSB {@code psb}. */
+    public Seam seam(long psb) {
+        return new Seam(psb, new Start(sampleClock.sample(), sampleClock.time(), sampleClock.delivered(),
+                marks.ratio(), judgedPsb, psbHasIp, marks.lastPsb(), marks.inPsb(), inTx, offIp, holding, pending,
+                dropped, carried, insns, afterEnd, filteredFlags, resync.resuming(), marks.shown(),
+                marks.cbrWaiting(), unseenAtPsb != null, mergeTimes.pending(), asyncEnd),
+                new Carried(lastIp, cyclesBefore, stateIp));
+    }
+
+    /** Told each seam as the flow reaches it (null: none; the segments' check and its tests). */
+    private java.util.function.Consumer<Seam> seams;
+    /** The PSB whose status updates were taken and whose seam is not yet told (-1: none). */
+    private long seamDue = -1;
+
+    /** Tells {@code probe} the state at each PSB's seam point as the flow reaches it. */
+    public void seams(java.util.function.Consumer<Seam> probe) {
+        seams = probe;
+    }
+
+    /** The sink's next call after a PSB's status updates (what it held released): the seam point. */
+    private void seamPoint() {
+        if (seamDue >= 0 && !holding) {
+            long at = seamDue;
+            seamDue = -1;
+            if (seams != null) {
+                seams.accept(seam(at));
+            }
+        }
+    }
+
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         stateIp = ip;
@@ -206,6 +260,7 @@ public final class BranchSink implements FlowSink {
         if (holding && ip == heldIp) {
             releaseHeld();
         }
+        seamPoint();
         if (marks.noCbrShown()) {
             zeroRatio();
         }
@@ -395,6 +450,7 @@ public final class BranchSink implements FlowSink {
         if (!callsOnly || holding || resync.resuming() || afterEnd || marks.noCbrShown()) {
             return false;
         }
+        seamPoint();
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || first != pIp + pSize) {
@@ -465,6 +521,7 @@ public final class BranchSink implements FlowSink {
                 heldIp = decoder.psbIp();
                 heldPsb = at;
             }
+            seamDue = at;
             if (holding) {
                 Event copy = new Event();
                 copy.copyFrom(ev);
@@ -479,6 +536,9 @@ public final class BranchSink implements FlowSink {
             }
         }
         releaseHeld();
+        if (!ev.statusUpdate) {
+            seamPoint();
+        }
         stateIp = ev.statusUpdate && decoder != null ? (decoder.psbOffset() == scanPsb ? 0 : decoder.psbIp())
                 : offIp != -1 ? offIp
                 : decoder == null ? lastIp : decoder.ip();
@@ -640,6 +700,7 @@ public final class BranchSink implements FlowSink {
     @Override
     public void error(String kind, int code, long offset, long ip) {
         releaseHeld();
+        seamPoint();
         pending = false;
         if (resync.beginBeforeError(code)) {
             branch(0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
@@ -664,6 +725,7 @@ public final class BranchSink implements FlowSink {
     public void noCode(long ip, long at) {
         if (resync.beginHere()) {
             releaseHeld();
+            seamPoint();
             resolve(ip);
             long t = at >= 0 ? sampleClock.eventAt(at) : sampleClock.event();
             branchAt(t, 0, ip, BranchFlags.BRANCH | BranchFlags.TRACE_BEGIN, 0);
@@ -673,6 +735,7 @@ public final class BranchSink implements FlowSink {
     @Override
     public void endOfTrace() {
         releaseHeld();
+        seamPoint();
         pending = false;
         mergeTimes.flush();
     }
