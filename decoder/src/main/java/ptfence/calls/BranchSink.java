@@ -191,6 +191,42 @@ public final class BranchSink implements FlowSink {
         marks.restart();
     }
 
+    /**
+     * A PSB segment's decode ended at the next segment's PSB, its status updates taken and the flow walked to its IP
+     * ({@code ip}): what the sequential sink does at the first instruction there before that instruction's own part
+     * (the branch held goes there, the held updates are released). Returns the state there, the seam to check the
+     * next segment's start with (null: the decode ended at no PSB's seam).
+     */
+    public Seam endSegment(long ip) {
+        if (holding && ip == heldIp) {
+            if (pending) {
+                pending = false;
+                if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
+                    branchAt(pTsc, pIp, ip, flagsOf(pCls, pIp), pSize);
+                }
+            }
+            releaseHeld();
+        }
+        if (seamDue < 0 || holding) {
+            return null;
+        }
+        Seam s = seam(seamDue);
+        seamDue = -1;
+        return s;
+    }
+
+    /**
+     * Goes on with decoder {@code d}, which starts at the PSB the one before ended at with the state that one had there
+     * (a segment decoded again): nothing of the run's state is reset, the clock's cycles go on.
+     */
+    public void continueWith(FlowDecoder d) {
+        decoder = d;
+        sampleClock.decoder(d);
+        tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
+        psb = d::psbOffset;
+        cycles = d::cycles;
+    }
+
     /** The IP of perf's state the marks made now are samples of (its --dsos and -S filters look at it). */
     private long stateIp;
 

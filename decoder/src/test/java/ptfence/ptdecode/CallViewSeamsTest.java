@@ -160,4 +160,139 @@ class CallViewSeamsTest {
         // HASE 2018-04 and quipper: tracing on at every PSB; HASE 2018-05: PSBs while tracing is off
         assertTrue(on >= 12 && off >= 10, on + " on, " + off + " off");
     }
+
+    /** A segment's items: muted until its sink tells its first seam (those of its first PSB are the segment before's). */
+    private static final class SegmentItems implements BranchSink.Out {
+        final List<ptfence.calls.FlowItem> items = new ArrayList<>();
+        boolean muted = true;
+        BranchSink.Seam start;
+
+        @Override
+        public void add(ptfence.calls.FlowItem item) {
+            if (!muted) {
+                items.add(item);
+            }
+        }
+    }
+
+    /** What a stitched decode of one run gave: its items, and how many seams checked and how many were redone. */
+    record Stitched(List<ptfence.calls.FlowItem> items, int checked, int redone) {
+    }
+
+    /**
+     * One run decoded in PSB segments, one after another on this thread, each with a BranchSink of its own whose items
+     * go on in segment order; at each seam the state the segment before ended with is checked against the one the
+     * next started from, and a segment whose start does not check is decoded again on the sink before it, from the
+     * state its decoder ended with (the sequential decode's there).
+     */
+    static Stitched stitched(RecordingDecode rd, RecordingDecode.CpuTrace t, CodeSpace space, ByteBuffer bytes,
+            java.util.function.LongUnaryOperator toPerf) {
+        PsbSegments segs = new PsbSegments(space, rd.config, b -> CursorInput.of(b, rd.config.errata), bytes);
+        int n = segs.starts().length;
+        List<ptfence.calls.FlowItem> out = new ArrayList<>();
+        if (n == 0) {
+            return new Stitched(out, 0, 0);
+        }
+        int checked = 0;
+        int redone = 0;
+        SegmentItems prevItems = new SegmentItems();
+        prevItems.muted = false; // the first segment is the run's start
+        BranchSink prev = new BranchSink(t.cpu(), prevItems, space, true, rd.traces.size() > 1);
+        FlowDecoder prevD = segs.segment(0, prev);
+        prev.decoder(prevD, toPerf);
+        prevD.run();
+        int i = PsbSegments.reached(prevD);
+        while (true) {
+            BranchSink.Seam end = prev.endSegment(prevD.psbIp());
+            out.addAll(prevItems.items);
+            prevItems.items.clear();
+            if (i >= n) {
+                prev.endOfTrace();
+                out.addAll(prevItems.items);
+                return new Stitched(out, checked, redone);
+            }
+            SegmentItems items = new SegmentItems();
+            BranchSink next = new BranchSink(t.cpu(), items, space, true, rd.traces.size() > 1);
+            next.seams(seam -> {
+                if (items.start == null) {
+                    items.start = seam;
+                    items.muted = false;
+                }
+            });
+            FlowDecoder d = segs.segment(i, next);
+            next.decoder(d, toPerf);
+            d.run();
+            checked++;
+            if (end == null || items.start == null || !end.start().equals(items.start.start())
+                    || end.carried().lastIp() != items.start.carried().lastIp()
+                    || end.carried().cyclesBefore() != items.start.carried().cyclesBefore()) {
+                // decoded again on the sink before it, from the state its decoder ended with
+                redone++;
+                SegmentItems again = prevItems;
+                again.muted = true;
+                boolean[] first = {true};
+                prev.seams(seam -> {
+                    if (first[0]) {
+                        first[0] = false;
+                        again.muted = false;
+                    }
+                });
+                d = segs.redo(prevD, i, prev);
+                prev.continueWith(d);
+                d.run();
+                prev.seams(null);
+                prevD = d;
+                i = PsbSegments.reached(d);
+                continue;
+            }
+            prev = next;
+            prevD = d;
+            prevItems = items;
+            i = PsbSegments.reached(d);
+        }
+    }
+
+    /** An item as text to compare (a mark's keys and values are arrays). */
+    static String show(ptfence.calls.FlowItem i) {
+        if (i instanceof ptfence.calls.FlowItem.Mark m) {
+            return m.toString().replaceAll("keys=[^,]*, values=[^,]*,", "") + java.util.Arrays.toString(m.keys())
+                    + java.util.Arrays.toString(m.values());
+        }
+        return i.toString();
+    }
+
+    /** Every run's items, sequential and stitched from PSB segments of every PSB, are the same. */
+    @Test
+    void itemsStitchedFromSegmentsAreTheSequentialItems() throws Exception {
+        int checked = 0;
+        int redone = 0;
+        for (Rec r : recordings()) {
+            RecordingDecode rd = load(r);
+            boolean timed = rd.code.timed();
+            java.util.function.LongUnaryOperator toPerf = tsc -> timed ? rd.code.clock().toPerf(tsc) : -1;
+            for (RecordingDecode.CpuTrace t : rd.traces) {
+                CodeSpace space = rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1);
+                for (List<AuxBuffer> run : t.runs()) {
+                    ByteBuffer bytes = AuxRuns.bytes(run);
+                    List<ptfence.calls.FlowItem> seq = new ArrayList<>();
+                    BranchSink s = new BranchSink(t.cpu(), seq::add, space, true, rd.traces.size() > 1);
+                    FlowDecoder d = new FlowDecoder(space, rd.config, CursorInput.of(bytes.duplicate(),
+                            rd.config.errata), s, false);
+                    s.decoder(d, toPerf);
+                    d.run();
+                    Stitched st = stitched(rd, t, space, bytes, toPerf);
+                    checked += st.checked();
+                    redone += st.redone();
+                    String where = r.file().getParent().getFileName() + "/" + r.file().getFileName() + " cpu "
+                            + t.cpu();
+                    for (int k = 0; k < Math.min(seq.size(), st.items().size()); k++) {
+                        assertEquals(show(seq.get(k)), show(st.items().get(k)), where + " item " + k);
+                    }
+                    assertEquals(seq.size(), st.items().size(), where + ": items");
+                }
+            }
+        }
+        System.out.println("seams checked " + checked + ", redone " + redone);
+        assertTrue(checked >= 20, checked + " seams");
+    }
 }
