@@ -237,6 +237,16 @@ public final class BranchSink implements FlowSink {
      * the trace before the PSB left and a segment cannot know: checked where read, or patched into the first item.
      */
     public record Seam(long psb, Start start, Carried carried) {
+        /**
+         * Whether a segment that started here goes on as the sequential decode does from {@code end} (the state the
+         * segment before ended with at the same PSB): the same start, and the same last instruction (an asynchronous
+         * trace end before the first instruction reads it). The last item's cycles are corrected in the first branch
+         * item instead; the last state's IP is written before it is read.
+         */
+        public boolean continues(Seam end) {
+            return end != null && psb == end.psb && start.equals(end.start)
+                    && carried.lastIp == end.carried.lastIp;
+        }
     }
 
     /** The part of a seam a segment starts from: the PSB+'s restatement and the usual state at a PSB, compared whole. */
@@ -733,8 +743,19 @@ public final class BranchSink implements FlowSink {
         insns = 0;
     }
 
+    /** Told the IP of each error where code is missing (null: none; a PSB segment keeps them until it is used). */
+    private java.util.function.LongConsumer missingCode;
+
+    /** Tells {@code c} the IP of each error where code is missing ({@link PtError#NOMAP}). */
+    public void missingCode(java.util.function.LongConsumer c) {
+        missingCode = c;
+    }
+
     @Override
     public void error(String kind, int code, long offset, long ip) {
+        if (code == PtError.NOMAP && missingCode != null) {
+            missingCode.accept(ip);
+        }
         releaseHeld();
         seamPoint();
         pending = false;

@@ -324,15 +324,7 @@ public final class ParallelFlow {
 
         /** The state this decode reached its last PSB with, the parts it kept from its start taken from {@code real}. */
         SeamState endFrom(SeamState real) {
-            if (end.ipFromStart) {
-                end.resumeIp = real.resumeIp;
-            }
-            if (end.emitFromStart) {
-                end.emitted = real.emitted;
-                end.lastEmittedIp = real.lastEmittedIp;
-                end.lastEmittedNext = real.lastEmittedNext;
-            }
-            return end;
+            return end.filledFrom(real);
         }
 
         Segment(int index, Seam[] seams, SeamState start, PrintWriter direct) {

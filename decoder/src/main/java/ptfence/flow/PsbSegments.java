@@ -15,11 +15,19 @@ public final class PsbSegments {
     private final FlowConfig cfg;
     private final Function<ByteBuffer, PacketInput> packets;
     private final ByteBuffer trace;
+    private final long segmentBytes;
     /** The packet pass, kept while PSBs are asked for in order (a pass only goes forward). */
     private SeamState.Pass pass;
     private long passAt = Long.MAX_VALUE;
 
     public PsbSegments(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, ByteBuffer trace) {
+        this(image, cfg, packets, trace, 0);
+    }
+
+    /** @param segmentBytes bytes of trace a segment spans at least (0: a segment at every PSB) */
+    public PsbSegments(CodeSpace image, FlowConfig cfg, Function<ByteBuffer, PacketInput> packets, ByteBuffer trace,
+            long segmentBytes) {
+        this.segmentBytes = segmentBytes;
         this.image = image;
         this.cfg = cfg;
         this.packets = packets;
@@ -40,7 +48,10 @@ public final class PsbSegments {
         return java.util.Arrays.copyOf(out, n);
     }
 
-    /** Where segments start: every PSB whose PSB+ ends within reach (as {@link ParallelFlow#boundaries}). */
+    /**
+     * Where segments start: the first PSB, then the first at or after every {@code segmentBytes} whose PSB+ ends within
+     * reach (as {@link ParallelFlow#boundaries}).
+     */
     private long[] starts;
     private ParallelFlow.Seam[] seams;
 
@@ -48,7 +59,7 @@ public final class PsbSegments {
         if (starts != null) {
             return;
         }
-        ParallelFlow pf = new ParallelFlow(image, cfg, packets, false, 1, 0);
+        ParallelFlow pf = new ParallelFlow(image, cfg, packets, false, 1, segmentBytes);
         java.util.List<Long> at = pf.boundaries(trace);
         starts = at.stream().mapToLong(Long::longValue).toArray();
         seams = new ParallelFlow.Seam[starts.length];
@@ -57,41 +68,97 @@ public final class PsbSegments {
         }
     }
 
-    /** The segments' starts: every PSB whose PSB+ ends within reach. */
+    /** The segments' starts. */
     public long[] starts() {
         cut();
         return starts.clone();
     }
 
     /**
-     * A decoder of segment {@code i} (from its PSB, started with the guessed state there) that ends where the next
-     * segment's PSB+ ends, the flow walked on to that PSB+'s IP ({@link FlowDecoder#seams}).
+     * One segment's decode: its decoder, the state it started from, and (once its start is settled) the state it really
+     * started from, which the state it ends with is completed from ({@link SeamState#filledFrom}).
      */
-    public FlowDecoder segment(int i, FlowSink sink) {
-        cut();
-        FlowDecoder d = decoderAt(starts[i], sink);
-        d.seams(seams, i + 1);
-        return d;
+    public final class Decode {
+        public final FlowDecoder decoder;
+        private final SeamState start;
+        private final CarriedReads reads;
+        private SeamState realStart;
+
+        Decode(FlowDecoder decoder, SeamState start, CarriedReads reads, SeamState realStart) {
+            this.decoder = decoder;
+            this.start = start;
+            this.reads = reads;
+            this.realStart = realStart;
+        }
+
+        /**
+         * Whether this decode, started from a guess, goes as one started from the state {@code before} (the segment
+         * before, itself settled) ended with: the same clock and modes, and what it read so far of the flow's carried
+         * state the same (its later reads take the real state). Settles its start if so.
+         */
+        public boolean startsFrom(Decode before) {
+            SeamState real = before.end();
+            if (!start.sameState(real) || !reads.settle(real)) {
+                return false;
+            }
+            realStart = real;
+            return true;
+        }
+
+        /** The state the decode reached its last PSB with, completed from its real start (settled). */
+        SeamState end() {
+            return decoder.endSeam().filledFrom(realStart);
+        }
+
+        /** The index of the segment whose PSB this decode ended at (the count: the run's end). */
+        public int reached() {
+            return decoder.seamReached();
+        }
     }
 
     /**
-     * A decoder of segment {@code i} started with the state {@code before} (the decode of the segments before it)
-     * reached its PSB with: the sequential decode's, for a segment whose guessed start did not check.
+     * Segment {@code i}'s decode (from its PSB, started with the packet pass's guess there, which {@link
+     * Decode#startsFrom} checks), ending where the next segment's PSB+ ends, the flow walked on to that PSB+'s IP
+     * ({@link FlowDecoder#seams}). Segment 0 starts as the sequential decode does. Calls come in segment order (the
+     * packet pass only goes forward).
      */
-    public FlowDecoder redo(FlowDecoder before, int i, FlowSink sink) {
+    public Decode segment(int i, FlowSink sink) {
         cut();
-        SeamState exact = before.endSeam();
+        SeamState guess = i == 0 ? new SeamState(cfg) : guess(starts[i]);
+        CarriedReads reads = i == 0 ? CarriedReads.settled(guess) : new CarriedReads(guess, true);
+        FlowDecoder d = decoder(i, guess, reads, sink);
+        return new Decode(d, guess, reads, i == 0 ? guess : null);
+    }
+
+    /**
+     * Segment {@code i} decoded again from the state {@code before} (settled) ended with: the sequential decode's
+     * there, for a segment whose guessed start did not check.
+     */
+    public Decode redo(Decode before, int i, FlowSink sink) {
+        cut();
+        SeamState exact = before.end().copy(cfg);
+        CarriedReads reads = CarriedReads.settled(exact);
+        return new Decode(decoder(i, exact, reads, sink), exact, reads, exact);
+    }
+
+    private FlowDecoder decoder(int i, SeamState start, CarriedReads reads, FlowSink sink) {
         ByteBuffer slice = trace.duplicate().position((int) starts[i]).slice();
         FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), sink, false);
         d.segment(starts[i], -1);
-        d.startAt(exact);
         d.seams(seams, i + 1);
+        if (i > 0) {
+            d.startAt(start);
+            d.carriedReads(reads);
+        }
         return d;
     }
 
-    /** The index of the segment whose PSB {@code d} (a segment's decoder) ended at (the count: the run's end). */
-    public static int reached(FlowDecoder d) {
-        return d.seamReached();
+    private SeamState guess(long psb) {
+        if (pass == null || psb < passAt) {
+            pass = new SeamState.Pass(packets.apply(trace.duplicate()), cfg);
+        }
+        passAt = psb;
+        return pass.at(psb);
     }
 
     /**
@@ -99,11 +166,7 @@ public final class PsbSegments {
      * started with the guessed state there.
      */
     public FlowDecoder decoderAt(long psb, FlowSink sink) {
-        if (pass == null || psb < passAt) {
-            pass = new SeamState.Pass(packets.apply(trace.duplicate()), cfg);
-        }
-        passAt = psb;
-        SeamState guess = pass.at(psb);
+        SeamState guess = guess(psb);
         ByteBuffer slice = trace.duplicate().position((int) psb).slice();
         FlowDecoder d = new FlowDecoder(image, cfg, packets.apply(slice), sink, false);
         d.segment(psb, -1);
