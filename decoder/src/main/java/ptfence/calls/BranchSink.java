@@ -236,16 +236,17 @@ public final class BranchSink implements FlowSink {
      * PSB must rebuild (from the PSB+) or guess (the usual state there) and is compared whole; {@code carried} is what
      * the trace before the PSB left and a segment cannot know: checked where read, or patched into the first item.
      */
-    public record Seam(long psb, Start start, Carried carried) {
+    public record Seam(long psb, Start start, Carried carried, boolean atInsn) {
         /**
          * Whether a segment that started here goes on as the sequential decode does from {@code end} (the state the
-         * segment before ended with at the same PSB): the same start, and the same last instruction (an asynchronous
-         * trace end before the first instruction reads it). The last item's cycles are corrected in the first branch
+         * segment before ended with at the same PSB): the same start, and the same last instruction unless the seam
+         * point was an instruction ({@code atInsn}: it sets the last instruction before anything reads it; an
+         * asynchronous trace end before the first instruction reads it). The last item's cycles are corrected in the first branch
          * item instead; the last state's IP is written before it is read.
          */
         public boolean continues(Seam end) {
             return end != null && psb == end.psb && start.equals(end.start)
-                    && carried.lastIp == end.carried.lastIp;
+                    && (atInsn || carried.lastIp == end.carried.lastIp);
         }
     }
 
@@ -266,11 +267,15 @@ public final class BranchSink implements FlowSink {
 
     /** The state now, as a seam at PSB {@code psb}. */
     public Seam seam(long psb) {
+        return seam(psb, false);
+    }
+
+    private Seam seam(long psb, boolean atInsn) {
         return new Seam(psb, new Start(sampleClock.sample(), sampleClock.time(), sampleClock.delivered(),
                 marks.ratio(), judgedPsb, psbHasIp, marks.lastPsb(), marks.inPsb(), inTx, offIp, holding, pending,
                 dropped, carried, insns, afterEnd, filteredFlags, resync.resuming(), marks.shown(),
                 marks.cbrWaiting(), unseenAtPsb != null, mergeTimes.pending(), asyncEnd),
-                new Carried(lastIp, cyclesBefore, stateIp));
+                new Carried(lastIp, cyclesBefore, stateIp), atInsn);
     }
 
     /** Told each seam as the flow reaches it (null: none; the segments' check and its tests). */
@@ -285,13 +290,32 @@ public final class BranchSink implements FlowSink {
 
     /** The sink's next call after a PSB's status updates (what it held released): the seam point. */
     private void seamPoint() {
+        seamPoint(false);
+    }
+
+    /** {@code atInsn}: the call is an instruction's (or a path's), which sets the last instruction before any read. */
+    private void seamPoint(boolean atInsn) {
         if (seamDue >= 0 && !holding) {
             long at = seamDue;
             seamDue = -1;
+            if (segmentStart) {
+                segmentStart = false;
+                // a segment's guess of what the trace before its PSB showed: a ratio, the last one given (0: none,
+                // the cbr 0 perf shows at the first state); checked with the rest of the start
+                marks.shownAtSeam();
+            }
             if (seams != null) {
-                seams.accept(seam(at));
+                seams.accept(seam(at, atInsn));
             }
         }
+    }
+
+    /** Set for a PSB segment's sink until its first seam point, where its guess of the state before is made. */
+    private boolean segmentStart;
+
+    /** This sink starts a PSB segment (not the run's start): its first seam point guesses the state before it. */
+    public void startsSegment() {
+        segmentStart = true;
     }
 
     @Override
@@ -306,7 +330,7 @@ public final class BranchSink implements FlowSink {
         if (holding && ip == heldIp) {
             releaseHeld();
         }
-        seamPoint();
+        seamPoint(true);
         if (marks.noCbrShown()) {
             zeroRatio();
         }
@@ -496,7 +520,7 @@ public final class BranchSink implements FlowSink {
         if (!callsOnly || holding || resync.resuming() || afterEnd || marks.noCbrShown()) {
             return false;
         }
-        seamPoint();
+        seamPoint(true);
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || first != pIp + pSize) {

@@ -223,6 +223,9 @@ public final class CallSegments {
                 }
                 sink = sinks.apply(items);
                 sink.seams(items::seam);
+                if (index > 0) {
+                    sink.startsSegment();
+                }
                 sink.missingCode(ip -> items.target.missing(ip));
                 items.muted = index > 0;
                 decode = segs.segment(index, sink);

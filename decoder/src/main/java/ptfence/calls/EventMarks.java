@@ -145,6 +145,16 @@ public final class EventMarks {
         return cbrInPsb != null;
     }
 
+    /**
+     * A PSB segment's guess at its first seam of the ratio shown before its PSB: the last one the trace gave (a PSB+
+     * restates it), or 0 (the cbr 0 perf shows at its first state) where none was given.
+     */
+    public void shownAtSeam() {
+        if (lastCbr == -1) {
+            lastCbr = ratio >= 0 ? ratio : 0;
+        }
+    }
+
     /** True while no cbr was shown: the next instruction shows {@link #noCbrYet}. */
     public boolean noCbrShown() {
         return lastCbr == -1;
