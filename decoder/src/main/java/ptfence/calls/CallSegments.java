@@ -124,7 +124,9 @@ public final class CallSegments {
                         redone++;
                         s = prev.redo(s.index, out);
                     } else {
-                        s.cyclesFix = prev.end.carried().cyclesBefore() - start.carried().cyclesBefore();
+                        // its first branch item counted from the cycles it started with, the sequential one from the
+                        // last item's before the seam
+                        s.cyclesFix = start.carried().cyclesBefore() - prev.end.carried().cyclesBefore();
                     }
                 }
                 s.drainTo(out);

@@ -64,8 +64,30 @@ public final class PsbSegments {
         starts = at.stream().mapToLong(Long::longValue).toArray();
         seams = new ParallelFlow.Seam[starts.length];
         for (int i = 0; i < starts.length; i++) {
-            seams[i] = pf.seam(trace, starts[i]);
+            seams[i] = pastTiming(pf.seam(trace, starts[i]));
         }
+    }
+
+    /**
+     * {@code s} ending after the CYC packets that follow its PSBEND: the sequential decode reads them before it hands
+     * on the PSB's status updates, so the cycles the call views' sink reads there (a branch settled at the PSB takes
+     * its cycles then) are the same in the segment that ends there. Only where tracing is on and the flow goes on
+     * (a TNT or TIP next): before a trace end (HASE 2018-05) the segment read on made a trace begin of it.
+     */
+    private ParallelFlow.Seam pastTiming(ParallelFlow.Seam s) {
+        if (s.headerEnd() < 0 || s.ip() == -1) {
+            return s;
+        }
+        PacketInput in = packets.apply(trace.duplicate().position((int) s.headerEnd()).slice());
+        PacketInput.Pkt p = new PacketInput.Pkt();
+        long end = 0;
+        int st;
+        while ((st = in.next(p)) == 0 && end < 4096
+                && (p.type == PacketInput.Pkt.CYC || p.type == PacketInput.Pkt.PAD)) {
+            end = in.position();
+        }
+        boolean flowNext = st == 0 && (p.type == PacketInput.Pkt.TNT || p.type == PacketInput.Pkt.TIP);
+        return end == 0 || !flowNext ? s : new ParallelFlow.Seam(s.at(), s.ip(), s.headerEnd() + end);
     }
 
     /** The segments' starts. */

@@ -176,7 +176,13 @@ final class CallViews {
             ((CallTraceView) view).errorsUnfiltered();
         }
         java.util.List<ptfence.calls.CallSegments> used = java.util.Collections.synchronizedList(new ArrayList<>());
-        run(rd, view, !jsonl && view instanceof CallTraceView, perfTime ? timeRanges : null, segmentBytes, used::add);
+        // the cycles of a branch settled at a seam's PSB are not checked at run time (docs/script.md): where a view
+        // shows them (IPC) the CPU is decoded in one piece
+        boolean ipc = options != null && options.fields().has(SampleFields.IPC)
+                || options == null && defaults(rd, callRetTrace ? SampleFields.callRetTrace()
+                        : SampleFields.callTrace()).has(SampleFields.IPC);
+        run(rd, view, !jsonl && view instanceof CallTraceView, perfTime ? timeRanges : null, ipc ? 0 : segmentBytes,
+                used::add);
         if (statSegments) {
             int segments = 0;
             int redone = 0;
