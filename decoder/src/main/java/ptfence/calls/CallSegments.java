@@ -1,7 +1,6 @@
 package ptfence.calls;
 
 import java.util.ArrayDeque;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -10,6 +9,7 @@ import java.util.function.Function;
 import java.util.function.LongConsumer;
 import ptfence.flow.FlowDecoder;
 import ptfence.flow.PsbSegments;
+import ptfence.flow.SegmentOutput;
 
 /**
  * One run of a CPU's trace decoded for perf's call views in PSB segments on several threads, its items handed on in
@@ -182,6 +182,10 @@ public final class CallSegments {
         }
     }
 
+    /** Items handed over at once, with the merge times among them (a null item: {@code times[i]} is one). */
+    private record Chunk(FlowItem[] items, long[] times, int n) {
+    }
+
     /** One PSB segment: its decode, its items handed over a chunk at a time, its start and end states. */
     private final class Segment {
         final int index;
@@ -201,12 +205,8 @@ public final class CallSegments {
         private FlowItem[] buf = new FlowItem[chunk];
         private long[] times = new long[chunk];
         private int len;
-        // Guarded by this:
-        private final ArrayDeque<Object[]> ready = new ArrayDeque<>();
-        private long held;
-        private boolean finished;
-        private boolean cancelled;
-        private Throwable failure;
+        private final SegmentOutput<Chunk> output = new SegmentOutput<>(cap);
+        // Guarded by output:
         private BranchSink.Seam start;
         private boolean startTold;
 
@@ -239,11 +239,7 @@ public final class CallSegments {
             } catch (Throwable e) {
                 failed = e;
             } finally {
-                synchronized (this) {
-                    failure = failed;
-                    finished = true;
-                    notifyAll();
-                }
+                output.finish(failed);
             }
         }
 
@@ -267,7 +263,7 @@ public final class CallSegments {
             sink.continueWith(r.decode.decoder);
             r.decode.decoder.run();
             r.ended();
-            r.finished = true;
+            r.output.finish(null);
             return r;
         }
 
@@ -283,29 +279,31 @@ public final class CallSegments {
             missingIps[missingCount++] = ip;
         }
 
-        synchronized boolean startNotTold() {
-            return !startTold;
+        boolean startNotTold() {
+            synchronized (output) {
+                return !startTold;
+            }
         }
 
-        synchronized void told(BranchSink.Seam s) {
-            start = s;
-            startTold = true;
-            notifyAll();
+        void told(BranchSink.Seam s) {
+            synchronized (output) {
+                start = s;
+                startTold = true;
+                output.signal();
+            }
         }
 
         /** Coordinator: the state its decode started from (null: it reached no seam point). */
-        synchronized BranchSink.Seam awaitStart() throws InterruptedException {
-            while (!startTold && !finished) {
-                wait();
+        BranchSink.Seam awaitStart() throws InterruptedException {
+            output.await(() -> startTold);
+            synchronized (output) {
+                return start;
             }
-            return start;
         }
 
         /** Coordinator: waits until the decode has finished or waits at its cap. */
-        synchronized void awaitRunAhead() throws InterruptedException {
-            while (!finished && held < cap) {
-                wait();
-            }
+        void awaitRunAhead() throws InterruptedException {
+            output.awaitRunAhead();
         }
 
         void put(FlowItem item, long time) {
@@ -332,21 +330,8 @@ public final class CallSegments {
             if (len == 0 || direct != null) {
                 return;
             }
-            synchronized (this) {
-                while (held >= cap && !cancelled) {
-                    try {
-                        wait();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new Stopped();
-                    }
-                }
-                if (cancelled) {
-                    throw new Stopped();
-                }
-                ready.add(new Object[] {buf, times, len});
-                held += len;
-                notifyAll();
+            if (!output.put(new Chunk(buf, times, len), len)) {
+                throw new Stopped();
             }
             buf = new FlowItem[chunk];
             times = new long[chunk];
@@ -355,25 +340,10 @@ public final class CallSegments {
 
         /** Coordinator: hands its items on as they come, the first branch item's cycles corrected. */
         void drainTo(BranchSink.Out out) throws Exception {
-            while (true) {
-                Object[] c;
-                synchronized (this) {
-                    while (ready.isEmpty() && !finished) {
-                        wait();
-                    }
-                    c = ready.poll();
-                    if (c == null) {
-                        if (failure != null) {
-                            throw new ExecutionException(failure);
-                        }
-                        return;
-                    }
-                    held -= (int) c[2];
-                    notifyAll();
-                }
-                FlowItem[] its = (FlowItem[]) c[0];
-                long[] ts = (long[]) c[1];
-                int k = (int) c[2];
+            for (Chunk c = output.take(); c != null; c = output.take()) {
+                FlowItem[] its = c.items();
+                long[] ts = c.times();
+                int k = c.n();
                 for (int j = 0; j < k; j++) {
                     FlowItem it = its[j];
                     if (it == null) {
@@ -393,10 +363,7 @@ public final class CallSegments {
         }
 
         void cancel() {
-            synchronized (this) {
-                cancelled = true;
-                notifyAll();
-            }
+            output.cancel();
         }
     }
 }
