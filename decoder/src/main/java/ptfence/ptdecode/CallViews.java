@@ -47,16 +47,15 @@ final class CallViews {
     boolean branches;
 
     @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
-            description = "perf's text call views with threads to spare: bytes of trace per PSB segment (default 1 MiB; "
-                    + "0: none, one thread a CPU).")
-    long segmentBytes = DEFAULT_SEGMENT_BYTES;
+            description = "perf's text call views with threads to spare: decode a CPU in PSB segments of N bytes of "
+                    + "trace (default 0: off, one thread a CPU; not yet the sequential bytes in every case, "
+                    + "docs/script.md).")
+    long segmentBytes;
 
     @Option(names = "--stat:segments", hidden = true, description = "Print on stderr how many PSB segments the call "
             + "views' decode used and decoded again (tests, profiling).")
     boolean statSegments;
 
-    /** A PSB segment's trace for the call views: enough that a segment's start and check cost little. */
-    static final long DEFAULT_SEGMENT_BYTES = 1 << 20;
     /** Items a segment decoded ahead of its turn may hold (a few MB each). */
     static final int SEGMENT_ITEMS = 1 << 16;
 

@@ -131,8 +131,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
     String cpus;
 
     @Option(names = "--threads", paramLabel = "N",
-            description = "Decode CPUs on N threads (default: one per core); perf's call views decode a CPU in PSB "
-                    + "segments on the threads over the CPUs (1: each CPU in one piece).")
+            description = "Decode CPUs on N threads (default: one per core).")
     int threads = 0; // one per core
 
 
