@@ -258,7 +258,7 @@ public final class BranchSink implements FlowSink {
             // left by the flow before it, guessed as the usual state
             boolean pending, boolean dropped, long carried, long insns, boolean afterEnd, int filteredFlags,
             boolean resuming, long ratioShown, boolean cbrWaiting, boolean unseenAtPsb, boolean mergePending,
-            boolean asyncEnd) {
+            long mergeLast, boolean asyncEnd) {
     }
 
     /** The part of a seam the trace before the PSB left: the last instruction, the cycles at the last item. */
@@ -274,7 +274,8 @@ public final class BranchSink implements FlowSink {
         return new Seam(psb, new Start(sampleClock.sample(), sampleClock.time(), sampleClock.delivered(),
                 marks.ratio(), judgedPsb, psbHasIp, marks.lastPsb(), marks.inPsb(), inTx, offIp, holding, pending,
                 dropped, carried, insns, afterEnd, filteredFlags, resync.resuming(), marks.shown(),
-                marks.cbrWaiting(), unseenAtPsb != null, mergeTimes.pending(), asyncEnd),
+                marks.cbrWaiting(), unseenAtPsb != null, mergeTimes.pending(), timeMarks ? mergeTimes.last() : 0,
+                asyncEnd),
                 new Carried(lastIp, cyclesBefore, stateIp), atInsn);
     }
 

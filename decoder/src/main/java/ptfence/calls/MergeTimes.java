@@ -50,6 +50,11 @@ public final class MergeTimes {
         return pending;
     }
 
+    /** The time last told or of the last item (a left-out time equal to it is not told). */
+    public long last() {
+        return last;
+    }
+
     /** The flow ends (or stops for a while): the time not yet told is told. */
     public void flush() {
         if (pending) {

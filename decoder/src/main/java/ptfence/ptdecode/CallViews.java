@@ -480,8 +480,10 @@ final class CallViews {
             int threads = rd.request().threads() > 0 ? rd.request().threads()
                     : Runtime.getRuntime().availableProcessors();
             int perCpu = threads / Math.max(1, rd.traces.size());
+            // one CPU only: where CPUs are merged by time (the times of branches left out told to the merge), the
+            // bench's two-CPU BPF recording in tiny segments still differs (docs/script.md)
             RecordingDecode.RunDecode segmented = !callsOnly || perfTime != null || perCpu < 2 || segmentBytes <= 0
-                    ? null : (run, space, missing) -> {
+                    || rd.traces.size() > 1 ? null : (run, space, missing) -> {
                         ptfence.flow.PsbSegments segs = new ptfence.flow.PsbSegments(space, rd.config,
                                 b -> ptfence.flow.CursorInput.of(b, rd.config.errata), run, segmentBytes);
                         if (segs.starts().length < 2) {
