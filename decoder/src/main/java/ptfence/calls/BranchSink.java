@@ -241,10 +241,135 @@ public final class BranchSink implements FlowSink {
         marks.restart();
     }
 
+    /**
+     * A PSB segment's decode ended at the next segment's PSB, its status updates taken and the flow walked to its IP
+     * ({@code ip}): what the sequential sink does at the first instruction there before that instruction's own part
+     * (the branch held goes there, the held updates are released). Returns the state there, the seam to check the
+     * next segment's start with (null: the decode ended at no PSB's seam).
+     */
+    public Seam endSegment(long ip) {
+        if (holding && ip == heldIp) {
+            if (pending) {
+                pending = false;
+                if (pCls != InsnClass.COND_JUMP || ip != pIp + pSize) {
+                    branchAt(pTsc, pIp, ip, flagsOf(pCls, pIp), pSize);
+                }
+            }
+            releaseHeld();
+        }
+        if (seamDue < 0 || holding) {
+            return null;
+        }
+        Seam s = seam(seamDue);
+        seamDue = -1;
+        return s;
+    }
+
+    /**
+     * Goes on with decoder {@code d}, which starts at the PSB the one before ended at with the state that one had there
+     * (a segment decoded again): nothing of the run's state is reset, the clock's cycles go on.
+     */
+    public void continueWith(FlowDecoder d) {
+        decoder = d;
+        sampleClock.decoder(d);
+        tsc = () -> d.time() < 0 ? CodeSpace.ANY_TIME : d.time();
+        psb = d::psbOffset;
+        cycles = d::cycles;
+    }
+
     /** The IP of perf's state the marks made now are samples of (its --dsos and -S filters look at it). */
     private long stateIp;
     /** The address of that state (perf's to_ip): a PSB+'s FUP IP where perf's scan for an IP met the PSB, else 0. */
     private long stateAddr;
+
+    /**
+     * The sink's state at a PSB segment's seam (docs/script.md, "PSB segments for the call views"): PSB {@code psb}'s
+     * status updates taken, the flow at its IP, before the next call. {@code start} is what a segment started at that
+     * PSB must rebuild (from the PSB+) or guess (the usual state there) and is compared whole; {@code carried} is what
+     * the trace before the PSB left and a segment cannot know: checked where read, or patched into the first item.
+     */
+    public record Seam(long psb, Start start, Carried carried, boolean atInsn) {
+        /**
+         * Whether a segment that started here goes on as the sequential decode does from {@code end} (the state the
+         * segment before ended with at the same PSB): the same start, and the same last instruction unless the seam
+         * point was an instruction ({@code atInsn}: it sets the last instruction before anything reads it; an
+         * asynchronous trace end before the first instruction reads it). The last item's cycles are corrected in the first branch
+         * item instead; the last state's IP is written before it is read.
+         */
+        public boolean continues(Seam end) {
+            return end != null && psb == end.psb && start.equals(end.start)
+                    && (atInsn || carried.lastIp == end.carried.lastIp);
+        }
+    }
+
+    /** The part of a seam a segment starts from: the PSB+'s restatement and the usual state at a PSB, compared whole. */
+    public record Start(
+            // restated by the PSB+
+            long sample, long queue, long delivered, long ratio, long judgedPsb, boolean psbHasIp, long lastPsb,
+            boolean inPsb, boolean inTx, long offIp, boolean holding,
+            // left by the flow before it, guessed as the usual state
+            boolean pending, boolean dropped, long carried, long insns, boolean afterEnd, int filteredFlags,
+            boolean resuming, long ratioShown, boolean cbrWaiting, boolean unseenAtPsb, boolean mergePending,
+            long mergeLast, boolean asyncEnd) {
+    }
+
+    /** The part of a seam the trace before the PSB left: the last instruction, the cycles at the last item. */
+    public record Carried(long lastIp, long cyclesBefore, long stateIp) {
+    }
+
+    /** The state now, as a seam at PSB {@code psb}. */
+    public Seam seam(long psb) {
+        return seam(psb, false);
+    }
+
+    private Seam seam(long psb, boolean atInsn) {
+        return new Seam(psb, new Start(sampleClock.sample(), sampleClock.time(), sampleClock.delivered(),
+                marks.ratio(), judgedPsb, psbHasIp, marks.lastPsb(), marks.inPsb(), inTx, offIp, holding, pending,
+                dropped, carried, insns, afterEnd, filteredFlags, resync.resuming(), marks.shown(),
+                marks.cbrWaiting(), unseenAtPsb != null, mergeTimes.pending(), timeMarks ? mergeTimes.last() : 0,
+                asyncEnd),
+                new Carried(lastIp, cyclesBefore, stateIp), atInsn);
+    }
+
+    /** Told each seam as the flow reaches it (null: none; the segments' check and its tests). */
+    private java.util.function.Consumer<Seam> seams;
+    /** The PSB whose status updates were taken and whose seam is not yet told (-1: none). */
+    private long seamDue = -1;
+
+    /** Tells {@code probe} the state at each PSB's seam point as the flow reaches it. */
+    public void seams(java.util.function.Consumer<Seam> probe) {
+        seams = probe;
+    }
+
+    /** The sink's next call after a PSB's status updates (what it held released): the seam point. */
+    private void seamPoint() {
+        seamPoint(false);
+    }
+
+    /** {@code atInsn}: the call is an instruction's (or a path's), which sets the last instruction before any read. */
+    private void seamPoint(boolean atInsn) {
+        if (seamDue >= 0 && !holding) {
+            long at = seamDue;
+            seamDue = -1;
+            if (segmentStart) {
+                segmentStart = false;
+                // a segment's guess of what the trace before its PSB showed: a ratio, the last one given (0: none,
+                // the cbr 0 perf shows at the first state); checked with the rest of the start
+                marks.shownAtSeam();
+            }
+            if (seams != null) {
+                seams.accept(seam(at, atInsn));
+            }
+        }
+    }
+
+    /** Set for a PSB segment's sink until its first seam point, where its guess of the state before is made. */
+    private boolean segmentStart;
+
+    /** This sink starts a PSB segment (not the run's start): its first seam point guesses the state before it. */
+    public void startsSegment() {
+        segmentStart = true;
+    }
 
     @Override
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
@@ -262,6 +387,7 @@ public final class BranchSink implements FlowSink {
         if (holding && ip == heldIp) {
             releaseHeld();
         }
+        seamPoint(true);
         if (marks.noCbrShown()) {
             zeroRatio();
         }
@@ -477,6 +603,7 @@ public final class BranchSink implements FlowSink {
         if (!callsOnly || ipc != null || holding || resync.resuming() || afterEnd || marks.noCbrShown()) {
             return false;
         }
+        seamPoint(true);
         if (pending) {
             pending = false;
             if (pCls != InsnClass.COND_JUMP || first != pIp + pSize) {
@@ -549,6 +676,7 @@ public final class BranchSink implements FlowSink {
                 heldIp = decoder.psbIp();
                 heldPsb = at;
             }
+            seamDue = at;
             if (holding) {
                 Event copy = new Event();
                 copy.copyFrom(ev);
@@ -563,6 +691,9 @@ public final class BranchSink implements FlowSink {
             }
         }
         releaseHeld();
+        if (!ev.statusUpdate) {
+            seamPoint();
+        }
         stateIp = ev.statusUpdate && decoder != null ? (decoder.psbOffset() == scanPsb ? 0 : decoder.psbIp())
                 : offIp != -1 ? offIp
                 : decoder == null ? lastIp : decoder.ip();
@@ -739,9 +870,21 @@ public final class BranchSink implements FlowSink {
         insns = 0;
     }
 
+    /** Told the IP of each error where code is missing (null: none; a PSB segment keeps them until it is used). */
+    private java.util.function.LongConsumer missingCode;
+
+    /** Tells {@code c} the IP of each error where code is missing ({@link PtError#NOMAP}). */
+    public void missingCode(java.util.function.LongConsumer c) {
+        missingCode = c;
+    }
+
     @Override
     public void error(String kind, int code, long offset, long ip) {
+        if (code == PtError.NOMAP && missingCode != null) {
+            missingCode.accept(ip);
+        }
         releaseHeld();
+        seamPoint();
         pending = false;
         if (resync.beginBeforeError(code)) {
             ipcState();
@@ -770,6 +913,7 @@ public final class BranchSink implements FlowSink {
     public void noCode(long ip, long at) {
         if (resync.beginHere()) {
             releaseHeld();
+            seamPoint();
             resolve(ip);
             long t = at >= 0 ? sampleClock.eventAt(at) : sampleClock.event();
             if (ipc != null && at >= 0) {
@@ -784,6 +928,7 @@ public final class BranchSink implements FlowSink {
     @Override
     public void endOfTrace() {
         releaseHeld();
+        seamPoint();
         pending = false;
         mergeTimes.flush();
     }

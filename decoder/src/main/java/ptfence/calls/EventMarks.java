@@ -125,6 +125,36 @@ public final class EventMarks {
         return mark(cpu, time, "cbr", 0, insns, "ratio", ratio);
     }
 
+    /** The ratio the trace last gave (-1: none), shown or not. */
+    public long ratio() {
+        return ratio;
+    }
+
+    /** Where the last PSB shown starts (-1: none). */
+    public long lastPsb() {
+        return lastPsb;
+    }
+
+    /** Whether the flow is inside a PSB+ (no instruction since its status updates). */
+    public boolean inPsb() {
+        return inPsb;
+    }
+
+    /** Whether a PSB+'s cbr waits to be shown after its psb. */
+    public boolean cbrWaiting() {
+        return cbrInPsb != null;
+    }
+
+    /**
+     * A PSB segment's guess at its first seam of the ratio shown before its PSB: the last one the trace gave (a PSB+
+     * restates it), or 0 (the cbr 0 perf shows at its first state) where none was given.
+     */
+    public void shownAtSeam() {
+        if (lastCbr == -1) {
+            lastCbr = ratio >= 0 ? ratio : 0;
+        }
+    }
+
     /** True while no cbr was shown: the next instruction shows {@link #noCbrYet}. */
     public boolean noCbrShown() {
         return lastCbr == -1;

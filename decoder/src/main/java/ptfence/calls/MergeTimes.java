@@ -45,6 +45,16 @@ public final class MergeTimes {
         }
     }
 
+    /** A left-out time not yet told (a PSB segment's seam: none expected there). */
+    public boolean pending() {
+        return pending;
+    }
+
+    /** The time last told or of the last item (a left-out time equal to it is not told). */
+    public long last() {
+        return last;
+    }
+
     /** The flow ends (or stops for a while): the time not yet told is told. */
     public void flush() {
         if (pending) {

@@ -6,7 +6,6 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -292,13 +291,7 @@ public final class ParallelFlow {
         private boolean directFailed;
         private char[] buf = new char[CHUNK];
         private int len;
-        // Guarded by this:
-        private final ArrayDeque<char[]> ready = new ArrayDeque<>();
-        private final ArrayDeque<Integer> readyLength = new ArrayDeque<>();
-        private long held;
-        private boolean finished;
-        private boolean cancelled;
-        private Throwable failure;
+        private final SegmentOutput<char[]> output = new SegmentOutput<>(segmentCap);
 
         long instructions;
         long blocks;
@@ -324,15 +317,7 @@ public final class ParallelFlow {
 
         /** The state this decode reached its last PSB with, the parts it kept from its start taken from {@code real}. */
         SeamState endFrom(SeamState real) {
-            if (end.ipFromStart) {
-                end.resumeIp = real.resumeIp;
-            }
-            if (end.emitFromStart) {
-                end.emitted = real.emitted;
-                end.lastEmittedIp = real.lastEmittedIp;
-                end.lastEmittedNext = real.lastEmittedNext;
-            }
-            return end;
+            return end.filledFrom(real);
         }
 
         Segment(int index, Seam[] seams, SeamState start, PrintWriter direct) {
@@ -384,11 +369,7 @@ public final class ParallelFlow {
             } catch (Throwable e) {
                 failed = e;
             } finally {
-                synchronized (this) {
-                    failure = failed;
-                    finished = true;
-                    notifyAll();
-                }
+                output.finish(failed);
             }
         }
 
@@ -439,22 +420,8 @@ public final class ParallelFlow {
             }
             char[] full = buf;
             int n = len;
-            synchronized (this) {
-                while (held >= segmentCap && !cancelled) {
-                    try {
-                        wait();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new Stopped();
-                    }
-                }
-                if (cancelled) {
-                    throw new Stopped();
-                }
-                ready.add(full);
-                readyLength.add(n);
-                held += n;
-                notifyAll();
+            if (!output.put(full, n)) {
+                throw new Stopped();
             }
             long now = buffered.addAndGet(n);
             peakBuffered.accumulateAndGet(now, Math::max);
@@ -463,32 +430,18 @@ public final class ParallelFlow {
         }
 
         /** Coordinator: waits until the decode has finished or waits at its cap. */
-        synchronized void awaitRunAhead() throws InterruptedException {
-            while (!finished && held < segmentCap) {
-                wait();
-            }
+        void awaitRunAhead() throws InterruptedException {
+            output.awaitRunAhead();
         }
 
         /** Coordinator: writes this segment's text as it comes; false if the output failed (decode stopped). */
         boolean drainTo(PrintWriter out) throws Exception {
             while (true) {
-                char[] c;
-                int n;
-                synchronized (this) {
-                    while (ready.isEmpty() && !finished) {
-                        wait();
-                    }
-                    c = ready.poll();
-                    if (c == null) {
-                        if (failure != null) {
-                            throw new ExecutionException(failure);
-                        }
-                        return !stopped && !directFailed;
-                    }
-                    n = readyLength.poll();
-                    held -= n;
-                    notifyAll();
+                char[] c = output.take();
+                if (c == null) {
+                    return !stopped && !directFailed;
                 }
+                int n = output.takenSize();
                 buffered.addAndGet(-n);
                 out.write(c, 0, n);
                 if (out.checkError()) {
@@ -597,10 +550,7 @@ public final class ParallelFlow {
         }
 
         void cancel() {
-            synchronized (this) {
-                cancelled = true;
-                notifyAll();
-            }
+            output.cancel();
         }
     }
 }

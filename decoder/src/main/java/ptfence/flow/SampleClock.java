@@ -101,6 +101,11 @@ public final class SampleClock {
         return queue;
     }
 
+    /** The time of the state last returned (a PSB segment's seam compares it: {@code BranchSink.Seam}). */
+    public long sample() {
+        return sample;
+    }
+
     /** Whether an instruction of this class takes a packet: a TNT bit or a TIP. */
     public static boolean takesPacket(int cls) {
         return switch (cls) {

@@ -57,6 +57,22 @@ final class SeamState {
     }
 
     /**
+     * This state, a segment's end, with the flow's part it kept from its start (the IP tracing is off at, the last
+     * instruction emitted) taken from {@code realStart}, the state the segment really started from.
+     */
+    SeamState filledFrom(SeamState realStart) {
+        if (ipFromStart) {
+            resumeIp = realStart.resumeIp;
+        }
+        if (emitFromStart) {
+            emitted = realStart.emitted;
+            lastEmittedIp = realStart.lastEmittedIp;
+            lastEmittedNext = realStart.lastEmittedNext;
+        }
+        return this;
+    }
+
+    /**
      * True if a decode from here gives the same times and events from either state (the flow's part is checked by what
      * the decode read of it: {@link CarriedReads#settle}).
      */

@@ -44,6 +44,19 @@ final class CallViews {
             + "syscall, sysret, int, iret, hw int, tr strt, tr end, ...), as perf script --itrace=b.")
     boolean branches;
 
+    @Option(names = "--segment-bytes", hidden = true, paramLabel = "N",
+            description = "perf's text call views with threads to spare: decode a CPU in PSB segments of N bytes of "
+                    + "trace (default 0: off, one thread a CPU; not yet the sequential bytes in every case, "
+                    + "docs/script.md).")
+    long segmentBytes;
+
+    @Option(names = "--stat:segments", hidden = true, description = "Print on stderr how many PSB segments the call "
+            + "views' decode used and decoded again (tests, profiling).")
+    boolean statSegments;
+
+    /** Items a segment decoded ahead of its turn may hold (a few MB each). */
+    static final int SEGMENT_ITEMS = 1 << 16;
+
     @Option(names = "--weight", paramLabel = "insns|time",
             description = "--format folded: weigh stacks by instructions (default) or by time.")
     String weight = "insns"; // an initializer, not defaultValue: QuickLines' lines start from it too
@@ -176,7 +189,24 @@ final class CallViews {
         if (perfTime) {
             ((CallTraceView) view).errorsUnfiltered();
         }
-        run(rd, view, !jsonl && view instanceof CallTraceView, perfTime ? timeRanges : null);
+        java.util.List<ptfence.calls.CallSegments> used = java.util.Collections.synchronizedList(new ArrayList<>());
+        // the cycles of a branch settled at a seam's PSB are not checked at run time (docs/script.md): where a view
+        // shows them (IPC) the CPU is decoded in one piece
+        boolean ipc = options != null && options.fields().has(SampleFields.IPC)
+                || options == null && defaults(rd, callRetTrace ? SampleFields.callRetTrace()
+                        : SampleFields.callTrace()).has(SampleFields.IPC);
+        run(rd, view, !jsonl && view instanceof CallTraceView, perfTime ? timeRanges : null, ipc ? 0 : segmentBytes,
+                used::add);
+        if (statSegments) {
+            int segments = 0;
+            int redone = 0;
+            for (ptfence.calls.CallSegments c : used) {
+                segments += c.segments();
+                redone += c.redone();
+            }
+            System.err.println("call views: " + used.size() + " runs in PSB segments, " + segments + " segments, "
+                    + redone + " decoded again");
+        }
     }
 
     /**
@@ -460,6 +490,11 @@ final class CallViews {
         }
     }
 
+    /** The code a CPU's sink reads its far branches' opcodes from. */
+    private static ptfence.image.CodeSpace sinkSpace(RecordingDecode rd, RecordingDecode.CpuTrace t) {
+        return rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1);
+    }
+
     /** Every CPU's branches, merged by time, through the threads' stacks into {@code view}. */
     static void run(RecordingDecode rd, CallView view) throws Exception {
         run(rd, view, false, null);
@@ -470,6 +505,16 @@ final class CallViews {
      * {@code perfTime}: the --time ranges perf's decoder filter runs with (null: none).
      */
     static void run(RecordingDecode rd, CallView view, boolean callsOnly, ptfence.script.TimeRanges perfTime)
+            throws Exception {
+        run(rd, view, callsOnly, perfTime, 0, null);
+    }
+
+    /**
+     * As {@link #run(RecordingDecode, CallView, boolean, ptfence.script.TimeRanges)}, a CPU's run in PSB segments of
+     * {@code segmentBytes} (0: none) where the rule allows; {@code segmentStats} is given each segmented run's decode.
+     */
+    static void run(RecordingDecode rd, CallView view, boolean callsOnly, ptfence.script.TimeRanges perfTime,
+            long segmentBytes, java.util.function.Consumer<ptfence.calls.CallSegments> segmentStats)
             throws Exception {
         Sideband sb = rd.sideband;
         CallStacks stacks = new CallStacks(new CpuTasks(sb,
@@ -487,16 +532,40 @@ final class CallViews {
                     q.add(time, null);
                 }
             };
-            BranchSink s = new BranchSink(t.cpu(), o, rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1),
-                    callsOnly, rd.traces.size() > 1);
+            BranchSink s = new BranchSink(t.cpu(), o, sinkSpace(rd, t), callsOnly, rd.traces.size() > 1);
             if (perfTime != null) {
                 s.timeFilter(PerfScript.timeFilter(rd, perfTime, t));
             }
             if (view.countsIpc()) {
                 s.countIpc();
             }
-            return new RecordingDecode.CpuPart(s, d -> s.decoder(d, tsc -> timed ? rd.code.clock().toPerf(tsc) : -1),
-                    () -> { });
+            java.util.function.LongUnaryOperator toPerf = tsc -> timed ? rd.code.clock().toPerf(tsc) : -1;
+            // perf's text call views with threads to spare: a CPU's run in PSB segments on several threads
+            // (docs/script.md, "PSB segments for the call views"); not under perf's --time filter, whose fast forward
+            // and stop follow the whole queue
+            int threads = rd.request().threads() > 0 ? rd.request().threads()
+                    : Runtime.getRuntime().availableProcessors();
+            int perCpu = threads / Math.max(1, rd.traces.size());
+            // one CPU only: where CPUs are merged by time (the times of branches left out told to the merge), the
+            // bench's two-CPU BPF recording in tiny segments still differs (docs/script.md)
+            RecordingDecode.RunDecode segmented = !callsOnly || perfTime != null || view.countsIpc() || perCpu < 2 || segmentBytes <= 0
+                    || rd.traces.size() > 1 ? null : (run, space, missing) -> {
+                        ptfence.flow.PsbSegments segs = new ptfence.flow.PsbSegments(space, rd.config,
+                                b -> ptfence.flow.CursorInput.of(b, rd.config.errata), run, segmentBytes);
+                        if (segs.starts().length < 2) {
+                            return -1;
+                        }
+                        ptfence.calls.CallSegments cs = new ptfence.calls.CallSegments(segs, perCpu, SEGMENT_ITEMS,
+                                items -> new BranchSink(t.cpu(), items, sinkSpace(rd, t), true,
+                                        rd.traces.size() > 1),
+                                (sink, d) -> sink.decoder(d, toPerf), missing);
+                        cs.run(o);
+                        if (segmentStats != null) {
+                            segmentStats.accept(cs);
+                        }
+                        return cs.errors();
+                    };
+            return new RecordingDecode.CpuPart(s, d -> s.decoder(d, toPerf), () -> { }, segmented);
         }, item -> {
             ThreadStack th = stacks.apply(item);
             try {

@@ -767,9 +767,19 @@ final class RecordingDecode {
     }
 
     private void decodeCpu(CpuTrace t, java.util.function.Function<CpuTrace, FlowSink> sinks,
-            java.util.function.BiConsumer<CpuTrace, FlowDecoder> started) {
+            java.util.function.BiConsumer<CpuTrace, FlowDecoder> started) throws Exception {
         FlowSink sink = missingReporter(t, sinks.apply(t));
         CodeSpace space = code.forCpu(t.cpu(), t.tid() >= 0 ? pidOf(t.tid()) : -1);
+        RunDecode own = runDecodes.get(t);
+        if (own != null) {
+            ByteBuffer bytes = AuxRuns.bytes(t.runs().get(0));
+            long errors = own.decode(bytes, space, this::reportMissing);
+            if (errors >= 0) {
+                errorsByCpu.merge(t.cpu(), errors, Long::sum);
+                decodedBytes.addAndGet(bytes.remaining());
+                return;
+            }
+        }
         for (List<AuxBuffer> run : t.runs()) {
             CursorInput in = CursorInput.of(AuxRuns.bytes(run), config.errata);
             FlowDecoder d = new FlowDecoder(space, config, in, sink, false);
@@ -1013,8 +1023,28 @@ final class RecordingDecode {
      * One CPU's part in a merged decode: the sink its decoders report to (adding items to the CPU's stream), what to
      * do when a decoder starts on one of its runs, and what to do once the CPU is done (before its stream ends).
      */
-    record CpuPart(FlowSink sink, java.util.function.Consumer<FlowDecoder> started, Runnable finished) {
+    record CpuPart(FlowSink sink, java.util.function.Consumer<FlowDecoder> started, Runnable finished,
+            RunDecode segmented) {
+        CpuPart(FlowSink sink, java.util.function.Consumer<FlowDecoder> started, Runnable finished) {
+            this(sink, started, finished, null);
+        }
     }
+
+    /**
+     * A CPU part's own decode of a run (the call views' PSB segments, {@link ptfence.calls.CallSegments}): its items
+     * go where the part's sink's would, in the same order.
+     */
+    interface RunDecode {
+        /**
+         * Decodes {@code run} with code {@code space}, telling {@code missing} the IP of each error where code is
+         * missing; returns the decode errors, or -1 if it leaves the run to the part's sink (nothing decoded).
+         */
+        long decode(ByteBuffer run, CodeSpace space, java.util.function.LongConsumer missing) throws Exception;
+    }
+
+    /** The CPUs whose part decodes its runs itself (a CPU of one run: the part's sink would carry state between). */
+    private final Map<CpuTrace, RunDecode> runDecodes = java.util.Collections.synchronizedMap(
+            new java.util.IdentityHashMap<>());
 
     /**
      * Decodes every CPU into the part {@code partFor} makes for it, given the CPU and its stream, and hands every
@@ -1034,6 +1064,9 @@ final class RecordingDecode {
                 decodeCpus(t -> {
                     CpuPart part = partFor.apply(t, producers.get(t));
                     parts.put(t, part);
+                    if (part.segmented() != null && t.runs().size() == 1) {
+                        runDecodes.put(t, part.segmented());
+                    }
                     return part.sink();
                 }, (t, d) -> parts.get(t).started().accept(d), t -> {
                     CpuPart part = parts.get(t);
