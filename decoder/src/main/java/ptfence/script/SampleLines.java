@@ -29,6 +29,11 @@ final class SampleLines {
     private final byte[] branchesName;
     /** A branch line's period ("1") and event name columns, as one piece (null: built field by field). */
     private final byte[] branchHead;
+    /** A branch line has its target's columns: -F asks for addr, or perf's default fields. */
+    private final boolean toColumns;
+    // an instruction line's period and event name columns for the last period seen (i1i: always 1)
+    private long instructionHeadPeriod = -1;
+    private byte[] instructionHead;
 
     // the thread's columns, made once per task
     private String prefixComm;
@@ -87,6 +92,7 @@ final class SampleLines {
         this.instructionsName = in == null ? null : nameColumn(in.name());
         this.branchesName = br == null ? null : nameColumn(br.name());
         this.branchHead = on(hw, FieldSet.EVNAME) && branchesName == null ? null : branchHead();
+        this.toColumns = on(hw, FieldSet.ADDR) || !cfg.fields.userSet(FieldSet.Type.HW);
     }
 
     private byte[] branchHead() {
@@ -393,11 +399,21 @@ final class SampleLines {
         chainLine = true;
         LineBytes b = start(s, fields);
         chainLine = false;
-        if (on(fields, FieldSet.PERIOD)) {
-            b.dec(period, 10).ch(' ');
-        }
-        if (on(fields, FieldSet.EVNAME)) {
-            b.bytes(instructionsName);
+        if (on(fields, FieldSet.PERIOD) && on(fields, FieldSet.EVNAME) && instructionsName != null) {
+            if (period != instructionHeadPeriod || instructionHead == null) {
+                scratch.clear();
+                scratch.dec(period, 10).ch(' ').bytes(instructionsName);
+                instructionHead = java.util.Arrays.copyOf(scratch.array(), scratch.length());
+                instructionHeadPeriod = period;
+            }
+            b.bytes(instructionHead);
+        } else {
+            if (on(fields, FieldSet.PERIOD)) {
+                b.dec(period, 10).ch(' ');
+            }
+            if (on(fields, FieldSet.EVNAME)) {
+                b.bytes(instructionsName);
+            }
         }
         flagsColumn(b, f);
         if (on(fields, FieldSet.ADDR)) {
@@ -583,7 +599,7 @@ final class SampleLines {
             b.ch(' ');
             ipSym(b, fields, from, s.time(), s.pid(), false);
         }
-        if (on(fields, FieldSet.ADDR) || !cfg.fields.userSet(FieldSet.Type.HW)) {
+        if (toColumns) {
             b.bytes(ARROW).hex(to, 16);
             if (on(fields, FieldSet.SYM) || on(fields, FieldSet.DSO)) {
                 symDso(b, fields, to, s.time(), s.pid());

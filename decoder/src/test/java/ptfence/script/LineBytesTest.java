@@ -24,14 +24,16 @@ class LineBytesTest {
         for (int k = 0; k < 200_000; k++) {
             long v = value(r);
             int width = r.nextInt(24);
+            int blanks = r.nextInt(100) - 4;
             b.clear();
             b.ch('<').hex(v).ch('|').hex(v, 16).ch('|').hex(v, width).ch('|').hexZero(v, width).ch('|')
-                    .dec(v).ch('|').dec(v, 10).ch('|').dec(v, width).ch('>');
+                    .dec(v).ch('|').dec(v, 10).ch('|').dec(v, width).ch('|').spaces(blanks).ch('>');
             String u = Long.toUnsignedString(v);
             String expected = "<" + Long.toHexString(v) + "|" + String.format("%16x", v) + "|"
                     + (width == 0 ? Long.toHexString(v) : String.format("%" + width + "x", v)) + "|"
                     + (width == 0 ? Long.toHexString(v) : String.format("%0" + width + "x", v)) + "|" + u + "|"
-                    + String.format("%10s", u) + "|" + (width == 0 ? u : String.format("%" + width + "s", u)) + ">";
+                    + String.format("%10s", u) + "|" + (width == 0 ? u : String.format("%" + width + "s", u)) + "|"
+                    + " ".repeat(Math.max(0, blanks)) + ">";
             assertEquals(expected, b.toString(), "value " + Long.toHexString(v) + ", width " + width);
         }
     }
