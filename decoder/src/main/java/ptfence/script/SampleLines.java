@@ -27,6 +27,13 @@ final class SampleLines {
     private final int nameWidth;
     private final byte[] instructionsName;
     private final byte[] branchesName;
+    /** A branch line's period ("1") and event name columns, as one piece (null: built field by field). */
+    private final byte[] branchHead;
+    /** A branch line has its target's columns: -F asks for addr, or perf's default fields. */
+    private final boolean toColumns;
+    // an instruction line's period and event name columns for the last period seen (i1i: always 1)
+    private long instructionHeadPeriod = -1;
+    private byte[] instructionHead;
 
     // the thread's columns, made once per task
     private String prefixComm;
@@ -41,6 +48,9 @@ final class SampleLines {
     private final Symbol[] named = new Symbol[4];
     private final byte[][] namedName = new byte[4][];
     private final byte[][] namedDso = new byte[4][];
+    // with the line's own fields (hw): " name" (and "+0x" with symoff) and " (dso)", each an end's piece in one copy
+    private final byte[][] namedHead = new byte[4][];
+    private final byte[][] namedTail = new byte[4][];
     private int namedNext;
     private long unknownFrom; // with unknownTo: an empty range until the first lookup
     private long unknownTo;
@@ -59,6 +69,8 @@ final class SampleLines {
     private final long[] missTo = new long[MISSES];
     private final int[] missPid = new int[MISSES];
     private final byte[][] missDso = new byte[MISSES][];
+    /** A miss's " [unknown] (dso)" with the line's own fields (hw), made on first use. */
+    private final byte[][] missPiece = new byte[MISSES][];
     private int missNext;
     private int missCount;
     private final long[] span = new long[4];
@@ -85,6 +97,19 @@ final class SampleLines {
             streams[k.ordinal()] = e == null ? 0 : cfg.events.events().indexOf(e) + 1;
         }
         this.branchesName = br == null ? null : nameColumn(br.name());
+        this.branchHead = on(hw, FieldSet.EVNAME) && branchesName == null ? null : branchHead();
+        this.toColumns = on(hw, FieldSet.ADDR) || !cfg.fields.userSet(FieldSet.Type.HW);
+    }
+
+    private byte[] branchHead() {
+        scratch.clear();
+        if (on(hw, FieldSet.PERIOD)) {
+            scratch.dec(1, 10).ch(' ');
+        }
+        if (on(hw, FieldSet.EVNAME)) {
+            scratch.bytes(branchesName);
+        }
+        return java.util.Arrays.copyOf(scratch.array(), scratch.length());
     }
 
     private byte[] nameColumn(String name) {
@@ -163,6 +188,24 @@ final class SampleLines {
         if (s == null && miss < 0 && ip != 0) {
             miss = learnMiss(ip, time, pid);
         }
+        if (fields == hw && (s != null || miss >= 0)) {
+            // the usual line: its end's columns as one or two pieces made once per symbol or range
+            if (s != null) {
+                int i = named(s);
+                b.bytes(namedHead[i]);
+                if (on(fields, FieldSet.SYM) && on(fields, FieldSet.SYMOFFSET)) {
+                    b.hex(ip - s.start());
+                }
+                b.bytes(namedTail[i]);
+            } else {
+                byte[] p = missPiece[miss];
+                if (p == null) {
+                    missPiece[miss] = p = piece(fields, null, UNKNOWN, missDso[miss]);
+                }
+                b.bytes(p);
+            }
+            return;
+        }
         if (on(fields, FieldSet.SYM)) {
             b.ch(' ');
             if (s != null) {
@@ -197,7 +240,29 @@ final class SampleLines {
         named[i] = s;
         namedName[i] = s.name().getBytes(StandardCharsets.UTF_8);
         namedDso[i] = (s.dso() == null ? "[unknown]" : s.dso()).getBytes(StandardCharsets.UTF_8);
+        namedHead[i] = piece(hw, namedName[i], null, null);
+        namedTail[i] = piece(hw, null, null, namedDso[i]);
         return i;
+    }
+
+    /**
+     * With {@code fields}: " " and a symbol's name ("+0x" after it with symoff, the offset left to the line), or
+     * " " and {@code unknown}; then " (dso)". A part is left out where its argument is null or its field is off.
+     */
+    private byte[] piece(long fields, byte[] name, byte[] unknown, byte[] dso) {
+        scratch.clear();
+        if (on(fields, FieldSet.SYM) && name != null) {
+            scratch.ch(' ').bytes(name);
+            if (on(fields, FieldSet.SYMOFFSET)) {
+                scratch.ch('+').ch('0').ch('x');
+            }
+        } else if (on(fields, FieldSet.SYM) && unknown != null) {
+            scratch.ch(' ').bytes(unknown);
+        }
+        if (on(fields, FieldSet.DSO) && dso != null) {
+            scratch.ch(' ').ch('(').bytes(dso).ch(')');
+        }
+        return java.util.Arrays.copyOf(scratch.array(), scratch.length());
     }
 
     /** The remembered range no symbol names that holds {@code ip} for {@code pid} at {@code time}, or -1. */
@@ -236,6 +301,7 @@ final class SampleLines {
         missTo[i] = span[3];
         missPid[i] = pid;
         missDso[i] = dso.getBytes(StandardCharsets.UTF_8);
+        missPiece[i] = null;
         missByPage[(int) (ip >>> 12) & (missByPage.length - 1)] = i + 1;
         return i;
     }
@@ -287,11 +353,17 @@ final class SampleLines {
     private final int[] flagsKey = new int[8];
     private final byte[][] flagsBytes = new byte[8][];
     private int flagsNext;
+    private int flagsLastKey;
+    private byte[] flagsLast;
 
     private byte[] flagsText(int f) {
+        if (flagsLast != null && flagsLastKey == f) {
+            return flagsLast;
+        }
         for (int i = 0; i < flagsBytes.length; i++) {
             if (flagsBytes[i] != null && flagsKey[i] == f) {
-                return flagsBytes[i];
+                flagsLastKey = f;
+                return flagsLast = flagsBytes[i];
             }
         }
         String name = f == 0 ? "" : BranchFlags.perfName(f);
@@ -301,7 +373,8 @@ final class SampleLines {
         flagsNext = (i + 1) % flagsBytes.length;
         flagsKey[i] = f;
         flagsBytes[i] = java.util.Arrays.copyOf(scratch.array(), scratch.length());
-        return flagsBytes[i];
+        flagsLastKey = f;
+        return flagsLast = flagsBytes[i];
     }
 
     /** The file perf names for {@code ip}, or null where nothing is mapped. */
@@ -332,11 +405,21 @@ final class SampleLines {
         chainLine = true;
         LineBytes b = start(s, fields);
         chainLine = false;
-        if (on(fields, FieldSet.PERIOD)) {
-            b.dec(period, 10).ch(' ');
-        }
-        if (on(fields, FieldSet.EVNAME)) {
-            b.bytes(instructionsName);
+        if (on(fields, FieldSet.PERIOD) && on(fields, FieldSet.EVNAME) && instructionsName != null) {
+            if (period != instructionHeadPeriod || instructionHead == null) {
+                scratch.clear();
+                scratch.dec(period, 10).ch(' ').bytes(instructionsName);
+                instructionHead = java.util.Arrays.copyOf(scratch.array(), scratch.length());
+                instructionHeadPeriod = period;
+            }
+            b.bytes(instructionHead);
+        } else {
+            if (on(fields, FieldSet.PERIOD)) {
+                b.dec(period, 10).ch(' ');
+            }
+            if (on(fields, FieldSet.EVNAME)) {
+                b.bytes(instructionsName);
+            }
         }
         flagsColumn(b, f);
         if (on(fields, FieldSet.ADDR)) {
@@ -507,10 +590,12 @@ final class SampleLines {
             return;
         }
         LineBytes b = start(s, fields);
-        if (on(fields, FieldSet.PERIOD)) {
-            b.dec(1, 10).ch(' ');
-        }
-        if (on(fields, FieldSet.EVNAME)) {
+        if (branchHead != null) {
+            b.bytes(branchHead);
+        } else {
+            if (on(fields, FieldSet.PERIOD)) {
+                b.dec(1, 10).ch(' ');
+            }
             b.bytes(branchesName);
         }
         flagsColumn(b, f);
@@ -521,7 +606,7 @@ final class SampleLines {
             b.ch(' ');
             ipSym(b, fields, from, s.time(), s.pid(), false);
         }
-        if (on(fields, FieldSet.ADDR) || !cfg.fields.userSet(FieldSet.Type.HW)) {
+        if (toColumns) {
             b.bytes(ARROW).hex(to, 16);
             if (on(fields, FieldSet.SYM) || on(fields, FieldSet.DSO)) {
                 symDso(b, fields, to, s.time(), s.pid());

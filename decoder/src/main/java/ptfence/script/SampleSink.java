@@ -35,6 +35,8 @@ public final class SampleSink implements FlowSink {
     private static final int FLAG_BRANCH = BranchFlags.BRANCH;
 
     private final ScriptConfig cfg;
+    /** --time is given (a field: asked at every sample) */
+    private final boolean timeRanged;
     private final int cpu;
     private final ScriptMerge.Producer out;
     private final CodeSpace space;
@@ -144,6 +146,7 @@ public final class SampleSink implements FlowSink {
     public SampleSink(ScriptConfig cfg, int cpu, int fixedTid, Sideband sideband, Symbolizer symbols,
             CodeSpace space, ScriptMerge.Producer out) {
         this.cfg = cfg;
+        this.timeRanged = !cfg.time.isEmpty();
         this.cpu = cpu;
         this.out = out;
         this.space = space;
@@ -353,8 +356,9 @@ public final class SampleSink implements FlowSink {
             }
             return;
         }
-        // a branch that is not sampled needs its bytes only for its line's insn field, a filter, or its far kind
-        int len = sample || branchBytes || cls == InsnClass.FAR_CALL || cls == InsnClass.FAR_RETURN
+        // a branch needs its bytes for its flags where sampled, else only for its line's insn field, a filter, or its
+        // far kind; an instruction that is not a branch only for the insn field or a filter (i1i read every one)
+        int len = sample && branch || branchBytes || cls == InsnClass.FAR_CALL || cls == InsnClass.FAR_RETURN
                 ? read(ip, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, Math.min(size, code.length))
                 : 0;
         if (branch && holdForTarget) {
@@ -1014,7 +1018,7 @@ public final class SampleSink implements FlowSink {
      */
     private boolean timeSkipped() {
         long t;
-        return !cfg.time.isEmpty() && (t = perfTime()) >= 0 && cfg.time.skip(t);
+        return timeRanged && (t = perfTime()) >= 0 && cfg.time.skip(t);
     }
 
     /** The thread, time, CPU and symbol filters of a sample at {@code ip}; moves the task to the sample's time. */
@@ -1023,7 +1027,7 @@ public final class SampleSink implements FlowSink {
             return false;
         }
         long t = perfTime();
-        if (!cfg.time.isEmpty() && t >= 0 && cfg.time.skip(t)) {
+        if (timeRanged && t >= 0 && cfg.time.skip(t)) {
             return false;
         }
         return resolvedKept(ip);
