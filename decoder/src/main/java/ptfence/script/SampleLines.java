@@ -12,6 +12,9 @@ import ptfence.symbol.Symbolizer;
  * branch ("bts") form, the synthesized events' texts, the auxtrace error line), written as bytes. What repeats from
  * line to line is kept as bytes: the thread's columns until the task changes, a function's name and file while the
  * samples stay in it, the period and event name columns.
+ *
+ * <p>One file past 1k lines: every kind of sample goes through perf's one field order (process_event) with the same
+ * kept columns; split by kind, each part would repeat that order and the columns' cache.
  */
 final class SampleLines {
     // constant parts of every branch line, as bytes (LineBytes.str goes char by char)
