@@ -619,7 +619,15 @@ final class SampleLines {
         if (on(fields, FieldSet.IP) && on(fields, FieldSet.SRCLINE)) {
             srcline(b, from, s.time(), s.pid());
         }
-        insnFields(b, fields, size, bytes, len);
+        if (size == 0 && (f & (BranchFlags.TRACE_BEGIN | BranchFlags.ASYNC)) != 0
+                && on(fields, FieldSet.INSN | FieldSet.INSNLEN)) {
+            // perf's state there has no instruction of its own: a trace begin keeps the one walked last, and where
+            // there is none perf script fetches the one at the sample's IP (script_fetch_insn)
+            int n = s.fetch(from);
+            insnFields(b, fields, n, s.fetchedBytes(), n);
+        } else {
+            insnFields(b, fields, size, bytes, len);
+        }
         b.nl();
         s.out().stream(streams[PerfEvents.Kind.BRANCHES.ordinal()]);
         s.out().commit(s.time(), true);
