@@ -136,12 +136,8 @@ public final class CallSegments {
                 errors += s.decode.decoder.errors;
                 segments++;
                 prev = s;
-                // a decode that failed at or after the next segment's PSB went on, as the sequential one does, to the
-                // first later PSB it passed cleanly: the segments it covered are dropped
                 int reached = s.reached;
-                while (!ahead.isEmpty() && ahead.peek().index < reached) {
-                    ahead.poll().cancel();
-                }
+                ptfence.flow.SegmentOutput.dropBefore(ahead, reached, x -> x.index, x -> x.output);
                 next = Math.max(next, reached);
                 turn = reached;
             }

@@ -22,6 +22,18 @@ public final class SegmentOutput<C> {
     private Throwable failure;
     private int taken;
 
+    /**
+     * A decode that failed at or after the next segment's PSB went on, as the sequential one does, to the first later
+     * PSB it passed cleanly: the segments {@code ahead} (in order) before index {@code reached} are dropped, their
+     * outputs cancelled.
+     */
+    public static <S> void dropBefore(ArrayDeque<S> ahead, int reached, java.util.function.ToIntFunction<S> index,
+            java.util.function.Function<S, SegmentOutput<?>> output) {
+        while (!ahead.isEmpty() && index.applyAsInt(ahead.peek()) < reached) {
+            output.apply(ahead.poll()).cancel();
+        }
+    }
+
     public SegmentOutput(long cap) {
         this.cap = cap;
     }

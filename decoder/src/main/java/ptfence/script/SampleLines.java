@@ -12,6 +12,9 @@ import ptfence.symbol.Symbolizer;
  * branch ("bts") form, the synthesized events' texts, the auxtrace error line), written as bytes. What repeats from
  * line to line is kept as bytes: the thread's columns until the task changes, a function's name and file while the
  * samples stay in it, the period and event name columns.
+ *
+ * <p>One file past 1k lines: every kind of sample goes through perf's one field order (process_event) with the same
+ * kept columns; split by kind, each part would repeat that order and the columns' cache.
  */
 final class SampleLines {
     // constant parts of every branch line, as bytes (LineBytes.str goes char by char)
@@ -616,7 +619,15 @@ final class SampleLines {
         if (on(fields, FieldSet.IP) && on(fields, FieldSet.SRCLINE)) {
             srcline(b, from, s.time(), s.pid());
         }
-        insnFields(b, fields, size, bytes, len);
+        if (size == 0 && (f & (BranchFlags.TRACE_BEGIN | BranchFlags.ASYNC)) != 0
+                && on(fields, FieldSet.INSN | FieldSet.INSNLEN)) {
+            // perf's state there has no instruction of its own: a trace begin keeps the one walked last, and where
+            // there is none perf script fetches the one at the sample's IP (script_fetch_insn)
+            int n = s.fetch(from);
+            insnFields(b, fields, n, s.fetchedBytes(), n);
+        } else {
+            insnFields(b, fields, size, bytes, len);
+        }
         b.nl();
         s.out().stream(streams[PerfEvents.Kind.BRANCHES.ordinal()]);
         s.out().commit(s.time(), true);

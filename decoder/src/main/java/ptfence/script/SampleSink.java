@@ -86,6 +86,8 @@ public final class SampleSink implements FlowSink {
     private long lastIp;
     private int lastCls;
     private int lastSize;
+    /** When the last instruction was walked (its code is read as it was then). */
+    private long lastTsc = -1;
     private int lastMode = ptfence.insn.ExecMode.BITS64;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] fetched = new byte[16];
@@ -322,6 +324,7 @@ public final class SampleSink implements FlowSink {
             traceBegin(ip);
         }
         queueTsc = clock.insn(cls);
+        lastTsc = queueTsc;
         filter.newState();
         insnTotal++;
         boolean branch = InsnClass.isBranch(cls);
@@ -580,6 +583,7 @@ public final class SampleSink implements FlowSink {
         lastIp = base + t.last;
         lastCls = cls;
         lastSize = CodeCache.lengthOf(lastInsn);
+        lastTsc = tnt;
         if (decoder != null) {
             lastMode = decoder.mode();
         }
@@ -675,6 +679,7 @@ public final class SampleSink implements FlowSink {
                 }
                 settleCbrAt(ev.from, false);
                 consume();
+                lastSize = 0; // an asynchronous state keeps no instruction (perf's insn_len 0)
                 maybeCbr(ev.from, 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END);
                 branch(ev.from, 0, FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END, 0, null, 0);
             }
@@ -685,6 +690,7 @@ public final class SampleSink implements FlowSink {
                 settleCbrAt(ev.from, false);
                 resync.inStep();
                 consume();
+                lastSize = 0; // an asynchronous state keeps no instruction (perf's insn_len 0)
                 maybeCbr(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT);
                 branch(ev.from, ev.ip, FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT, 0,
                         null, 0);
@@ -698,6 +704,7 @@ public final class SampleSink implements FlowSink {
                 continuous = false;
                 timestampInsnCnt = 0; // perf's intel_pt_overflow: the tick period counts from the last time again
                 ticksLeft = -1;
+                lastSize = 0; // perf's state after an overflow keeps no instruction
                 consume(); // the error's time is perf's at the OVF: after the timing packets before it (an MTC)
                 if (!cfg.itrace.suppressesOverflow()) {
                     error(7, decoderIp(), 0);
@@ -1059,8 +1066,8 @@ public final class SampleSink implements FlowSink {
      * into {@link #fetchedBytes()}, returning its length (0 when there is no code there).
      */
     int fetch(long ip) {
-        if (lastSize > 0) { // perf's state keeps the instruction its decoder walked last
-            int n = space.read(lastIp, queueTsc >= 0 && space.timed() ? queueTsc : CodeSpace.ANY_TIME, fetched, 0,
+        if (lastSize > 0) { // perf's state keeps the instruction its decoder walked last, as the code was then
+            int n = space.read(lastIp, lastTsc >= 0 && space.timed() ? lastTsc : CodeSpace.ANY_TIME, fetched, 0,
                     Math.min(lastSize, fetched.length));
             return n < lastSize ? 0 : lastSize;
         }
