@@ -55,6 +55,8 @@ public final class ScriptMerge {
     /** The mark of a state with no line: taken in its turn, it prints nothing and runs nothing. */
     private static final Runnable STATE = () -> { };
     private PerEventDump perEvent;
+    /** How many CPU sources (producers that hold a decoding turn) there are: ties among them need states. */
+    private int cpuSources;
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -109,6 +111,7 @@ public final class ScriptMerge {
     /** The producing end of source {@code i}; {@code isSideband}: it wins ties with CPU lines. */
     public Producer producer(int i, boolean isSideband) {
         sideband[i] = isSideband;
+        cpuSources += isSideband ? 0 : 1;
         return new Producer(i, !isSideband);
     }
 
@@ -287,6 +290,14 @@ public final class ScriptMerge {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while merging CPUs");
             }
+        }
+
+        /**
+         * Whether this CPU's lines can tie with another CPU's, so that its {@link #state}s order them: false with one
+         * CPU (its ties with the sideband do not depend on them). Asked once the CPUs' producers are all made.
+         */
+        public boolean tiesWithCpus() {
+            return holdsTurn && cpuSources > 1;
         }
 
         /**
