@@ -48,7 +48,14 @@ public final class PerfLines {
         code = c;
     }
 
+    /** perf's --reltime or --deltatime. */
+    void clock(ptfence.script.PerfTime c) {
+        clock = c;
+    }
+
     private final LineBuffer buf;
+    /** How times are shown: as they are, or perf's --reltime or --deltatime (over every line printed). */
+    private ptfence.script.PerfTime clock = new ptfence.script.PerfTime(true, false, false);
     /** The fields of the line being written: {@link #branchFields} or {@link #eventFields}. */
     private SampleFields f;
     private final SampleFields branchFields;
@@ -87,16 +94,36 @@ public final class PerfLines {
             t.headFields = f;
         }
         if (f.has(SampleFields.TIME)) {
-            long t0 = Math.max(0, time);
-            long secs = t0 / 1_000_000_000L;
-            long ns = t0 % 1_000_000_000L;
-            if (f.nanosecs()) {
-                buf.dec(secs, 5).ch('.').decZero(ns, 9).str(": ");
-            } else {
-                // "%lu.%06lu" right-aligned in 12
-                buf.spaces(12 - LineBuffer.decLength(secs) - 7).dec(secs, 0).ch('.').decZero(ns / 1000, 6).str(": ");
-            }
+            time(time);
         }
+    }
+
+    /** perf's time field, {@code --reltime} and {@code --deltatime} counted over every line printed. */
+    private void time(long time) {
+        long t0 = clock.shown(Math.max(0, time));
+        long secs = t0 / 1_000_000_000L;
+        long ns = t0 % 1_000_000_000L;
+        if (f.nanosecs()) {
+            buf.dec(secs, 5).ch('.').decZero(ns, 9).str(": ");
+        } else {
+            // "%lu.%06lu" right-aligned in 12
+            buf.spaces(12 - LineBuffer.decLength(secs) - 7).dec(secs, 0).ch('.').decZero(ns / 1000, 6).str(": ");
+        }
+    }
+
+    /**
+     * A line of the recording's own records ({@code --show-*-events}, made by the sample views' printer): its bytes
+     * [from, to), ending in a newline, with the time field written at {@code split} (-1: none) as this view's are.
+     */
+    void recordLine(byte[] text, int from, int split, int to, long time) throws IOException {
+        if (split < 0) {
+            buf.bytes(text, from, to - 1 - from);
+        } else {
+            buf.bytes(text, from, split - from);
+            time(time);
+            buf.bytes(text, split, to - 1 - split);
+        }
+        buf.endLine();
     }
 
     /** comm, pid/tid and [cpu] as perf prints them. */

@@ -74,6 +74,10 @@ final class CallViews {
     ptfence.script.SampleFilters filters = ptfence.script.SampleFilters.NONE;
     /** perf script's --graph-function names (null: none). */
     List<String> graphFunctions;
+    /** The recording's own records to print among the text call views' lines (--show-*-events; null: none). */
+    ptfence.calls.RecordLines recordLines;
+    /** perf script's --reltime or --deltatime on the text call views (null: times as they are). */
+    ptfence.script.PerfTime clock;
     /**
      * perf script's fields with -F given (set by the command; null: the view's defaults): the call view's own field
      * changes applied among the -F as perf applies them, checked against the recording's events.
@@ -178,6 +182,12 @@ final class CallViews {
                 v.filters(filters);
                 v.graphFunctions(graphFunctions);
                 recordReads(rd, v, timeRanges, filters, graphFunctions != null);
+                if (recordLines != null) {
+                    v.recordLines(recordLines, !rd.tscEnabled); // perf's timeless decoding: no TSC in the trace
+                }
+                if (clock != null) {
+                    v.clock(clock);
+                }
             }
             view = v;
         }

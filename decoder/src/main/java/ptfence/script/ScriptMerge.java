@@ -513,6 +513,12 @@ public final class ScriptMerge {
                 perEvent.write(b.streams[i], one.b, one.len);
                 continue;
             }
+            if (lines != null) {
+                if (to > from) {
+                    lines.line(b.times[i], b.text.b, from, split, to);
+                }
+                continue;
+            }
             append(buf, b, from, to, split, b.times[i], clock);
             if (buf.len >= 1 << 16) {
                 out.write(buf.b, 0, buf.len);
@@ -561,6 +567,24 @@ public final class ScriptMerge {
             return sideband[i];
         }
         return sideband[i] ? i == current : order.before(i, best);
+    }
+
+    /** Where {@link #collect} hands the lines: each with its perf time, its bytes [from, to) and its time field's place. */
+    public interface LineSink {
+        /** {@code split}: where the time field goes (-1: none); the bytes are the merge's, valid during the call. */
+        void line(long time, byte[] text, int from, int split, int to);
+    }
+
+    /** Set by {@link #collect}: the lines go there instead of to an output stream. */
+    private LineSink lines;
+
+    /**
+     * Hands every line of every source to {@code sink}, earliest first, without their time fields (a caller that
+     * prints them among lines of its own writes those): what a view with a printer of its own takes from the merge.
+     */
+    public void collect(LineSink sink) throws IOException, InterruptedException {
+        lines = sink;
+        drain(OutputStream.nullOutputStream(), (out, time) -> { }, 0);
     }
 
     /** Writes a line's time field (perf's formats, --reltime and --deltatime count from lines printed before). */
