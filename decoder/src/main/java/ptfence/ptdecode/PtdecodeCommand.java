@@ -483,6 +483,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         for (String f : perf.fields) {
             fields.parse(f);
         }
+        if (itrace.timeless && !ptfence.script.PerfEvents.timeless(rd.eventAttrs, rd.pt)) {
+            // perf then decodes each CPU's whole trace after the records, its threads and errors untimed: a random
+            // sweep of --itrace=...Z on the HASE recordings printed other threads and lines than perf's
+            throw new BadInputException("itrace letter Z on a recording with timestamps: not done yet (perf's timeless "
+                    + "decoding of a timed trace); without Z the lines are perf's");
+        }
         ptfence.script.PerfEvents events = new ptfence.script.PerfEvents(rd.eventAttrs, rd.perfEventNames(), rd.pt, itrace);
         events.check(fields, true);
         fields.warn(stderr);
