@@ -69,6 +69,8 @@ abstract class LineView implements CallView {
     private long[] sampleIps = new long[0];
     private long[] samplePeriods = new long[0];
     private String[] sampleEvents = new String[0];
+    /** Each recorded sample's misc column (perf's letters of its header). */
+    private String[] sampleMiscs = new String[0];
     private int sampleNext;
     private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
 
@@ -138,7 +140,9 @@ abstract class LineView implements CallView {
      * Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}, with
      * its IP, period and event's name.
      */
-    public final void recordedSamples(long[] times, int[][] tasks, long[] ips, long[] periods, String[] events) {
+    public final void recordedSamples(long[] times, int[][] tasks, long[] ips, long[] periods, String[] events,
+            String[] miscs) {
+        sampleMiscs = miscs;
         sampleTimes = times;
         sampleTasks = tasks;
         sampleIps = ips;
@@ -171,7 +175,7 @@ abstract class LineView implements CallView {
             return;
         }
         ThreadStack th = sampleThreads.computeIfAbsent(k[1], tid -> new ThreadStack(tid, k[0], tid));
-        perf.recorded(th, k[2], at, sampleIps[i], samplePeriods[i], sampleEvents[i]);
+        perf.recorded(th, k[2], at, sampleIps[i], samplePeriods[i], sampleEvents[i], sampleMiscs[i]);
     }
 
     /**

@@ -63,6 +63,8 @@ public final class PerfLines {
     private final Symbolizer names;
     private final Comms comms;
     private final Recording rec;
+    /** The misc column of the recorded sample being written (null: a synthesized line's). */
+    private String recordedMisc;
     /** perf's callindent width: it grows to fit and shrinks when lines get much shorter. */
     private int spacing;
 
@@ -142,6 +144,13 @@ public final class PerfLines {
         }
         if (f.has(SampleFields.CPU)) {
             buf.ch('[').decZero(cpu, 3).str("] ");
+        }
+        if (f.has(SampleFields.MISC)) {
+            if (recordedMisc != null) {
+                buf.str(recordedMisc);
+            } else {
+                buf.spaces(6); // perf's misc letters: a synthesized sample's header has none
+            }
         }
     }
 
@@ -241,9 +250,14 @@ public final class PerfLines {
      * the view's fields (a hardware event's), by process_event: its period and {@code event} name, its flags blank, its
      * address (none: 0, no symbol), its {@code ip}; by default none but who and when.
      */
-    void recorded(ThreadStack t, int cpu, long time, long ip, long period, String event) throws IOException {
+    void recorded(ThreadStack t, int cpu, long time, long ip, long period, String event, String misc)
+            throws IOException {
         f = branchFields;
+        recordedMisc = misc;
+        t.head = null; // the misc column is the sample's own
         start(t, cpu, time);
+        recordedMisc = null;
+        t.head = null;
         if (f.has(SampleFields.PERIOD)) {
             buf.dec(period, 10).ch(' ');
         }

@@ -274,6 +274,7 @@ final class CallViews {
         List<long[]> at = new ArrayList<>();
         List<String> files = new ArrayList<>();
         List<long[]> printed = new ArrayList<>();
+        List<String> miscColumns = new ArrayList<>();
         List<String> printedNames = new ArrayList<>();
         try (PerfDataFile f = rd.openPerfData()) {
             PerfDataFile.RecordReader r = f.records();
@@ -289,6 +290,7 @@ final class CallViews {
                             printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size(), s.ip(),
                                 s.period()});
                             printedNames.add(name);
+                            miscColumns.add(ptfence.script.SidebandLines.miscColumn(s));
                             read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }
                     } else if (RecordReads.vdso(rec)) {
@@ -316,6 +318,7 @@ final class CallViews {
             long[] ips = new long[printed.size()];
             long[] periods = new long[printed.size()];
             String[] events = new String[printed.size()];
+            String[] miscs = new String[printed.size()];
             for (int i = 0; i < sampleTimes.length; i++) {
                 long[] p = printed.get(i);
                 sampleTimes[i] = p[0];
@@ -323,8 +326,9 @@ final class CallViews {
                 ips[i] = p[5];
                 periods[i] = p[6];
                 events[i] = printedNames.get((int) p[4]);
+                miscs[i] = miscColumns.get((int) p[4]);
             }
-            view.recordedSamples(sampleTimes, tasks, ips, periods, events);
+            view.recordedSamples(sampleTimes, tasks, ips, periods, events, miscs);
         }
         return new RecordReads.Files(times, names);
     }
