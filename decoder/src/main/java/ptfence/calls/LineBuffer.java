@@ -98,9 +98,13 @@ final class LineBuffer {
     }
 
     LineBuffer bytes(byte[] s) {
-        room(s.length);
-        System.arraycopy(s, 0, c, n, s.length);
-        n += s.length;
+        return bytes(s, 0, s.length);
+    }
+
+    LineBuffer bytes(byte[] s, int from, int len) {
+        room(len);
+        System.arraycopy(s, from, c, n, len);
+        n += len;
         return this;
     }
 

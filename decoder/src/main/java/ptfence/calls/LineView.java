@@ -69,6 +69,8 @@ abstract class LineView implements CallView {
     private long[] sampleIps = new long[0];
     private long[] samplePeriods = new long[0];
     private String[] sampleEvents = new String[0];
+    /** Each recorded sample's misc column (perf's letters of its header). */
+    private String[] sampleMiscs = new String[0];
     private int sampleNext;
     private final java.util.Map<Integer, ThreadStack> sampleThreads = new java.util.HashMap<>();
 
@@ -138,7 +140,9 @@ abstract class LineView implements CallView {
      * Recorded samples to print (text views): at perf times {@code times} (ascending), each {pid, tid, cpu}, with
      * its IP, period and event's name.
      */
-    public final void recordedSamples(long[] times, int[][] tasks, long[] ips, long[] periods, String[] events) {
+    public final void recordedSamples(long[] times, int[][] tasks, long[] ips, long[] periods, String[] events,
+            String[] miscs) {
+        sampleMiscs = miscs;
         sampleTimes = times;
         sampleTasks = tasks;
         sampleIps = ips;
@@ -147,18 +151,31 @@ abstract class LineView implements CallView {
         sampleNext = 0;
     }
 
-    /** Prints the recorded samples before perf time {@code time} (all: Long.MAX_VALUE). */
-    private void samplesBefore(long time) throws IOException {
-        while (sampleNext < sampleTimes.length && sampleTimes[sampleNext] < time) {
-            int i = sampleNext++;
-            long at = sampleTimes[i];
-            int[] k = sampleTasks[i];
-            if (jsonl || at < options.from() || at > options.to()) {
-                continue;
+    /**
+     * Prints the recorded samples before perf time {@code time} (all: Long.MAX_VALUE) and the records' lines at or
+     * before it, in time order (a record's line before a sample of its time).
+     */
+    private void recordsBefore(long time) throws IOException {
+        while (true) {
+            boolean sample = sampleNext < sampleTimes.length && sampleTimes[sampleNext] < time;
+            if (recordLines != null && recordLines.nextAtOrBefore(sample ? sampleTimes[sampleNext] : time)) {
+                recordLines.printNext(perf);
+            } else if (sample) {
+                printSample(sampleNext++);
+            } else {
+                return;
             }
-            ThreadStack th = sampleThreads.computeIfAbsent(k[1], tid -> new ThreadStack(tid, k[0], tid));
-            perf.recorded(th, k[2], at, sampleIps[i], samplePeriods[i], sampleEvents[i]);
         }
+    }
+
+    private void printSample(int i) throws IOException {
+        long at = sampleTimes[i];
+        int[] k = sampleTasks[i];
+        if (jsonl || at < options.from() || at > options.to()) {
+            return;
+        }
+        ThreadStack th = sampleThreads.computeIfAbsent(k[1], tid -> new ThreadStack(tid, k[0], tid));
+        perf.recorded(th, k[2], at, sampleIps[i], samplePeriods[i], sampleEvents[i], sampleMiscs[i]);
     }
 
     /**
@@ -177,10 +194,37 @@ abstract class LineView implements CallView {
         return !jsonl && options.fields().has(SampleFields.IPC);
     }
 
+    /** The recording's own records' lines (--show-*-events), printed among the items by time; null: none. */
+    private RecordLines recordLines;
+
+    /**
+     * Prints {@code r}'s lines among the items: before an item of the same time (perf delivers the record first); with
+     * {@code timeless} (a trace without timestamps, which perf decodes once the records are all delivered) before all.
+     */
+    public final void recordLines(RecordLines r, boolean timeless) {
+        recordLines = r;
+        if (timeless) {
+            recordsFirst = true;
+        }
+    }
+
+    private boolean recordsFirst;
+
+    /** perf's --reltime or --deltatime (text views). */
+    public final void clock(ptfence.script.PerfTime c) {
+        perf.clock(c);
+    }
+
     @Override
     public final void item(ThreadStack t, FlowItem item) throws IOException {
+        if (recordsFirst) {
+            recordsFirst = false;
+            while (recordLines.nextAtOrBefore(Long.MAX_VALUE)) {
+                recordLines.printNext(perf);
+            }
+        }
         if (item.time() > 0) {
-            samplesBefore(item.time());
+            recordsBefore(item.time());
         }
         if (item instanceof FlowItem.Branch b) {
             int c = Math.max(0, b.cpu() + 1);
@@ -315,7 +359,7 @@ abstract class LineView implements CallView {
 
     @Override
     public void end() throws IOException {
-        samplesBefore(Long.MAX_VALUE);
+        recordsBefore(Long.MAX_VALUE);
         buf.flush();
     }
 }

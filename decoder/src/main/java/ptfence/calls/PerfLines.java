@@ -48,7 +48,14 @@ public final class PerfLines {
         code = c;
     }
 
+    /** perf's --reltime or --deltatime. */
+    void clock(ptfence.script.PerfTime c) {
+        clock = c;
+    }
+
     private final LineBuffer buf;
+    /** How times are shown: as they are, or perf's --reltime or --deltatime (over every line printed). */
+    private ptfence.script.PerfTime clock = new ptfence.script.PerfTime(true, false, false);
     /** The fields of the line being written: {@link #branchFields} or {@link #eventFields}. */
     private SampleFields f;
     private final SampleFields branchFields;
@@ -56,6 +63,8 @@ public final class PerfLines {
     private final Symbolizer names;
     private final Comms comms;
     private final Recording rec;
+    /** The misc column of the recorded sample being written (null: a synthesized line's). */
+    private String recordedMisc;
     /** perf's callindent width: it grows to fit and shrinks when lines get much shorter. */
     private int spacing;
 
@@ -87,16 +96,36 @@ public final class PerfLines {
             t.headFields = f;
         }
         if (f.has(SampleFields.TIME)) {
-            long t0 = Math.max(0, time);
-            long secs = t0 / 1_000_000_000L;
-            long ns = t0 % 1_000_000_000L;
-            if (f.nanosecs()) {
-                buf.dec(secs, 5).ch('.').decZero(ns, 9).str(": ");
-            } else {
-                // "%lu.%06lu" right-aligned in 12
-                buf.spaces(12 - LineBuffer.decLength(secs) - 7).dec(secs, 0).ch('.').decZero(ns / 1000, 6).str(": ");
-            }
+            time(time);
         }
+    }
+
+    /** perf's time field, {@code --reltime} and {@code --deltatime} counted over every line printed. */
+    private void time(long time) {
+        long t0 = clock.shown(Math.max(0, time));
+        long secs = t0 / 1_000_000_000L;
+        long ns = t0 % 1_000_000_000L;
+        if (f.nanosecs()) {
+            buf.dec(secs, 5).ch('.').decZero(ns, 9).str(": ");
+        } else {
+            // "%lu.%06lu" right-aligned in 12
+            buf.spaces(12 - LineBuffer.decLength(secs) - 7).dec(secs, 0).ch('.').decZero(ns / 1000, 6).str(": ");
+        }
+    }
+
+    /**
+     * A line of the recording's own records ({@code --show-*-events}, made by the sample views' printer): its bytes
+     * [from, to), ending in a newline, with the time field written at {@code split} (-1: none) as this view's are.
+     */
+    void recordLine(byte[] text, int from, int split, int to, long time) throws IOException {
+        if (split < 0) {
+            buf.bytes(text, from, to - 1 - from);
+        } else {
+            buf.bytes(text, from, split - from);
+            time(time);
+            buf.bytes(text, split, to - 1 - split);
+        }
+        buf.endLine();
     }
 
     /** comm, pid/tid and [cpu] as perf prints them. */
@@ -115,6 +144,13 @@ public final class PerfLines {
         }
         if (f.has(SampleFields.CPU)) {
             buf.ch('[').decZero(cpu, 3).str("] ");
+        }
+        if (f.has(SampleFields.MISC)) {
+            if (recordedMisc != null) {
+                buf.str(recordedMisc);
+            } else {
+                buf.spaces(6); // perf's misc letters: a synthesized sample's header has none
+            }
         }
     }
 
@@ -214,9 +250,14 @@ public final class PerfLines {
      * the view's fields (a hardware event's), by process_event: its period and {@code event} name, its flags blank, its
      * address (none: 0, no symbol), its {@code ip}; by default none but who and when.
      */
-    void recorded(ThreadStack t, int cpu, long time, long ip, long period, String event) throws IOException {
+    void recorded(ThreadStack t, int cpu, long time, long ip, long period, String event, String misc)
+            throws IOException {
         f = branchFields;
+        recordedMisc = misc;
+        t.head = null; // the misc column is the sample's own
         start(t, cpu, time);
+        recordedMisc = null;
+        t.head = null;
         if (f.has(SampleFields.PERIOD)) {
             buf.dec(period, 10).ch(' ');
         }

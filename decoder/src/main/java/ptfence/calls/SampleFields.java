@@ -27,6 +27,7 @@ public record SampleFields(long bits, boolean userSet, boolean nanosecs, int dso
     public static final long SRCLINE = 1 << 12;
     public static final long PERIOD = 1 << 13;
     public static final long CALLINDENT = 1 << 20;
+    public static final long MISC = 1 << 29;
     public static final long INSN = 1 << 21;
     public static final long INSNLEN = 1 << 22;
     public static final long SYNTH = 1 << 25;

@@ -74,6 +74,10 @@ final class CallViews {
     ptfence.script.SampleFilters filters = ptfence.script.SampleFilters.NONE;
     /** perf script's --graph-function names (null: none). */
     List<String> graphFunctions;
+    /** The recording's own records to print among the text call views' lines (--show-*-events; null: none). */
+    ptfence.calls.RecordLines recordLines;
+    /** perf script's --reltime or --deltatime on the text call views (null: times as they are). */
+    ptfence.script.PerfTime clock;
     /**
      * perf script's fields with -F given (set by the command; null: the view's defaults): the call view's own field
      * changes applied among the -F as perf applies them, checked against the recording's events.
@@ -178,6 +182,12 @@ final class CallViews {
                 v.filters(filters);
                 v.graphFunctions(graphFunctions);
                 recordReads(rd, v, timeRanges, filters, graphFunctions != null);
+                if (recordLines != null) {
+                    v.recordLines(recordLines, !rd.tscEnabled); // perf's timeless decoding: no TSC in the trace
+                }
+                if (clock != null) {
+                    v.clock(clock);
+                }
             }
             view = v;
         }
@@ -264,6 +274,7 @@ final class CallViews {
         List<long[]> at = new ArrayList<>();
         List<String> files = new ArrayList<>();
         List<long[]> printed = new ArrayList<>();
+        List<String> miscColumns = new ArrayList<>();
         List<String> printedNames = new ArrayList<>();
         try (PerfDataFile f = rd.openPerfData()) {
             PerfDataFile.RecordReader r = f.records();
@@ -279,6 +290,7 @@ final class CallViews {
                             printed.add(new long[] {s.time(), s.pid(), s.tid(), s.cpu(), printed.size(), s.ip(),
                                 s.period()});
                             printedNames.add(name);
+                            miscColumns.add(ptfence.script.SidebandLines.miscColumn(s));
                             read(at, files, s.time(), RecordReads.ofSample(rd.symbols, s, s.time()));
                         }
                     } else if (RecordReads.vdso(rec)) {
@@ -306,6 +318,7 @@ final class CallViews {
             long[] ips = new long[printed.size()];
             long[] periods = new long[printed.size()];
             String[] events = new String[printed.size()];
+            String[] miscs = new String[printed.size()];
             for (int i = 0; i < sampleTimes.length; i++) {
                 long[] p = printed.get(i);
                 sampleTimes[i] = p[0];
@@ -313,8 +326,9 @@ final class CallViews {
                 ips[i] = p[5];
                 periods[i] = p[6];
                 events[i] = printedNames.get((int) p[4]);
+                miscs[i] = miscColumns.get((int) p[4]);
             }
-            view.recordedSamples(sampleTimes, tasks, ips, periods, events);
+            view.recordedSamples(sampleTimes, tasks, ips, periods, events, miscs);
         }
         return new RecordReads.Files(times, names);
     }

@@ -181,8 +181,37 @@ final class PerfScript {
     }
 
     /** The recording's own records perf script prints: other events' samples, and the --show-* records. */
+    /**
+     * The lines of the recording's own records {@code show} asks for, as the sample views print them, for a text call
+     * view to print among its lines (it prints the recorded samples of other events itself).
+     */
+    static ptfence.calls.RecordLines recordLines(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show)
+            throws Exception {
+        SidebandLines side = sidebandLines(rd, cfg, show, false);
+        rd.err.print(side.warnings());
+        rd.err.flush();
+        ptfence.calls.RecordLines lines = new ptfence.calls.RecordLines();
+        if (side.isEmpty()) {
+            return lines;
+        }
+        ScriptMerge merge = new ScriptMerge(1, new java.util.concurrent.Semaphore(1));
+        ScriptMerge.Producer p = merge.producer(0, true);
+        Thread writer = new Thread(() -> side.write(p), "ptdecode-sideband");
+        writer.setDaemon(true);
+        writer.start();
+        merge.collect(lines);
+        writer.join();
+        return lines;
+    }
+
     private static SidebandLines sidebandLines(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show)
             throws java.io.IOException {
+        return sidebandLines(rd, cfg, show, true);
+    }
+
+    /** {@code samples}: the recorded samples of other events too (the sample views print them among the lines). */
+    private static SidebandLines sidebandLines(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show,
+            boolean samples) throws java.io.IOException {
         Map<Long, PerfEvents.Event> byId = new java.util.HashMap<>();
         List<PerfEvents.Event> recorded = cfg.events.events().stream()
                 .filter(e -> e.kind() == PerfEvents.Kind.RECORDED).toList();
@@ -197,7 +226,10 @@ final class PerfScript {
             PerfDataFile.RecordReader r = f.records();
             try {
                 while (r.hasNext()) {
-                    side.add(r.next(), show, (int) rd.pt.pmuType());
+                    PerfRecord rec = r.next();
+                    if (samples || !(rec instanceof PerfRecord.Sample)) {
+                        side.add(rec, show, (int) rd.pt.pmuType());
+                    }
                 }
             } catch (ptfence.cli.BadInputException e) {
                 // the decode reported the damage; the lines stop where the records do

@@ -397,6 +397,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         return fields;
     }
 
+    /** The recording's own records perf's --show-*-events ask to print. */
+    private ptfence.script.SidebandLines.Show shownRecords() {
+        return new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap, perf.showSwitch, perf.showLost,
+                perf.showBpf, perf.showTextPoke, perf.showNamespace, perf.showCgroup);
+    }
+
     /** perf script's view of the recording, as its options ask. */
     private int perfScript(RecordingDecode rd, ptfence.script.TimeRanges ranges, CommandOutput co) throws Exception {
         PrintWriter out = co.writer();
@@ -424,6 +430,24 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             calls.fields = perf.fields.isEmpty() ? null : callViewFields(rd);
             calls.graphFunctions = perf.graphFunction == null ? null
                     : java.util.Arrays.stream(perf.graphFunction.split(",")).filter(x -> !x.isEmpty()).toList();
+            if (perf.reltime || perf.deltatime) {
+                calls.clock = new ptfence.script.PerfTime(true, perf.reltime, perf.deltatime);
+            }
+            ptfence.script.SidebandLines.Show show = shownRecords();
+            if (!show.equals(ptfence.script.SidebandLines.Show.NONE)) {
+                // perf prints the records among the call view's lines as among the samples: the sample views' lines
+                ptfence.script.ItraceOptions itrace = ptfence.script.ItraceOptions.parseAll(List.of(calls.callRetTrace
+                        ? "crewp" : "cewp"));
+                ptfence.script.FieldSet fields = calls.fields;
+                if (fields == null) {
+                    fields = new ptfence.script.FieldSet();
+                    fields.parse(calls.callRetTrace ? CallViews.CALL_RET_TRACE_FIELDS : CallViews.CALL_TRACE_FIELDS);
+                }
+                ptfence.script.ScriptConfig cfg = new ptfence.script.ScriptConfig(itrace, fields,
+                        new ptfence.script.PerfEvents(rd.eventAttrs, rd.perfEventNames(), rd.pt, itrace), ranges,
+                        rd.pt, true, perf.reltime, perf.deltatime, cpuSet(cpus), calls.filters);
+                calls.recordLines = PerfScript.recordLines(rd, cfg, show);
+            }
             calls.run(rd, rd.request(), "text", out);
             return done(rd, out);
         }
@@ -458,6 +482,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
         }
         for (String f : perf.fields) {
             fields.parse(f);
+        }
+        if (itrace.timeless && !ptfence.script.PerfEvents.timeless(rd.eventAttrs, rd.pt)) {
+            // perf then decodes each CPU's whole trace after the records, its threads and errors untimed: a random
+            // sweep of --itrace=...Z on the HASE recordings printed other threads and lines than perf's
+            throw new BadInputException("itrace letter Z on a recording with timestamps: not done yet (perf's timeless "
+                    + "decoding of a timed trace); without Z the lines are perf's");
         }
         ptfence.script.PerfEvents events = new ptfence.script.PerfEvents(rd.eventAttrs, rd.perfEventNames(), rd.pt, itrace);
         events.check(fields, true);
@@ -504,8 +534,7 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
             cfg.perEvent = perEventDump(cfg.events);
         }
         try {
-            PerfScript.run(rd, cfg, new ptfence.script.SidebandLines.Show(perf.showTask, perf.showMmap,
-                    perf.showSwitch, perf.showLost, perf.showBpf, perf.showTextPoke, perf.showNamespace, perf.showCgroup), lines, !perf.noItrace);
+            PerfScript.run(rd, cfg, shownRecords(), lines, !perf.noItrace);
             if (perf.xed) {
                 lines.close();
             }

@@ -274,12 +274,22 @@ public final class FieldSet {
         if (has(t, ADDR)) {
             need(t, sampleType, ptfence.perfdata.SampleType.ADDR, "ADDR", ADDR, auxtrace, eventName);
         }
+        if (has(t, DATA_SRC)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.DATA_SRC, "DATA_SRC", DATA_SRC, auxtrace, eventName);
+        }
+        if (has(t, WEIGHT)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.WEIGHT | ptfence.perfdata.SampleType.WEIGHT_STRUCT,
+                    "WEIGHT", WEIGHT, auxtrace, eventName);
+        }
         if (has(t, SYM) && (sampleType & (ptfence.perfdata.SampleType.IP | ptfence.perfdata.SampleType.ADDR)) == 0) {
             throw new BadInputException("-F: display of symbols requested but neither sample IP nor sample address "
                     + "available");
         }
         if (has(t, SYMOFFSET) && !has(t, SYM)) {
             throw new BadInputException("-F: display of offsets (symoff) requested but symbol (sym) is not selected");
+        }
+        if (has(t, DSO) && (sampleType & (ptfence.perfdata.SampleType.IP | ptfence.perfdata.SampleType.ADDR)) == 0) {
+            throw new BadInputException("-F: display of DSO requested but no address to convert");
         }
         if ((has(t, SRCLINE) || has(t, SRCCODE)) && !has(t, IP)) {
             throw new BadInputException("-F: display of source line number requested but sample IP (ip) is not "
@@ -298,6 +308,27 @@ public final class FieldSet {
             // perf 6.1 lets a period the user asked for through on an AUX recording (its synthesized power and psb
             // samples print period 1: magic-trace's -F ...,event,period with --itrace=bep)
             need(t, sampleType, ptfence.perfdata.SampleType.PERIOD, "PERIOD", PERIOD, auxtrace, eventName);
+        }
+        // the rest of perf 6.1's evsel__check_attr, in its order: which a recording with AUX data lets through
+        if (has(t, IREGS)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.REGS_INTR, "IREGS", IREGS, auxtrace, eventName);
+        }
+        if (has(t, UREGS)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.REGS_USER, "UREGS", UREGS, false, eventName);
+        }
+        if (has(t, PHYS_ADDR)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.PHYS_ADDR, "PHYS_ADDR", PHYS_ADDR, auxtrace, eventName);
+        }
+        if (has(t, DATA_PAGE_SIZE)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.DATA_PAGE_SIZE, "DATA_PAGE_SIZE", DATA_PAGE_SIZE, false,
+                    eventName);
+        }
+        if (has(t, CODE_PAGE_SIZE)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.CODE_PAGE_SIZE, "CODE_PAGE_SIZE", CODE_PAGE_SIZE, false,
+                    eventName);
+        }
+        if (has(t, INS_LAT)) {
+            need(t, sampleType, ptfence.perfdata.SampleType.WEIGHT_STRUCT, "WEIGHT_STRUCT", INS_LAT, false, eventName);
         }
     }
 

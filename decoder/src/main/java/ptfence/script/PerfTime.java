@@ -19,18 +19,24 @@ public final class PerfTime implements ScriptMerge.TimeField {
 
     @Override
     public void write(LineBytes out, long time) {
-        long t = time;
+        format(out, shown(time), ns);
+        out.ch(':').ch(' ');
+    }
+
+    /** The time a printed line shows for perf time {@code time}: as it is, from the first line or the one before. */
+    public long shown(long time) {
         if (reltime) {
             if (initial == 0) {
                 initial = time;
             }
-            t = time - initial;
-        } else if (deltatime) {
-            t = previous != 0 ? time - previous : 0;
-            previous = time;
+            return time - initial;
         }
-        format(out, t, ns);
-        out.ch(':').ch(' ');
+        if (deltatime) {
+            long t = previous != 0 ? time - previous : 0;
+            previous = time;
+            return t;
+        }
+        return time;
     }
 
     /** The seconds without the colon: "969388.448429" (padded to 12) or "969388.448429572" (seconds padded to 5). */

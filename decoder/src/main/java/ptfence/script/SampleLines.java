@@ -428,6 +428,7 @@ final class SampleLines {
         if (on(fields, FieldSet.ADDR)) {
             b.hex(to, 16);
         }
+        memoryColumns(b, fields);
         if (on(fields, FieldSet.IP) && s.chain() != null) {
             callchain(b, fields, s);
         } else if (on(fields, FieldSet.IP)) {
@@ -439,10 +440,35 @@ final class SampleLines {
         if (on(fields, FieldSet.BRSTACKINSN | FieldSet.BRSTACKINSNLEN)) {
             blocks.write(b, fields, s, ip, cfg.maxBlocks);
         }
+        physAddr(b, fields);
         ipc(b, fields, s);
         b.nl();
         s.out().stream(streams[PerfEvents.Kind.INSTRUCTIONS.ordinal()]);
         s.out().commit(s.time(), true);
+    }
+
+    /** perf's data_src decoded where the sample's is 0 (no memory access recorded): Intel PT's samples carry none. */
+    private static final byte[] NO_DATA_SRC = " |OP No|LVL N/A|SNP N/A|TLB N/A|LCK No|BLK  N/A"
+            .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    /**
+     * data_src and weight, after the address (perf's process_event; a branch's line, print_sample_bts, has neither):
+     * a recording with AUX data lets them through on the synthesized samples, which carry 0.
+     */
+    private static void memoryColumns(LineBytes b, long fields) {
+        if (on(fields, FieldSet.DATA_SRC)) {
+            b.hex(0, 16).bytes(NO_DATA_SRC);
+        }
+        if (on(fields, FieldSet.WEIGHT)) {
+            b.dec(0, 16);
+        }
+    }
+
+    /** phys_addr (0 on the synthesized samples), after the instruction and before IPC, as perf's process_event. */
+    private static void physAddr(LineBytes b, long fields) {
+        if (on(fields, FieldSet.PHYS_ADDR)) {
+            b.hex(0, 16);
+        }
     }
 
     /** The last branches in the form -F asks for: brstack, else brstacksym, else brstackoff (perf's order). */
@@ -659,6 +685,7 @@ final class SampleLines {
         if (on(synth, FieldSet.ADDR)) {
             b.hex(to, 16);
         }
+        memoryColumns(b, synth);
         if (on(synth, FieldSet.IP) && s.chain() != null) {
             callchain(b, synth, s);
         } else if (on(synth, FieldSet.IP)) {
@@ -673,6 +700,7 @@ final class SampleLines {
         if (on(synth, FieldSet.BRSTACKINSN | FieldSet.BRSTACKINSNLEN)) {
             blocks.write(b, synth, s, ip, cfg.maxBlocks);
         }
+        physAddr(b, synth);
         b.nl();
         String dso = dsoOf(ip, s.time(), s.pid());
         if (dso != null) {
@@ -834,10 +862,12 @@ final class SampleLines {
         if (on(fields, FieldSet.ADDR)) {
             b.hex(0, 16);
         }
+        memoryColumns(b, fields);
         if (on(fields, FieldSet.IP)) {
             b.ch(' ');
             ipSym(b, fields, ip, s.time(), s.pid(), true);
         }
+        physAddr(b, fields);
         b.nl();
         s.out().stream(streams[PerfEvents.Kind.TRANSACTIONS.ordinal()]);
         s.out().commit(s.time(), true);

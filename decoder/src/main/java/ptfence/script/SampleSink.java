@@ -39,6 +39,8 @@ public final class SampleSink implements FlowSink {
     private final boolean timeRanged;
     private final int cpu;
     private final ScriptMerge.Producer out;
+    /** The merge orders this CPU's lines among other CPUs' by the states it is told ({@link #queueState}). */
+    private final boolean statesOrderTies;
     private final CodeSpace space;
     private final TaskCursor task;
     private final SampleLines lines;
@@ -151,6 +153,7 @@ public final class SampleSink implements FlowSink {
         this.timeRanged = !cfg.time.isEmpty();
         this.cpu = cpu;
         this.out = out;
+        this.statesOrderTies = out.tiesWithCpus();
         this.space = space;
         this.task = new TaskCursor(sideband, cpu, fixedTid);
         this.fixedThread = fixedTid >= 0;
@@ -266,7 +269,7 @@ public final class SampleSink implements FlowSink {
      * of equal times among the others' ({@link QueueOrder}); a line at the same time says the same.
      */
     private void queueState() {
-        if (!filter.stopped()) {
+        if (statesOrderTies && !filter.stopped()) {
             out.state(perfTime());
         }
     }
@@ -300,7 +303,8 @@ public final class SampleSink implements FlowSink {
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         if (condState) {
             condState = false;
-            if (ip != condStateIp && !filter.stopped() && condStateTsc >= 0 && !cfg.events.timeless) {
+            if (ip != condStateIp && statesOrderTies && !filter.stopped() && condStateTsc >= 0
+                    && !cfg.events.timeless) {
                 out.state(toPerf.applyAsLong(condStateTsc)); // it was taken: perf's state at its time
             }
         }
@@ -348,7 +352,7 @@ public final class SampleSink implements FlowSink {
             cycles.insn(ip, size, cls, sample, insnTotal);
         }
         if (!sample && !(branch && (wantBranches || calls != null))) {
-            if (branch) {
+            if (branch && statesOrderTies) {
                 if (cls == InsnClass.COND_JUMP) {
                     condState = true;
                     condStateIp = ip + size;

@@ -55,6 +55,8 @@ public final class ScriptMerge {
     /** The mark of a state with no line: taken in its turn, it prints nothing and runs nothing. */
     private static final Runnable STATE = () -> { };
     private PerEventDump perEvent;
+    /** How many CPU sources (producers that hold a decoding turn) there are: ties among them need states. */
+    private int cpuSources;
 
     /**
      * @param sources how many sources (CPUs, then sideband sources)
@@ -109,6 +111,7 @@ public final class ScriptMerge {
     /** The producing end of source {@code i}; {@code isSideband}: it wins ties with CPU lines. */
     public Producer producer(int i, boolean isSideband) {
         sideband[i] = isSideband;
+        cpuSources += isSideband ? 0 : 1;
         return new Producer(i, !isSideband);
     }
 
@@ -287,6 +290,14 @@ public final class ScriptMerge {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while merging CPUs");
             }
+        }
+
+        /**
+         * Whether this CPU's lines can tie with another CPU's, so that its {@link #state}s order them: false with one
+         * CPU (its ties with the sideband do not depend on them). Asked once the CPUs' producers are all made.
+         */
+        public boolean tiesWithCpus() {
+            return holdsTurn && cpuSources > 1;
         }
 
         /**
@@ -502,6 +513,12 @@ public final class ScriptMerge {
                 perEvent.write(b.streams[i], one.b, one.len);
                 continue;
             }
+            if (lines != null) {
+                if (to > from) {
+                    lines.line(b.times[i], b.text.b, from, split, to);
+                }
+                continue;
+            }
             append(buf, b, from, to, split, b.times[i], clock);
             if (buf.len >= 1 << 16) {
                 out.write(buf.b, 0, buf.len);
@@ -550,6 +567,24 @@ public final class ScriptMerge {
             return sideband[i];
         }
         return sideband[i] ? i == current : order.before(i, best);
+    }
+
+    /** Where {@link #collect} hands the lines: each with its perf time, its bytes [from, to) and its time field's place. */
+    public interface LineSink {
+        /** {@code split}: where the time field goes (-1: none); the bytes are the merge's, valid during the call. */
+        void line(long time, byte[] text, int from, int split, int to);
+    }
+
+    /** Set by {@link #collect}: the lines go there instead of to an output stream. */
+    private LineSink lines;
+
+    /**
+     * Hands every line of every source to {@code sink}, earliest first, without their time fields (a caller that
+     * prints them among lines of its own writes those): what a view with a printer of its own takes from the merge.
+     */
+    public void collect(LineSink sink) throws IOException, InterruptedException {
+        lines = sink;
+        drain(OutputStream.nullOutputStream(), (out, time) -> { }, 0);
     }
 
     /** Writes a line's time field (perf's formats, --reltime and --deltatime count from lines printed before). */

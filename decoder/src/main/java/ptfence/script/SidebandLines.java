@@ -90,10 +90,27 @@ public final class SidebandLines {
         } else {
             take = false;
         }
+        if (take && cpuFiltered(r)) {
+            take = false; // perf's filter_cpu: the record is processed, its line not printed
+        }
         if (take) {
             items.add(new Item(timeOf(r), items.size(), r, true));
         }
         return take;
+    }
+
+    /** perf's filter_cpu under -C: a record of a CPU not listed prints nothing (one without a CPU prints). */
+    private boolean cpuFiltered(PerfRecord r) {
+        if (cfg.cpus == null) {
+            return false;
+        }
+        int cpu;
+        if (r instanceof PerfRecord.Sample s) {
+            cpu = (s.sampleType() & SampleType.CPU) != 0 ? s.cpu() : -1;
+        } else {
+            cpu = r.sampleId().has(SampleType.CPU) ? r.sampleId().cpu() : -1;
+        }
+        return cpu != -1 && !cfg.cpus.contains(cpu);
     }
 
     /**
@@ -210,7 +227,7 @@ public final class SidebandLines {
         } else if (r instanceof PerfRecord.Namespaces n) {
             threadTid = n.tid(); // perf finds the thread by the record's own pid/tid
         }
-        LineBytes b = start(out, fields, comm(threadTid, time), r.sampleId().pid(), tid, r.sampleId().cpu(), time);
+        LineBytes b = start(out, fields, comm(threadTid, time), r.sampleId().pid(), tid, r.sampleId().cpu(), time, r);
         b.str("PERF_RECORD_");
         if (r instanceof PerfRecord.Comm c) {
             b.str("COMM").str((c.misc() & 0x2000) != 0 ? " exec" : "").str(": ").str(c.comm()).ch(':')
@@ -313,7 +330,8 @@ public final class SidebandLines {
     }
 
     /** perf_sample__fprintf_start for a record: comm, tid, cpu and the time field. */
-    private LineBytes start(ScriptMerge.Producer out, long fields, String comm, int pid, int tid, int cpu, long time) {
+    private LineBytes start(ScriptMerge.Producer out, long fields, String comm, int pid, int tid, int cpu, long time,
+            PerfRecord r) {
         LineBytes b = out.line();
         if ((fields & FieldSet.COMM) != 0) {
             b.right(comm, 16).ch(' ');
@@ -329,12 +347,40 @@ public final class SidebandLines {
             b.ch('[').decZero(cpu, 3).ch(']').ch(' ');
         }
         if ((fields & FieldSet.MISC) != 0) {
-            b.spaces(6);
+            b.str(miscColumn(r));
         }
         if ((fields & FieldSet.TIME) != 0) {
             out.timeHere();
         }
         return b;
+    }
+
+    /**
+     * perf's misc column for a record or a recorded sample: its header's letters, padded to six (at least one blank).
+     * perf tests each cpumode as {@code (misc & m) == m}, so a hypervisor's record shows K, U and H: kept as perf
+     * prints it. (A synthesized sample's header has none: six blanks.)
+     */
+    public static String miscColumn(PerfRecord r) {
+        int misc = r.misc();
+        StringBuilder b = new StringBuilder(8);
+        for (int m = 1; m <= 5; m++) {
+            if ((misc & m) == m) {
+                b.append("KUHGg".charAt(m - 1));
+            }
+        }
+        if ((r instanceof PerfRecord.Mmap || r instanceof PerfRecord.Mmap2) && (misc & 0x2000) != 0) {
+            b.append('M'); // PERF_RECORD_MISC_MMAP_DATA
+        } else if (r instanceof PerfRecord.Comm && (misc & PerfRecord.MISC_COMM_EXEC) != 0) {
+            b.append('E');
+        } else if ((r instanceof PerfRecord.Switch || r instanceof PerfRecord.SwitchCpuWide)
+                && (misc & PerfRecord.MISC_SWITCH_OUT) != 0) {
+            b.append('S');
+            if ((misc & PerfRecord.MISC_SWITCH_OUT_PREEMPT) != 0) {
+                b.append('p');
+            }
+        }
+        b.append(" ".repeat(Math.max(1, 6 - b.length())));
+        return b.toString();
     }
 
     private static boolean bpfOutput(PerfEvents.Event e) {
@@ -409,7 +455,7 @@ public final class SidebandLines {
         }
         // a sample without CPU: perf's sample->cpu stays (u32)-1, printed as [-01]
         int cpu = (s.sampleType() & ptfence.perfdata.SampleType.CPU) == 0 ? -1 : s.cpu();
-        LineBytes b = start(out, fields, comm(s.tid(), time), s.pid(), s.tid(), cpu, time);
+        LineBytes b = start(out, fields, comm(s.tid(), time), s.pid(), s.tid(), cpu, time, s);
         if (s.ip() != 0) {
             // perf script fetches the instruction of a sample that has none (script_fetch_insn): it reads the file's
             // data, and a missing file's status becomes ERROR
