@@ -664,7 +664,7 @@ public final class BranchSink implements FlowSink {
             if (!holding && at != judgedPsb) {
                 judgedPsb = at;
                 if (filter.active()) {
-                    filter.restart(queuePos(at), decoder.perfClock(), sampleClock);
+                    filter.restart(queuePos(at), decoder, sampleClock);
                 }
                 psbHasIp = decoder.psbIp() != 0;
                 if (decoder.psbCbr() >= 0) {

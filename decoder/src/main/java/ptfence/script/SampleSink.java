@@ -215,8 +215,18 @@ public final class SampleSink implements FlowSink {
 
     /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
     private boolean timeFiltered(long ts) {
+        return timeFiltered(ts, true);
+    }
+
+    /** {@link #timeFiltered(long)} for an instruction that may be no state of perf's ({@code state} false). */
+    private boolean timeFiltered(long ts, boolean state) {
         return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc(),
-                decoder == null ? null : decoder.perfClock(), clock);
+                decoder == null ? null : decoder.perfClock(), clock, state);
+    }
+
+    /** A conditional branch {@link #insn} judged turned out taken: a state of perf's after all. */
+    private void takenState() {
+        filter.stateSeen(decoder == null ? null : decoder.perfClock(), clock);
     }
 
     /** Where offset {@code offset} of the current decoder lies in the CPU's queue (-1: not known). */
@@ -300,6 +310,9 @@ public final class SampleSink implements FlowSink {
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         if (condState) {
             condState = false;
+            if (ip != condStateIp) {
+                takenState();
+            }
             if (ip != condStateIp && !filter.stopped() && condStateTsc >= 0 && !cfg.events.timeless) {
                 out.state(toPerf.applyAsLong(condStateTsc)); // it was taken: perf's state at its time
             }
@@ -328,8 +341,11 @@ public final class SampleSink implements FlowSink {
         filter.newState();
         insnTotal++;
         boolean branch = InsnClass.isBranch(cls);
-        boolean filtered = filter.active() ? timeFiltered(queueTsc) : timeSkipped();
-        boolean sample = sampleInsns && due(branch) && !filtered;
+        boolean due = sampleInsns && due(branch);
+        // a branch is perf's state (a conditional one only if taken: takenState), any other instruction only sampled
+        boolean filtered = filter.active() ? timeFiltered(queueTsc, due || branch && cls != InsnClass.COND_JUMP)
+                : timeSkipped();
+        boolean sample = due && !filtered;
         if (cbr != cbrSeen) {
             // perf checks the ratio with every state it returns: a sampled instruction, a branch once it knows where
             // it went (settleCbrAt), no other instruction
@@ -431,6 +447,9 @@ public final class SampleSink implements FlowSink {
         }
         pending = false;
         boolean taken = pCls != InsnClass.COND_JUMP || to != pIp + pSize;
+        if (taken) {
+            takenState();
+        }
         int flags = insnFlags(pCls, pBytes, pLen) | extra;
         long saved = clock.time();
         queueTsc = pTsc;
@@ -622,7 +641,7 @@ public final class SampleSink implements FlowSink {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
-                filter.restart(queuePos(at), decoder == null ? null : decoder.perfClock(), clock);
+                filter.restart(queuePos(at), decoder, clock);
                 // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
                 psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
                 psbAddr = decoder != null && at == scanPsb ? decoder.psbIp() : 0; // its to_ip stays the FUP's
