@@ -170,9 +170,11 @@ public final class PerfTimeFilter {
                     // the first start's jump is perf's queue set-up (intel_pt_setup_queue), before any buffer is
                     // read: the buffer it moves to brings its reference time
                     ffStale = ffTarget >= 0 && idx > 0 && clock != null && psbs.staysInBuffer(pos, selTsc);
-                    ffAtState = ffStale;
-                    stateSeen(clock, queue); // where this instruction is no state of perf's, the next state's
-                    ffAtState = ffStale && !state;
+                    // a later start's jump is taken at perf's state that asks for it: where this instruction is no
+                    // state of perf's, at the next state
+                    ffAtState = idx > 0;
+                    stateSeen(clock, queue);
+                    ffAtState = idx > 0 && !state;
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -210,16 +212,30 @@ public final class PerfTimeFilter {
      * taken): where perf's fast forward waits for its state, it jumps with the clock and queue time of this one.
      */
     public void stateSeen(PerfClock clock, SampleClock queue) {
-        if (ffAtState && clock != null) {
-            ffAtState = false;
+        if (!ffAtState) {
+            return;
+        }
+        ffAtState = false;
+        jumpStates++;
+        if (ffStale) {
             ffClock = clock.copy();
             ffQueue = queue.time();
             ffDelivered = queue.delivered();
         }
     }
 
+    /**
+     * How many states a later start's fast forward was taken at ({@link #stateSeen}): perf's decoder keeps the counts
+     * it walked up to there (instructions, the period's), and goes on from them at the PSB.
+     */
+    public long jumpStates() {
+        return jumpStates;
+    }
+
+    private long jumpStates;
+
     private boolean ffStale;
-    /** The fast forward within the buffer waits for perf's state that asks for it, to take its clock and time. */
+    /** A later start's fast forward waits for perf's state that asks for it, to take its clock and time. */
     private boolean ffAtState;
     /** perf's clock and the queue's time at the state that asked for the fast forward. */
     private PerfClock ffClock;

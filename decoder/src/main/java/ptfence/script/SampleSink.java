@@ -220,14 +220,34 @@ public final class SampleSink implements FlowSink {
 
     /** {@link #timeFiltered(long)} for an instruction that may be no state of perf's ({@code state} false). */
     private boolean timeFiltered(long ts, boolean state) {
-        return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc(),
+        boolean out = filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc(),
                 decoder == null ? null : decoder.perfClock(), clock, state);
+        noteJump();
+        return out;
     }
 
     /** A conditional branch {@link #insn} judged turned out taken: a state of perf's after all. */
     private void takenState() {
         filter.stateSeen(decoder == null ? null : decoder.perfClock(), clock);
+        noteJump();
     }
+
+    /**
+     * A later --time start's fast forward was taken at this state: perf's decoder walks nothing more before the PSB it
+     * jumps to, so its instruction counts then are those it goes on from there ({@link #closePsb}).
+     */
+    private void noteJump() {
+        if (filter.jumpStates() != jumpStates) {
+            jumpStates = filter.jumpStates();
+            insnAtJump = insnTotal;
+            periodAtJump = periodCount;
+        }
+    }
+
+    private long jumpStates;
+    /** The instructions and the period's count at the state a later start's fast forward was taken (-1: none). */
+    private long insnAtJump = -1;
+    private long periodAtJump;
 
     /** Where offset {@code offset} of the current decoder lies in the CPU's queue (-1: not known). */
     private long queuePos(long offset) {
@@ -805,7 +825,16 @@ public final class SampleSink implements FlowSink {
         psbOpen = false;
         queueState(); // perf's decoder returns the PSB's state, sampled or not
         if (filter.restartsAt(queuePos(psbOffset), decoderTsc())) {
-            insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
+            // perf's fast forward starts decoding at this PSB: at the first start before it walked anything, at a
+            // later one its counts go on from its state at the jump (an instruction sample's period is the
+            // instructions walked since the last sample: tot_insn_cnt; the next one is due by period_insn_cnt)
+            if (insnAtJump >= 0) {
+                insnAtLastSample += insnTotal - insnAtJump;
+                periodCount = periodAtJump;
+                insnAtJump = -1;
+            } else {
+                insnAtLastSample = insnTotal;
+            }
         }
         if (filter.stopped() || filter.active() && timeFiltered(queueTsc)) {
             return; // perf's time filter: no sample of this state, so its CBR is not seen either
