@@ -423,6 +423,11 @@ public final class BranchSink implements FlowSink {
      * no line (a cbr 0 line showed between HASE loopy's ranges); at any other state outside it waits.
      */
     private void zeroRatio() {
+        if (marks.ratio() >= 0) {
+            // the trace gave a ratio, a PSB+'s that perf's filter left unseen: perf's state carries it, and the first
+            // state inside a range shows that one (state), no 0
+            return;
+        }
         long ts = sampleClock.time();
         if (filter.active() && filter.outside(ts)) {
             if (filter.setUpSampleAt(ts)) {
@@ -664,7 +669,7 @@ public final class BranchSink implements FlowSink {
             if (!holding && at != judgedPsb) {
                 judgedPsb = at;
                 if (filter.active()) {
-                    filter.restart(queuePos(at), decoder.perfClock(), sampleClock);
+                    filter.restart(queuePos(at), decoder, sampleClock);
                 }
                 psbHasIp = decoder.psbIp() != 0;
                 if (decoder.psbCbr() >= 0) {

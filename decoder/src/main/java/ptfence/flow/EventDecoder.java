@@ -802,6 +802,13 @@ public final class EventDecoder {
         seamEnd = offset < 0 ? Long.MAX_VALUE : headerEnd < 0 ? offset : headerEnd;
     }
 
+    /** perf's fast forward restarts at the last PSB read with its clock {@code atJump} ({@link TimeTracker#perfRepositioned}). */
+    void perfRepositioned(ptfence.timing.PerfClock atJump) {
+        if (syncOffset >= 0) {
+            time.perfRepositioned(in, syncOffset, atJump);
+        }
+    }
+
     /** True once this decode has read the marked PSB. */
     boolean pastSeam() {
         return seamRead;

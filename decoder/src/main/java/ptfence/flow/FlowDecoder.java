@@ -232,6 +232,15 @@ public final class FlowDecoder {
         return t != 0 ? t : time();
     }
 
+    /**
+     * perf's --time fast forward restarts its decoder at the PSB+ just read, its clock as it was at the jump
+     * ({@code atJump}, a copy of {@link #perfClock()} then): perf never read the packets between, so its clock is that
+     * one, moved to this PSB (see {@link ptfence.timing.PerfClock#repositionedFrom}).
+     */
+    public void perfRepositioned(ptfence.timing.PerfClock atJump) {
+        evd.perfRepositioned(atJump);
+    }
+
     /** Offset of the last PSB read (in this decoder's input), or -1 before the first. */
     public long psbOffset() {
         long at = evd.syncOffset();

@@ -121,6 +121,36 @@ public final class TimeTracker {
         }
     }
 
+    private final Pkt replayed = new Pkt();
+
+    /**
+     * perf's fast forward restarts its decoder at the PSB at {@code psb} (an offset of {@code in}) with its clock as it
+     * was at the jump, {@code atJump}: perf's clock becomes that ({@link ptfence.timing.PerfClock#repositionedFrom})
+     * and takes again, under perf's rules, the packets read since the PSB (its PSB+). {@code in} is put back.
+     */
+    void perfRepositioned(PacketInput in, long psb, ptfence.timing.PerfClock atJump) {
+        if (perf == null) {
+            return;
+        }
+        perf.repositionedFrom(atJump);
+        long end = in.position();
+        try {
+            in.seek(psb);
+            while (in.position() < end && in.next(replayed) >= 0) {
+                if (replayed.type == Pkt.PAD) {
+                    continue;
+                }
+                packet(replayed.type);
+                applyPerf(perf, replayed);
+                if (replayed.type == Pkt.MTC) {
+                    lookahead(in);
+                }
+            }
+        } finally {
+            in.seek(end);
+        }
+    }
+
     /** perf's clock (null unless {@link FlowConfig#perfClock}). */
     public ptfence.timing.PerfClock perf() {
         return perf;

@@ -1,5 +1,6 @@
 package ptfence.script;
 
+import ptfence.flow.FlowDecoder;
 import ptfence.flow.SampleClock;
 import ptfence.timing.PerfClock;
 
@@ -119,6 +120,19 @@ public final class PerfTimeFilter {
      * and {@code queue} are what a fast forward within the buffer leaves perf's decoder with ({@link #restart}).
      */
     public boolean filtered(long ts, long pos, long decoderTsc, PerfClock clock, SampleClock queue) {
+        return filtered(ts, pos, decoderTsc, clock, queue, true);
+    }
+
+    /**
+     * {@link #filtered(long, long, long, PerfClock, SampleClock)} for an instruction that may be no state of perf's
+     * decoder ({@code state} false: one not sampled that is no branch, or a conditional branch not known taken): perf
+     * jumps at its first state past the bound, so the clock and queue it jumps with are those of the next state
+     * ({@link #stateSeen}, or the next call with {@code state} true).
+     */
+    public boolean filtered(long ts, long pos, long decoderTsc, PerfClock clock, SampleClock queue, boolean state) {
+        if (ffAtState && state) {
+            stateSeen(clock, queue);
+        }
         if (stopped) {
             return true;
         }
@@ -156,9 +170,11 @@ public final class PerfTimeFilter {
                     // the first start's jump is perf's queue set-up (intel_pt_setup_queue), before any buffer is
                     // read: the buffer it moves to brings its reference time
                     ffStale = ffTarget >= 0 && idx > 0 && clock != null && psbs.staysInBuffer(pos, selTsc);
-                    ffLastTsc = clock == null ? 0 : clock.lastTsc();
-                    ffQueue = queue.time();
-                    ffDelivered = queue.delivered();
+                    // a later start's jump is taken at perf's state that asks for it: where this instruction is no
+                    // state of perf's, at the next state
+                    ffAtState = idx > 0;
+                    stateSeen(clock, queue);
+                    ffAtState = idx > 0 && !state;
                 }
                 return true;
             } else if (ts > selTsc) {
@@ -173,24 +189,56 @@ public final class PerfTimeFilter {
     }
 
     /**
-     * The PSB+ at queue position {@code pos} opens. Where it is the fast forward's target and the jump stayed within
-     * the buffer perf's decoder reads, intel_pt_reposition zeroed its time with no buffer's reference time left, so
-     * the PSB+'s TSC is ignored (intel_pt_calc_tsc_timestamp widens one by the one or the other) and its TMA counts
-     * from the last TSC perf decoded before the jump: {@code clock} is set back to that, its times run early until
-     * the next TSC; {@code queue} goes back to its time at the jump (perf's queue never saw what lies between). Once
-     * per target.
+     * The PSB+ at queue position {@code pos}, just read by {@code decoder}, opens. Where it is the fast forward's
+     * target and the jump stayed within the buffer perf's decoder reads, perf's clock is the one it had at the jump,
+     * moved there ({@link FlowDecoder#perfRepositioned}): intel_pt_reposition zeroed its time with no buffer's
+     * reference time left, so the PSB+'s TSC is ignored and its TMA counts from the last TSC perf took before the jump
+     * (MTC times early until the next TSC), and its CYC times count on from the cycle reference and cycles it had
+     * then; {@code queue} goes back to its time at the jump (perf's queue never saw what lies between). Once per
+     * target.
      */
-    public void restart(long pos, PerfClock clock, SampleClock queue) {
-        if (ffStale && ffTarget >= 0 && pos >= ffTarget && clock != null) {
+    public void restart(long pos, FlowDecoder decoder, SampleClock queue) {
+        if (ffStale && ffTarget >= 0 && pos >= ffTarget && decoder != null) {
             ffStale = false;
-            clock.repositioned(ffLastTsc);
+            ffAtState = false;
+            decoder.perfRepositioned(ffClock);
+            ffClock = null;
             queue.rewind(ffQueue, ffDelivered);
         }
     }
 
+    /**
+     * A state of perf's decoder at an instruction {@link #filtered} was told may be none (a conditional branch found
+     * taken): where perf's fast forward waits for its state, it jumps with the clock and queue time of this one.
+     */
+    public void stateSeen(PerfClock clock, SampleClock queue) {
+        if (!ffAtState) {
+            return;
+        }
+        ffAtState = false;
+        jumpStates++;
+        if (ffStale) {
+            ffClock = clock.copy();
+            ffQueue = queue.time();
+            ffDelivered = queue.delivered();
+        }
+    }
+
+    /**
+     * How many states a later start's fast forward was taken at ({@link #stateSeen}): perf's decoder keeps the counts
+     * it walked up to there (instructions, the period's), and goes on from them at the PSB.
+     */
+    public long jumpStates() {
+        return jumpStates;
+    }
+
+    private long jumpStates;
+
     private boolean ffStale;
-    /** perf's clock's last TSC and the queue's time when the fast forward was asked for. */
-    private long ffLastTsc;
+    /** A later start's fast forward waits for perf's state that asks for it, to take its clock and time. */
+    private boolean ffAtState;
+    /** perf's clock and the queue's time at the state that asked for the fast forward. */
+    private PerfClock ffClock;
     private long ffQueue;
     private long ffDelivered;
 

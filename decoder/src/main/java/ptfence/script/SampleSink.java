@@ -218,9 +218,39 @@ public final class SampleSink implements FlowSink {
 
     /** Whether perf's decoder loop makes no sample at TSC {@code ts} (intel_pt_time_filter). */
     private boolean timeFiltered(long ts) {
-        return filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc(),
-                decoder == null ? null : decoder.perfClock(), clock);
+        return timeFiltered(ts, true);
     }
+
+    /** {@link #timeFiltered(long)} for an instruction that may be no state of perf's ({@code state} false). */
+    private boolean timeFiltered(long ts, boolean state) {
+        boolean out = filter.filtered(ts, decoder == null ? -1 : queuePos(decoder.offset()), decoderTsc(),
+                decoder == null ? null : decoder.perfClock(), clock, state);
+        noteJump();
+        return out;
+    }
+
+    /** A conditional branch {@link #insn} judged turned out taken: a state of perf's after all. */
+    private void takenState() {
+        filter.stateSeen(decoder == null ? null : decoder.perfClock(), clock);
+        noteJump();
+    }
+
+    /**
+     * A later --time start's fast forward was taken at this state: perf's decoder walks nothing more before the PSB it
+     * jumps to, so its instruction counts then are those it goes on from there ({@link #closePsb}).
+     */
+    private void noteJump() {
+        if (filter.jumpStates() != jumpStates) {
+            jumpStates = filter.jumpStates();
+            insnAtJump = insnTotal;
+            periodAtJump = periodCount;
+        }
+    }
+
+    private long jumpStates;
+    /** The instructions and the period's count at the state a later start's fast forward was taken (-1: none). */
+    private long insnAtJump = -1;
+    private long periodAtJump;
 
     /** Where offset {@code offset} of the current decoder lies in the CPU's queue (-1: not known). */
     private long queuePos(long offset) {
@@ -303,6 +333,9 @@ public final class SampleSink implements FlowSink {
     public void insn(long ip, int size, int cls, int mode, boolean speculative) {
         if (condState) {
             condState = false;
+            if (ip != condStateIp) {
+                takenState();
+            }
             if (ip != condStateIp && statesOrderTies && !filter.stopped() && condStateTsc >= 0
                     && !cfg.events.timeless) {
                 out.state(toPerf.applyAsLong(condStateTsc)); // it was taken: perf's state at its time
@@ -332,8 +365,11 @@ public final class SampleSink implements FlowSink {
         filter.newState();
         insnTotal++;
         boolean branch = InsnClass.isBranch(cls);
-        boolean filtered = filter.active() ? timeFiltered(queueTsc) : timeSkipped();
-        boolean sample = sampleInsns && due(branch) && !filtered;
+        boolean due = sampleInsns && due(branch);
+        // a branch is perf's state (a conditional one only if taken: takenState), any other instruction only sampled
+        boolean filtered = filter.active() ? timeFiltered(queueTsc, due || branch && cls != InsnClass.COND_JUMP)
+                : timeSkipped();
+        boolean sample = due && !filtered;
         if (cbr != cbrSeen) {
             // perf checks the ratio with every state it returns: a sampled instruction, a branch once it knows where
             // it went (settleCbrAt), no other instruction
@@ -352,7 +388,7 @@ public final class SampleSink implements FlowSink {
             cycles.insn(ip, size, cls, sample, insnTotal);
         }
         if (!sample && !(branch && (wantBranches || calls != null))) {
-            if (branch && statesOrderTies) {
+            if (branch) {
                 if (cls == InsnClass.COND_JUMP) {
                     condState = true;
                     condStateIp = ip + size;
@@ -435,6 +471,9 @@ public final class SampleSink implements FlowSink {
         }
         pending = false;
         boolean taken = pCls != InsnClass.COND_JUMP || to != pIp + pSize;
+        if (taken) {
+            takenState();
+        }
         int flags = insnFlags(pCls, pBytes, pLen) | extra;
         long saved = clock.time();
         queueTsc = pTsc;
@@ -626,7 +665,7 @@ public final class SampleSink implements FlowSink {
                 inPsb = true;
                 psbOpen = true;
                 psbOffset = at;
-                filter.restart(queuePos(at), decoder == null ? null : decoder.perfClock(), clock);
+                filter.restart(queuePos(at), decoder, clock);
                 // a PSB+ perf's scan for an IP met: its sync_ip then sets from_ip to 0, the PSB event's IP
                 psbIp = decoder == null || at == scanPsb ? 0 : decoder.psbIp();
                 psbAddr = decoder != null && at == scanPsb ? decoder.psbIp() : 0; // its to_ip stays the FUP's
@@ -790,7 +829,16 @@ public final class SampleSink implements FlowSink {
         psbOpen = false;
         queueState(); // perf's decoder returns the PSB's state, sampled or not
         if (filter.restartsAt(queuePos(psbOffset), decoderTsc())) {
-            insnAtLastSample = insnTotal; // perf's fast forward starts decoding at this PSB
+            // perf's fast forward starts decoding at this PSB: at the first start before it walked anything, at a
+            // later one its counts go on from its state at the jump (an instruction sample's period is the
+            // instructions walked since the last sample: tot_insn_cnt; the next one is due by period_insn_cnt)
+            if (insnAtJump >= 0) {
+                insnAtLastSample += insnTotal - insnAtJump;
+                periodCount = periodAtJump;
+                insnAtJump = -1;
+            } else {
+                insnAtLastSample = insnTotal;
+            }
         }
         if (filter.stopped() || filter.active() && timeFiltered(queueTsc)) {
             return; // perf's time filter: no sample of this state, so its CBR is not seen either

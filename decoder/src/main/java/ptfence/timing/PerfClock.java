@@ -160,16 +160,17 @@ public final class PerfClock {
     }
 
     /**
-     * perf's decoder was moved to the PSB+ being read without a reference time (intel_pt_reposition on a fast
-     * forward within its buffer): it has no time until the next MTC, a TSC read meanwhile is ignored
-     * (intel_pt_calc_tsc_timestamp widens one by the reference time or the time, and has neither), so the last TSC it
-     * kept is {@code tsc} and a TMA counts from there. A TSC and TMA of this PSB+ already applied are taken back the
-     * same way.
+     * perf's fast forward moved its decoder to a PSB within the buffer it reads when its clock was {@code atJump}
+     * (intel_pt_fast_forward, intel_pt_reposition): the packets between are never read, so this clock becomes that
+     * one, cycle reference and cycles counted since included (a CYC after the PSB+ counts on from them:
+     * intel_pt_calc_cyc_timestamp), with its time zeroed and no buffer reference time left: a TSC is ignored until a
+     * CYC or MTC sets the time again (intel_pt_calc_tsc_timestamp widens one by the one or the other), and a TMA
+     * counts from the last TSC taken before the jump.
      */
-    public void repositioned(long tsc) {
-        ctcTimestamp += tsc - tscTimestamp;
-        tscTimestamp = tsc;
+    public void repositionedFrom(PerfClock atJump) {
+        copyFrom(atJump);
         timestamp = 0;
+        haveTma = false;
         noReference = true;
     }
 
