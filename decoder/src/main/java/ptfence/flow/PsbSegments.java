@@ -185,7 +185,8 @@ public final class PsbSegments {
      * this lock, keeping the guesses it passes (an unguarded pass shared by two workers gave one segment the clock of
      * its end: all its lines at that time).
      */
-    private synchronized SeamState guessOf(int i) {
+    synchronized SeamState guessOf(int i) {
+        cut();
         if (guesses == null) {
             guesses = new SeamState[starts.length];
         }
