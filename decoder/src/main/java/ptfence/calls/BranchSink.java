@@ -309,7 +309,7 @@ public final class BranchSink implements FlowSink {
             boolean inPsb, boolean inTx, long offIp, boolean holding,
             // left by the flow before it, guessed as the usual state
             boolean pending, boolean dropped, long carried, long insns, boolean afterEnd, int filteredFlags,
-            boolean resuming, long ratioShown, boolean cbrWaiting, boolean unseenAtPsb, boolean mergePending,
+            boolean resuming, long ratioShown, boolean cbrWaiting, boolean unseenAtPsb, long mergePending,
             long mergeLast, boolean asyncEnd) {
     }
 

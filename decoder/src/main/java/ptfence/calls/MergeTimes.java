@@ -45,9 +45,12 @@ public final class MergeTimes {
         }
     }
 
-    /** A left-out time not yet told (a PSB segment's seam: none expected there). */
-    public boolean pending() {
-        return pending;
+    /**
+     * The left-out time not yet told (Long.MIN_VALUE: none). A PSB segment's seam compares it (none expected there):
+     * whether and when it is told depends on what comes next, the same on both sides of the seam only for the same time.
+     */
+    public long pending() {
+        return pending ? pendingTime : Long.MIN_VALUE;
     }
 
     /** The time last told or of the last item (a left-out time equal to it is not told). */

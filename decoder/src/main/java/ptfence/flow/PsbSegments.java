@@ -55,7 +55,7 @@ public final class PsbSegments {
     private long[] starts;
     private ParallelFlow.Seam[] seams;
 
-    private void cut() {
+    private synchronized void cut() {
         if (starts != null) {
             return;
         }
@@ -146,7 +146,7 @@ public final class PsbSegments {
      */
     public Decode segment(int i, FlowSink sink) {
         cut();
-        SeamState guess = i == 0 ? new SeamState(cfg) : guess(starts[i]);
+        SeamState guess = i == 0 ? new SeamState(cfg) : guessOf(i);
         CarriedReads reads = i == 0 ? CarriedReads.settled(guess) : new CarriedReads(guess, true);
         FlowDecoder d = decoder(i, guess, reads, sink);
         return new Decode(d, guess, reads, i == 0 ? guess : null);
@@ -175,7 +175,31 @@ public final class PsbSegments {
         return d;
     }
 
-    private SeamState guess(long psb) {
+    /** The guesses made for segments not yet started (the pass made them on its way to a later one). */
+    private SeamState[] guesses;
+    /** The last segment the pass has guessed for. */
+    private int guessed;
+
+    /**
+     * Segment {@code i}'s guessed start. Workers ask at once and not quite in order: the one pass goes forward under
+     * this lock, keeping the guesses it passes (an unguarded pass shared by two workers gave one segment the clock of
+     * its end: all its lines at that time).
+     */
+    synchronized SeamState guessOf(int i) {
+        cut();
+        if (guesses == null) {
+            guesses = new SeamState[starts.length];
+        }
+        while (guessed < i) {
+            guessed++;
+            guesses[guessed] = guess(starts[guessed]);
+        }
+        SeamState g = guesses[i];
+        guesses[i] = null;
+        return g != null ? g : guess(starts[i]);
+    }
+
+    private synchronized SeamState guess(long psb) {
         if (pass == null || psb < passAt) {
             pass = new SeamState.Pass(packets.apply(trace.duplicate()), cfg);
         }

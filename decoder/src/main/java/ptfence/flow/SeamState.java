@@ -167,6 +167,9 @@ final class SeamState {
                     in.seek(psb);
                     continue;
                 }
+                if (p.type != Pkt.PAD) {
+                    s.clock.packet(p.type); // perf's clock looks one packet back (as the event layer reads them)
+                }
                 switch (p.type) {
                     case Pkt.PSB -> {
                         header = true;
@@ -183,7 +186,11 @@ final class SeamState {
                         bound = true; // the FUP after an OVF says where tracing resumed
                     }
                     case Pkt.MODE_EXEC -> modeExec(p.flagA, p.flagB, p.flagC);
-                    case Pkt.TSC, Pkt.TMA, Pkt.MTC, Pkt.CYC, Pkt.CBR -> s.clock.apply(p, header);
+                    case Pkt.TSC, Pkt.TMA, Pkt.CYC, Pkt.CBR -> s.clock.apply(p, header);
+                    case Pkt.MTC -> {
+                        s.clock.apply(p, header);
+                        s.clock.lookahead(in); // perf's rate of cycles to TSC, measured up to the next MTC
+                    }
                     case Pkt.PAD, Pkt.PIP, Pkt.VMCS, Pkt.MNT -> { }
                     case Pkt.FUP -> {
                         lastIp(p);

@@ -168,7 +168,8 @@ public final class TimeTracker {
 
     /** True if the two clocks give the same times from here on, whatever packets follow. */
     boolean sameState(TimeTracker o) {
-        return cycles == o.cycles && time.sameState(o.time) && tcal.sameState(o.tcal);
+        return cycles == o.cycles && time.sameState(o.time) && tcal.sameState(o.tcal)
+                && (perf == null || o.perf == null || perf.sameTime(o.perf));
     }
 
     void reset() {

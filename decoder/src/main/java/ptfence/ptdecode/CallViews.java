@@ -560,10 +560,11 @@ final class CallViews {
             int threads = rd.request().threads() > 0 ? rd.request().threads()
                     : Runtime.getRuntime().availableProcessors();
             int perCpu = threads / Math.max(1, rd.traces.size());
-            // one CPU only: where CPUs are merged by time (the times of branches left out told to the merge), the
-            // bench's two-CPU BPF recording in tiny segments still differs (docs/script.md)
+            // CPUs merged by time too: a segment's items and the times told to the merge (MergeTimes) are the
+            // sequential sink's, so the merge's order is; a CPU of several runs is decoded in one piece
+            // (RecordingDecode: its sink carries its state from run to run)
             RecordingDecode.RunDecode segmented = !callsOnly || perfTime != null || view.countsIpc() || perCpu < 2 || segmentBytes <= 0
-                    || rd.traces.size() > 1 ? null : (run, space, missing) -> {
+                    ? null : (run, space, missing) -> {
                         ptfence.flow.PsbSegments segs = new ptfence.flow.PsbSegments(space, rd.config,
                                 b -> ptfence.flow.CursorInput.of(b, rd.config.errata), run, segmentBytes);
                         if (segs.starts().length < 2) {

@@ -109,6 +109,21 @@ public final class PerfClock {
         noReference = o.noReference;
     }
 
+    /**
+     * Whether this clock gives the times {@code o} gives from a PSB on (a PSB segment's guessed start against the
+     * sequential decode's, ptfence.flow.SeamState): the state its time is made of, the PSB+'s TSC, TMA and CBR restating
+     * only part of it (the CYC reference and rate carry over). The cycle counts (IPC) are left out, as are the flags
+     * of the packet before, which the PSB packet itself sets.
+     */
+    public boolean sameTime(PerfClock o) {
+        return timestamp == o.timestamp && tscTimestamp == o.tscTimestamp && ctcTimestamp == o.ctcTimestamp
+                && ctcDelta == o.ctcDelta && lastMtc == o.lastMtc && haveTma == o.haveTma
+                && fixupLastMtc == o.fixupLastMtc && cycRef == o.cycRef && cycleCount == o.cycleCount
+                && Double.compare(cbrCycToTsc, o.cbrCycToTsc) == 0 && cbr == o.cbr
+                && Double.compare(calcCycToTsc, o.calcCycToTsc) == 0 && haveCalc == o.haveCalc
+                && noReference == o.noReference;
+    }
+
     /** The time now (TSC ticks), or -1 before any TSC. */
     public long tsc() {
         return timestamp == 0 ? -1 : timestamp;

@@ -61,43 +61,80 @@ class CallViewSeamsTest {
     record RunSeams(List<BranchSink.Seam> sequential, Map<Long, BranchSink.Seam> fresh) {
     }
 
-    static List<RunSeams> seams(RecordingDecode rd) {
-        List<RunSeams> out = new ArrayList<>();
+    /** What is done with each run of a recording: its CPU, its code, its bytes, the clock to perf time. */
+    interface RunWalk {
+        void run(RecordingDecode.CpuTrace t, CodeSpace space, ByteBuffer bytes,
+                java.util.function.LongUnaryOperator toPerf) throws Exception;
+    }
+
+    /** Walks every run of every CPU of {@code rd}, as the call views decode them. */
+    static void eachRun(RecordingDecode rd, RunWalk walk) throws Exception {
         boolean timed = rd.code.timed();
         java.util.function.LongUnaryOperator toPerf = tsc -> timed ? rd.code.clock().toPerf(tsc) : -1;
         for (RecordingDecode.CpuTrace t : rd.traces) {
             CodeSpace space = rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1);
             for (List<AuxBuffer> run : t.runs()) {
-                ByteBuffer bytes = AuxRuns.bytes(run);
-                List<BranchSink.Seam> seq = new ArrayList<>();
-                BranchSink s = new BranchSink(t.cpu(), item -> { }, space, true, rd.traces.size() > 1);
-                s.seams(seq::add);
-                FlowDecoder d = new FlowDecoder(space, rd.config, CursorInput.of(bytes.duplicate(), rd.config.errata),
-                        s, false);
-                s.decoder(d, toPerf);
-                d.run();
-                PsbSegments segs = new PsbSegments(space, rd.config, b -> CursorInput.of(b, rd.config.errata),
-                        bytes);
-                Map<Long, BranchSink.Seam> fresh = new LinkedHashMap<>();
-                for (BranchSink.Seam want : seq) {
-                    BranchSink.Seam[] got = new BranchSink.Seam[1];
-                    BranchSink f = new BranchSink(t.cpu(), item -> { }, space, true, rd.traces.size() > 1);
-                    f.seams(seam -> {
-                        got[0] = seam;
-                        throw new Told();
-                    });
-                    FlowDecoder fd = segs.decoderAt(want.psb(), f);
-                    f.decoder(fd, toPerf);
-                    try {
-                        fd.run();
-                    } catch (Told e) {
-                        // its first seam told
-                    }
-                    fresh.put(want.psb(), got[0] != null && got[0].psb() == want.psb() ? got[0] : null);
-                }
-                out.add(new RunSeams(seq, fresh));
+                walk.run(t, space, AuxRuns.bytes(run), toPerf);
             }
         }
+    }
+
+    /** A call views' sink of {@code t} as {@link CallViews} makes one (the merge's times told where CPUs merge). */
+    static BranchSink sink(RecordingDecode rd, RecordingDecode.CpuTrace t, CodeSpace space, BranchSink.Out out) {
+        return new BranchSink(t.cpu(), out, space, true, rd.traces.size() > 1);
+    }
+
+    /** Items into {@code out}, a merge time as a loss item in its place. */
+    static BranchSink.Out into(List<ptfence.calls.FlowItem> out) {
+        return new BranchSink.Out() {
+            @Override
+            public void add(ptfence.calls.FlowItem item) {
+                out.add(item);
+            }
+
+            @Override
+            public void time(long time) {
+                out.add(new ptfence.calls.FlowItem.Loss(-1, time, "time", 0, 0, 0, 0));
+            }
+        };
+    }
+
+    /** The sequential decode of a run on {@code s}. */
+    static void sequential(RecordingDecode rd, BranchSink s, CodeSpace space, ByteBuffer bytes,
+            java.util.function.LongUnaryOperator toPerf) {
+        FlowDecoder d = new FlowDecoder(space, rd.config, CursorInput.of(bytes.duplicate(), rd.config.errata), s,
+                false);
+        s.decoder(d, toPerf);
+        d.run();
+    }
+
+    static List<RunSeams> seams(RecordingDecode rd) throws Exception {
+        List<RunSeams> out = new ArrayList<>();
+        eachRun(rd, (t, space, bytes, toPerf) -> {
+            List<BranchSink.Seam> seq = new ArrayList<>();
+            BranchSink s = sink(rd, t, space, item -> { });
+            s.seams(seq::add);
+            sequential(rd, s, space, bytes, toPerf);
+            PsbSegments segs = new PsbSegments(space, rd.config, b -> CursorInput.of(b, rd.config.errata), bytes);
+            Map<Long, BranchSink.Seam> fresh = new LinkedHashMap<>();
+            for (BranchSink.Seam want : seq) {
+                BranchSink.Seam[] got = new BranchSink.Seam[1];
+                BranchSink f = sink(rd, t, space, item -> { });
+                f.seams(seam -> {
+                    got[0] = seam;
+                    throw new Told();
+                });
+                FlowDecoder fd = segs.decoderAt(want.psb(), f);
+                f.decoder(fd, toPerf);
+                try {
+                    fd.run();
+                } catch (Told e) {
+                    // its first seam told
+                }
+                fresh.put(want.psb(), got[0] != null && got[0].psb() == want.psb() ? got[0] : null);
+            }
+            out.add(new RunSeams(seq, fresh));
+        });
         return out;
     }
 
@@ -171,19 +208,8 @@ class CallViewSeamsTest {
         PsbSegments segs = new PsbSegments(space, rd.config, b -> CursorInput.of(b, rd.config.errata), bytes);
         List<ptfence.calls.FlowItem> out = new ArrayList<>();
         ptfence.calls.CallSegments cs = new ptfence.calls.CallSegments(segs, threads, cap,
-                items -> new BranchSink(t.cpu(), items, space, true, rd.traces.size() > 1),
-                (sink, d) -> sink.decoder(d, toPerf), ip -> { }).settleLate(true);
-        cs.run(new BranchSink.Out() {
-            @Override
-            public void add(ptfence.calls.FlowItem item) {
-                out.add(item);
-            }
-
-            @Override
-            public void time(long time) {
-                out.add(new ptfence.calls.FlowItem.Loss(-1, time, "time", 0, 0, 0, 0)); // a merge time, in its place
-            }
-        });
+                items -> sink(rd, t, space, items), (sink, d) -> sink.decoder(d, toPerf), ip -> { }).settleLate(true);
+        cs.run(into(out));
         counts[0] += cs.segments();
         counts[1] += cs.redone();
         return out;
@@ -207,40 +233,19 @@ class CallViewSeamsTest {
         int[] counts = new int[2];
         for (Rec r : recordings()) {
             RecordingDecode rd = load(r);
-            boolean timed = rd.code.timed();
-            java.util.function.LongUnaryOperator toPerf = tsc -> timed ? rd.code.clock().toPerf(tsc) : -1;
-            for (RecordingDecode.CpuTrace t : rd.traces) {
-                CodeSpace space = rd.code.forCpu(t.cpu(), t.tid() >= 0 ? t.tid() : -1);
-                for (List<AuxBuffer> run : t.runs()) {
-                    ByteBuffer bytes = AuxRuns.bytes(run);
-                    List<ptfence.calls.FlowItem> seq = new ArrayList<>();
-                    BranchSink s = new BranchSink(t.cpu(), new BranchSink.Out() {
-                        @Override
-                        public void add(ptfence.calls.FlowItem item) {
-                            seq.add(item);
-                        }
-
-                        @Override
-                        public void time(long time) {
-                            seq.add(new ptfence.calls.FlowItem.Loss(-1, time, "time", 0, 0, 0, 0));
-                        }
-                    }, space, true, rd.traces.size() > 1);
-                    FlowDecoder d = new FlowDecoder(space, rd.config, CursorInput.of(bytes.duplicate(),
-                            rd.config.errata), s, false);
-                    s.decoder(d, toPerf);
-                    d.run();
-                    for (int[] tc : new int[][] {{1, 1 << 20}, {3, 4}}) {
-                        List<ptfence.calls.FlowItem> got = segmented(rd, t, space, bytes, toPerf, tc[0], tc[1],
-                                counts);
-                        String where = r.file().getParent().getFileName() + "/" + r.file().getFileName() + " cpu "
-                                + t.cpu() + ", " + tc[0] + " threads";
-                        for (int k = 0; k < Math.min(seq.size(), got.size()); k++) {
-                            assertEquals(show(seq.get(k)), show(got.get(k)), where + " item " + k);
-                        }
-                        assertEquals(seq.size(), got.size(), where + ": items");
+            eachRun(rd, (t, space, bytes, toPerf) -> {
+                List<ptfence.calls.FlowItem> seq = new ArrayList<>();
+                sequential(rd, sink(rd, t, space, into(seq)), space, bytes, toPerf);
+                for (int[] tc : new int[][] {{1, 1 << 20}, {3, 4}}) {
+                    List<ptfence.calls.FlowItem> got = segmented(rd, t, space, bytes, toPerf, tc[0], tc[1], counts);
+                    String where = r.file().getParent().getFileName() + "/" + r.file().getFileName() + " cpu "
+                            + t.cpu() + ", " + tc[0] + " threads";
+                    for (int k = 0; k < Math.min(seq.size(), got.size()); k++) {
+                        assertEquals(show(seq.get(k)), show(got.get(k)), where + " item " + k);
                     }
+                    assertEquals(seq.size(), got.size(), where + ": items");
                 }
-            }
+            });
         }
         System.out.println("segments " + counts[0] + ", decoded again " + counts[1]);
         assertTrue(counts[0] >= 40 && counts[1] > 0, counts[0] + " segments, " + counts[1] + " decoded again");
