@@ -591,6 +591,7 @@ public final class SampleSink implements FlowSink {
         lastCls = cls;
         lastSize = CodeCache.lengthOf(lastInsn);
         lastTsc = tnt;
+        walkStop = true; // (its last instruction is a branch)
         if (decoder != null) {
             lastMode = decoder.mode();
         }
