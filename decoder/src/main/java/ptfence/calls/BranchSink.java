@@ -65,6 +65,8 @@ public final class BranchSink implements FlowSink {
     private int lastSize;
     /** When the instruction at {@link #lastIp} was walked (sample time, TSC; -1: untimed). */
     private long lastTsc = -1;
+    /** Whether the instruction at {@link #lastIp} is a branch: perf's walk returned a state there (SampleSink's). */
+    private boolean walkStop;
     /** Where the trace was turned off, while it is (-1: on): what perf reports an overflow then at. */
     private long offIp = -1;
     private long insns;
@@ -402,6 +404,7 @@ public final class BranchSink implements FlowSink {
         lastIp = ip;
         lastSize = size;
         lastTsc = sampleClock.time();
+        walkStop = InsnClass.isBranch(cls);
         if (ipc != null) {
             ipc.insn(ip, size, cls, false, insnTotal);
         }
@@ -651,6 +654,7 @@ public final class BranchSink implements FlowSink {
         lastIp = base + t.last;
         lastSize = CodeCache.lengthOf(t.lastInsn);
         lastTsc = tnt;
+        walkStop = true;
         pending = true;
         pIp = lastIp;
         pSize = lastSize;
@@ -718,6 +722,9 @@ public final class BranchSink implements FlowSink {
             return;
         }
         holding = false;
+        if (!walkStop) {
+            lastSize = 0; // perf walked on up to the PSB+'s FUP: its state has no instruction (SampleSink.closePsb)
+        }
         stateIp = heldIp;
         stateAddr = 0;
         sampleClock.eventAt(heldTsc);

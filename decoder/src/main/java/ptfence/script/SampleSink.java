@@ -90,6 +90,11 @@ public final class SampleSink implements FlowSink {
     private int lastSize;
     /** When the last instruction was walked (its code is read as it was then). */
     private long lastTsc = -1;
+    /**
+     * Whether perf's walk returned a state at the last instruction (a branch, an instruction period's end), so that a
+     * PSB+ whose FUP is the next IP finds the flow there and walks nothing (intel_pt_fup_in_psb).
+     */
+    private boolean walkStop;
     private int lastMode = ptfence.insn.ExecMode.BITS64;
     private final X86Decoder x86 = new X86Decoder();
     private final byte[] fetched = new byte[16];
@@ -370,6 +375,7 @@ public final class SampleSink implements FlowSink {
         boolean filtered = filter.active() ? timeFiltered(queueTsc, due || branch && cls != InsnClass.COND_JUMP)
                 : timeSkipped();
         boolean sample = due && !filtered;
+        walkStop = branch || due;
         if (cbr != cbrSeen) {
             // perf checks the ratio with every state it returns: a sampled instruction, a branch once it knows where
             // it went (settleCbrAt), no other instruction
@@ -627,6 +633,7 @@ public final class SampleSink implements FlowSink {
         lastCls = cls;
         lastSize = CodeCache.lengthOf(lastInsn);
         lastTsc = tnt;
+        walkStop = true; // (its last instruction is a branch)
         if (decoder != null) {
             lastMode = decoder.mode();
         }
@@ -816,6 +823,11 @@ public final class SampleSink implements FlowSink {
                 return; // an instruction before the PSB's IP
             }
             psbAhead = false;
+            if (!walkStop) {
+                // perf walked on up to the PSB+'s FUP (intel_pt_fup_in_psb): a walk that ends at the IP it was given
+                // leaves its state no instruction (insn_len 0), so perf script fetches the one at the PSB's IP
+                lastSize = 0;
+            }
             queueTsc = clock.eventAt(psbAheadTsc);
             if (psbAheadCbr >= 0) {
                 cbr = psbAheadCbr;
