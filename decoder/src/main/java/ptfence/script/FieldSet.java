@@ -268,19 +268,7 @@ public final class FieldSet {
         if (fields[j] == 0) {
             return;
         }
-        if (has(t, IP)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.IP, "IP", IP, false, eventName);
-        }
-        if (has(t, ADDR)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.ADDR, "ADDR", ADDR, auxtrace, eventName);
-        }
-        if (has(t, DATA_SRC)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.DATA_SRC, "DATA_SRC", DATA_SRC, auxtrace, eventName);
-        }
-        if (has(t, WEIGHT)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.WEIGHT | ptfence.perfdata.SampleType.WEIGHT_STRUCT,
-                    "WEIGHT", WEIGHT, auxtrace, eventName);
-        }
+        needAll(FIRST_NEEDS, t, sampleType, eventName, auxtrace);
         if (has(t, SYM) && (sampleType & (ptfence.perfdata.SampleType.IP | ptfence.perfdata.SampleType.ADDR)) == 0) {
             throw new BadInputException("-F: display of symbols requested but neither sample IP nor sample address "
                     + "available");
@@ -295,40 +283,44 @@ public final class FieldSet {
             throw new BadInputException("-F: display of source line number requested but sample IP (ip) is not "
                     + "selected");
         }
-        if (has(t, PID) || has(t, TID)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.TID, "TID", TID | PID, false, eventName);
-        }
-        if (has(t, TIME)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.TIME, "TIME", TIME, false, eventName);
-        }
-        if (has(t, CPU)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.CPU, "CPU", CPU, auxtrace, eventName);
-        }
-        if (has(t, PERIOD)) {
-            // perf 6.1 lets a period the user asked for through on an AUX recording (its synthesized power and psb
-            // samples print period 1: magic-trace's -F ...,event,period with --itrace=bep)
-            need(t, sampleType, ptfence.perfdata.SampleType.PERIOD, "PERIOD", PERIOD, auxtrace, eventName);
-        }
-        // the rest of perf 6.1's evsel__check_attr, in its order: which a recording with AUX data lets through
-        if (has(t, IREGS)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.REGS_INTR, "IREGS", IREGS, auxtrace, eventName);
-        }
-        if (has(t, UREGS)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.REGS_USER, "UREGS", UREGS, false, eventName);
-        }
-        if (has(t, PHYS_ADDR)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.PHYS_ADDR, "PHYS_ADDR", PHYS_ADDR, auxtrace, eventName);
-        }
-        if (has(t, DATA_PAGE_SIZE)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.DATA_PAGE_SIZE, "DATA_PAGE_SIZE", DATA_PAGE_SIZE, false,
-                    eventName);
-        }
-        if (has(t, CODE_PAGE_SIZE)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.CODE_PAGE_SIZE, "CODE_PAGE_SIZE", CODE_PAGE_SIZE, false,
-                    eventName);
-        }
-        if (has(t, INS_LAT)) {
-            need(t, sampleType, ptfence.perfdata.SampleType.WEIGHT_STRUCT, "WEIGHT_STRUCT", INS_LAT, false, eventName);
+        needAll(LAST_NEEDS, t, sampleType, eventName, auxtrace);
+    }
+
+    /**
+     * One of perf's checks of a field against the samples' type bits: {@code what} names the bits in its message;
+     * {@code withAux}: a recording with AUX data lets the field through where the user asked for it.
+     */
+    private record Need(long field, long sampleBits, String what, boolean withAux) {
+    }
+
+    /** perf 6.1's evsel__check_attr, in its order, before and after its symbol and source checks. */
+    private static final Need[] FIRST_NEEDS = {
+        new Need(IP, ptfence.perfdata.SampleType.IP, "IP", false),
+        new Need(ADDR, ptfence.perfdata.SampleType.ADDR, "ADDR", true),
+        new Need(DATA_SRC, ptfence.perfdata.SampleType.DATA_SRC, "DATA_SRC", true),
+        new Need(WEIGHT, ptfence.perfdata.SampleType.WEIGHT | ptfence.perfdata.SampleType.WEIGHT_STRUCT, "WEIGHT",
+                true),
+    };
+    private static final Need[] LAST_NEEDS = {
+        new Need(TID | PID, ptfence.perfdata.SampleType.TID, "TID", false),
+        new Need(TIME, ptfence.perfdata.SampleType.TIME, "TIME", false),
+        new Need(CPU, ptfence.perfdata.SampleType.CPU, "CPU", true),
+        // perf 6.1 lets a period the user asked for through on an AUX recording (its synthesized power and psb
+        // samples print period 1: magic-trace's -F ...,event,period with --itrace=bep)
+        new Need(PERIOD, ptfence.perfdata.SampleType.PERIOD, "PERIOD", true),
+        new Need(IREGS, ptfence.perfdata.SampleType.REGS_INTR, "IREGS", true),
+        new Need(UREGS, ptfence.perfdata.SampleType.REGS_USER, "UREGS", false),
+        new Need(PHYS_ADDR, ptfence.perfdata.SampleType.PHYS_ADDR, "PHYS_ADDR", true),
+        new Need(DATA_PAGE_SIZE, ptfence.perfdata.SampleType.DATA_PAGE_SIZE, "DATA_PAGE_SIZE", false),
+        new Need(CODE_PAGE_SIZE, ptfence.perfdata.SampleType.CODE_PAGE_SIZE, "CODE_PAGE_SIZE", false),
+        new Need(INS_LAT, ptfence.perfdata.SampleType.WEIGHT_STRUCT, "WEIGHT_STRUCT", false),
+    };
+
+    private void needAll(Need[] needs, Type t, long sampleType, String eventName, boolean auxtrace) {
+        for (Need n : needs) {
+            if (has(t, n.field())) {
+                need(t, sampleType, n.sampleBits(), n.what(), n.field(), n.withAux() && auxtrace, eventName);
+            }
         }
     }
 
