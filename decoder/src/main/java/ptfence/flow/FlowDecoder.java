@@ -354,7 +354,7 @@ public final class FlowDecoder {
             }
             lastSync = syncAt;
             fetchEvent();
-            st = decodeLoop();
+            st = loop();
             long lastErrorOffset = -1;
             long lastErrorIp = -1;
             while (st < 0 && st != PtError.EOS) {
@@ -362,13 +362,13 @@ public final class FlowDecoder {
                 if (cfg.resyncAtIp && st == PtError.NOMAP) {
                     int w = missingCode(errorIp(st));
                     if (w == 0) {
-                        st = decodeLoop();
+                        st = loop();
                         continue;
                     }
                     if (w == 2) {
                         st = resumeAtFullIp(false);
                         if (st == 0) {
-                            st = decodeLoop();
+                            st = loop();
                         }
                         continue;
                     }
@@ -418,7 +418,7 @@ public final class FlowDecoder {
                 if (!enabled) {
                     sink.disabledAfterResync();
                 }
-                st = decodeLoop();
+                st = loop();
             }
             flushRun();
             if (st == PtError.EOS) {
@@ -649,6 +649,7 @@ public final class FlowDecoder {
     }
 
     private void resetState() {
+        hopNoIp = true;
         pathLastCache = null;
         carriedIpLive = false;
         carriedEmitLive = false;
@@ -755,6 +756,131 @@ public final class FlowDecoder {
         } else if (!ev.statusUpdate) {
             initialPsb = false;
         }
+    }
+
+    private int loop() {
+        return cfg.hop > 0 ? hopLoop() : decodeLoop();
+    }
+
+    /** perf's quick decode has had no IP since its sync (its scan for one): the next IP packet begins the trace. */
+    private boolean hopNoIp;
+
+    /**
+     * perf's quick decode (itrace q, qq): the events alone, no code walked. Each IP packet is a state: a TIP an
+     * instruction at its target, a TIP.PGE a trace begin then an instruction there, a FUP with its TIP (TIP.PGD) an
+     * instruction at the FUP that is the asynchronous branch (trace end), then one at the TIP's target; TNT packets and
+     * a TIP.PGD with no IP are nothing. A PSB+ is a state at its FUP's IP; with qq it is all there is (the packets up to
+     * the next PSB are skipped). The flow's IP is the last packet's.
+     */
+    private int hopLoop() {
+        eventLayerError = false;
+        boolean psbOpen = false;
+        boolean leap = cfg.hop > 1;
+        while (true) {
+            if (status < 0) {
+                if (psbOpen) {
+                    sink.hop(FlowSink.HOP_PSB, psbIpNow(), 0);
+                }
+                if (status == PtError.EOS) {
+                    return PtError.EOS;
+                }
+                eventLayerError = true;
+                return status;
+            }
+            if (ev.statusUpdate) {
+                if (!psbOpen) {
+                    psbOpen = true;
+                    long fup = evd.headerFupIp();
+                    if (fup != 0) {
+                        ip = fup; // perf's decoder stands at the PSB's FUP before it reports the PSB+
+                    }
+                }
+                if (ev.type == Event.ENABLED) {
+                    enabled = true;
+                } else if (ev.type == Event.DISABLED) {
+                    enabled = false;
+                }
+                report();
+                continue;
+            }
+            if (psbOpen) {
+                psbOpen = false;
+                long fup = psbIpNow();
+                hopNoIp = fup == 0 && hopNoIp;
+                sink.hop(FlowSink.HOP_PSB, fup, 0);
+            }
+            if (leap) {
+                fetchEvent(); // qq: nothing but PSB+ is read
+                continue;
+            }
+            switch (ev.type) {
+                case Event.TNT -> fetchEvent();
+                case Event.TIP -> {
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        sink.hop(hopNoIp ? FlowSink.HOP_BEGIN : FlowSink.HOP_IP, ip, 0);
+                        hopNoIp = false;
+                    }
+                    fetchEvent();
+                }
+                case Event.ENABLED -> {
+                    if (ev.ipSuppressed) {
+                        fetchEvent();
+                        break;
+                    }
+                    ip = ev.ip;
+                    enabled = true;
+                    hopNoIp = false;
+                    report();
+                    sink.hop(FlowSink.HOP_IP, ip, 0);
+                }
+                case Event.DISABLED -> {
+                    enabled = false;
+                    fetchEvent(); // perf's quick decode takes a TIP.PGD alone for nothing but the IP it may carry
+                }
+                case Event.ASYNC_BRANCH, Event.ASYNC_DISABLED -> {
+                    boolean branch = ev.type == Event.ASYNC_BRANCH;
+                    long to = branch ? ev.ip : 0;
+                    if (hopNoIp) {
+                        // perf's scan stops at the FUP: a trace begin there; its TIP is then a TIP of its own
+                        hopNoIp = false;
+                        ip = ev.from;
+                        sink.hop(FlowSink.HOP_BEGIN, ev.from, 0);
+                        if (branch) {
+                            ip = to;
+                            sink.hop(FlowSink.HOP_IP, to, 0);
+                        } else {
+                            enabled = false;
+                        }
+                        fetchEvent();
+                        break;
+                    }
+                    ip = ev.from;
+                    sink.hop(FlowSink.HOP_ASYNC, ev.from, to);
+                    report();
+                    if (branch) {
+                        ip = to;
+                        sink.hop(FlowSink.HOP_IP, to, 0);
+                    } else {
+                        enabled = false;
+                    }
+                }
+                case Event.OVERFLOW -> {
+                    report();
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        sink.hop(FlowSink.HOP_IP, ip, 0);
+                    } else {
+                        hopNoIp = true;
+                    }
+                }
+                default -> report();
+            }
+        }
+    }
+
+    private long psbIpNow() {
+        return evd.headerFupIp();
     }
 
     private int decodeLoop() {

@@ -766,6 +766,45 @@ public final class SampleSink implements FlowSink {
         }
     }
 
+    /**
+     * perf's quick decode (itrace q): its states from IP packets alone. An instruction sample of such a state has a
+     * period of 1 (perf counts no instructions there) and the state's flags: none at a TIP (no instruction was decoded)
+     * or an asynchronous branch's at its FUP.
+     */
+    @Override
+    public void hop(int kind, long from, long to) {
+        switch (kind) {
+            case HOP_PSB -> {
+                closePsb(0);
+                if (from != 0 && sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1); // the PSB's state is an instruction at its FUP too
+                }
+            }
+            case HOP_BEGIN -> {
+                offIp = -1;
+                consume();
+                traceBegin(from);
+                if (sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1);
+                }
+            }
+            case HOP_ASYNC -> {
+                consume();
+                if (sampleInsns) {
+                    int flags = to == 0 ? FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END
+                            : FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT;
+                    instruction(from, to, flags, 0, null, 0, 1);
+                }
+            }
+            default -> {
+                consume();
+                if (sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1);
+                }
+            }
+        }
+    }
+
     /** The end of a PSB+: perf's PSB event (with the FUP's IP, if tracing was on), then a changed CBR. */
     private void closePsb(long ip) {
         if (psbAhead) {
