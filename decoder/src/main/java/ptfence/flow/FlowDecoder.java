@@ -650,6 +650,7 @@ public final class FlowDecoder {
 
     private void resetState() {
         hopNoIp = true;
+        hopAbort = false;
         pathLastCache = null;
         carriedIpLive = false;
         carriedEmitLive = false;
@@ -832,11 +833,21 @@ public final class FlowDecoder {
                     enabled = true;
                     hopNoIp = false;
                     report();
-                    sink.hop(FlowSink.HOP_IP, ip, 0);
+                    sink.hop(FlowSink.HOP_RESAMPLE, ip, 0);
                 }
                 case Event.DISABLED -> {
                     enabled = false;
-                    fetchEvent(); // perf's quick decode takes a TIP.PGD alone for nothing but the IP it may carry
+                    if (!ev.ipSuppressed) {
+                        // a TIP.PGD alone with an IP: perf's state from 0 to it, a trace end (its scan for an IP
+                        // resamples there)
+                        ip = ev.ip;
+                        sink.hop(FlowSink.HOP_END, ip, 0);
+                        if (hopNoIp) {
+                            hopNoIp = false;
+                            sink.hop(FlowSink.HOP_IP, ip, 0);
+                        }
+                    }
+                    fetchEvent(); // one with no IP is nothing
                 }
                 case Event.ASYNC_BRANCH, Event.ASYNC_DISABLED -> {
                     boolean branch = ev.type == Event.ASYNC_BRANCH;
@@ -856,11 +867,18 @@ public final class FlowDecoder {
                         break;
                     }
                     ip = ev.from;
-                    sink.hop(FlowSink.HOP_ASYNC, ev.from, to);
-                    report();
+                    if (hopAbort) {
+                        // the FUP a transaction's abort bound: its TIP (TIP.PGD) makes the abort's branch
+                        hopAbort = false;
+                        sink.hop(FlowSink.HOP_ABORT, ev.from, to);
+                        fetchEvent();
+                    } else {
+                        sink.hop(FlowSink.HOP_ASYNC, ev.from, to);
+                        report();
+                    }
                     if (branch) {
                         ip = to;
-                        sink.hop(FlowSink.HOP_IP, to, 0);
+                        sink.hop(FlowSink.HOP_RESAMPLE, to, 0);
                     } else {
                         enabled = false;
                     }
@@ -869,15 +887,38 @@ public final class FlowDecoder {
                     report();
                     if (!ev.ipSuppressed) {
                         ip = ev.ip;
-                        sink.hop(FlowSink.HOP_IP, ip, 0);
+                        sink.hop(FlowSink.HOP_RESAMPLE, ip, 0);
                     } else {
                         hopNoIp = true;
                     }
+                }
+                case Event.TSX -> {
+                    if (ev.ipSuppressed || !enabled) {
+                        report(); // a MODE.TSX with no FUP: state only
+                        break;
+                    }
+                    ip = ev.ip;
+                    if (ev.aborted) {
+                        hopAbort = true;
+                    } else {
+                        sink.hop(FlowSink.HOP_TX, ev.ip, ev.speculative ? 1 : 0);
+                    }
+                    report();
+                }
+                case Event.PTWRITE, Event.EXSTOP, Event.MWAIT -> {
+                    if (!ev.ipSuppressed && enabled) {
+                        ip = ev.ip;
+                        sink.hop(FlowSink.HOP_IP, ip, 0); // the FUP it binds is an instruction state of its own
+                    }
+                    report();
                 }
                 default -> report();
             }
         }
     }
+
+    /** A transaction's abort was reported: the asynchronous branch of its FUP is the abort's branch. */
+    private boolean hopAbort;
 
     private long psbIpNow() {
         return evd.headerFupIp();

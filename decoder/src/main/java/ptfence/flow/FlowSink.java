@@ -129,6 +129,14 @@ public interface FlowSink {
     int HOP_ASYNC = 2;
     /** A trace begin found by perf's scan for an IP (no IP since the sync, the overflow): at {@code from}. */
     int HOP_BEGIN = 3;
+    /** A TIP.PGD alone with an IP, {@code from}: perf's state from 0 to it, a trace end (no instruction). */
+    int HOP_END = 4;
+    /** An instruction at {@code from} that perf samples with the state before it, at that state's time (its "resample"). */
+    int HOP_RESAMPLE = 5;
+    /** A MODE.TSX that is no abort, bound to the FUP at {@code from}: an instruction there ({@code to} 1: in a transaction). */
+    int HOP_TX = 6;
+    /** A transaction's abort: its FUP at {@code from} and the TIP to {@code to} (0: a TIP.PGD) are one branch. */
+    int HOP_ABORT = 7;
 
     /**
      * perf's quick decode (itrace {@code q}, its decoder's "hop" mode): no code is read and TNT packets are ignored;
