@@ -609,6 +609,9 @@ public final class FlowDecoder {
      * IP the flow stopped at.
      */
     private long errorIp(int err) {
+        if (cfg.hop > 0) {
+            return ip; // perf's quick decode: the last IP packet's (no instruction was walked)
+        }
         if (carriedEmitLive && !emitted && (eventLayerError || err == PtError.BAD_QUERY)) {
             SeamState real = carried.emitted();
             if (real != null) {
@@ -759,6 +762,7 @@ public final class FlowDecoder {
         }
     }
 
+    /** The decode from a sync: a negative error, EOS, or (qq) 1: go on silently at the next PSB. */
     private int loop() {
         return cfg.hop > 0 ? hopLoop() : decodeLoop();
     }
@@ -784,6 +788,11 @@ public final class FlowDecoder {
                 }
                 if (status == PtError.EOS) {
                     return PtError.EOS;
+                }
+                if (leap) {
+                    // qq: perf scans for the next PSB without reading the packets between, so bytes that are no
+                    // packet there are no error (one inside a PSB+ is perf's error, not yet ptdecode's)
+                    return 1;
                 }
                 eventLayerError = true;
                 return status;
