@@ -38,6 +38,11 @@ public final class FlowConfig {
      */
     public boolean resyncAtIp;
 
+    /**
+     * perf's itrace {@code q} count: 1 decodes from IP packets alone (FUP, TIP, TIP.PGE, TIP.PGD: no code read, TNT
+     * ignored), 2 from PSB+ alone (the FUP in each); 0 walks the code.
+     */
+    public int hop;
     /** Keep perf's clock too ({@link ptfence.timing.PerfClock}): {@link FlowDecoder#time} is then perf's. */
     public boolean perfClock;
 

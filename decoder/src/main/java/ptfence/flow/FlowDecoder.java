@@ -363,7 +363,7 @@ public final class FlowDecoder {
             }
             lastSync = syncAt;
             fetchEvent();
-            st = decodeLoop();
+            st = loop();
             long lastErrorOffset = -1;
             long lastErrorIp = -1;
             while (st < 0 && st != PtError.EOS) {
@@ -371,13 +371,13 @@ public final class FlowDecoder {
                 if (cfg.resyncAtIp && st == PtError.NOMAP) {
                     int w = missingCode(errorIp(st));
                     if (w == 0) {
-                        st = decodeLoop();
+                        st = loop();
                         continue;
                     }
                     if (w == 2) {
                         st = resumeAtFullIp(false);
                         if (st == 0) {
-                            st = decodeLoop();
+                            st = loop();
                         }
                         continue;
                     }
@@ -427,7 +427,7 @@ public final class FlowDecoder {
                 if (!enabled) {
                     sink.disabledAfterResync();
                 }
-                st = decodeLoop();
+                st = loop();
             }
             flushRun();
             if (st == PtError.EOS) {
@@ -618,6 +618,9 @@ public final class FlowDecoder {
      * IP the flow stopped at.
      */
     private long errorIp(int err) {
+        if (cfg.hop > 0) {
+            return ip; // perf's quick decode: the last IP packet's (no instruction was walked)
+        }
         if (carriedEmitLive && !emitted && (eventLayerError || err == PtError.BAD_QUERY)) {
             SeamState real = carried.emitted();
             if (real != null) {
@@ -658,6 +661,8 @@ public final class FlowDecoder {
     }
 
     private void resetState() {
+        hopNoIp = true;
+        hopAbort = false;
         pathLastCache = null;
         carriedIpLive = false;
         carriedEmitLive = false;
@@ -764,6 +769,177 @@ public final class FlowDecoder {
         } else if (!ev.statusUpdate) {
             initialPsb = false;
         }
+    }
+
+    /** The decode from a sync: a negative error, EOS, or (qq) 1: go on silently at the next PSB. */
+    private int loop() {
+        return cfg.hop > 0 ? hopLoop() : decodeLoop();
+    }
+
+    /** perf's quick decode has had no IP since its sync (its scan for one): the next IP packet begins the trace. */
+    private boolean hopNoIp;
+
+    /**
+     * perf's quick decode (itrace q, qq): the events alone, no code walked. Each IP packet is a state: a TIP an
+     * instruction at its target, a TIP.PGE a trace begin then an instruction there, a FUP with its TIP (TIP.PGD) an
+     * instruction at the FUP that is the asynchronous branch (trace end), then one at the TIP's target; TNT packets and
+     * a TIP.PGD with no IP are nothing. A PSB+ is a state at its FUP's IP; with qq it is all there is (the packets up to
+     * the next PSB are skipped). The flow's IP is the last packet's.
+     */
+    private int hopLoop() {
+        eventLayerError = false;
+        boolean psbOpen = false;
+        boolean leap = cfg.hop > 1;
+        while (true) {
+            if (status < 0) {
+                if (psbOpen) {
+                    sink.hop(FlowSink.HOP_PSB, psbIpNow(), 0);
+                }
+                if (status == PtError.EOS) {
+                    return PtError.EOS;
+                }
+                if (leap) {
+                    // qq: perf scans for the next PSB without reading the packets between, so bytes that are no
+                    // packet there are no error (one inside a PSB+ is perf's error, not yet ptdecode's)
+                    return 1;
+                }
+                eventLayerError = true;
+                return status;
+            }
+            if (ev.statusUpdate) {
+                if (!psbOpen) {
+                    psbOpen = true;
+                    long fup = evd.headerFupIp();
+                    if (fup != 0) {
+                        ip = fup; // perf's decoder stands at the PSB's FUP before it reports the PSB+
+                    }
+                }
+                if (ev.type == Event.ENABLED) {
+                    enabled = true;
+                } else if (ev.type == Event.DISABLED) {
+                    enabled = false;
+                }
+                report();
+                continue;
+            }
+            if (psbOpen) {
+                psbOpen = false;
+                long fup = psbIpNow();
+                hopNoIp = fup == 0 && hopNoIp;
+                sink.hop(FlowSink.HOP_PSB, fup, 0);
+            }
+            if (leap) {
+                fetchEvent(); // qq: nothing but PSB+ is read
+                continue;
+            }
+            switch (ev.type) {
+                case Event.TNT -> fetchEvent();
+                case Event.TIP -> {
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        sink.hop(hopNoIp ? FlowSink.HOP_BEGIN : FlowSink.HOP_IP, ip, 0);
+                        hopNoIp = false;
+                    }
+                    fetchEvent();
+                }
+                case Event.ENABLED -> {
+                    if (ev.ipSuppressed) {
+                        fetchEvent();
+                        break;
+                    }
+                    ip = ev.ip;
+                    enabled = true;
+                    hopNoIp = false;
+                    report();
+                    sink.hop(FlowSink.HOP_RESAMPLE, ip, 0);
+                }
+                case Event.DISABLED -> {
+                    enabled = false;
+                    if (!ev.ipSuppressed) {
+                        // a TIP.PGD alone with an IP: perf's state from 0 to it, a trace end (its scan for an IP
+                        // resamples there)
+                        ip = ev.ip;
+                        sink.hop(FlowSink.HOP_END, ip, 0);
+                        if (hopNoIp) {
+                            hopNoIp = false;
+                            sink.hop(FlowSink.HOP_IP, ip, 0);
+                        }
+                    }
+                    fetchEvent(); // one with no IP is nothing
+                }
+                case Event.ASYNC_BRANCH, Event.ASYNC_DISABLED -> {
+                    boolean branch = ev.type == Event.ASYNC_BRANCH;
+                    long to = branch ? ev.ip : 0;
+                    if (hopNoIp) {
+                        // perf's scan stops at the FUP: a trace begin there; its TIP is then a TIP of its own
+                        hopNoIp = false;
+                        ip = ev.from;
+                        sink.hop(FlowSink.HOP_BEGIN, ev.from, 0);
+                        if (branch) {
+                            ip = to;
+                            sink.hop(FlowSink.HOP_IP, to, 0);
+                        } else {
+                            enabled = false;
+                        }
+                        fetchEvent();
+                        break;
+                    }
+                    ip = ev.from;
+                    if (hopAbort) {
+                        // the FUP a transaction's abort bound: its TIP (TIP.PGD) makes the abort's branch
+                        hopAbort = false;
+                        sink.hop(FlowSink.HOP_ABORT, ev.from, to);
+                        fetchEvent();
+                    } else {
+                        sink.hop(FlowSink.HOP_ASYNC, ev.from, to);
+                        report();
+                    }
+                    if (branch) {
+                        ip = to;
+                        sink.hop(FlowSink.HOP_RESAMPLE, to, 0);
+                    } else {
+                        enabled = false;
+                    }
+                }
+                case Event.OVERFLOW -> {
+                    report();
+                    if (!ev.ipSuppressed) {
+                        ip = ev.ip;
+                        sink.hop(FlowSink.HOP_RESAMPLE, ip, 0);
+                    } else {
+                        hopNoIp = true;
+                    }
+                }
+                case Event.TSX -> {
+                    if (ev.ipSuppressed || !enabled) {
+                        report(); // a MODE.TSX with no FUP: state only
+                        break;
+                    }
+                    ip = ev.ip;
+                    if (ev.aborted) {
+                        hopAbort = true;
+                    } else {
+                        sink.hop(FlowSink.HOP_TX, ev.ip, ev.speculative ? 1 : 0);
+                    }
+                    report();
+                }
+                case Event.PTWRITE, Event.EXSTOP, Event.MWAIT -> {
+                    if (!ev.ipSuppressed && enabled) {
+                        ip = ev.ip;
+                        sink.hop(FlowSink.HOP_IP, ip, 0); // the FUP it binds is an instruction state of its own
+                    }
+                    report();
+                }
+                default -> report();
+            }
+        }
+    }
+
+    /** A transaction's abort was reported: the asynchronous branch of its FUP is the abort's branch. */
+    private boolean hopAbort;
+
+    private long psbIpNow() {
+        return evd.headerFupIp();
     }
 
     private int decodeLoop() {

@@ -117,6 +117,35 @@ public interface FlowSink {
         return false;
     }
 
+    /** A state of perf's quick decode at an IP alone: an instruction there (a TIP; the IP a trace begin or interrupt went to). */
+    int HOP_IP = 0;
+    /** The PSB+ just read ends: its state, {@code from} its FUP's IP (0: none; else an instruction there too). */
+    int HOP_PSB = 1;
+    /**
+     * An asynchronous branch (FUP then TIP or TIP.PGD) as perf's quick decode makes it: one state that is an
+     * instruction at {@code from} (the FUP's IP) and the branch to {@code to} (0: a trace end); the branch follows as
+     * its event.
+     */
+    int HOP_ASYNC = 2;
+    /** A trace begin found by perf's scan for an IP (no IP since the sync, the overflow): at {@code from}. */
+    int HOP_BEGIN = 3;
+    /** A TIP.PGD alone with an IP, {@code from}: perf's state from 0 to it, a trace end (no instruction). */
+    int HOP_END = 4;
+    /** An instruction at {@code from} that perf samples with the state before it, at that state's time (its "resample"). */
+    int HOP_RESAMPLE = 5;
+    /** A MODE.TSX that is no abort, bound to the FUP at {@code from}: an instruction there ({@code to} 1: in a transaction). */
+    int HOP_TX = 6;
+    /** A transaction's abort: its FUP at {@code from} and the TIP to {@code to} (0: a TIP.PGD) are one branch. */
+    int HOP_ABORT = 7;
+
+    /**
+     * perf's quick decode (itrace {@code q}, its decoder's "hop" mode): no code is read and TNT packets are ignored;
+     * each IP packet is a state of its own ({@code kind}: one of HOP_*). Only {@link FlowDecoder#run} in that mode
+     * calls it, between the events it passes on as usual (trace begins, interrupts, PSB+, power, errors).
+     */
+    default void hop(int kind, long from, long to) {
+    }
+
     /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     /**
      * perf's recovery: the flow stands at {@code ip}, where there is no code, and is about to fail there; {@code tsc}

@@ -67,6 +67,7 @@ final class PerfScript {
             }
             return;
         }
+        rd.config.hop = cfg.itrace.quick; // perf's q, qq: a walk of the packets alone, no code read
         Thread decoding = new Thread(() -> {
             try {
                 rd.decodeCpus(t -> {

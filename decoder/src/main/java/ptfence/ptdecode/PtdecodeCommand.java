@@ -421,6 +421,12 @@ public final class PtdecodeCommand implements Callable<Integer>, ptfence.cli.Laz
                     : "--call-trace or --call-ret-trace") + ": not done yet");
         }
         if (calls.callTrace || calls.callRetTrace) {
+            if (!perf.noItrace && ptfence.script.ItraceOptions.parseAll(perf.itraceSpecs()).quick > 0) {
+                // perf's quick decode makes its calls and returns from IP packets alone (no code read): the call
+                // views walk the code, so they would print a full decode
+                throw new BadInputException("--call-trace or --call-ret-trace with --itrace=q: not done yet (perf's "
+                        + "quick decode is done for the sample views: --itrace=bq, iq...)");
+            }
             if (perf.dlfilter != null) {
                 throw new BadInputException("--dlfilter with --call-trace or --call-ret-trace: not done yet (the "
                         + "filter sees the samples of --itrace's other views)");

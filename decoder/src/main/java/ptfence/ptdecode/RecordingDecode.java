@@ -952,6 +952,10 @@ final class RecordingDecode {
             public void noCode(long ip, long tsc) {
                 inner.noCode(ip, tsc);
             }
+
+            public void hop(int kind, long from, long to) {
+                inner.hop(kind, from, to);
+            }
         };
     }
 

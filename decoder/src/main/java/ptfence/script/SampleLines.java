@@ -846,6 +846,11 @@ final class SampleLines {
     }
 
     void transaction(SampleSink s, long ip, int f) {
+        transaction(s, ip, 0, f);
+    }
+
+    /** A transaction sample whose state goes on to {@code to} (perf's quick decode: an abort's branch target). */
+    void transaction(SampleSink s, long ip, long to, int f) {
         if ((cfg.dlfilter != null || cfg.script != null) && dlDrops(s, ip, 0, f, 1, PerfEvents.Kind.TRANSACTIONS, null, 0)) {
             return;
         }
@@ -855,12 +860,15 @@ final class SampleLines {
         }
         s.moveTask();
         LineBytes b = start(s, fields);
+        if (on(fields, FieldSet.PERIOD)) {
+            b.dec(1, 10).ch(' '); // a hardware-type sample as branches and instructions: perf prints its period, 1
+        }
         if (on(fields, FieldSet.EVNAME)) {
             b.right("transactions", nameWidth).ch(':').ch(' ');
         }
         flagsColumn(b, f);
         if (on(fields, FieldSet.ADDR)) {
-            b.hex(0, 16);
+            b.hex(to, 16);
         }
         memoryColumns(b, fields);
         if (on(fields, FieldSet.IP)) {

@@ -103,6 +103,8 @@ public final class SampleSink implements FlowSink {
 
     // instruction sampling
     private final boolean sampleInsns;
+    /** perf's quick decode (itrace q): its states come from {@link #hop} too. */
+    private final boolean quick;
     private final boolean wantBranches;
     private final int branchFilter;
     private final boolean holdForTarget;
@@ -164,6 +166,7 @@ public final class SampleSink implements FlowSink {
         this.fixedThread = fixedTid >= 0;
         this.lines = new SampleLines(cfg, symbols);
         ItraceOptions it = cfg.itrace;
+        this.quick = it.quick > 0;
         this.sampleInsns = it.instructions && cfg.events.of(PerfEvents.Kind.INSTRUCTIONS) != null;
         this.wantBranches = it.branches && cfg.events.of(PerfEvents.Kind.BRANCHES) != null;
         this.branchFilter = it.branchFilter();
@@ -799,6 +802,9 @@ public final class SampleSink implements FlowSink {
             }
             case Event.TSX -> {
                 consume();
+                if (quick) {
+                    break; // its samples are its FUP's state's (hop); only that state is in a transaction
+                }
                 if (ev.aborted && pending) {
                     resolve(ev.ip, 0);
                 }
@@ -813,6 +819,81 @@ public final class SampleSink implements FlowSink {
                 }
             }
             default -> { }
+        }
+    }
+
+    /**
+     * perf's quick decode (itrace q): its states from IP packets alone. An instruction sample of such a state has a
+     * period of 1 (perf counts no instructions there) and the state's flags: none at a TIP (no instruction was decoded)
+     * or an asynchronous branch's at its FUP.
+     */
+    @Override
+    public void hop(int kind, long from, long to) {
+        switch (kind) {
+            case HOP_PSB -> {
+                closePsb(0);
+                if (from != 0 && sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1); // the PSB's state is an instruction at its FUP too
+                }
+            }
+            case HOP_BEGIN -> {
+                offIp = -1;
+                consume();
+                traceBegin(from);
+                if (sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1);
+                }
+            }
+            case HOP_END -> {
+                consume();
+                offIp = from;
+                // perf's flags of a state from 0: a trace begin, and this one ends the trace too
+                branch(0, from, FLAG_BRANCH | BranchFlags.TRACE_BEGIN | BranchFlags.TRACE_END, 0, null, 0);
+            }
+            case HOP_RESAMPLE -> {
+                if (sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1);
+                }
+            }
+            case HOP_TX -> {
+                consume();
+                inTx = to != 0;
+                if (sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1);
+                }
+                if (cfg.events.of(PerfEvents.Kind.TRANSACTIONS) != null && keep(from)) {
+                    lines.transaction(this, from, inTx ? BranchFlags.IN_TX : 0); // the state's flags: no branch
+                }
+                inTx = false;
+            }
+            case HOP_ABORT -> {
+                consume();
+                inTx = false;
+                int flags = FLAG_BRANCH | BranchFlags.TX_ABORT | (to == 0 ? BranchFlags.TRACE_END : 0);
+                if (sampleInsns) {
+                    instruction(from, to, flags, 0, null, 0, 1);
+                }
+                if (cfg.events.of(PerfEvents.Kind.TRANSACTIONS) != null && keep(from)) {
+                    lines.transaction(this, from, to, flags);
+                }
+                if (wantBranches) {
+                    branch(from, to, flags, 0, null, 0);
+                }
+            }
+            case HOP_ASYNC -> {
+                consume();
+                if (sampleInsns) {
+                    int flags = to == 0 ? FLAG_BRANCH | BranchFlags.ASYNC | BranchFlags.TRACE_END
+                            : FLAG_BRANCH | BranchFlags.CALL | BranchFlags.ASYNC | BranchFlags.INTERRUPT;
+                    instruction(from, to, flags, 0, null, 0, 1);
+                }
+            }
+            default -> {
+                consume();
+                if (sampleInsns) {
+                    instruction(from, 0, 0, 0, null, 0, 1);
+                }
+            }
         }
     }
 
