@@ -146,7 +146,6 @@ public interface FlowSink {
     default void hop(int kind, long from, long to) {
     }
 
-    /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     /**
      * perf's recovery: the flow stands at {@code ip}, where there is no code, and is about to fail there; {@code tsc}
      * is the time it resumed at {@code ip} after an earlier error (-1: unknown, now). A trace begin not yet reported
@@ -159,6 +158,7 @@ public interface FlowSink {
     default void resumedAtPsb() {
     }
 
+    /** Resynchronized after an error at a point where tracing is disabled (ptxed prints "[disabled]"). */
     default void disabledAfterResync() {
     }
 }

@@ -181,7 +181,6 @@ final class PerfScript {
         }
     }
 
-    /** The recording's own records perf script prints: other events' samples, and the --show-* records. */
     /**
      * The lines of the recording's own records {@code show} asks for, as the sample views print them, for a text call
      * view to print among its lines (it prints the recorded samples of other events itself).
@@ -205,6 +204,7 @@ final class PerfScript {
         return lines;
     }
 
+    /** The recording's own records perf script prints: other events' samples, and the --show-* records. */
     private static SidebandLines sidebandLines(RecordingDecode rd, ScriptConfig cfg, SidebandLines.Show show)
             throws java.io.IOException {
         return sidebandLines(rd, cfg, show, true);
