@@ -18,7 +18,8 @@ import ptfence.insn.X86Decoder;
  *
  * <p>The hot path (TNT-driven walking through cached blocks) touches only primitive fields.
  *
- * <p>One file past 1k lines: sync and segments, event binding (section "events") and walking (section "walking")
+ * <p>One file past 1k lines: sync and segments, event binding (section "events"), walking (section "walking") and
+ * perf's quick decode without code ({@code hopLoop}, itrace q)
  * all read and write the same flow state (the IP, the instruction whose effect waits on its events, the current code
  * piece, the block run) as primitive fields of this object; split classes would pass that state or call through an
  * interface on every step of the walk. The rules that stand alone are their own classes: the path memo
